@@ -1,0 +1,66 @@
+"""jupyter-agent: a Jupyter-native coding agent (Claude's tool-using loop, in your notebook).
+
+Public API: :func:`query` (one run of the loop), :class:`Conversation` (several runs
+sharing a history), the loop's types, and ``%load_ext jupyter_agent`` (the ``%%agent``
+magic). Importing this package does not import ``anthropic`` or ``ipywidgets``.
+"""
+
+import importlib
+from typing import Any
+
+# Names are imported on first use, so `%load_ext jupyter_agent` stays fast (pydantic,
+# the loop and the tools load when a run starts, anthropic when a model is first used).
+_EXPORTS = {
+    "Conversation": ".conversation",
+    "query": ".loop.query", "query_loop": ".loop.query", "QueryRun": ".loop.run",
+    "State": ".loop.state", "Terminal": ".loop.state", "TerminalReason": ".loop.state",
+    "Transition": ".loop.state", "Usage": ".loop.usage",
+    "HookResult": ".loop.hooks", "Hooks": ".loop.hooks",
+    "Model": ".loop.model_protocol", "ModelError": ".loop.model_protocol",
+    "ModelRequest": ".loop.model_protocol",
+    "PermissionAllow": ".loop.permission_result", "PermissionAsk": ".loop.permission_result",
+    "PermissionDeny": ".loop.permission_result",
+    **{name: ".loop.events" for name in (
+        "AssistantMessage", "Checkpoint", "ModelFallback", "ModelRetry", "Notice", "RequestStart",
+        "StreamEvent", "ToolProgress", "ToolResult", "ToolStart", "UserMessage")},
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jupyter_agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AssistantMessage", "Checkpoint", "Conversation", "HookResult", "Hooks", "Model",
+    "ModelError", "ModelFallback", "ModelRequest", "ModelRetry", "Notice", "PermissionAllow",
+    "PermissionAsk", "PermissionDeny", "QueryRun", "RequestStart", "State", "StreamEvent",
+    "Terminal", "TerminalReason", "ToolProgress", "ToolResult", "ToolStart", "Transition",
+    "Usage", "UserMessage", "chat", "load_ipython_extension", "query", "query_loop",
+    "unload_ipython_extension",
+]
+
+
+def load_ipython_extension(ipython):  # noqa: D103 - `%load_ext jupyter_agent`
+    from .jupyter.magic import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython):  # noqa: D103 - `%unload_ext jupyter_agent`
+    from .jupyter.magic import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+def chat(*args, **kwargs):
+    """Show the multi-turn chat widget in the notebook (see ``jupyter_agent.jupyter.chat``)."""
+    from .jupyter.chat import chat as show_chat
+
+    return show_chat(*args, **kwargs)

@@ -1,0 +1,171 @@
+"""A multi-turn conversation: what ``%%agent`` cells and the chat panel share.
+
+Each ``send()`` starts one run of the loop on the history so far plus the new prompt,
+with the same tool session (files read, kernels started) and the same permission rules.
+When the run ends its history (always valid: every ``tool_use`` answered) becomes the
+conversation's. Imports nothing from IPython or widgets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .loop.events import AssistantMessage
+from .loop.hooks import Hooks
+from .loop.messages import create_user_message, ensure_tool_result_pairing
+from .loop.model_resolution import resolve_model
+from .loop.model_protocol import Model
+from .loop.query import query
+from .loop.run import QueryRun
+from .loop.usage import Usage
+from .tools.base import ToolContext
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+
+
+class Conversation:
+    """History, settings and tool session for a series of runs.
+
+    ``model`` is an id, a Model, or None (``JUPYTER_AGENT_REPLAY``, ``JUPYTER_AGENT_MODEL``,
+    else the default Sonnet); ``replay`` a transcript path for the offline replay model.
+    The model is created on the first ``send()``, so building a Conversation never
+    needs an API key.
+    """
+
+    def __init__(self, model: str | Model | None = None, *, tools: list | None = None,
+                 permission_mode: str = "default", cwd: str | Path | None = None,
+                 max_turns: int | None = None, system_prompt: str | None = None,
+                 can_use_tool: Any = None, hooks: Hooks | dict | None = None,
+                 notebook_path: str | None = None, replay: str | None = None,
+                 allow: tuple[str, ...] = (), deny: tuple[str, ...] = (), ask: tuple[str, ...] = ()) -> None:
+        self._model_spec = model
+        self._model: Model | None = model if model is not None and not isinstance(model, str) else None
+        self.replay = replay
+        self.tools = tools
+        self.max_turns = max_turns
+        self.system_prompt = system_prompt
+        self.can_use_tool = can_use_tool
+        self.hooks = Hooks.coerce(hooks)
+        self.notebook_path = notebook_path
+        self.rules = {"allow": tuple(allow), "deny": tuple(deny), "ask": tuple(ask)}
+        self.messages: list[dict[str, Any]] = []
+        self.runs: list[QueryRun] = []
+        self.usage = Usage()
+        self.context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
+        self._permissions: Any = None
+        self.permission_mode = permission_mode
+
+    # -- settings ------------------------------------------------------------------
+    @property
+    def permission_mode(self) -> str:
+        return self._permission_mode
+
+    @permission_mode.setter
+    def permission_mode(self, mode: str) -> None:
+        if mode not in PERMISSION_MODES:
+            raise ValueError(f"Unknown permission mode {mode!r}: use one of {', '.join(PERMISSION_MODES)}.")
+        self._permission_mode = mode
+        if self._permissions is not None:
+            self._permissions.mode = mode
+
+    @property
+    def permissions(self) -> Any:
+        """The permission policy (modes, rules, session rules from "Always allow")."""
+        if self._permissions is None:
+            from .permissions import Permissions
+
+            self._permissions = Permissions(mode=self._permission_mode, cwd=self.context.cwd, **self.rules)
+        return self._permissions
+
+    @property
+    def model_name(self) -> str:
+        if self._model is not None:
+            return self._model.name
+        if isinstance(self._model_spec, str):
+            return self._model_spec
+        from os import environ
+
+        return environ.get("JUPYTER_AGENT_MODEL", "claude-sonnet-4-5")
+
+    @model_name.setter
+    def model_name(self, name: str) -> None:
+        self._model_spec, self._model = name, None
+
+    @property
+    def model(self) -> Model:
+        if self._model is None:
+            self._model = resolve_model(self._model_spec, replay=self.replay)
+        return self._model
+
+    @property
+    def running(self) -> QueryRun | None:
+        """The run still going, if any."""
+        return next((r for r in reversed(self.runs) if r.terminal is None and r._iterated), None)
+
+    # -- runs ------------------------------------------------------------------------
+    def send(self, prompt: str | list[dict[str, Any]], *, can_use_tool: Any = None,
+             max_turns: int | None = None, checkpoints: bool = False, **options: Any) -> QueryRun:
+        """Start a run on the history plus ``prompt``; returns its handle at once."""
+        if self.running is not None:
+            raise RuntimeError(
+                "A run of this conversation is still going. Stop it (run.stop() or the Stop "
+                "button) or wait for it before sending the next prompt."
+            )
+        new = [create_user_message(prompt)] if isinstance(prompt, str) else list(prompt)
+        if isinstance(prompt, str) and not prompt.strip():
+            raise ValueError("The prompt is empty: say what the agent should do.")
+        run = query(
+            [*self.messages, *new],
+            model=self.model,
+            tools=self.tools,
+            max_turns=max_turns if max_turns is not None else self.max_turns,
+            can_use_tool=can_use_tool or self.can_use_tool,
+            hooks=self.hooks,
+            system_prompt=self.system_prompt,
+            checkpoints=checkpoints,
+            permissions=self.permissions,
+            context=self._run_context(),
+            notebook_path=self.notebook_path,
+            **options,
+        )
+        run.add_done_callback(self._absorb)
+        self.runs.append(run)
+        return run
+
+    def _run_context(self) -> ToolContext:
+        """A fresh abort flag per run; files read and kernels shared with earlier runs."""
+        import asyncio
+
+        shared = self.context
+        return ToolContext(cwd=shared.cwd, abort=asyncio.Event(), permissions=self.permissions,
+                           read_file_state=shared.read_file_state, session=shared.session,
+                           tool_results_dir=shared.tool_results_dir)
+
+    def _absorb(self, run: QueryRun) -> None:
+        messages, _ = ensure_tool_result_pairing(list(run.state.messages))
+        self.messages = messages
+        self.usage.add(run.usage)
+
+    def last_answer(self) -> str:
+        """The text of the last assistant message, if any."""
+        for message in reversed(self.messages):
+            if message.get("role") == "assistant":
+                return AssistantMessage(message, Usage(), "", None).text
+        return ""
+
+    def reset(self) -> None:
+        """Start a new conversation: forget the history (kernels and settings stay)."""
+        if self.running is not None:
+            raise RuntimeError("Stop the running run before starting a new conversation.")
+        self.messages = []
+        self.context.read_file_state.clear()
+
+    async def aclose(self) -> None:
+        """Stop any run and shut down the kernels this conversation started."""
+        if self.running is not None:
+            self.running.stop()
+            await self.running.wait()
+        from .notebook.kernels import close_session
+
+        await close_session(self.context.session)

@@ -1,0 +1,66 @@
+"""The per-message budget for tool results (part of building ``messages_for_query``).
+
+One tool's output is already capped when it runs (``Tool.max_result_size_chars``).
+This keeps one *turn's* results bounded too: when the results in one user message
+add up to more than the budget, the largest are replaced by a short note. The choice
+is made once per ``tool_use_id`` and remembered, so every later request carries the
+same bytes for that result and the prompt cache keeps hitting.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .messages import Message
+
+DEFAULT_MESSAGE_BUDGET_CHARS = 200_000
+
+
+def _size(content: Any) -> int:
+    return len(content) if isinstance(content, str) else len(json.dumps(content))
+
+
+class ToolResultBudget:
+    """Remembers, per ``tool_use_id``, whether its result was replaced."""
+
+    def __init__(self, max_chars_per_message: int = DEFAULT_MESSAGE_BUDGET_CHARS) -> None:
+        self.max_chars_per_message = max_chars_per_message
+        self._replaced: dict[str, str | None] = {}
+
+    def apply(self, messages: list[Message]) -> list[Message]:
+        return [self._apply_one(m) if m.get("role") == "user" else m for m in messages]
+
+    def _apply_one(self, message: Message) -> Message:
+        content = message.get("content")
+        if not isinstance(content, list):
+            return message
+        results = [b for b in content if b.get("type") == "tool_result"]
+        if not results:
+            return message
+        undecided = [b for b in results if b["tool_use_id"] not in self._replaced]
+        if undecided:
+            self._decide(results)
+        if not any(self._replaced.get(b["tool_use_id"]) for b in results):
+            return message
+        new_content = []
+        for block in content:
+            note = self._replaced.get(block.get("tool_use_id")) if block.get("type") == "tool_result" else None
+            new_content.append({**block, "content": note} if note else block)
+        return {**message, "content": new_content}
+
+    def _decide(self, results: list[dict[str, Any]]) -> None:
+        total = sum(_size(b.get("content")) for b in results)
+        for block in sorted(results, key=lambda b: _size(b.get("content")), reverse=True):
+            tool_use_id = block["tool_use_id"]
+            if tool_use_id in self._replaced:
+                continue
+            if total > self.max_chars_per_message:
+                size = _size(block.get("content"))
+                self._replaced[tool_use_id] = (
+                    f"[This result ({size} characters) was left out to keep this turn's tool "
+                    "results within budget. Run the tool again with a narrower request.]"
+                )
+                total -= size
+            else:
+                self._replaced[tool_use_id] = None

@@ -1,0 +1,167 @@
+"""What a run yields, in order, to whoever iterates it (a widget, the CLI, a lesson).
+
+A run is a stream of these events. Model events (``StreamEvent``, ``AssistantMessage``,
+``ModelRetry``, ``ModelFallback``) come from the model layer; the rest from the loop.
+The last event of every run is a :class:`~jupyter_agent.loop.state.Terminal`.
+
+Stream events carry both the delta and the snapshot, as the anthropic SDK's do: the
+snapshot is the assistant message *so far*, a live dict that keeps growing. Copy it
+if you keep it past the next event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .usage import Usage
+
+
+@dataclass(frozen=True)
+class RequestStart:
+    """The loop is about to send request number ``request_index`` (1-based) of this run."""
+
+    turn_count: int
+    request_index: int
+    model: str
+    message_count: int
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One server-sent event of a streaming response.
+
+    ``type`` is the API's event type (``message_start``, ``content_block_start``,
+    ``content_block_delta``, ``content_block_stop``, ``message_delta``,
+    ``message_stop``, or an unknown type passed through). ``delta`` is the event's
+    payload (for a ``content_block_delta``: ``{"type": "text_delta", "text": ...}``);
+    ``snapshot`` is the message accumulated so far (``role``, ``content``, ...).
+    """
+
+    type: str
+    index: int | None
+    delta: dict[str, Any] | None
+    snapshot: dict[str, Any]
+
+    @property
+    def block(self) -> dict[str, Any] | None:
+        """The content block this event is about, as accumulated so far."""
+        if self.index is None:
+            return None
+        content = self.snapshot.get("content") or []
+        return content[self.index] if 0 <= self.index < len(content) else None
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    """A complete response: ``message`` is ``{"role": "assistant", "content": [...]}``."""
+
+    message: dict[str, Any]
+    usage: Usage
+    model: str
+    stop_reason: str | None
+    request_id: str | None = None
+
+    @property
+    def tool_uses(self) -> list[dict[str, Any]]:
+        return [b for b in self.message["content"] if b.get("type") == "tool_use"]
+
+    @property
+    def text(self) -> str:
+        return "".join(b.get("text", "") for b in self.message["content"] if b.get("type") == "text")
+
+
+@dataclass(frozen=True)
+class ModelRetry:
+    """The model layer will send the request again; discard the partial response."""
+
+    attempt: int
+    max_retries: int
+    delay_s: float
+    error: str
+    status: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelFallback:
+    """The model layer switched models after repeated overload; discard the partial response."""
+
+    from_model: str
+    to_model: str
+    error: str
+
+
+@dataclass(frozen=True)
+class ToolStart:
+    """A tool call passed validation and permission and is now running."""
+
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolProgress:
+    """Something a running tool reported (e.g. a cell's output as it arrives)."""
+
+    tool_use_id: str
+    name: str
+    data: Any
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The ``tool_result`` block for one ``tool_use`` (success or ``is_error``)."""
+
+    tool_use_id: str
+    name: str
+    block: dict[str, Any]
+    duration_s: float = 0.0
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.block.get("is_error"))
+
+    @property
+    def content(self) -> Any:
+        return self.block.get("content")
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    """A user message the loop appended to the history (tool results, hook feedback)."""
+
+    message: dict[str, Any]
+    synthetic: bool = False
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A plain-language note about what the loop did (a recovery, a repaired history...)."""
+
+    kind: str
+    text: str
+
+
+StepName = Literal["build_request", "collect_response", "run_tools", "next_state"]
+STEP_NAMES: tuple[StepName, ...] = ("build_request", "collect_response", "run_tools", "next_state")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A read-only view of the loop at one of its four steps (opt-in: ``checkpoints=True``).
+
+    The loop waits here until the consumer pulls the next event, so a lesson can stop
+    between steps and look. ``step`` is 1..4; ``step_name`` one of :data:`STEP_NAMES`.
+    """
+
+    step: int
+    step_name: StepName
+    state: Any
+    messages_for_query: tuple[dict[str, Any], ...]
+    assistant_messages: tuple[dict[str, Any], ...]
+    tool_results: tuple[dict[str, Any], ...]
+    needs_follow_up: bool
+    turn_count: int
+    transition: Any
+    extra: dict[str, Any] = field(default_factory=dict)

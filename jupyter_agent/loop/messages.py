@@ -1,0 +1,173 @@
+"""Message helpers: building results, and keeping a history the API will accept.
+
+The Messages API rejects (HTTP 400) a history in which an assistant ``tool_use`` is
+not answered by a ``tool_result`` with the same id in the very next message, or in
+which a ``tool_result`` points at nothing. Many agents break on this after a crash
+or a Stop. Every request goes through :func:`ensure_tool_result_pairing` first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator
+
+Message = dict[str, Any]
+
+INTERRUPTED_MESSAGE = "Interrupted by user: the run was stopped before this tool call finished."
+MISSING_RESULT_MESSAGE = "No result: this tool call did not run (the response was cut short)."
+
+
+def content_blocks(message: Message) -> list[dict[str, Any]]:
+    """A message's content as a list of blocks (a plain string becomes one text block)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content or [])
+
+
+def create_user_message(content: str | list[dict[str, Any]]) -> Message:
+    return {"role": "user", "content": content}
+
+
+def tool_result_block(tool_use_id: str, content: Any, *, is_error: bool = False) -> dict[str, Any]:
+    """A ``tool_result`` block; ``is_error`` is only written when true (as the API echoes it)."""
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def tool_use_ids(message: Message) -> list[str]:
+    return [b["id"] for b in content_blocks(message) if b.get("type") == "tool_use"]
+
+
+def yield_missing_tool_result_blocks(
+    assistant_messages: Iterable[Message], answered_ids: Iterable[str], error_message: str
+) -> Iterator[dict[str, Any]]:
+    """An error ``tool_result`` for each ``tool_use`` in ``assistant_messages`` that has
+    no result yet (seed: ``yieldMissingToolResultBlocks``). This repairs the record; it
+    does not undo what a tool already did."""
+    answered = set(answered_ids)
+    for message in assistant_messages:
+        for tool_use_id in tool_use_ids(message):
+            if tool_use_id not in answered:
+                answered.add(tool_use_id)
+                yield tool_result_block(tool_use_id, error_message, is_error=True)
+
+
+def ensure_tool_result_pairing(messages: list[Message]) -> tuple[list[Message], list[str]]:
+    """Repair a history so every ``tool_use`` is answered right after, and no
+    ``tool_result`` points at nothing. Returns the repaired list (new message dicts only
+    where something changed) and a list of what was repaired, for a notice."""
+    repaired: list[Message] = []
+    notes: list[str] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        if message.get("role") != "assistant":
+            if message.get("role") == "user":
+                message = _drop_dangling_results(message, repaired, notes)
+                if message is None:
+                    i += 1
+                    continue
+            repaired.append(message)
+            i += 1
+            continue
+        repaired.append(message)
+        ids = tool_use_ids(message)
+        following = messages[i + 1] if i + 1 < len(messages) else None
+        if not ids:
+            i += 1
+            continue
+        if following is not None and following.get("role") == "user":
+            blocks = content_blocks(following)
+            answered = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
+            missing = [t for t in ids if t not in answered]
+            kept = [
+                b for b in blocks
+                if b.get("type") != "tool_result" or b.get("tool_use_id") in set(ids)
+            ]
+            if len(kept) != len(blocks):
+                notes.append(f"dropped {len(blocks) - len(kept)} tool_result(s) pointing at nothing")
+            if missing:
+                notes.append(f"added error results for unanswered tool_use {', '.join(missing)}")
+            if missing or len(kept) != len(blocks):
+                results = [b for b in kept if b.get("type") == "tool_result"]
+                others = [b for b in kept if b.get("type") != "tool_result"]
+                fill = [tool_result_block(t, MISSING_RESULT_MESSAGE, is_error=True) for t in missing]
+                # Results first: the API wants tool_result blocks before any other content.
+                repaired.append({**following, "content": results + fill + others})
+            else:
+                repaired.append(following)
+            i += 2
+            continue
+        notes.append(f"added error results for unanswered tool_use {', '.join(ids)}")
+        repaired.append(create_user_message(
+            [tool_result_block(t, MISSING_RESULT_MESSAGE, is_error=True) for t in ids]
+        ))
+        i += 1
+    return repaired, notes
+
+
+def _drop_dangling_results(message: Message, so_far: list[Message], notes: list[str]) -> Message | None:
+    """Drop ``tool_result`` blocks of a user message whose previous message did not ask for them."""
+    blocks = content_blocks(message)
+    if not any(b.get("type") == "tool_result" for b in blocks):
+        return message
+    previous = so_far[-1] if so_far else None
+    allowed = set(tool_use_ids(previous)) if previous and previous.get("role") == "assistant" else set()
+    kept = [b for b in blocks if b.get("type") != "tool_result" or b.get("tool_use_id") in allowed]
+    if len(kept) == len(blocks):
+        return message
+    notes.append(f"dropped {len(blocks) - len(kept)} tool_result(s) pointing at nothing")
+    return {**message, "content": kept} if kept else None
+
+
+def normalize_messages_for_api(messages: Iterable[Message]) -> list[Message]:
+    """The history as the API takes it: consecutive messages of one role merged (tool
+    results first in a merged user message), empty messages dropped.
+
+    Messages are never mutated; unchanged ones are passed through as the same objects,
+    so the request bytes stay stable from one turn to the next (prompt caching).
+    """
+    out: list[Message] = []
+    for message in messages:
+        content = message.get("content")
+        if not content:
+            continue
+        if out and out[-1].get("role") == message.get("role"):
+            merged = content_blocks(out[-1]) + content_blocks(message)
+            if message.get("role") == "user":
+                merged = [b for b in merged if b.get("type") == "tool_result"] + [
+                    b for b in merged if b.get("type") != "tool_result"
+                ]
+            out[-1] = {"role": message["role"], "content": merged}
+            continue
+        out.append(message)
+    return out
+
+
+def prepend_user_context(messages: list[Message], user_context: dict[str, str]) -> list[Message]:
+    """Put the user context (working directory, notebook, date...) in front of the
+    history as a ``<system-reminder>`` user message, as the seed's
+    ``prependUserContext()`` does. It is rebuilt for every request and never stored."""
+    if not user_context:
+        return messages
+    lines = "\n".join(f"# {key}\n{value}" for key, value in user_context.items())
+    reminder = {
+        "type": "text",
+        "text": "<system-reminder>\nAs you answer the user's questions, you can use the "
+        f"following context:\n{lines}\n</system-reminder>\n",
+    }
+    if messages and messages[0].get("role") == "user":
+        first = messages[0]
+        return [{"role": "user", "content": [reminder, *content_blocks(first)]}, *messages[1:]]
+    return [create_user_message([reminder]), *messages]
+
+
+def cut_middle(text: str, limit: int) -> str:
+    """Shorten ``text`` to about ``limit`` characters by cutting out its middle."""
+    if len(text) <= limit:
+        return text
+    half = max(limit // 2, 1)
+    omitted = len(text) - 2 * half
+    return f"{text[:half]}\n... [{omitted} characters cut] ...\n{text[-half:]}"

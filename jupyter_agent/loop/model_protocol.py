@@ -1,0 +1,68 @@
+"""The contract between the loop and a model: what the loop sends, what it gets back.
+
+The loop never imports ``anthropic``; it talks to anything with this shape. The real
+implementation is :class:`jupyter_agent.model.AnthropicModel`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Protocol, Union, runtime_checkable
+
+from .events import AssistantMessage, ModelFallback, ModelRetry, StreamEvent
+
+ModelEvent = Union[StreamEvent, ModelRetry, ModelFallback, AssistantMessage]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One request as the loop builds it (seed step 1).
+
+    ``messages`` are Messages-API messages without ``cache_control``: the model adds
+    the cache markers on its own copy so the history stays byte-stable.
+    """
+
+    messages: list[dict[str, Any]]
+    system: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    max_tokens: int = 8192
+    thinking: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Streams one response for a request.
+
+    ``stream()`` yields ``StreamEvent``s as the response arrives, ``ModelRetry`` /
+    ``ModelFallback`` when it starts over (the consumer drops the partial response),
+    and exactly one ``AssistantMessage`` last, on success. When it gives up it raises
+    :class:`ModelError`; it never ends quietly without an ``AssistantMessage``.
+    """
+
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+
+
+class ModelError(Exception):
+    """A model request failed for good (after the model layer's retries and fallback).
+
+    ``kind`` is a short machine-readable name (``overloaded``, ``rate_limit``,
+    ``authentication``, ``invalid_request``, ``stream_cut``, ``stream_stalled``,
+    ``api_error``, ``connection``, ``no_api_key``...); ``status`` the HTTP status if any.
+    """
+
+    def __init__(self, message: str, *, kind: str = "api_error", status: int | None = None,
+                 retryable: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retryable = retryable
+
+
+class PromptTooLongError(ModelError):
+    """The request is over the model's context window (HTTP 400 ``prompt is too long``)."""
+
+    def __init__(self, message: str, *, status: int | None = 400) -> None:
+        super().__init__(message, kind="prompt_too_long", status=status)

@@ -1,0 +1,203 @@
+"""Step 3: running a response's tool calls (seed: ``runTools`` in toolOrchestration).
+
+Calls are taken in order. Consecutive concurrency-safe calls form a batch that runs
+concurrently (at most ``MAX_TOOL_CONCURRENCY`` at once); a call that is not safe
+runs alone, after everything before it finished and before anything after it starts.
+Results come back as they complete: pairing is by ``tool_use_id``, so order does not
+matter to the model. On Stop, running calls are cancelled and every call without a
+result gets an error result: each ``tool_use`` ends with exactly one ``tool_result``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any, AsyncIterator, Iterator, Literal
+
+from .abort import AbortSignal
+from .events import ToolResult
+from .messages import INTERRUPTED_MESSAGE, tool_result_block
+from .tool_execution import ToolRunEnv, execute_tool_call
+
+MAX_TOOL_CONCURRENCY = 10
+NOT_STARTED_MESSAGE = "The run was stopped before this tool call started."
+DENIED_EARLIER_MESSAGE = "Not run: the user denied an earlier tool call in this response."
+
+
+@dataclass
+class TrackedCall:
+    """One ``tool_use`` on its way to a result."""
+
+    block: dict[str, Any]
+    safe: bool
+    status: Literal["queued", "running", "done", "yielded"] = "queued"
+    task: asyncio.Task | None = None
+    result: dict[str, Any] | None = None
+    started_at: float = 0.0
+    ended_at: float = 0.0
+
+
+class ToolScheduler:
+    """Starts calls as the ordering rules allow and hands back events as they happen.
+
+    Used directly by :func:`run_tools` (all calls known up front) and by the
+    :class:`StreamingToolExecutor` (calls added while the model still streams).
+    """
+
+    def __init__(self, env: ToolRunEnv, signal: AbortSignal, *, in_order: bool,
+                 max_concurrency: int = MAX_TOOL_CONCURRENCY) -> None:
+        self.env = replace(env, emit=self._emit)
+        self.calls: list[TrackedCall] = []
+        self.in_order = in_order
+        self.max_concurrency = max_concurrency
+        self._events: deque[Any] = deque()
+        self._wake = asyncio.Event()
+        self._remove_listener = signal.add_listener(self._on_abort)
+        self._aborted = signal.aborted
+
+    # -- adding and starting -------------------------------------------------
+    def add(self, block: dict[str, Any]) -> None:
+        self.calls.append(TrackedCall(block, self.env.is_concurrency_safe(block)))
+        self._start_ready()
+
+    def _can_start(self, call: TrackedCall) -> bool:
+        running = [c for c in self.calls if c.status == "running"]
+        if len(running) >= self.max_concurrency:
+            return False
+        return not running or (call.safe and all(c.safe for c in running))
+
+    def _start_ready(self) -> None:
+        for call in self.calls:
+            if call.status != "queued":
+                continue
+            if self._aborted:
+                self._finish(call, tool_result_block(call.block["id"], NOT_STARTED_MESSAGE, is_error=True))
+            elif self.env.control.interrupted:
+                self._finish(call, tool_result_block(call.block["id"], DENIED_EARLIER_MESSAGE, is_error=True))
+            elif self._can_start(call):
+                call.status = "running"
+                call.started_at = time.perf_counter()
+                call.task = asyncio.ensure_future(self._run(call))
+            else:
+                break  # keep order: nothing overtakes a call that has to wait
+
+    async def _run(self, call: TrackedCall) -> None:
+        try:
+            result = await execute_tool_call(call.block, self.env)
+        except asyncio.CancelledError:
+            result = tool_result_block(call.block["id"], INTERRUPTED_MESSAGE, is_error=True)
+        except Exception as exc:  # execute_tool_call catches tool errors; this is a loop bug
+            result = tool_result_block(call.block["id"], f"Internal error: {exc!r}", is_error=True)
+        self._finish(call, result)
+        self._start_ready()
+
+    def _finish(self, call: TrackedCall, result: dict[str, Any]) -> None:
+        call.result = result
+        call.status = "done"
+        call.ended_at = time.perf_counter()
+        self._wake.set()
+
+    def _emit(self, event: Any) -> None:
+        self._events.append(event)
+        self._wake.set()
+
+    def _on_abort(self) -> None:
+        self.abort_all()
+
+    def abort_all(self) -> None:
+        """Cancel running calls; queued ones get a "not started" result."""
+        self._aborted = True
+        for call in self.calls:
+            if call.status == "running" and call.task is not None:
+                call.task.cancel()
+        self._start_ready()  # queued calls get their "not started" result now
+
+    # -- handing results back ------------------------------------------------
+    def completed_events(self) -> Iterator[Any]:
+        """Events ready now, without waiting: progress first, then finished results.
+
+        In order mode a finished result may pass a still-running *safe* call, but
+        nothing passes an unsafe call that has not finished.
+        """
+        while self._events:
+            yield self._events.popleft()
+        for call in self.calls:
+            if call.status == "done":
+                call.status = "yielded"
+                duration = max(call.ended_at - call.started_at, 0.0) if call.started_at else 0.0
+                yield ToolResult(call.block["id"], call.block.get("name", ""), call.result, duration)
+            elif call.status in ("running", "queued") and self.in_order and not call.safe:
+                break
+
+    async def remaining_events(self) -> AsyncIterator[Any]:
+        """Every event until each call has handed back its result."""
+        try:
+            while True:
+                self._wake.clear()
+                for event in self.completed_events():
+                    yield event
+                if all(c.status == "yielded" for c in self.calls) and not self._events:
+                    return
+                await self._wake.wait()
+        finally:
+            self._remove_listener()
+
+    def results(self) -> dict[str, dict[str, Any]]:
+        """The ``tool_result`` block of every finished call, by ``tool_use_id``."""
+        return {c.block["id"]: c.result for c in self.calls if c.result is not None}
+
+    def discard(self) -> None:
+        """Drop everything (the response these calls came from was thrown away)."""
+        self._remove_listener()
+        for call in self.calls:
+            if call.task is not None and not call.task.done():
+                call.task.cancel()
+        self.calls.clear()
+        self._events.clear()
+
+
+def partition_tool_calls(blocks: list[dict[str, Any]], env: ToolRunEnv) -> list[list[dict[str, Any]]]:
+    """Split calls into batches: a run of consecutive safe calls, or one unsafe call."""
+    batches: list[list[dict[str, Any]]] = []
+    previous_safe = False
+    for block in blocks:
+        safe = env.is_concurrency_safe(block)
+        if safe and previous_safe:
+            batches[-1].append(block)
+        else:
+            batches.append([block])
+        previous_safe = safe
+    return batches
+
+
+async def run_tools(blocks: list[dict[str, Any]], env: ToolRunEnv, signal: AbortSignal) -> AsyncIterator[Any]:
+    """Run a response's calls batch by batch (see module doc); yield ToolStart,
+    ToolProgress and ToolResult events as they happen."""
+    for batch in partition_tool_calls(blocks, env):
+        scheduler = ToolScheduler(env, signal, in_order=False)
+        for block in batch:
+            scheduler.add(block)
+        try:
+            async for event in scheduler.remaining_events():
+                yield event
+        finally:
+            scheduler.discard()
+
+
+class StreamingToolExecutor(ToolScheduler):
+    """Starts each tool as soon as its ``tool_use`` block is complete in the stream.
+
+    Safe tools run beside other safe tools; an unsafe tool waits until it can run
+    alone. The loop yields finished results while the model is still streaming
+    (``completed_events``) and collects the rest after (``remaining_events``). If the
+    model layer throws the response away (retry, fallback), the loop calls
+    ``discard()``: those calls' ids will never be in the history.
+    """
+
+    def __init__(self, env: ToolRunEnv, signal: AbortSignal) -> None:
+        super().__init__(env, signal, in_order=True)
+
+    def add_tool(self, block: dict[str, Any]) -> None:
+        self.add(block)

@@ -1,0 +1,72 @@
+"""The three answers a permission check can give, and the policy interface the loop asks.
+
+The loop calls ``policy.decide(tool, input, context)`` before every tool call. An
+``ask`` goes to the ``can_use_tool`` callback (a UI's approval card, a terminal
+prompt, a test); with none, an ``ask`` is a deny that says how to allow the call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Union
+
+if TYPE_CHECKING:
+    from ..tools.base import Tool, ToolContext
+
+
+@dataclass(frozen=True)
+class PermissionAllow:
+    """Run the call, with ``updated_input`` instead of the model's input if given.
+
+    ``always`` carries rules (e.g. ``"Edit(src/**)"``) the user chose to allow for the
+    rest of the session ("Always allow").
+    """
+
+    updated_input: dict[str, Any] | None = None
+    always: tuple[str, ...] = ()
+    behavior: Literal["allow"] = "allow"
+
+
+@dataclass(frozen=True)
+class PermissionDeny:
+    """Refuse the call; ``message`` goes to the model as the error result.
+
+    ``interrupt`` ends the turn (``aborted_tools``): a plain "no" from a person with no
+    feedback means stop, not "try something else".
+    """
+
+    message: str
+    interrupt: bool = False
+    behavior: Literal["deny"] = "deny"
+
+
+@dataclass(frozen=True)
+class PermissionAsk:
+    """A person must decide. ``diff`` shows what an edit would change;
+    ``suggested_rules`` are what "Always allow" would add."""
+
+    message: str
+    diff: str | None = None
+    suggested_rules: tuple[str, ...] = ()
+    behavior: Literal["ask"] = "ask"
+
+
+PermissionResult = Union[PermissionAllow, PermissionDeny, PermissionAsk]
+
+
+class PermissionPolicy(Protocol):
+    """Decides allow / deny / ask for one call (modes and rules live behind this)."""
+
+    async def decide(self, tool: "Tool", input: Any, context: "ToolContext") -> PermissionResult: ...
+
+    def add_session_rules(self, rules: tuple[str, ...]) -> None: ...
+
+
+class ToolCheckPolicy:
+    """The simplest policy: whatever each tool's own ``check_permissions`` says."""
+
+    async def decide(self, tool: "Tool", input: Any, context: "ToolContext") -> PermissionResult:
+        return await tool.check_permissions(input, context)
+
+    def add_session_rules(self, rules: tuple[str, ...]) -> None:
+        return None

@@ -1,0 +1,94 @@
+"""The loop's state between iterations, and how a run ends.
+
+Seed names: ``State.messages``, ``turnCount`` -> ``turn_count``, ``transition``,
+and the ``Terminal`` reason that ``queryLoop()`` returns. Python async generators
+cannot ``return`` a value, so the loop *yields* its :class:`Terminal` as the last
+event and also keeps it on the run handle (``run.terminal``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class TerminalReason(str, Enum):
+    """Why the loop ended. ``completed`` means the loop ended, not that the task is done."""
+
+    COMPLETED = "completed"
+    MAX_TURNS = "max_turns"
+    ABORTED_STREAMING = "aborted_streaming"
+    ABORTED_TOOLS = "aborted_tools"
+    MODEL_ERROR = "model_error"
+    STOP_HOOK_PREVENTED = "stop_hook_prevented"
+    HOOK_STOPPED = "hook_stopped"
+    PROMPT_TOO_LONG = "prompt_too_long"
+
+    def __str__(self) -> str:  # so f"{reason}" prints "completed", not the enum repr
+        return self.value
+
+
+#: What each end reason means, in words a user can act on (shown by UIs and lessons).
+TERMINAL_EXPLANATIONS: dict[str, str] = {
+    "completed": "The model answered without asking for a tool, so the loop ended. "
+    "That is the loop's end, not a promise that the task is done: read the answer.",
+    "max_turns": "The turn limit was reached after the last tools ran; "
+    "the model was not asked again. Raise max_turns to let it go on.",
+    "aborted_streaming": "Stopped while the model was answering; every tool call it had "
+    "already made got an error result.",
+    "aborted_tools": "Stopped while tools were running; each unfinished tool got an error result.",
+    "model_error": "The model request failed and retries did not recover it; "
+    "the history was repaired so the conversation can go on.",
+    "stop_hook_prevented": "A Stop hook prevented the run from continuing.",
+    "hook_stopped": "A tool hook stopped the run.",
+    "prompt_too_long": "The conversation is longer than the model's context; start a new one "
+    "or shorten it.",
+}
+
+
+#: Why the loop went round again (``transition.reason``).
+CONTINUE_REASONS = (
+    "next_turn",
+    "max_output_tokens_recovery",
+    "stop_hook_blocking",
+)
+
+
+@dataclass(frozen=True)
+class Transition:
+    """Why the loop continued into the current iteration (``None`` on the first)."""
+
+    reason: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class State:
+    """What one iteration hands the next: the history, the turn count, the transition.
+
+    ``turn_count`` starts at 1 and grows by one each time a batch of tool results
+    sends the loop round again (seed: ``turnCount``).
+    """
+
+    messages: tuple[dict[str, Any], ...] = ()
+    turn_count: int = 1
+    transition: Transition | None = None
+    max_output_tokens_recovery_count: int = 0
+    stop_hook_active: bool = False
+
+
+@dataclass(frozen=True)
+class Terminal:
+    """The end of a run: the last event the loop yields, also ``run.terminal``."""
+
+    reason: TerminalReason
+    turn_count: int
+    message: str = ""
+    error: str | None = None
+    usage: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def explanation(self) -> str:
+        return TERMINAL_EXPLANATIONS[self.reason.value]

@@ -1,0 +1,206 @@
+"""One tool call, from ``tool_use`` block to ``tool_result`` block (seed: ``runToolUse``).
+
+In order: unknown tool, already aborted, schema validation, ``validate_input``,
+PreToolUse hooks, the permission decision, ``call`` (with a timeout), PostToolUse
+hooks. Every path ends in exactly one ``tool_result`` with the ``tool_use`` id;
+a failing tool never raises into the loop. Only cancellation (Stop) propagates, and
+the caller turns that into a result too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from ..tools.base import Tool, ToolContext, ToolError, ToolOutput
+from .events import ToolProgress, ToolStart
+from .hooks import Hooks, ToolCallResult, call_hook
+from .messages import cut_middle, tool_result_block
+from .permission_result import PermissionAllow, PermissionAsk, PermissionDeny
+
+#: Error text longer than this is cut in the middle (the model needs head and tail).
+MAX_ERROR_CHARS = 10_000
+#: Characters of an oversized result the model still sees, beside the file's path.
+PREVIEW_CHARS = 2_000
+
+CanUseTool = Callable[[str, dict[str, Any], PermissionAsk], Any]
+
+
+@dataclass
+class RunControl:
+    """Flags a tool call can raise for the whole run (read by the loop after step 3)."""
+
+    hook_stop_message: str | None = None
+    interrupted: bool = False
+
+
+@dataclass
+class ToolRunEnv:
+    """What every call in a run shares."""
+
+    tools_by_name: dict[str, Tool]
+    context: ToolContext
+    can_use_tool: CanUseTool | None = None
+    hooks: Hooks = field(default_factory=Hooks)
+    control: RunControl = field(default_factory=RunControl)
+    emit: Callable[[Any], None] = lambda event: None
+
+    def is_concurrency_safe(self, block: dict[str, Any]) -> bool:
+        """Safe to run beside others? Unknown tools and invalid input count as unsafe."""
+        tool = self.tools_by_name.get(block.get("name", ""))
+        if tool is None:
+            return False
+        try:
+            return bool(tool.is_concurrency_safe(tool.Input.model_validate(block.get("input") or {})))
+        except Exception:
+            return False
+
+
+def format_validation_error(tool_name: str, error: ValidationError) -> str:
+    """Say which fields are missing, unexpected or of the wrong type, in the model's terms."""
+    lines = []
+    for problem in error.errors():
+        where = ".".join(str(p) for p in problem["loc"]) or "input"
+        if problem["type"] == "missing":
+            lines.append(f"The required parameter `{where}` is missing")
+        elif problem["type"] == "extra_forbidden":
+            lines.append(f"An unexpected parameter `{where}` was provided")
+        else:
+            lines.append(f"The parameter `{where}` is invalid: {problem['msg']}")
+    return f"InputValidationError: {tool_name} failed due to the following issue(s):\n" + "\n".join(lines)
+
+
+def _error(tool_use_id: str, message: str) -> dict[str, Any]:
+    return tool_result_block(tool_use_id, cut_middle(message, MAX_ERROR_CHARS), is_error=True)
+
+
+async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str, Any]:
+    """Run one ``tool_use`` block and return its ``tool_result`` block."""
+    tool_use_id, name = block["id"], block.get("name", "")
+    raw_input = block.get("input")
+    tool = env.tools_by_name.get(name)
+    if tool is None:
+        available = ", ".join(sorted(env.tools_by_name)) or "none"
+        return _error(tool_use_id, f"Error: No such tool available: {name}. Available tools: {available}.")
+    if env.context.abort.is_set():
+        return _error(tool_use_id, "The run was stopped before this tool call started.")
+    if not isinstance(raw_input, dict):
+        return _error(tool_use_id, f"InputValidationError: {name} input must be a JSON object.")
+
+    parsed, problem = _validate(tool, raw_input)
+    if problem:
+        return _error(tool_use_id, problem)
+    context = env.context.for_call(tool_use_id, lambda data: env.emit(ToolProgress(tool_use_id, name, data)))
+    problem = await tool.validate_input(parsed, context)
+    if problem:
+        return _error(tool_use_id, problem)
+
+    hook_approved = False
+    for hook in env.hooks.pre_tool_use:
+        verdict = await call_hook(hook, name, raw_input, context)
+        if verdict is None:
+            continue
+        if verdict.stop:
+            env.control.hook_stop_message = verdict.message or "A PreToolUse hook stopped the run."
+            return _error(tool_use_id, f"Stopped by a hook: {env.control.hook_stop_message}")
+        if verdict.decision == "deny":
+            return _error(tool_use_id, verdict.message or f"A hook refused this {name} call.")
+        if verdict.updated_input is not None:
+            raw_input = verdict.updated_input
+            parsed, problem = _validate(tool, raw_input)
+            if problem:
+                return _error(tool_use_id, f"A hook changed the input into something invalid. {problem}")
+        hook_approved = hook_approved or verdict.decision == "allow"
+
+    if not hook_approved:
+        decision = await _decide(tool, parsed, raw_input, context, env)
+        if isinstance(decision, PermissionDeny):
+            if decision.interrupt:
+                env.control.interrupted = True
+            return _error(tool_use_id, decision.message)
+        if decision.updated_input is not None:
+            raw_input = decision.updated_input
+            parsed, problem = _validate(tool, raw_input)
+            if problem:
+                return _error(tool_use_id, problem)
+
+    env.emit(ToolStart(tool_use_id, name, raw_input))
+    try:
+        output = await asyncio.wait_for(tool.call(parsed, context), timeout=tool.timeout_s)
+    except asyncio.TimeoutError:
+        return _error(tool_use_id, f"{name} timed out after {tool.timeout_s:g} s and was cancelled.")
+    except ToolError as exc:
+        return _error(tool_use_id, str(exc) or f"{name} failed.")
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a tool bug must not take the loop down: the model hears about it
+        return _error(tool_use_id, f"{name} failed: {type(exc).__name__}: {exc}")
+    if not isinstance(output, ToolOutput):
+        output = ToolOutput(content=str(output))
+    content = _bounded_content(tool, output.content, tool_use_id, context)
+    is_error = output.is_error
+
+    for hook in env.hooks.post_tool_use:
+        verdict = await call_hook(hook, name, raw_input, ToolCallResult(content, is_error), context)
+        if verdict is None:
+            continue
+        if verdict.updated_output is not None:
+            content = verdict.updated_output
+        if verdict.stop:
+            env.control.hook_stop_message = verdict.message or "A PostToolUse hook stopped the run."
+    return tool_result_block(tool_use_id, content, is_error=is_error)
+
+
+def _validate(tool: Tool, raw_input: dict[str, Any]) -> tuple[Any, str | None]:
+    try:
+        return tool.Input.model_validate(raw_input), None
+    except ValidationError as exc:
+        return None, format_validation_error(tool.name, exc)
+
+
+async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: ToolContext,
+                  env: ToolRunEnv) -> PermissionAllow | PermissionDeny:
+    decision = await context.permissions.decide(tool, parsed, context)
+    if not isinstance(decision, PermissionAsk):
+        return decision
+    if env.can_use_tool is None:
+        return PermissionDeny(
+            f"{tool.name} needs approval ({decision.message}) and no one is here to give it. "
+            "Run with a UI that shows approval buttons, pass can_use_tool=, add an allow rule "
+            "for this tool, or choose a permission mode that allows it (e.g. acceptEdits)."
+        )
+    answer = env.can_use_tool(tool.name, raw_input, decision)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    if isinstance(answer, bool):  # a plain yes/no from a simple callback
+        answer = PermissionAllow() if answer else PermissionDeny("The user denied this call.")
+    if not isinstance(answer, (PermissionAllow, PermissionDeny)):
+        return PermissionDeny(f"can_use_tool returned {type(answer).__name__}; expected allow or deny.")
+    if isinstance(answer, PermissionAllow) and answer.always:
+        context.permissions.add_session_rules(answer.always)
+    return answer
+
+
+def _bounded_content(tool: Tool, content: Any, tool_use_id: str, context: ToolContext) -> Any:
+    """Empty output gets a sentence; oversized text goes to a file, the model gets a preview."""
+    if content is None or content == "" or content == []:
+        return f"({tool.name} completed with no output)"
+    if not isinstance(content, str) or len(content) <= tool.max_result_size_chars:
+        return content
+    folder = context.tool_results_dir or Path(tempfile.gettempdir()) / "jupyter-agent-tool-results"
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha1(tool_use_id.encode()).hexdigest()[:12]
+    path = folder / f"{tool.name}-{digest}.txt"
+    path.write_text(content, encoding="utf-8")
+    return (
+        f"Output too large ({len(content)} characters). The full output was saved to {path}; "
+        f"Read it in pages if you need more.\nPreview (first {PREVIEW_CHARS} characters):\n"
+        f"{content[:PREVIEW_CHARS]}"
+    )

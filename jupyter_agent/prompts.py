@@ -1,0 +1,41 @@
+"""The default system prompt and the user context sent with every request.
+
+Both are kept byte-stable across a conversation (no clock times, no counters) so
+that each request shares its prefix with the next and the prompt cache keeps hitting.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+from pathlib import Path
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are jupyter-agent, a coding agent that works inside Jupyter notebooks. You help \
+people who live in notebooks: you read and edit files and notebook cells, and you run \
+cells in the notebook's kernel, using the tools you are given.
+
+How to work:
+- Read before you edit: Edit, Write and NotebookEdit refuse files and notebooks you have \
+not read, or that changed since you read them. Read them again and retry.
+- Address notebook cells by the ids that Read shows (`<cell id="...">`); `cell-N` (0-based \
+index) also works.
+- Every change and every cell run may need the user's approval. If a call is denied, do \
+not retry the same call: ask the user what they want instead, or take the feedback given.
+- Prefer small, reviewable edits. After running a cell, read its outputs before you go on.
+- Be concise. When you are done, say what you changed and what is left to do.
+"""
+
+
+def user_context(cwd: Path, notebook_path: str | None = None) -> dict[str, str]:
+    """What the model should know about where it is (seed: ``prependUserContext``)."""
+    context = {
+        "workingDirectory": str(cwd),
+        "platform": platform.system(),
+        "currentDate": f"Today's date is {datetime.date.today().isoformat()}.",
+    }
+    if notebook_path:
+        context["notebook"] = (
+            f"The user is working in the notebook {notebook_path}. 'This notebook' means that file."
+        )
+    return context

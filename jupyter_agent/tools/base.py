@@ -1,0 +1,141 @@
+"""The ``Tool`` interface every tool implements, and the context a call runs in.
+
+A tool is a class with a pydantic ``Input`` model (its JSON schema is what the
+model sees), a description, and an async ``call``. The loop validates the model's
+input against ``Input`` before anything else, so ``call`` only ever sees valid input.
+Defaults are the safe choice: not read-only, not concurrency-safe, ask permission.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..loop.permission_result import (
+    PermissionAllow,
+    PermissionAsk,
+    PermissionPolicy,
+    PermissionResult,
+    ToolCheckPolicy,
+)
+
+
+class ToolInput(BaseModel):
+    """Base of every tool's input model: unknown fields are an error, as in the API schema."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ToolError(Exception):
+    """Raise from ``call`` for an expected failure: the message goes to the model as-is."""
+
+
+@dataclass
+class ToolOutput:
+    """What ``call`` returns: ``content`` is text or a list of content blocks (text, image).
+
+    ``display`` is optional extra for UIs (a diff, a cell's outputs); it is not sent to
+    the model.
+    """
+
+    content: str | list[dict[str, Any]]
+    is_error: bool = False
+    display: Any = None
+
+
+@dataclass
+class FileReadRecord:
+    """What a ``Read`` saw, so ``Write``/``Edit`` can refuse stale or unread files."""
+
+    path: str
+    mtime_ns: int
+    content_hash: str
+    partial: bool = False
+
+
+@dataclass
+class ToolContext:
+    """Everything a call may use besides its input.
+
+    ``session`` is shared by every call of one conversation (kernels, notebook
+    documents, the files read); ``abort`` is set when the user stops the run.
+    """
+
+    cwd: Path
+    abort: asyncio.Event = field(default_factory=asyncio.Event)
+    permissions: PermissionPolicy = field(default_factory=ToolCheckPolicy)
+    read_file_state: dict[str, FileReadRecord] = field(default_factory=dict)
+    session: dict[str, Any] = field(default_factory=dict)
+    tool_use_id: str = ""
+    progress: Callable[[Any], None] = lambda data: None
+    tool_results_dir: Path | None = None
+
+    def for_call(self, tool_use_id: str, progress: Callable[[Any], None]) -> "ToolContext":
+        """The same context, labelled for one call (shares every mutable part)."""
+        return ToolContext(
+            cwd=self.cwd,
+            abort=self.abort,
+            permissions=self.permissions,
+            read_file_state=self.read_file_state,
+            session=self.session,
+            tool_use_id=tool_use_id,
+            progress=progress,
+            tool_results_dir=self.tool_results_dir,
+        )
+
+
+class Tool:
+    """Base class of all tools. Subclasses set ``name``, ``description``, ``Input``
+    and implement ``call``; the rest has safe defaults."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Input: ClassVar[type[ToolInput]]
+    #: Output longer than this (characters) is saved to a file; the model gets a preview.
+    max_result_size_chars: ClassVar[int] = 50_000
+    #: Seconds before a call is cancelled with an error result (None: no limit).
+    timeout_s: ClassVar[float | None] = 120.0
+
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.Input.model_json_schema(by_alias=True)
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        return schema
+
+    def to_api(self) -> dict[str, Any]:
+        """The tool definition as the Messages API takes it."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema()}
+
+    def is_read_only(self, input: Any) -> bool:
+        return False
+
+    def is_concurrency_safe(self, input: Any) -> bool:
+        return False
+
+    async def validate_input(self, input: Any, context: ToolContext) -> str | None:
+        """Return an error message for input that is well-formed but unusable, else None."""
+        return None
+
+    async def check_permissions(self, input: Any, context: ToolContext) -> PermissionResult:
+        """This tool's own view: read-only calls are allowed, everything else asks."""
+        if self.is_read_only(input):
+            return PermissionAllow()
+        return PermissionAsk(message=f"{self.name} wants to make a change.")
+
+    async def call(self, input: Any, context: ToolContext) -> ToolOutput:
+        raise NotImplementedError(f"{type(self).__name__} must implement call()")
+
+    def summary(self, input: dict[str, Any]) -> str:
+        """A one-line description of a call for UIs (e.g. the file path)."""
+        for key in ("file_path", "notebook_path", "pattern", "path"):
+            if isinstance(input.get(key), str):
+                return input[key]
+        return ""
+
+    def user_facing_name(self) -> str:
+        return self.name
