@@ -110,7 +110,13 @@ async def bare_per_turn(n: int, prior: list[dict[str, Any]]) -> float:
 
     tool = Sleep()
     with FakeMessagesAPI(turn_script(n)) as api:
-        client = anthropic.AsyncAnthropic(api_key="bench-key", base_url=api.base_url, max_retries=0)
+        import httpx2
+
+        # The same transport policy as AnthropicModel on a loopback URL (a fresh connection
+        # per request), so the two loops differ only in the loop.
+        http_client = httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0))
+        client = anthropic.AsyncAnthropic(api_key="bench-key", base_url=api.base_url, max_retries=0,
+                                          http_client=http_client)
         messages = list(prior)
         start = time.perf_counter()
         while True:
@@ -151,7 +157,7 @@ async def bench_overhead() -> tuple[float, float, float]:
 
 async def tool_phase(n_tools: int) -> float:
     calls = [tool_use("Sleep", {"seconds": 0.2}) for _ in range(n_tools)]
-    with FakeMessagesAPI([response(*calls), response(text("ok"))]) as api:
+    with FakeMessagesAPI([response(*calls)]) as api:
         run = query("go", model=model(api), tools=[Sleep()], permissions=ToolCheckPolicy(), max_turns=1)
         first = last = None
         async for event in run:
@@ -172,7 +178,7 @@ async def streaming_turn(streaming: bool) -> tuple[float, list[float]]:
     """A 1 s tool call, after which the model streams for 1 s more."""
     call = tool_use("Sleep", {"seconds": 1.0})
     # the model goes on streaming for 1 s after the tool_use block is complete
-    script = [response(call, pause(1.0), text("And that is the plan.")), response(text("ok"))]
+    script = [response(call, pause(1.0), text("And that is the plan."))]
     with FakeMessagesAPI(script) as api:
         stamped = StampedModel(model(api))
         run = query("go", model=stamped, tools=[Sleep()], permissions=ToolCheckPolicy(),

@@ -80,18 +80,24 @@ class ToolScheduler:
                 call.status = "running"
                 call.started_at = time.perf_counter()
                 call.task = asyncio.ensure_future(self._run(call))
+                call.task.add_done_callback(lambda task, call=call: self._task_done(call, task))
             else:
                 break  # keep order: nothing overtakes a call that has to wait
 
     async def _run(self, call: TrackedCall) -> None:
         try:
             result = await execute_tool_call(call.block, self.env)
-        except asyncio.CancelledError:
-            result = tool_result_block(call.block["id"], INTERRUPTED_MESSAGE, is_error=True)
         except Exception as exc:  # execute_tool_call catches tool errors; this is a loop bug
             result = tool_result_block(call.block["id"], f"Internal error: {exc!r}", is_error=True)
         self._finish(call, result)
         self._start_ready()
+
+    def _task_done(self, call: TrackedCall, task: asyncio.Task) -> None:
+        # A task cancelled before its first step never runs its body, so the result of
+        # a cancelled call is set here, where every way out of the task passes.
+        if call.status == "running":
+            self._finish(call, tool_result_block(call.block["id"], INTERRUPTED_MESSAGE, is_error=True))
+            self._start_ready()
 
     def _finish(self, call: TrackedCall, result: dict[str, Any]) -> None:
         call.result = result

@@ -156,3 +156,28 @@ async def test_tool_start_only_after_permission(tools):
             if isinstance(event, ToolStart):
                 events.append("started")
     assert events == ["asked"]
+
+
+async def test_calls_cancelled_before_their_first_step_still_get_results(tools, tmp_path):
+    """Regression: a task cancelled before it ever ran used to leave its call without a
+    result, and the loop waited forever."""
+    import asyncio
+
+    from jupyter_agent.loop.abort import AbortSignal
+    from jupyter_agent.loop.orchestration import ToolScheduler
+
+    signal = AbortSignal()
+    scheduler = ToolScheduler(ToolRunEnv({t.name: t for t in tools}, ToolContext(cwd=tmp_path)),
+                              signal, in_order=False)
+    calls = [tool_use("Sleep", {"seconds": 5}), tool_use("Echo", {"text": "x"})]
+    for call in calls:
+        scheduler.add(call)
+    signal.abort()  # before the event loop gave either task its first step
+
+    async def collect():
+        return [e async for e in scheduler.remaining_events()]
+
+    events = await asyncio.wait_for(collect(), timeout=5)
+    results = {e.tool_use_id: e.block for e in events if isinstance(e, ToolResult)}
+    assert set(results) == {c["id"] for c in calls}
+    assert all(r["is_error"] and "Interrupted" in r["content"] for r in results.values())

@@ -1,0 +1,271 @@
+"""``AnthropicModel``: the Messages API, streamed, with our own retries and fallback.
+
+This is the one place that talks to ``anthropic``. It imports the SDK lazily, on the
+first request: the SDK takes about a second to import, and a kernel loading the
+extension should not pay that before the user asks anything.
+
+Why raw SSE events: the SDK's typed events coerce block and event types it does not know
+into the nearest known class (and warn when dumped). We take the response the SDK opened
+(``messages.create(stream=True)``, so auth, headers and HTTP errors are the SDK's) and read
+its Server-Sent Events with the SDK's own decoder (``AsyncStream.raw_events``): every
+block and event stays exactly as it came on the wire, unknown ones included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import weakref
+from dataclasses import fields
+from typing import Any, AsyncIterator
+
+from ..loop.events import AssistantMessage, ModelFallback, ModelRetry, StreamEvent
+from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
+from ..loop.usage import Usage
+from .accumulate import MessageAccumulator
+from .pricing import cost_usd
+from .request import build_params
+from .retry import Failure, backoff_delay, classify_exception, from_error_event, to_model_error
+
+__all__ = ["AnthropicModel", "DEFAULT_MODEL", "NO_API_KEY_MESSAGE"]
+
+# The newest Sonnet the installed SDK (2.14) lists; it marks claude-sonnet-4-5 deprecated.
+DEFAULT_MODEL = "claude-sonnet-5-5"
+_REQUEST_DEFAULT_MAX_TOKENS = next(f.default for f in fields(ModelRequest) if f.name == "max_tokens")
+
+NO_API_KEY_MESSAGE = (
+    "No Anthropic API key found. Set one in the environment before starting Jupyter "
+    "(`export ANTHROPIC_API_KEY=sk-ant-...`) or pass api_key=... to AnthropicModel. "
+    "To run offline without a key, use the replay model: "
+    "`export JUPYTER_AGENT_REPLAY=path/to/transcript.json`, or "
+    "model=jupyter_agent.testing.ReplayModel('path/to/transcript.json')."
+)
+
+
+class AnthropicModel:
+    """A :class:`~jupyter_agent.loop.model_protocol.Model` backed by the Messages API.
+
+    ``model``: the model id (default: env ``JUPYTER_AGENT_MODEL``, else
+    :data:`DEFAULT_MODEL`). ``api_key``/``base_url`` default to ``ANTHROPIC_API_KEY`` /
+    ``ANTHROPIC_BASE_URL``. ``max_tokens``/``thinking`` apply when the request leaves
+    them at their defaults. Retries: up to ``max_retries`` per model with exponential
+    backoff (``retry_base_delay_s`` doubling, at most ``retry_max_delay_s``, or the
+    server's ``retry-after``). After ``fallback_after`` overloaded errors in a row, with
+    ``fallback_model`` set, it switches to that model for the rest of its life
+    (``active_model``). ``stall_timeout_s``: no event for this long counts as a stall.
+    ``client``: an ``anthropic.AsyncAnthropic`` to use (its own retries are turned off).
+    ``record_to``: append every response to this transcript file (replayable offline).
+    ``keep_alive``: reuse connections between requests; by default yes, except for a
+    loopback ``base_url`` (a test server or local proxy), where a fresh connection costs
+    nothing and none is left open for the garbage collector to warn about.
+    """
+
+    def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
+                 max_tokens: int = 8192, thinking: dict[str, Any] | None = None, max_retries: int = 4,
+                 retry_base_delay_s: float = 0.5, retry_max_delay_s: float = 16.0,
+                 fallback_model: str | None = None, fallback_after: int = 3, stall_timeout_s: float = 60.0,
+                 client: Any = None, record_to: str | os.PathLike[str] | None = None,
+                 keep_alive: bool | None = None) -> None:
+        self.name: str = model or os.environ.get("JUPYTER_AGENT_MODEL") or DEFAULT_MODEL
+        self.active_model = self.name
+        self.max_tokens = max_tokens
+        self.thinking = thinking
+        self.max_retries = max(0, max_retries)
+        self.retry_base_delay_s = retry_base_delay_s
+        self.retry_max_delay_s = retry_max_delay_s
+        self.fallback_model = fallback_model
+        self.fallback_after = max(1, fallback_after)
+        self.stall_timeout_s = stall_timeout_s
+        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.keep_alive = keep_alive if keep_alive is not None else not _is_loopback(self.base_url)
+        self._client_loop: Any = None
+        self._api_key = api_key  # private: never in repr() or in any message
+        self._client = client
+        self._client_ready = False
+        self._owns_client = client is None
+        self._rng = random.Random()
+        self.recorder = None
+        if record_to is not None:
+            from ..testing.transcript import TranscriptRecorder  # pure module, no server started
+
+            self.recorder = TranscriptRecorder(record_to, model=self.name)
+
+    def __repr__(self) -> str:
+        where = f", base_url={self.base_url!r}" if self.base_url else ""
+        return f"AnthropicModel({self.name!r}{where})"
+
+    # -- client ----------------------------------------------------------------------------------
+    def _sdk(self) -> tuple[Any, Any]:
+        import anthropic
+        import httpx2
+
+        return anthropic, httpx2
+
+    def _get_client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client_ready:
+            # Our own client's connections belong to the loop that made them; a new loop
+            # (asyncio.run twice, one test after another) gets a new client.
+            if self._owns_client and self._client_loop is not None and self._client_loop() is not loop:
+                self._client_ready = False
+                self._client = None
+            else:
+                return self._client
+        anthropic, httpx2 = self._sdk()
+        self._owns_client = self._client is None
+        if self._client is not None:
+            self._client = self._client.with_options(max_retries=0)
+        else:
+            timeout = anthropic.Timeout(self.stall_timeout_s, connect=min(10.0, self.stall_timeout_s))
+            # Our own httpx2 client (with the SDK's defaults): the SDK's internal one closes
+            # itself from __del__ by scheduling a task on whatever loop is running then,
+            # which fails noisily when that is not the loop its connections belong to.
+            limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100 if self.keep_alive else 0)
+            kwargs: dict[str, Any] = {
+                "max_retries": 0, "timeout": timeout,
+                "http_client": anthropic.DefaultAsyncHttpxClient(timeout=timeout, limits=limits),
+            }
+            if self.base_url:
+                kwargs["base_url"] = self.base_url
+            key = self._api_key or os.environ.get("ANTHROPIC_API_KEY") or None
+            if key:
+                kwargs["api_key"] = key
+            try:
+                client = anthropic.AsyncAnthropic(**kwargs)
+            except anthropic.AnthropicError as e:  # CredentialsError in some SDK versions
+                if _is_credentials(e):
+                    raise ModelError(NO_API_KEY_MESSAGE, kind="no_api_key") from None
+                raise
+            if not (client.api_key or client.auth_token or getattr(client, "credentials", None)):
+                raise ModelError(NO_API_KEY_MESSAGE, kind="no_api_key")
+            self._client = client
+            self._client_loop = weakref.ref(loop)
+        self._client_ready = True
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close our HTTP client's connections; a later request opens a new client.
+
+        A client passed in by the caller is theirs to close and is left open.
+        """
+        if self._client_ready and self._owns_client and self._client is not None:
+            client, self._client, self._client_ready = self._client, None, False
+            await client.close()
+
+    # -- streaming ---------------------------------------------------------------------------------
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one response; see :class:`~jupyter_agent.loop.model_protocol.Model`.
+
+        Yields a ``StreamEvent`` per SSE event (``ping`` excluded), ``ModelRetry`` /
+        ``ModelFallback`` when starting over, and one ``AssistantMessage`` last. Raises
+        ``ModelError`` (``PromptTooLongError`` for an over-long prompt) when it gives up.
+        """
+        client = self._get_client()
+        max_tokens = self.max_tokens if request.max_tokens == _REQUEST_DEFAULT_MAX_TOKENS else request.max_tokens
+        params = build_params(request, max_tokens=max_tokens, thinking=request.thinking or self.thinking)
+        attempt = 0
+        overloaded_streak = 0
+        while True:
+            model = self.active_model
+            acc = MessageAccumulator()
+            outcome: dict[str, Any] = {}
+            # aclosing: if our consumer stops (aclose at a yield below), the attempt's
+            # finally block must run now and close the HTTP response, not at GC time.
+            async with contextlib.aclosing(self._attempt(client, model, params, acc, outcome)) as events:
+                async for event in events:
+                    yield event
+            failure: Failure | None = outcome.get("failure")
+            if failure is None:
+                yield self._finish(acc, model, outcome.get("request_id"))
+                return
+            if not failure.retryable:
+                raise to_model_error(failure, model=model, attempts=attempt + 1)
+            overloaded_streak = overloaded_streak + 1 if failure.overloaded else 0
+            if (self.fallback_model and model != self.fallback_model
+                    and overloaded_streak >= self.fallback_after):
+                self.active_model = self.fallback_model
+                attempt = overloaded_streak = 0
+                yield ModelFallback(from_model=model, to_model=self.fallback_model, error=failure.message)
+                continue
+            attempt += 1
+            if attempt > self.max_retries:
+                raise to_model_error(failure, model=model, attempts=attempt)
+            delay = backoff_delay(attempt, base_s=self.retry_base_delay_s, max_s=self.retry_max_delay_s,
+                                  retry_after=failure.retry_after, rng=self._rng)
+            yield ModelRetry(attempt=attempt, max_retries=self.max_retries, delay_s=delay,
+                             error=f"{failure.kind}: {failure.message}", status=failure.status)
+            await asyncio.sleep(delay)
+
+    async def _attempt(self, client: Any, model: str, params: dict[str, Any], acc: MessageAccumulator,
+                       outcome: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        """One HTTP request. Yields its stream events; leaves ``failure``/``request_id`` in
+        ``outcome``. The response is closed on every way out, including ``aclose()``."""
+        anthropic, httpx2 = self._sdk()
+        sdk_stream = events = None
+        try:
+            # The SDK's read timeout covers waiting for headers; this bounds it regardless.
+            async with asyncio.timeout(self.stall_timeout_s + 10):
+                sdk_stream = await client.messages.create(model=model, stream=True, **params)
+            outcome["request_id"] = sdk_stream.response.headers.get("request-id")
+            events = anthropic.AsyncStream.raw_events(sdk_stream.response)
+            while True:
+                try:
+                    async with asyncio.timeout(self.stall_timeout_s):
+                        sse = await anext(events)
+                except StopAsyncIteration:
+                    break
+                if sse.event is None or sse.event == "ping" or not sse.data:
+                    continue  # pings still count as life: the stall timer restarts per event
+                try:
+                    data = sse.json()
+                except ValueError:
+                    outcome["failure"] = Failure("api_error", f"malformed {sse.event} event: {sse.data[:200]!r}")
+                    return
+                if sse.event == "error":
+                    outcome["failure"] = from_error_event(data)
+                    return
+                outcome["events"] = outcome.get("events", 0) + 1
+                yield acc.feed(sse.event, data)
+            if not acc.done:
+                received = outcome.get("events", 0)
+                outcome["failure"] = Failure("stream_cut", f"the connection closed after {received} events, "
+                                                           "before message_stop")
+        except Exception as exc:  # noqa: BLE001 - classified below, re-raised if not ours
+            failure = classify_exception(exc, anthropic=anthropic, httpx=httpx2, stall_timeout_s=self.stall_timeout_s)
+            if failure is None:
+                raise
+            outcome["failure"] = failure
+        finally:
+            if events is not None:
+                with contextlib.suppress(Exception):
+                    await events.aclose()
+            if sdk_stream is not None:
+                with contextlib.suppress(Exception):
+                    await sdk_stream.close()
+
+    def _finish(self, acc: MessageAccumulator, model: str, request_id: str | None) -> AssistantMessage:
+        usage = Usage.from_api(acc.usage)
+        usage.requests = 1
+        served = acc.snapshot.get("model") or model
+        usage.cost_usd = cost_usd(served, usage)
+        msg = AssistantMessage(message=acc.message(), usage=usage, model=served,
+                               stop_reason=acc.stop_reason, request_id=request_id)
+        if self.recorder is not None:
+            self.recorder.add(msg)
+        return msg
+
+
+def _is_loopback(url: str | None) -> bool:
+    if not url:
+        return False
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _is_credentials(exc: BaseException) -> bool:
+    return type(exc).__name__ == "CredentialsError" or any(
+        c.__name__ == "CredentialsError" for c in type(exc).__mro__)

@@ -1,0 +1,87 @@
+"""Turn a :class:`~jupyter_agent.loop.model_protocol.ModelRequest` into SDK parameters.
+
+Prompt caching: ``cache_control: {"type": "ephemeral"}`` goes on the last system block
+and on the last content block of the last message (as Claude Code does; never on
+tools). The caller's lists and dicts are never mutated: only the few dicts that gain a
+marker are copied, the rest of the history is passed by reference (the SDK only reads
+it), so the loop's history stays byte-stable from one request to the next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..loop.model_protocol import ModelRequest
+
+__all__ = ["build_params", "with_cache_control", "EPHEMERAL", "MAX_BREAKPOINTS"]
+
+EPHEMERAL = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4
+# The API refuses cache_control on these (and on empty text blocks).
+_UNCACHEABLE = {"thinking", "redacted_thinking"}
+
+
+def _cacheable(block: Any) -> bool:
+    if not isinstance(block, dict) or block.get("type") in _UNCACHEABLE:
+        return False
+    return not (block.get("type") == "text" and not block.get("text"))
+
+
+def _count(blocks: list[Any]) -> int:
+    return sum(1 for b in blocks if isinstance(b, dict) and "cache_control" in b)
+
+
+def _mark_last(blocks: list[Any]) -> list[Any] | None:
+    """A copy of ``blocks`` with the last cacheable block marked, or None if none is
+    (or one already carries a marker at that spot)."""
+    for i in range(len(blocks) - 1, -1, -1):
+        if _cacheable(blocks[i]):
+            if "cache_control" in blocks[i]:
+                return None
+            out = list(blocks)
+            out[i] = {**blocks[i], "cache_control": dict(EPHEMERAL)}
+            return out
+    return None
+
+
+def with_cache_control(messages: list[dict[str, Any]], system: list[dict[str, Any]] | str | None,
+                       tools: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
+    """``(messages, system)`` copies with the two cache markers added (at most 4 in all)."""
+    sys_blocks: list[Any] = ([{"type": "text", "text": system}] if isinstance(system, str) and system
+                             else list(system or []))
+    msgs = list(messages)
+    used = _count(list(tools or [])) + _count(sys_blocks)
+    for m in msgs:
+        c = m.get("content")
+        used += _count(c) if isinstance(c, list) else 0
+    if msgs and used < MAX_BREAKPOINTS:
+        last = msgs[-1]
+        content = last.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        marked = _mark_last(blocks)
+        if marked is not None:
+            msgs[-1] = {**last, "content": marked}
+            used += 1
+    if sys_blocks and used < MAX_BREAKPOINTS:
+        sys_blocks = _mark_last(sys_blocks) or sys_blocks
+    return msgs, sys_blocks
+
+
+def build_params(request: ModelRequest, *, max_tokens: int, thinking: dict[str, Any] | None) -> dict[str, Any]:
+    """Keyword arguments for ``client.messages.create`` (without ``model``/``stream``).
+
+    Order matters for nothing on the wire but reads as the API's cache order: tools,
+    system, messages. ``request.extra`` goes through ``extra_body`` untouched.
+    """
+    messages, system = with_cache_control(request.messages, request.system, request.tools)
+    params: dict[str, Any] = {"max_tokens": max_tokens}
+    if request.tools:
+        params["tools"] = list(request.tools)
+    if system:
+        params["system"] = system
+    params["messages"] = messages
+    if thinking:
+        params["thinking"] = dict(thinking)
+    if request.extra:
+        params["extra_body"] = dict(request.extra)
+    return params

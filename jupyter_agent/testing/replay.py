@@ -1,0 +1,113 @@
+"""``ReplayModel``: a recorded transcript played back through the real SDK, offline.
+
+It runs a private :class:`~jupyter_agent.testing.FakeMessagesAPI` loaded with the
+transcript's responses and an :class:`~jupyter_agent.model.AnthropicModel` pointed at it
+with a dummy key, so lessons and demos exercise exactly the code a live session does
+(HTTP, SSE, accumulation, validation of the history the loop sends). Responses are
+played turn by turn, whatever the request says. Record one with
+``AnthropicModel(record_to=path)`` or :func:`record_transcript`; the format is in
+:mod:`jupyter_agent.testing.transcript`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
+from ..model import AnthropicModel
+from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
+from .transcript import load_transcript, record_transcript, transcript_script
+
+__all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript"]
+
+TRANSCRIPTS_DIR = Path(__file__).parent / "transcripts"
+DEMO_TRANSCRIPT = TRANSCRIPTS_DIR / "demo_read_edit.json"
+
+
+class ReplayModel:
+    """Plays a transcript (a path or a parsed dict) as a :class:`Model`.
+
+    ``name`` is the recorded model id. ``delay_s`` slows the stream (seconds between
+    events) so a lesson can watch text arrive. When the transcript runs out, ``stream``
+    raises ``ModelError(kind="replay_exhausted")``. ``files`` / ``prompt`` come from the
+    transcript; :meth:`prepare_files` writes the files it expects into a directory.
+    The server starts on first use and stops on :meth:`close` (or when collected).
+    """
+
+    def __init__(self, transcript: str | os.PathLike[str] | dict[str, Any], *, delay_s: float = 0.0) -> None:
+        self.source = transcript if isinstance(transcript, dict) else str(transcript)
+        self.transcript = load_transcript(transcript)
+        self.name: str = self.transcript.get("model") or "replay"
+        self.delay_s = delay_s
+        self.played = 0
+        self._api: FakeMessagesAPI | None = None
+        self._model: AnthropicModel | None = None
+
+    def __repr__(self) -> str:
+        where = "<dict>" if isinstance(self.source, dict) else self.source
+        return f"ReplayModel({where!r}, {self.played}/{len(self.responses)} played)"
+
+    @property
+    def responses(self) -> list[dict[str, Any]]:
+        return self.transcript["responses"]
+
+    @property
+    def prompt(self) -> str | None:
+        return self.transcript.get("prompt")
+
+    @property
+    def files(self) -> dict[str, str]:
+        return dict(self.transcript.get("files") or {})
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """What the loop sent, as the replay server recorded it."""
+        return list(self._api.requests) if self._api else []
+
+    def prepare_files(self, directory: str | os.PathLike[str]) -> list[Path]:
+        """Write the transcript's ``files`` under ``directory``; returns their paths."""
+        out = []
+        for rel, content in self.files.items():
+            p = Path(directory) / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(content, encoding="utf-8")
+            out.append(p)
+        return out
+
+    def _start(self) -> AnthropicModel:
+        if self._model is None:
+            api = FakeMessagesAPI(transcript_script(self.transcript, delay_s=self.delay_s),
+                                  strict=False, default_model=self.name).start()
+            self._api = api
+            weakref.finalize(self, api.close)
+            self._model = AnthropicModel(self.name, api_key=FAKE_API_KEY, base_url=api.base_url,
+                                         max_retries=0, stall_timeout_s=30)
+        return self._model
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Replay the next recorded response for ``request``."""
+        if self.played >= len(self.responses):
+            where = f" {self.source}" if isinstance(self.source, str) else ""
+            raise ModelError(f"The replay transcript{where} has no more responses (it recorded "
+                             f"{len(self.responses)}). Set ANTHROPIC_API_KEY and run live to go further.",
+                             kind="replay_exhausted")
+        model = self._start()
+        self.played += 1
+        # aclosing: a Stop (aclose) here must close the HTTP response now, not at GC time.
+        async with contextlib.aclosing(model.stream(request)) as events:
+            async for event in events:
+                yield event
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (the replay server keeps its place in the transcript)."""
+        if self._model is not None:
+            await self._model.aclose()
+
+    def close(self) -> None:
+        """Stop the replay server."""
+        if self._api is not None:
+            self._api.close()

@@ -1,0 +1,411 @@
+"""A fake Anthropic Messages API: a real HTTP server on 127.0.0.1 that answers from a script.
+
+Tests drive the real ``anthropic`` SDK (or anything else: a kernel in another process,
+the Claude Code CLI) against it over real HTTP, so what they exercise is what users run.
+
+    with FakeMessagesAPI([response(tool_use("Read", {"file_path": "a.txt"})),
+                          response(text("done"))]) as api:
+        model = api.model()                   # an AnthropicModel pointed here
+        ...
+        assert api.requests[1]["messages"][-1]["content"][0]["type"] == "tool_result"
+
+It fails loudly: with ``strict=True`` (the default) leaving the ``with`` block raises
+``AssertionError`` if a scripted response went unused, a request came after the script
+ran out (it got HTTP 500 ``FakeMessagesAPI: script exhausted at request #N``), or a
+request was rejected by validation (unless ``expect_rejections=True``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import socket
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from .records import RecordedRequest
+from .script import HttpError, Pause, ScriptedResponse, new_id, to_response
+from .sse import build_events, encode_event, final_message
+from .validation import CacheEmulator, estimate_tokens, validate_request
+
+__all__ = ["FakeMessagesAPI", "RecordedRequest", "FAKE_API_KEY"]
+
+FAKE_API_KEY = "sk-ant-fake-test-key"
+_ERROR_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "invalid_request_error": 400,
+                 "authentication_error": 401, "permission_error": 403, "not_found_error": 404}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 64
+    api: "FakeMessagesAPI"
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.api._track(request, True)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.api._track(request, False)
+        super().shutdown_request(request)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # keep test output clean
+
+    def do_POST(self) -> None:
+        self.server.api._handle(self)
+
+    def do_GET(self) -> None:
+        self.server.api._handle(self)
+
+
+class _ServerClosing(Exception):
+    """Raised inside a response that is sleeping when the server closes."""
+
+
+class FakeMessagesAPI:
+    """A scripted Messages API server; see the module docstring.
+
+    ``script``: responses, consumed one per ``POST /v1/messages`` (builders from
+    :mod:`jupyter_agent.testing.script`, strings, block dicts, or callables
+    ``(request_body) -> response``). ``api_key``: if given, only this key is accepted
+    (else any non-empty ``x-api-key``/``authorization``). ``cache_min_tokens``: shortest
+    cacheable prefix. A request rejected by validation does not consume the script.
+    """
+
+    def __init__(self, script: list[Any] | None = None, *, strict: bool = True,
+                 expect_rejections: bool = False, api_key: str | None = None,
+                 cache_min_tokens: int = 0, default_model: str = "claude-sonnet-5-5") -> None:
+        self.strict = strict
+        self.expect_rejections = expect_rejections
+        self.api_key = api_key or FAKE_API_KEY
+        self._required_key = api_key
+        self.default_model = default_model
+        self.cache = CacheEmulator(min_tokens=cache_min_tokens)
+        self.requests: list[RecordedRequest] = []
+        self.problems: list[str] = []
+        self._script: deque[Any] = deque()
+        self._consumed = 0
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._sockets: set[socket.socket] = set()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        if script:
+            self.add(*script)
+
+    def __repr__(self) -> str:
+        where = f"http://127.0.0.1:{self._server.server_address[1]}" if self._server else "stopped"
+        return (f"<FakeMessagesAPI {where} requests={len(self.requests)} used={self._consumed} "
+                f"pending={len(self._script)}>")
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> "FakeMessagesAPI":
+        """Start serving (done by ``with``/``async with``); returns self."""
+        if self._server is None:
+            self._server = _Server(("127.0.0.1", 0), _Handler)
+            self._server.api = self
+            self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.5},
+                                            name=f"FakeMessagesAPI:{self.port}", daemon=True)
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the server, wake stalled responses, drop open connections. Idempotent."""
+        self._closing.set()
+        server, self._server = self._server, None
+        if server is not None:
+            # shutdown() waits for the accept loop to look at its flag, which it does after
+            # each select() (every poll interval). Poke it with connections so closing takes
+            # milliseconds, not the poll interval, and polling can stay slow when idle.
+            stopper = threading.Thread(target=server.shutdown, daemon=True)
+            stopper.start()
+            while stopper.is_alive():
+                try:
+                    socket.create_connection(server.server_address, timeout=0.2).close()
+                except OSError:
+                    pass
+                stopper.join(0.005)
+            server.server_close()
+        with self._lock:
+            socks = list(self._sockets)
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "FakeMessagesAPI":
+        return self.start()
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        self.close()
+        self._finish(exc)
+
+    async def __aenter__(self) -> "FakeMessagesAPI":
+        return self.start()
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        await asyncio.to_thread(self.close)
+        self._finish(exc)
+
+    def _finish(self, exc: BaseException | None) -> None:
+        if not self.strict:
+            return
+        problems = self.unmet()
+        if not problems:
+            return
+        if exc is not None:
+            # Don't hide the test's own failure; attach ours to it.
+            exc.add_note("FakeMessagesAPI also found:\n  " + "\n  ".join(problems))
+            return
+        raise AssertionError("FakeMessagesAPI:\n  " + "\n  ".join(problems))
+
+    # -- script ---------------------------------------------------------------------------
+    def add(self, *responses: Any) -> "FakeMessagesAPI":
+        """Append responses to the script."""
+        for r in responses:
+            self._script.append(r if callable(r) else to_response(r))
+        return self
+
+    @property
+    def pending(self) -> int:
+        """How many scripted responses have not been used yet."""
+        return len(self._script)
+
+    @property
+    def rejections(self) -> list[RecordedRequest]:
+        """Requests answered 400 by validation (the real API would have rejected them)."""
+        return [r for r in self.requests if r.outcome == "rejected"]
+
+    @property
+    def messages_requests(self) -> list[RecordedRequest]:
+        """Requests to ``/v1/messages`` that reached the script (not rejected, not 401)."""
+        return [r for r in self.requests if r.script_index is not None or r.outcome == "exhausted"]
+
+    def unmet(self) -> list[str]:
+        """What strict mode would complain about now (empty if all is well)."""
+        out = list(self.problems)
+        if self._script:
+            out.append(f"{len(self._script)} scripted response(s) were never requested "
+                       f"(used {self._consumed})")
+        if not self.expect_rejections:
+            out += [f"request #{r.number} rejected with 400: {r.error}" for r in self.rejections]
+        return out
+
+    # -- addresses --------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "FakeMessagesAPI is not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT``: give it to the SDK as ``base_url``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        """Environment for a client in another process (a kernel, a CLI)."""
+        return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": self.api_key}
+
+    def model(self, model: str | None = None, **kwargs: Any) -> Any:
+        """An :class:`~jupyter_agent.model.AnthropicModel` pointed at this server, with tiny
+        retry delays (tests stay fast) unless overridden."""
+        from ..model import AnthropicModel
+
+        kwargs.setdefault("retry_base_delay_s", 0.001)
+        kwargs.setdefault("retry_max_delay_s", 0.005)
+        return AnthropicModel(model or self.default_model, api_key=self.api_key,
+                              base_url=self.base_url, **kwargs)
+
+    # -- request handling ---------------------------------------------------------------------
+    def _track(self, sock: socket.socket, add: bool) -> None:
+        with self._lock:
+            (self._sockets.add if add else self._sockets.discard)(sock)
+
+    def _redact(self, name: str, value: str) -> str:
+        # A developer's real key may reach the fake (an env var left set): never keep it
+        # where an assertion message or a log could print it. The fake's own key is kept.
+        if name in ("x-api-key", "authorization") and self.api_key not in value:
+            return "<redacted>"
+        return value
+
+    def _handle(self, h: _Handler) -> None:
+        length = int(h.headers.get("content-length") or 0)
+        raw = h.rfile.read(length) if length else b""
+        headers = {k.lower(): self._redact(k.lower(), v) for k, v in h.headers.items()}
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        path = urlsplit(h.path).path.rstrip("/")
+        with self._lock:
+            rec = RecordedRequest(number=len(self.requests) + 1, method=h.command, path=h.path,
+                                  headers=headers, body=body, received_at=time.monotonic())
+            self.requests.append(rec)
+        request_id = f"req_fake_{rec.number:04d}{secrets.token_hex(6)}"
+        try:
+            self._answer(h, rec, path, request_id)
+        except _ServerClosing:
+            rec.outcome = "server_closed"
+            h.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            rec.outcome = "client_disconnected"
+            h.close_connection = True
+        finally:
+            rec.finished_at = time.monotonic()
+
+    def _answer(self, h: _Handler, rec: RecordedRequest, path: str, request_id: str) -> None:
+        if h.command != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            rec.outcome = "not_found"
+            return self._json(h, rec, 404, _err("not_found_error", f"Not found: {h.command} {h.path}"), request_id)
+        key = h.headers.get("x-api-key") or (h.headers.get("authorization") or "").removeprefix("Bearer ").strip()
+        if not key or (self._required_key is not None and key != self._required_key):
+            rec.outcome = "unauthorized"
+            msg = "invalid x-api-key" if key else "x-api-key header is required"
+            return self._json(h, rec, 401, _err("authentication_error", msg), request_id)
+        if path.endswith("/count_tokens"):
+            rec.outcome = "ok"
+            return self._json(h, rec, 200, {"input_tokens": estimate_tokens(rec.body)}, request_id)
+        problem = validate_request(rec.body)
+        if problem:
+            rec.outcome, rec.error = "rejected", problem
+            return self._json(h, rec, 400, _err("invalid_request_error", problem), request_id)
+
+        with self._lock:
+            item = self._script.popleft() if self._script else None
+            if item is not None:
+                self._consumed += 1
+                rec.script_index = self._consumed - 1
+            else:
+                rec.outcome = "exhausted"  # counted by messages_requests from here on
+            number = len(self.messages_requests)
+        if item is None:
+            msg = (f"FakeMessagesAPI: script exhausted at request #{number} "
+                   f"(the script had {self._consumed} response(s))")
+            rec.error = msg
+            self.problems.append(msg)
+            return self._json(h, rec, 500, _err("api_error", msg), request_id)
+        if callable(item):
+            try:
+                item = to_response(item(rec.body))
+            except Exception as e:  # the test's own callable failed: say so loudly
+                msg = f"FakeMessagesAPI: scripted callable for request #{rec.number} raised {e!r}"
+                rec.outcome, rec.error = "http_error", msg
+                self.problems.append(msg)
+                return self._json(h, rec, 500, _err("api_error", msg), request_id)
+        rec.response = item
+        if isinstance(item, HttpError):
+            rec.outcome, rec.error = "http_error", item.message
+            extra = dict(item.headers)
+            if item.retry_after is not None:
+                ra = item.retry_after
+                extra["retry-after"] = str(int(ra)) if float(ra).is_integer() else str(ra)
+            return self._json(h, rec, item.status, item.body(request_id), request_id, extra)
+
+        model = str(rec.body.get("model"))
+        usage = self.cache.usage_for(rec.body)
+        msg_id = new_id("msg_01", 24)
+        if rec.stream:
+            return self._stream(h, rec, item, model, msg_id, usage, request_id)
+        return self._nonstream(h, rec, item, model, msg_id, usage, request_id)
+
+    def _json(self, h: _Handler, rec: RecordedRequest, status: int, body: Any, request_id: str,
+              headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        rec.status = status
+        h.send_response(status)
+        h.send_header("content-type", "application/json")
+        h.send_header("content-length", str(len(data)))
+        h.send_header("request-id", request_id)
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0 and self._closing.wait(seconds):
+            raise _ServerClosing  # drop the response
+
+    def _nonstream(self, h: _Handler, rec: RecordedRequest, resp: ScriptedResponse, model: str,
+                   msg_id: str, usage: dict[str, int], request_id: str) -> None:
+        fault = resp.fault
+        if fault == "error":
+            rec.outcome, rec.error = "http_error", resp.error_message
+            status = _ERROR_STATUS.get(resp.error_type, 500)
+            return self._json(h, rec, status, _err(resp.error_type, resp.error_message), request_id)
+        if fault in ("cut", "stall"):
+            rec.outcome = fault
+            if fault == "stall":
+                self._closing.wait(resp.stall_s)
+            h.close_connection = True
+            return None
+        self._sleep(resp.delay_s)
+        rec.outcome = "ok"
+        self._json(h, rec, 200, final_message(resp, model=model, message_id=msg_id, usage=usage), request_id,
+                   resp.headers)
+
+    def _stream(self, h: _Handler, rec: RecordedRequest, resp: ScriptedResponse, model: str,
+                msg_id: str, usage: dict[str, int], request_id: str) -> None:
+        events = build_events(resp, model=model, message_id=msg_id, usage=usage)
+        n_events = sum(1 for e in events if not isinstance(e, Pause))
+        fault = resp.fault
+        fault_at = None
+        if fault is not None:
+            after = {"error": resp.error_after, "cut": resp.cut_after, "stall": resp.stall_after}[fault]
+            fault_at = min(int(after or 0), n_events - 1)  # always before message_stop
+        rec.status = 200
+        h.send_response(200)
+        for k, v in {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
+                     "transfer-encoding": "chunked", "request-id": request_id, **resp.headers}.items():
+            h.send_header(k, v)
+        h.end_headers()
+
+        def chunk(data: bytes) -> None:
+            h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+        sent = 0
+        for item in events:
+            if isinstance(item, Pause):
+                self._sleep(item.seconds)
+                continue
+            if sent == fault_at:
+                return self._fault(h, rec, resp, chunk)
+            if sent and resp.delay_s:
+                self._sleep(resp.delay_s)
+            name, data = item
+            chunk(encode_event(name, data))
+            sent += 1
+            if name == "message_stop":
+                rec.message_stop_at = time.monotonic()
+        h.wfile.write(b"0\r\n\r\n")
+        rec.outcome = "ok"
+
+    def _fault(self, h: _Handler, rec: RecordedRequest, resp: ScriptedResponse,
+               chunk: Callable[[bytes], None]) -> None:
+        h.close_connection = True
+        if resp.fault == "error":
+            rec.outcome, rec.error = "stream_error", resp.error_message
+            chunk(encode_event("error", _err(resp.error_type, resp.error_message)))
+            h.wfile.write(b"0\r\n\r\n")
+        elif resp.fault == "cut":
+            rec.outcome = "cut"
+            if not resp.cut_abrupt:
+                h.wfile.write(b"0\r\n\r\n")  # the body ends cleanly, without message_stop
+        else:
+            rec.outcome = "stall"
+            self._closing.wait(resp.stall_s)  # then drop the connection mid-body
+
+
+def _err(error_type: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type, "message": message}}

@@ -1,0 +1,120 @@
+"""Recorded transcripts: the model's responses of a session, saved as JSON to replay offline.
+
+Format ``jupyter-agent-transcript/1``::
+
+    {
+      "format": "jupyter-agent-transcript/1",
+      "model": "claude-sonnet-4-5",            # model id that produced it
+      "description": "optional, for people",
+      "prompt": "optional: the prompt that started the session",
+      "files": {"notes.txt": "value = 1\\n"},  # optional: files the session expects in its cwd
+      "responses": [                            # one per API request, in order
+        {"content": [ ...content blocks exactly as the API sent them... ],
+         "stop_reason": "tool_use",             # optional; derived from the blocks if absent
+         "usage": {"input_tokens": 812, "output_tokens": 64}}   # optional
+      ]
+    }
+
+Only the responses are replayed; the requests are not stored (the replay answers turn
+by turn, whatever the request). ``tool_use`` ids are kept so a replayed history pairs
+up exactly as the recorded one did. Plain dicts only: no ``anthropic`` import here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, Iterable
+
+from .script import ScriptedResponse
+
+__all__ = ["TRANSCRIPT_FORMAT", "load_transcript", "transcript_script", "record_transcript",
+           "TranscriptRecorder"]
+
+TRANSCRIPT_FORMAT = "jupyter-agent-transcript/1"
+
+
+def load_transcript(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Any]:
+    """Read and check a transcript (a path or an already-parsed dict)."""
+    data = source if isinstance(source, dict) else json.loads(Path(source).read_text(encoding="utf-8"))
+    where = "transcript" if isinstance(source, dict) else str(source)
+    if data.get("format") != TRANSCRIPT_FORMAT:
+        raise ValueError(f"{where}: not a {TRANSCRIPT_FORMAT} transcript (format={data.get('format')!r})")
+    responses = data.get("responses")
+    if not isinstance(responses, list):
+        raise ValueError(f"{where}: 'responses' must be a list")
+    for i, r in enumerate(responses):
+        if not isinstance(r, dict) or not isinstance(r.get("content"), list):
+            raise ValueError(f"{where}: responses[{i}] needs a 'content' list of blocks")
+        for b in r["content"]:
+            if not isinstance(b, dict) or "type" not in b:
+                raise ValueError(f"{where}: responses[{i}] has a block without 'type': {b!r}")
+    return data
+
+
+def transcript_script(transcript: dict[str, Any], *, delay_s: float = 0.0) -> list[ScriptedResponse]:
+    """The transcript's responses as a :class:`FakeMessagesAPI` script."""
+    return [ScriptedResponse(blocks=tuple(dict(b) for b in r["content"]), stop_reason=r.get("stop_reason"),
+                             usage=r.get("usage"), delay_s=delay_s, model=r.get("model"))
+            for r in transcript["responses"]]
+
+
+def _entry(item: Any) -> dict[str, Any]:
+    """A response entry from an AssistantMessage-like object or a dict."""
+    if isinstance(item, dict):
+        msg = item.get("message", item)
+        usage = item.get("usage")
+        stop = item.get("stop_reason")
+    else:
+        msg, stop = item.message, item.stop_reason
+        u = item.usage
+        usage = {k: getattr(u, k) for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                            "cache_read_input_tokens") if getattr(u, k, 0)}
+    entry: dict[str, Any] = {"content": list(msg["content"])}
+    if stop is not None:
+        entry["stop_reason"] = stop
+    if usage:
+        entry["usage"] = dict(usage)
+    return entry
+
+
+def _write_atomic(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def record_transcript(path: str | os.PathLike[str], responses: Iterable[Any], *, model: str,
+                      **meta: Any) -> dict[str, Any]:
+    """Write a transcript from ``AssistantMessage``s (or ``{"content", "stop_reason",
+    "usage"}`` dicts); ``meta`` adds ``description``, ``prompt``, ``files``. Returns it."""
+    data = {"format": TRANSCRIPT_FORMAT, "model": model, **meta, "responses": [_entry(r) for r in responses]}
+    _write_atomic(Path(path), data)
+    return data
+
+
+class TranscriptRecorder:
+    """Appends each finished response to a transcript file (rewritten atomically each time),
+    so a crashed session still leaves a valid file. ``AnthropicModel(record_to=path)`` uses it."""
+
+    def __init__(self, path: str | os.PathLike[str], *, model: str | None = None, **meta: Any) -> None:
+        self.path = Path(path)
+        self.model = model
+        self.meta = meta
+        self.responses: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def add(self, item: Any, *, model: str | None = None) -> None:
+        """Record one response (an ``AssistantMessage`` or a dict, see :func:`record_transcript`)."""
+        with self._lock:
+            self.responses.append(_entry(item))
+            if self.model is None:
+                self.model = model or getattr(item, "model", None)
+            data = {"format": TRANSCRIPT_FORMAT, "model": self.model, **self.meta, "responses": self.responses}
+            _write_atomic(self.path, data)
