@@ -86,7 +86,9 @@ class Conversation:
             return self._model_spec
         from os import environ
 
-        return environ.get("JUPYTER_AGENT_MODEL", "claude-sonnet-4-5")
+        from .model.anthropic_model import DEFAULT_MODEL
+
+        return environ.get("JUPYTER_AGENT_MODEL", DEFAULT_MODEL)
 
     @model_name.setter
     def model_name(self, name: str) -> None:

@@ -18,7 +18,8 @@ import pytest
 
 from jupyter_agent.loop.events import AssistantMessage, ModelFallback, ModelRetry, StreamEvent
 from jupyter_agent.loop.model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
-from jupyter_agent.model import DEFAULT_MODEL, AnthropicModel, model_from_env
+from jupyter_agent.loop.model_resolution import resolve_model
+from jupyter_agent.model import DEFAULT_MODEL, AnthropicModel
 from jupyter_agent.testing import (
     DEMO_TRANSCRIPT,
     FakeMessagesAPI,
@@ -462,14 +463,15 @@ async def test_record_to_writes_a_transcript_that_replays(fake_api, tmp_path):
         replay.close()
 
 
-def test_model_from_env_picks_replay_or_live(monkeypatch):
+def test_resolve_model_picks_replay_or_live(monkeypatch):
     monkeypatch.setenv("JUPYTER_AGENT_REPLAY", str(DEMO_TRANSCRIPT))
-    replay = model_from_env()
+    assert resolve_model("claude-opus-4-8").name == "claude-opus-4-8"  # an explicit id wins
+    replay = resolve_model()
     assert isinstance(replay, ReplayModel)
     replay.close()
     monkeypatch.delenv("JUPYTER_AGENT_REPLAY")
     monkeypatch.setenv("JUPYTER_AGENT_MODEL", "claude-opus-4-8")
-    live = model_from_env()
+    live = resolve_model()
     assert isinstance(live, AnthropicModel) and live.name == "claude-opus-4-8"
 
 
