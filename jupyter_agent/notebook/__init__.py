@@ -1,0 +1,65 @@
+"""Notebooks for the tools: one async interface, several backends, one rendering.
+
+* :class:`NotebookDocument` — list/read cells by id, insert/replace/delete, run a cell,
+  a version for staleness checks.
+* :class:`FileNotebook` (``.ipynb`` on disk), :class:`MemoryNotebook` (tests); a live
+  JupyterLab backend plugs in the same way.
+* :func:`open_notebook` picks the document for a path: one registered in
+  ``session["notebook_documents"]`` (a live or memory notebook), else the file.
+* :mod:`.render` — the model-facing ``<cell id="...">`` text; :mod:`.kernels` — one
+  kernel per notebook per conversation (:func:`close_session` at the end).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .document import (
+    Cell,
+    EditResult,
+    NotebookDocument,
+    NotebookError,
+    NotebookSnapshot,
+    RunResult,
+    StaleNotebookError,
+)
+from .file_backend import FileNotebook, load_notebook, validate_notebook
+from .kernels import KernelPool, close_session, kernel_pool
+from .memory_backend import MemoryNotebook
+
+__all__ = [
+    "Cell",
+    "EditResult",
+    "FileNotebook",
+    "KernelPool",
+    "MemoryNotebook",
+    "NotebookDocument",
+    "NotebookError",
+    "NotebookSnapshot",
+    "RunResult",
+    "StaleNotebookError",
+    "close_session",
+    "kernel_pool",
+    "load_notebook",
+    "open_notebook",
+    "register_document",
+    "validate_notebook",
+]
+
+
+def register_document(session: dict[str, Any], document: NotebookDocument) -> None:
+    """Make the tools use ``document`` for its path in this conversation (instead of the file)."""
+    session.setdefault("notebook_documents", {})[str(document.path)] = document
+
+
+def open_notebook(path: Path | str, session: dict[str, Any]) -> NotebookDocument:
+    """The document for ``path`` (already resolved): a registered one, else the file."""
+    registered = session.get("notebook_documents", {}).get(str(path))
+    if registered is not None:
+        return registered
+    return FileNotebook(path, kernels=kernel_pool(session))
+
+
+def is_notebook_path(path: Path | str) -> bool:
+    return str(path).lower().endswith(".ipynb")

@@ -1,0 +1,194 @@
+"""The notebook as the tools see it: cells with ids, edits by id, runs, a version.
+
+:class:`NotebookDocument` is async so that a live backend (the JupyterLab page, reached
+over a comm with request/response messages) fits beside the file and memory backends.
+Every mutation takes ``expected_version``: the backend refuses the change when the
+document moved since the caller looked (a person saved it, another tool edited it),
+which closes the gap between "check" and "write".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..tools.base import ToolError
+
+CELL_TYPES = ("code", "markdown", "raw")
+_INDEX_ID = re.compile(r"^cell-(\d+)$")
+#: nbformat 4.5 cell ids: 1-64 characters of letters, digits, "-" and "_".
+_VALID_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class NotebookError(ToolError):
+    """A notebook operation failed in a way the model can act on."""
+
+
+class StaleNotebookError(NotebookError):
+    """The document changed since the caller read it."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(
+            message
+            or "Notebook has been modified since read, either by the user or by another program. "
+            "Read it again before editing it."
+        )
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell as the model addresses it.
+
+    ``id`` is the cell's nbformat id, or ``cell-N`` (its 0-based index) when the
+    notebook is older than nbformat 4.5 and has no ids yet.
+    """
+
+    id: str
+    index: int
+    cell_type: str
+    source: str
+    outputs: tuple[Mapping[str, Any], ...] = ()
+    execution_count: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NotebookSnapshot:
+    """The document at one version."""
+
+    path: Path
+    cells: tuple[Cell, ...]
+    version: str
+    language: str = "python"
+    kernel_name: str | None = None
+    mtime_ns: int = 0
+
+    def find(self, cell_id: str) -> Cell:
+        """The cell named by ``cell_id``: its real id first, else ``cell-N`` by index."""
+        return self.cells[find_cell_index(self.cells, cell_id)]
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """What a mutation did: the cell touched (as it is now, or as it was if deleted)."""
+
+    cell: Cell
+    version: str
+    mtime_ns: int = 0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A cell's run: nbformat v4 output dicts, the execution count, and how it ended.
+
+    ``status`` is ``ok``, ``error`` (the cell raised), ``timeout`` or ``interrupted``.
+    ``saved`` tells whether the outputs were written back into the document.
+    """
+
+    cell: Cell
+    outputs: list[dict[str, Any]]
+    execution_count: int | None
+    status: str = "ok"
+    version: str = ""
+    mtime_ns: int = 0
+    saved: bool = True
+    note: str = ""
+
+
+def find_cell_index(cells: tuple[Cell, ...] | list[Cell], cell_id: str) -> int:
+    """The index of the cell named ``cell_id``: its real id first, else ``cell-N``."""
+    for cell in cells:
+        if cell.id == cell_id:
+            return cell.index
+    return index_from_position_id(cell_id, len(cells))
+
+
+def index_from_position_id(cell_id: str, count: int) -> int:
+    """``cell-N`` -> N (checked against ``count`` cells); anything else is "not found"."""
+    match = _INDEX_ID.match(cell_id)
+    if match:
+        index = int(match.group(1))
+        if index < count:
+            return index
+        raise NotebookError(
+            f"Cell index {index} is out of range: the notebook has {count} cells "
+            f"(cell-0 to cell-{count - 1})." if count else "The notebook has no cells."
+        )
+    raise NotebookError(f'Cell with ID "{cell_id}" not found in notebook. Read the notebook to see its cell ids.')
+
+
+def check_cell_id_text(cell_id: str) -> str | None:
+    """An error message for a cell id no notebook can contain, else None."""
+    if not cell_id.strip():
+        return "cell_id is empty: give the id shown in <cell id=\"...\"> or cell-N (0-based index)."
+    if not _VALID_ID.match(cell_id):
+        shown = cell_id if len(cell_id) <= 80 else cell_id[:80] + "..."
+        return (f"cell_id {shown!r} is not a valid cell id (1-64 letters, digits, '-' or '_'). "
+                "Use an id shown by Read, or cell-N for the cell at 0-based index N.")
+    return None
+
+
+def new_cell_id(taken: set[str]) -> str:
+    """A fresh nbformat-style id (8 hex characters) not already in the notebook."""
+    while True:
+        candidate = uuid.uuid4().hex[:8]
+        if candidate not in taken:
+            return candidate
+
+
+def source_text(value: Any) -> str:
+    """nbformat stores multi-line strings as a string or a list of lines."""
+    if isinstance(value, list):
+        return "".join(str(part) for part in value)
+    return value if isinstance(value, str) else ""
+
+
+def notebook_language(metadata: Mapping[str, Any]) -> str:
+    info = metadata.get("language_info") or {}
+    spec = metadata.get("kernelspec") or {}
+    name = (info.get("name") if isinstance(info, Mapping) else None) or (
+        spec.get("language") if isinstance(spec, Mapping) else None)
+    return str(name or "python").lower()
+
+
+def kernel_name_of(metadata: Mapping[str, Any]) -> str | None:
+    spec = metadata.get("kernelspec")
+    return str(spec["name"]) if isinstance(spec, Mapping) and spec.get("name") else None
+
+
+class NotebookDocument(ABC):
+    """A notebook the tools can read, edit and run, whatever holds it."""
+
+    path: Path
+
+    @abstractmethod
+    async def snapshot(self) -> NotebookSnapshot:
+        """All cells, with the document's current version."""
+
+    async def version(self) -> str:
+        return (await self.snapshot()).version
+
+    @abstractmethod
+    async def insert_cell(self, index: int, cell_type: str, source: str, *,
+                          expected_version: str | None = None) -> EditResult:
+        """Insert a new cell (fresh id) so that it ends up at ``index``."""
+
+    @abstractmethod
+    async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
+                           expected_version: str | None = None) -> EditResult:
+        """Replace a cell's source (and type); a code cell loses its outputs and count."""
+
+    @abstractmethod
+    async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
+        """Remove a cell."""
+
+    @abstractmethod
+    async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
+                       expected_version: str | None = None) -> RunResult:
+        """Execute one code cell and keep its outputs in the document."""

@@ -1,0 +1,325 @@
+"""Notebooks as ``.ipynb`` files: read v3 and v4, write v4.5, keep every untouched byte.
+
+The file is re-read for every operation (a person may save it in between) and every
+mutation checks the caller's version against the file's content hash before writing.
+A v4.5 notebook is edited by splicing its JSON text (see :mod:`.nbjson`); an older one
+(v3, or v4 before cell ids) is upgraded in memory and written whole as v4.5, in the
+file's own JSON style. Every result is validated before it is written, atomically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import stat
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbformat.v4.rwbase import split_lines
+
+from ..tools.fileio import atomic_write
+from .cells import (
+    cell_view,
+    has_usable_ids,
+    new_cell,
+    prefers_lists,
+    replaced_cell,
+    with_ids,
+    with_outputs,
+)
+from .document import (
+    Cell,
+    EditResult,
+    NotebookDocument,
+    NotebookError,
+    NotebookSnapshot,
+    RunResult,
+    StaleNotebookError,
+    index_from_position_id,
+    kernel_name_of,
+    new_cell_id,
+    notebook_language,
+)
+from .nbjson import NotebookText, parse
+
+#: Larger notebooks are refused (reading one would take seconds and flood the model).
+MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
+
+
+#: Parsed notebooks by file identity, and content hashes known to be valid notebooks:
+#: a 10 MB notebook takes ~30 ms to parse and ~50 ms to validate, so an edit re-uses both
+#: when the bytes on disk are still the ones parsed (always checked by hash before writing).
+_PARSED: OrderedDict[str, tuple[tuple[int, int, int], _Loaded]] = OrderedDict()
+_VALID_HASHES: OrderedDict[str, None] = OrderedDict()
+_PROBLEMS: OrderedDict[str, str] = OrderedDict()
+_CACHE_SIZE = 8
+_CACHE_LOCK = threading.Lock()
+
+
+@dataclass
+class _Loaded:
+    raw_version: str
+    mtime_ns: int
+    mode: int
+    text: NotebookText
+    cells: list[dict[str, Any]]  # v4 cell dicts (converted from v3 when needed)
+    metadata: dict[str, Any]
+    spliceable: bool  # a v4.5 file with good ids: edit its text in place
+    _views: tuple[Cell, ...] | None = None
+    _index: dict[str, int] | None = None
+
+    @property
+    def use_ids(self) -> bool:
+        return self.spliceable
+
+    def views(self) -> tuple[Cell, ...]:
+        if self._views is None:
+            self._views = tuple(cell_view(c, i, self.use_ids) for i, c in enumerate(self.cells))
+        return self._views
+
+    def index_of(self, cell_id: str) -> int:
+        """The index of ``cell_id`` (an id, or ``cell-N``), without building every view."""
+        if self.use_ids:
+            if self._index is None:
+                self._index = {c["id"]: i for i, c in enumerate(self.cells)}
+            if cell_id in self._index:
+                return self._index[cell_id]
+        return index_from_position_id(cell_id, len(self.cells))
+
+
+def _stat_notebook(path: Path) -> os.stat_result:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise NotebookError(f"Notebook does not exist: {path}") from None
+    except OSError as exc:
+        raise NotebookError(f"Cannot access {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise NotebookError(f"{path} is a directory, not a notebook file.")
+    if st.st_size > MAX_NOTEBOOK_BYTES:
+        raise NotebookError(f"{path} is {st.st_size:,} bytes; notebooks over {MAX_NOTEBOOK_BYTES:,} bytes are refused.")
+    return st
+
+
+def _remember(cache: OrderedDict, key: str, value: Any) -> None:
+    with _CACHE_LOCK:  # Reads run concurrently, each in a worker thread
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > _CACHE_SIZE:
+            cache.popitem(last=False)
+
+
+def load_notebook(path: Path, *, verify: bool = False) -> _Loaded:
+    """Read and parse a notebook file, with errors that say what is wrong.
+
+    A notebook parsed before is re-used while its size, mtime and inode are unchanged;
+    with ``verify`` (before any write) the bytes are read and hashed every time, and
+    only the parse is re-used when the hash matches.
+    """
+    st = _stat_notebook(path)
+    identity = (st.st_mtime_ns, st.st_size, st.st_ino)
+    cached = _PARSED.get(str(path))
+    if cached is not None and not verify and cached[0] == identity:
+        return cached[1]
+    raw = path.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if cached is not None and cached[1].raw_version == digest:
+        loaded = cached[1]
+        loaded.mtime_ns, loaded.mode = st.st_mtime_ns, stat.S_IMODE(st.st_mode)
+    else:
+        loaded = _parse_notebook(raw, digest, st)
+    _remember(_PARSED, str(path), (identity, loaded))
+    return loaded
+
+
+def _parse_notebook(raw: bytes, digest: str, st: os.stat_result) -> _Loaded:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotebookError(f"Notebook is not valid UTF-8 (byte {exc.start}); .ipynb files must be UTF-8 JSON.") from None
+    nt = parse(text)
+    data = nt.data
+    major, minor = data.get("nbformat"), data.get("nbformat_minor", 0)
+    if major == 4 and isinstance(data.get("cells"), list):
+        cells = [c if isinstance(c, dict) else {} for c in data["cells"]]
+        spliceable = isinstance(minor, int) and minor >= 5 and nt.cells_span is not None and has_usable_ids(cells)
+        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    elif major == 3:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                converted = nbformat.convert(nbformat.from_dict(data), 4)
+                split_lines(converted)  # stored as nbformat.write would store it
+            except Exception as exc:  # nbformat raises many kinds on malformed v3
+                raise NotebookError(f"Cannot read this nbformat 3 notebook: {exc}") from None
+        cells = [_plain(c) for c in converted["cells"]]
+        metadata, spliceable = _plain(converted.get("metadata", {})), False
+        for key in ("orig_nbformat", "orig_nbformat_minor"):  # nbformat.write drops these too
+            metadata.pop(key, None)
+    else:
+        raise NotebookError(
+            f"Unsupported notebook format {major!r}.{minor!r}: expected nbformat 4 (or 3) with a \"cells\" list."
+        )
+    return _Loaded(raw_version=digest, mtime_ns=st.st_mtime_ns,
+                   mode=stat.S_IMODE(st.st_mode), text=nt, cells=cells, metadata=metadata, spliceable=spliceable)
+
+
+def _plain(value: Any) -> Any:
+    """NotebookNode -> plain dicts/lists (so json and equality behave as for parsed JSON)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def validation_problem(loaded: _Loaded) -> str | None:
+    """Why this notebook does not validate, or None; remembered by content hash.
+
+    ``Read`` asks this, so the edits that follow only validate what they change. An older
+    notebook (v3, v4 before ids) is validated after its upgrade, when it is first written.
+    """
+    if loaded.raw_version in _VALID_HASHES or not loaded.spliceable:
+        return None
+    problem = _PROBLEMS.get(loaded.raw_version)
+    if problem is None:
+        try:
+            validate_notebook(loaded.text.data)
+        except NotebookError as exc:
+            problem = str(exc)
+            _remember(_PROBLEMS, loaded.raw_version, problem)
+            return problem
+        _remember(_VALID_HASHES, loaded.raw_version, None)
+    return problem
+
+
+def validate_edit(base_version: str, data: dict[str, Any], changed: list[dict[str, Any]]) -> None:
+    """Validate an edited notebook: in full, or (when the notebook before the edit is known
+    to be valid) just the changed cells and the uniqueness of ids."""
+    if base_version not in _VALID_HASHES:
+        validate_notebook(data)
+        return
+    ids = [c.get("id") for c in data["cells"]]
+    if len(set(ids)) != len(ids):
+        raise NotebookError("two cells would share an id")
+    if changed:
+        validate_notebook({**data, "cells": changed})
+
+
+def validate_notebook(data: dict[str, Any]) -> None:
+    """Raise a short, actionable NotebookError when ``data`` is not a valid notebook."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            nbformat.validate(data)
+        except nbformat.ValidationError as exc:
+            where = "/".join(str(p) for p in getattr(exc, "absolute_path", []) or [])
+            message = str(getattr(exc, "message", exc)).splitlines()[0]
+            raise NotebookError(f"{message}" + (f" (at {where})" if where else "")) from None
+
+
+class FileNotebook(NotebookDocument):
+    """A notebook file on disk. ``kernels`` (a :class:`KernelPool`) is needed to run cells."""
+
+    def __init__(self, path: Path | str, kernels: Any = None):
+        self.path = Path(path)
+        self.kernels = kernels
+
+    async def snapshot(self) -> NotebookSnapshot:
+        loaded = await asyncio.to_thread(load_notebook, self.path)
+        return self._snapshot(loaded)
+
+    def _snapshot(self, loaded: _Loaded) -> NotebookSnapshot:
+        return NotebookSnapshot(path=self.path, cells=loaded.views(), version=loaded.raw_version,
+                                language=notebook_language(loaded.metadata),
+                                kernel_name=kernel_name_of(loaded.metadata), mtime_ns=loaded.mtime_ns)
+
+    async def validation_problem(self) -> str | None:
+        """Why the notebook on disk does not pass nbformat validation, or None."""
+        return await asyncio.to_thread(lambda: validation_problem(load_notebook(self.path)))
+
+    # -- mutations --------------------------------------------------------------------------
+
+    async def insert_cell(self, index: int, cell_type: str, source: str, *,
+                          expected_version: str | None = None) -> EditResult:
+        def edit(loaded: _Loaded, cells: list[dict[str, Any]]):
+            if not 0 <= index <= len(cells):
+                raise NotebookError(f"Insert position {index} is out of range (0 to {len(cells)}).")
+            taken = {c.get("id") for c in cells}
+            cell = new_cell(cell_type, source, new_cell_id(taken), prefers_lists(cells))
+            return [*cells[:index], cell, *cells[index:]], index, lambda nt: nt.insert(index, cell)
+
+        return await asyncio.to_thread(self._mutate, expected_version, edit)
+
+    async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
+                           expected_version: str | None = None) -> EditResult:
+        def edit(loaded: _Loaded, cells: list[dict[str, Any]]):
+            index = loaded.index_of(cell_id)
+            cell = replaced_cell(cells[index], source, cell_type)
+            return [*cells[:index], cell, *cells[index + 1:]], index, lambda nt: nt.replace(index, cell)
+
+        return await asyncio.to_thread(self._mutate, expected_version, edit)
+
+    async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
+        removed: list[Cell] = []
+
+        def edit(loaded: _Loaded, cells: list[dict[str, Any]]):
+            index = loaded.index_of(cell_id)
+            removed.append(cell_view(cells[index], index, loaded.use_ids))
+            return [*cells[:index], *cells[index + 1:]], None, lambda nt: nt.delete(index)
+
+        result = await asyncio.to_thread(self._mutate, expected_version, edit)
+        return EditResult(cell=removed[0], version=result.version, mtime_ns=result.mtime_ns)
+
+    async def set_outputs(self, cell_id: str, outputs: list[dict[str, Any]], execution_count: int | None, *,
+                          expected_version: str | None = None) -> EditResult:
+        def edit(loaded: _Loaded, cells: list[dict[str, Any]]):
+            index = loaded.index_of(cell_id)
+            cell = with_outputs(cells[index], outputs, execution_count)
+            return [*cells[:index], cell, *cells[index + 1:]], index, lambda nt: nt.replace(index, cell)
+
+        return await asyncio.to_thread(self._mutate, expected_version, edit)
+
+    async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
+                       expected_version: str | None = None) -> RunResult:
+        from .kernels import run_cell_in_kernel
+
+        return await run_cell_in_kernel(self, self.kernels, cell_id, timeout=timeout, abort=abort,
+                                        expected_version=expected_version)
+
+    def _mutate(self, expected_version: str | None, edit: Callable) -> EditResult:
+        loaded = load_notebook(self.path, verify=True)
+        if expected_version is not None and loaded.raw_version != expected_version:
+            raise StaleNotebookError()
+        new_cells, index, splice = edit(loaded, loaded.cells)
+        data = dict(loaded.text.data)
+        base_version = loaded.raw_version
+        if loaded.spliceable:
+            text = splice(loaded.text)
+            if loaded.text.style.bom:
+                text = "\ufeff" + text
+        else:  # upgrade to v4.5: every cell gets an id, the file is written whole
+            new_cells = with_ids(new_cells)
+            data = {**data, "cells": new_cells, "metadata": loaded.metadata, "nbformat": 4, "nbformat_minor": 5}
+            data.pop("worksheets", None)
+            text = loaded.text.style.dumps_document(data)
+            base_version = ""  # the whole file changed: validate all of it
+        data["cells"] = new_cells
+        changed = [new_cells[index]] if index is not None else []
+        try:
+            validate_edit(base_version, data, changed)
+        except NotebookError as exc:
+            raise NotebookError(f"Edit refused: the notebook would not be valid: {exc}. The file was not changed.") from None
+        encoded = text.encode("utf-8")
+        mtime_ns = atomic_write(self.path, encoded, loaded.mode)
+        version = hashlib.sha256(encoded).hexdigest()
+        _remember(_VALID_HASHES, version, None)
+        cell = cell_view(new_cells[index], index, True) if index is not None else None
+        return EditResult(cell=cell, version=version, mtime_ns=mtime_ns)  # type: ignore[arg-type]

@@ -1,0 +1,328 @@
+"""One Jupyter kernel per notebook for a conversation: started on first run, shut down at the end.
+
+The pool lives in ``ctx.session["kernels"]`` (see :func:`kernel_pool`). Whoever owns
+the conversation calls :func:`close_session` (or ``await pool.aclose()``) when it ends;
+as a safety net, kernels still alive when the interpreter exits are killed then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import queue
+import tempfile
+import time
+import uuid
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_core.paths import jupyter_runtime_dir
+from nbformat.v4 import output_from_msg
+
+from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
+
+_LIVE_POOLS: weakref.WeakSet[KernelPool] = weakref.WeakSet()
+#: How long to wait for a kernel to settle after an interrupt before giving up on it.
+_INTERRUPT_GRACE_S = 5.0
+#: Unix socket paths are limited to 108 bytes (104 on macOS), and zmq adds "-N".
+_MAX_IPC_PATH = 100
+
+
+@dataclass
+class Execution:
+    outputs: list[dict[str, Any]]
+    execution_count: int | None
+    status: str  # ok | error | timeout | interrupted | died
+
+
+class NotebookKernel:
+    """A started kernel and its client; runs one cell at a time."""
+
+    def __init__(self, manager: AsyncKernelManager, client: Any):
+        self.manager = manager
+        self.client = client
+        self.lock = asyncio.Lock()
+
+    async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> Execution:
+        """Run ``code``; on timeout or abort interrupt the kernel and return what came out so far."""
+        async with self.lock:
+            msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+            collector = _OutputCollector()
+            deadline = time.monotonic() + timeout
+            status = "ok"
+            next_alive_check = time.monotonic() + 1.0
+            try:
+                while not collector.idle:
+                    if abort is not None and abort.is_set():
+                        status = "interrupted"
+                        break
+                    if time.monotonic() > deadline:
+                        status = "timeout"
+                        break
+                    if time.monotonic() > next_alive_check:
+                        next_alive_check = time.monotonic() + 1.0
+                        if not await self.manager.is_alive():
+                            return Execution(collector.clean_outputs, collector.execution_count, "died")
+                    await self._next(msg_id, collector, 0.1)
+            except asyncio.CancelledError:
+                await asyncio.shield(self._interrupt_and_settle(msg_id, collector))
+                raise
+            if status != "ok":
+                await self._interrupt_and_settle(msg_id, collector)
+            elif collector.error:
+                status = "error"
+            return Execution(collector.clean_outputs, collector.execution_count, status)
+
+    async def _next(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
+        try:
+            msg = await self.client.get_iopub_msg(timeout=wait)
+        except queue.Empty:
+            return
+        if msg.get("parent_header", {}).get("msg_id") == msg_id:
+            collector.add(msg)
+
+    async def _interrupt_and_settle(self, msg_id: str, collector: _OutputCollector) -> None:
+        try:
+            await self.manager.interrupt_kernel()
+        except Exception:
+            return
+        end = time.monotonic() + _INTERRUPT_GRACE_S
+        while not collector.idle and time.monotonic() < end:
+            await self._next(msg_id, collector, 0.1)
+
+    async def shutdown(self) -> None:
+        try:
+            self.client.stop_channels()
+        finally:
+            await self.manager.shutdown_kernel(now=False)
+
+    def kill_now(self) -> None:
+        """Synchronous last resort (interpreter exit): kill the process, remove its files."""
+        try:
+            self.client.stop_channels()
+        except Exception:
+            pass
+        process = getattr(getattr(self.manager, "provisioner", None), "process", None)
+        if process is not None and process.poll() is None:
+            process.kill()
+        _release_sync(self.manager)
+
+
+class _OutputCollector:
+    """Turns iopub messages into nbformat outputs, as the notebook frontend would."""
+
+    def __init__(self) -> None:
+        self.outputs: list[dict[str, Any]] = []
+        self.execution_count: int | None = None
+        self.idle = False
+        self.error = False
+        self._clear_pending = False
+
+    def add(self, msg: dict[str, Any]) -> None:
+        kind, content = msg["msg_type"], msg.get("content", {})
+        if kind == "status":
+            self.idle = content.get("execution_state") == "idle"
+            return
+        if kind == "execute_input":
+            self.execution_count = content.get("execution_count")
+            return
+        if kind == "clear_output":
+            if content.get("wait"):
+                self._clear_pending = True
+            else:
+                self.outputs.clear()
+            return
+        if kind == "update_display_data":
+            display_id = content.get("transient", {}).get("display_id")
+            for output in self.outputs:
+                if display_id and output.get("_display_id") == display_id:
+                    output["data"], output["metadata"] = content.get("data", {}), content.get("metadata", {})
+            return
+        if kind not in ("stream", "display_data", "execute_result", "error"):
+            return
+        if self._clear_pending:
+            self.outputs.clear()
+            self._clear_pending = False
+        output = dict(output_from_msg(msg))
+        self.error |= kind == "error"
+        last = self.outputs[-1] if self.outputs else None
+        if kind == "stream" and last and last.get("output_type") == "stream" and last.get("name") == output["name"]:
+            last["text"] += output["text"]
+            return
+        display_id = content.get("transient", {}).get("display_id")
+        if display_id:
+            output["_display_id"] = display_id
+        self.outputs.append(output)
+
+    @property
+    def clean_outputs(self) -> list[dict[str, Any]]:
+        return [{k: v for k, v in o.items() if k != "_display_id"} for o in self.outputs]
+
+
+class KernelPool:
+    """Kernels by notebook path. ``transport="ipc"`` suits tests; ``kernel_name`` forces a kernel."""
+
+    def __init__(self, *, transport: str = "tcp", kernel_name: str | None = None,
+                 startup_timeout: float = 60.0, env: dict[str, str] | None = None):
+        self.transport = transport
+        self.kernel_name = kernel_name
+        self.startup_timeout = startup_timeout
+        self.env = env
+        self._kernels: dict[str, NotebookKernel] = {}
+        self._starting: dict[str, asyncio.Lock] = {}
+        _LIVE_POOLS.add(self)
+
+    def __contains__(self, path: object) -> bool:
+        return str(path) in self._kernels
+
+    async def get(self, notebook_path: Path | str, kernel_name: str | None = None) -> NotebookKernel:
+        key = str(notebook_path)
+        lock = self._starting.setdefault(key, asyncio.Lock())
+        async with lock:
+            if key not in self._kernels:
+                self._kernels[key] = await self._start(Path(notebook_path), kernel_name)
+            return self._kernels[key]
+
+    async def _start(self, notebook_path: Path, kernel_name: str | None) -> NotebookKernel:
+        name = self.kernel_name or kernel_name or "python3"
+        if not self.kernel_name and kernel_name and not _kernel_installed(name):
+            name = "python3"
+        options: dict[str, Any] = {"kernel_name": name, "transport": self.transport}
+        if self.transport == "ipc":
+            options["ip"] = _ipc_address()
+        manager = AsyncKernelManager(**options)
+        folder = notebook_path.parent if notebook_path.parent.is_dir() else Path.cwd()
+        env = {**os.environ, **(self.env or {})}
+        try:
+            await manager.start_kernel(cwd=str(folder), env=env)
+        except Exception as exc:
+            # Free its sockets now: a zmq context left with an open socket blocks the
+            # garbage collector (and so the interpreter's exit) for ever.
+            try:
+                await manager.shutdown_kernel(now=True)
+            except Exception:
+                pass
+            _release_sync(manager)
+            raise NotebookError(f"Could not start a {manager.kernel_name!r} kernel: {exc}") from None
+        client = manager.client()
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=self.startup_timeout)
+        except Exception as exc:
+            client.stop_channels()
+            await manager.shutdown_kernel(now=True)
+            raise NotebookError(f"The kernel did not become ready: {exc}") from None
+        return NotebookKernel(manager, client)
+
+    async def aclose(self) -> None:
+        """Shut every kernel down (call this when the conversation ends)."""
+        kernels, self._kernels = list(self._kernels.values()), {}
+        for kernel in kernels:
+            try:
+                await kernel.shutdown()
+            except Exception:
+                kernel.kill_now()
+        _LIVE_POOLS.discard(self)
+
+    async def discard(self, notebook_path: Path | str) -> None:
+        """Forget (and shut down) a notebook's kernel, e.g. after it died; the next run starts anew."""
+        kernel = self._kernels.pop(str(notebook_path), None)
+        if kernel is not None:
+            try:
+                await kernel.shutdown()
+            except Exception:
+                kernel.kill_now()
+
+    def kill_all_now(self) -> None:
+        for kernel in self._kernels.values():
+            kernel.kill_now()
+        self._kernels.clear()
+
+
+def _ipc_address() -> str:
+    """An absolute ipc socket path prefix that fits the ~100-byte limit of socket paths.
+
+    The default ipc address is relative to the process's folder, and the kernel runs in
+    the notebook's folder, so both sides need one absolute path; the runtime folder is
+    used when it is short enough, else the temp folder.
+    """
+    name = f"jak-{uuid.uuid4().hex[:12]}-ipc"
+    for folder in (jupyter_runtime_dir(), tempfile.gettempdir()):
+        if len(os.path.join(folder, name)) + 2 <= _MAX_IPC_PATH:
+            os.makedirs(folder, exist_ok=True)
+            return os.path.join(folder, name)
+    return os.path.join("/tmp", name)
+
+
+def _release_sync(manager: AsyncKernelManager) -> None:
+    """Close what a kernel manager holds without an event loop (failure paths, exit)."""
+    for step in ("cleanup_connection_file", "cleanup_ipc_files", "_close_control_socket"):
+        try:
+            getattr(manager, step)()
+        except Exception:
+            pass
+    context = getattr(manager, "context", None)
+    if getattr(manager, "_created_context", False) and context is not None and not context.closed:
+        context.destroy(linger=0)
+
+
+def _kernel_installed(name: str) -> bool:
+    try:
+        KernelSpecManager().get_kernel_spec(name)
+        return True
+    except Exception:
+        return False
+
+
+def kernel_pool(session: dict[str, Any]) -> KernelPool:
+    """The conversation's pool (created on first use, with tcp transport)."""
+    pool = session.get("kernels")
+    if pool is None:
+        pool = session["kernels"] = KernelPool()
+    return pool
+
+
+async def close_session(session: dict[str, Any]) -> None:
+    """End of a conversation: shut down its kernels."""
+    pool = session.pop("kernels", None)
+    if pool is not None:
+        await pool.aclose()
+
+
+@atexit.register
+def _kill_leftover_kernels() -> None:
+    for pool in list(_LIVE_POOLS):
+        pool.kill_all_now()
+
+
+async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, cell_id: str, *,
+                             timeout: float, abort: asyncio.Event | None,
+                             expected_version: str | None) -> RunResult:
+    """Run one cell of a file/memory notebook in its kernel and store the outputs back."""
+    if kernels is None:
+        raise NotebookError("No kernel pool is attached to this notebook, so its cells cannot run.")
+    snapshot = await doc.snapshot()
+    if expected_version is not None and snapshot.version != expected_version:
+        raise StaleNotebookError()
+    cell = snapshot.find(cell_id)
+    if cell.cell_type != "code":
+        raise NotebookError(f"Cell {cell_id} is a {cell.cell_type} cell; only code cells can be run.")
+    kernel = await kernels.get(doc.path, snapshot.kernel_name)
+    execution = await kernel.execute(cell.source, timeout=timeout, abort=abort)
+    if execution.status == "died":
+        await kernels.discard(doc.path)
+    outputs = execution.outputs
+    try:
+        edited = await doc.set_outputs(cell.id, outputs, execution.execution_count,  # type: ignore[attr-defined]
+                                       expected_version=snapshot.version)
+    except StaleNotebookError:
+        return RunResult(cell=cell, outputs=outputs, execution_count=execution.execution_count,
+                         status=execution.status, saved=False,
+                         note="The notebook changed while the cell ran, so its outputs were not saved into it.")
+    return RunResult(cell=edited.cell, outputs=outputs, execution_count=execution.execution_count,
+                     status=execution.status, version=edited.version, mtime_ns=edited.mtime_ns)

@@ -1,0 +1,116 @@
+"""A notebook held in memory: the same interface as a file, for tests and scratch work.
+
+Put one in ``ctx.session["notebook_documents"][str(path)]`` and the notebook tools use it
+instead of the file at that path (that is also how a live backend plugs in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+from pathlib import Path
+from typing import Any
+
+from .cells import (
+    cell_view,
+    new_cell,
+    prefers_lists,
+    replaced_cell,
+    with_ids,
+    with_outputs,
+)
+from .document import (
+    EditResult,
+    NotebookDocument,
+    NotebookError,
+    NotebookSnapshot,
+    RunResult,
+    StaleNotebookError,
+    find_cell_index,
+    kernel_name_of,
+    new_cell_id,
+    notebook_language,
+)
+from .file_backend import validate_notebook
+
+_counter = itertools.count(1)
+
+
+class MemoryNotebook(NotebookDocument):
+    """An nbformat v4.5 notebook dict in memory; ``version`` changes on every mutation."""
+
+    def __init__(self, path: Path | str, notebook: dict[str, Any] | None = None, kernels: Any = None):
+        self.path = Path(path)
+        self.kernels = kernels
+        nb = copy.deepcopy(notebook) if notebook is not None else {
+            "cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        nb["cells"] = with_ids(list(nb.get("cells", [])))
+        nb["nbformat_minor"] = max(5, nb.get("nbformat_minor", 5))
+        validate_notebook(nb)
+        self.notebook = nb
+        self._version = f"memory-{next(_counter)}"
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        return self.notebook["cells"]
+
+    async def snapshot(self) -> NotebookSnapshot:
+        metadata = self.notebook.get("metadata", {})
+        views = tuple(cell_view(c, i, True) for i, c in enumerate(self.cells))
+        return NotebookSnapshot(path=self.path, cells=views, version=self._version,
+                                language=notebook_language(metadata), kernel_name=kernel_name_of(metadata))
+
+    def _commit(self, expected_version: str | None, new_cells: list[dict[str, Any]]) -> str:
+        candidate = {**self.notebook, "cells": new_cells}
+        validate_notebook(candidate)
+        self.notebook = candidate
+        self._version = f"memory-{next(_counter)}"
+        return self._version
+
+    def _check(self, expected_version: str | None) -> None:
+        if expected_version is not None and expected_version != self._version:
+            raise StaleNotebookError()
+
+    def _views(self):
+        return [cell_view(c, i, True) for i, c in enumerate(self.cells)]
+
+    async def insert_cell(self, index: int, cell_type: str, source: str, *,
+                          expected_version: str | None = None) -> EditResult:
+        self._check(expected_version)
+        cells = self.cells
+        if not 0 <= index <= len(cells):
+            raise NotebookError(f"Insert position {index} is out of range (0 to {len(cells)}).")
+        cell = new_cell(cell_type, source, new_cell_id({c["id"] for c in cells}), prefers_lists(cells))
+        version = self._commit(expected_version, [*cells[:index], cell, *cells[index:]])
+        return EditResult(cell=cell_view(cell, index, True), version=version)
+
+    async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
+                           expected_version: str | None = None) -> EditResult:
+        self._check(expected_version)
+        index = find_cell_index(self._views(), cell_id)
+        cell = replaced_cell(self.cells[index], source, cell_type)
+        version = self._commit(expected_version, [*self.cells[:index], cell, *self.cells[index + 1:]])
+        return EditResult(cell=cell_view(cell, index, True), version=version)
+
+    async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
+        self._check(expected_version)
+        index = find_cell_index(self._views(), cell_id)
+        removed = cell_view(self.cells[index], index, True)
+        version = self._commit(expected_version, [*self.cells[:index], *self.cells[index + 1:]])
+        return EditResult(cell=removed, version=version)
+
+    async def set_outputs(self, cell_id: str, outputs: list[dict[str, Any]], execution_count: int | None, *,
+                          expected_version: str | None = None) -> EditResult:
+        self._check(expected_version)
+        index = find_cell_index(self._views(), cell_id)
+        cell = with_outputs(self.cells[index], outputs, execution_count)
+        version = self._commit(expected_version, [*self.cells[:index], cell, *self.cells[index + 1:]])
+        return EditResult(cell=cell_view(cell, index, True), version=version)
+
+    async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
+                       expected_version: str | None = None) -> RunResult:
+        from .kernels import run_cell_in_kernel
+
+        return await run_cell_in_kernel(self, self.kernels, cell_id, timeout=timeout, abort=abort,
+                                        expected_version=expected_version)

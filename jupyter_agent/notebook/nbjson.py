@@ -1,0 +1,232 @@
+"""Edit a notebook's JSON text in place, so everything not edited stays byte-identical.
+
+Re-serialising a whole notebook changes things nobody asked to change: indent, ``\\u``
+escapes, key order, float spelling, the trailing newline (Claude Code rewrites a whole
+file saved with indent 2 into indent 1, DESIGN §7). Instead we find where each cell sits
+in the text and splice: the edited cell is re-serialised in the file's own style
+(detected indent, separators, ``ensure_ascii``, key order) and every other byte is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import Any
+
+from .document import NotebookError
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_NON_ASCII_ESCAPE = re.compile(r"\\u(?:00[89a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]|[1-9a-fA-F][0-9a-fA-F]{2})[0-9a-fA-F]")
+
+
+@dataclass(frozen=True)
+class JsonStyle:
+    """How a file was written, so new text can be written the same way."""
+
+    indent: str | None = " "  # None: everything on one line
+    item_separator: str = ","
+    key_separator: str = ": "
+    ensure_ascii: bool = False
+    sort_keys: bool = True
+    trailing_newline: bool = True
+    bom: bool = False
+    newline: str = "\n"  # "\r\n" for a notebook saved with Windows line endings
+
+    def dumps(self, value: Any, depth: int = 0) -> str:
+        """``value`` as it would appear nested ``depth`` levels deep in the file."""
+        text = json.dumps(value, indent=self.indent, ensure_ascii=self.ensure_ascii, sort_keys=self.sort_keys,
+                          separators=(self.item_separator, self.key_separator))
+        if self.indent is not None:  # JSON strings hold no raw newline, so this only touches layout
+            text = text.replace("\n", self.newline + self.indent * depth)
+        return text
+
+    def dumps_document(self, value: Any) -> str:
+        text = self.dumps(value)
+        return ("\ufeff" if self.bom else "") + text + (self.newline if self.trailing_newline else "")
+
+
+#: How nbformat itself writes (JupyterLab, Jupyter Server, nbconvert).
+NBFORMAT_STYLE = JsonStyle()
+
+
+@dataclass
+class NotebookText:
+    """A notebook's text with the position of every cell in it."""
+
+    text: str
+    data: dict[str, Any]
+    style: JsonStyle
+    cells_span: tuple[int, int] | None  # the "cells" array, from "[" to just past "]"
+    cell_spans: list[tuple[int, int]]
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        cells = self.data.get("cells")
+        return cells if isinstance(cells, list) else []
+
+    # -- splicing: each returns the new whole text ---------------------------------------
+
+    def replace(self, index: int, cell: dict[str, Any]) -> str:
+        start, end = self.cell_spans[index]
+        return self.text[:start] + self.style.dumps(cell, 2) + self.text[end:]
+
+    def insert(self, index: int, cell: dict[str, Any]) -> str:
+        assert self.cells_span is not None
+        new = self.style.dumps(cell, 2)
+        spans, text = self.cell_spans, self.text
+        if not spans:
+            open_, close = self.cells_span
+            if self.style.indent is None:
+                body = "[" + new + "]"
+            else:
+                nl = self.style.newline
+                body = "[" + nl + self.style.indent * 2 + new + nl + self.style.indent + "]"
+            return text[:open_] + body + text[close:]
+        gap = self._gap()
+        if index < len(spans):
+            start = spans[index][0]
+            return text[:start] + new + gap + text[start:]
+        end = spans[-1][1]
+        return text[:end] + gap + new + text[end:]
+
+    def delete(self, index: int) -> str:
+        spans, text = self.cell_spans, self.text
+        if len(spans) == 1:
+            open_, close = self.cells_span  # type: ignore[misc]
+            return text[:open_] + "[]" + text[close:]
+        if index < len(spans) - 1:
+            return text[: spans[index][0]] + text[spans[index + 1][0]:]
+        return text[: spans[index - 1][1]] + text[spans[index][1]:]
+
+    def _gap(self) -> str:
+        """The text between two cells (e.g. ``",\\n  "``), taken from the file if it has one."""
+        if len(self.cell_spans) >= 2:
+            return self.text[self.cell_spans[0][1]: self.cell_spans[1][0]]
+        if self.style.indent is None:
+            return self.style.item_separator
+        return "," + self.style.newline + self.style.indent * 2
+
+
+def parse(text: str) -> NotebookText:
+    """Parse notebook JSON, recording where the top-level ``cells`` and each cell sit."""
+    bom = text.startswith("\ufeff")
+    if bom:
+        text = text[1:]
+    try:
+        data, cells_span, cell_spans, seps = _scan(text)
+    except (ValueError, IndexError, NotebookError) as exc:
+        try:  # json.loads words its errors well (line and column)
+            json.loads(text)
+        except ValueError as json_exc:
+            raise NotebookError(f"Notebook is not valid JSON: {json_exc}") from None
+        raise NotebookError(f"Notebook is not valid JSON: {exc}") from None
+    style = detect_style(text, data, bom, seps)
+    return NotebookText(text=text, data=data, style=style, cells_span=cells_span, cell_spans=cell_spans)
+
+
+def _skip(text: str, i: int) -> int:
+    return _WS.match(text, i).end()  # type: ignore[union-attr]
+
+
+def _expect(text: str, i: int, ch: str) -> None:
+    if text[i: i + 1] != ch:
+        raise NotebookError(f"expected {ch!r} at character {i}")
+
+
+def _scan(text: str) -> tuple[dict[str, Any], tuple[int, int] | None, list[tuple[int, int]], tuple[str, str] | None]:
+    """Parse the top level by hand; also return the separators seen (``": "``, ``", "``)."""
+    i = _skip(text, 0)
+    _expect(text, i, "{")
+    i = _skip(text, i + 1)
+    data: dict[str, Any] = {}
+    cells_span, cell_spans = None, []
+    key_sep = item_sep = None
+    while text[i] != "}":
+        _expect(text, i, '"')
+        key, i = scanstring(text, i + 1)
+        key_end = i
+        i = _skip(text, i)
+        _expect(text, i, ":")
+        i = _skip(text, i + 1)
+        key_sep = key_sep if key_sep is not None else text[key_end:i]
+        if key == "cells" and text[i] == "[":
+            open_, spans, cells = i, [], []
+            i = _skip(text, i + 1)
+            while text[i] != "]":
+                value, end = _DECODER.raw_decode(text, i)
+                spans.append((i, end))
+                cells.append(value)
+                i = _skip(text, end)
+                if text[i] == ",":
+                    i = _skip(text, i + 1)
+                elif text[i] != "]":
+                    raise NotebookError(f"expected ',' or ']' at character {i}")
+            i += 1
+            data[key], cells_span, cell_spans = cells, (open_, i), spans
+        else:
+            data[key], i = _DECODER.raw_decode(text, i)
+        i = _skip(text, i)
+        if text[i] == ",":
+            after = _skip(text, i + 1)
+            item_sep = item_sep if item_sep is not None else text[i:after]
+            i = after
+        elif text[i] != "}":
+            raise NotebookError(f"expected ',' or '}}' at character {i}")
+    if text[i + 1:].strip():
+        raise NotebookError("extra data after the notebook's closing brace")
+    return data, cells_span, cell_spans, (key_sep or ": ", item_sep or ",")
+
+
+def detect_style(text: str, data: dict[str, Any], bom: bool = False,
+                 seps: tuple[str, str] | None = None) -> JsonStyle:
+    first = _skip(text, text.index("{") + 1)
+    opening = text[text.index("{") + 1: first]
+    newline = "\r\n" if "\r\n" in opening else "\n"
+    if "\n" in opening:
+        indent = opening[opening.rindex("\n") + 1:]
+        indent = indent or None  # newlines but no indent: treat as compact
+    else:
+        indent = None
+    if indent is not None and indent.strip(" \t"):
+        indent = " "
+    key_sep, item_sep = seps or (": ", ",")
+    key_sep = ": " if key_sep.strip() == ":" and key_sep.endswith(" ") else ":"
+    item_sep = ", " if indent is None and item_sep.startswith(", ") else ","
+    ensure_ascii = text.isascii() and bool(_NON_ASCII_ESCAPE.search(text))
+    return JsonStyle(indent=indent, item_separator=item_sep, key_separator=key_sep,
+                     ensure_ascii=ensure_ascii, sort_keys=_keys_sorted(data),
+                     trailing_newline=text.endswith("\n"), bom=bom, newline=newline)
+
+
+def _keys_sorted(data: dict[str, Any]) -> bool:
+    samples = [data]
+    cells = data.get("cells")
+    if isinstance(cells, list):
+        samples += [c for c in cells[:20] if isinstance(c, dict)]
+    return all(list(d) == sorted(d) for d in samples)
+
+
+def split_source(text: str, like: Any) -> Any:
+    """Store ``text`` as ``like`` was stored: a list of lines (nbformat) or one string."""
+    if isinstance(like, str):
+        return text
+    return text.splitlines(keepends=True)
+
+
+def split_multiline(output: dict[str, Any]) -> dict[str, Any]:
+    """nbformat's on-disk form of an output: multi-line text fields as lists of lines."""
+    out = dict(output)
+    if isinstance(out.get("text"), str):
+        out["text"] = out["text"].splitlines(keepends=True)
+    if isinstance(out.get("data"), dict):
+        data = {}
+        for mime, value in out["data"].items():
+            if isinstance(value, str) and (mime.startswith("text/") or mime in (
+                    "application/javascript", "image/svg+xml")):
+                value = value.splitlines(keepends=True)
+            data[mime] = value
+        out["data"] = data
+    return out

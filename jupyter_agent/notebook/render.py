@@ -1,0 +1,187 @@
+"""How a notebook looks to the model: Claude Code's ``<cell id="...">`` blocks, then outputs.
+
+    <cell id="a1b2"><cell_type>markdown</cell_type># Title</cell id="a1b2">
+    <cell id="c3d4">print(1)</cell id="c3d4">
+    1
+
+Code cells carry no ``cell_type`` tag (a ``<language>`` tag when not Python). Outputs
+follow their cell: stream text, ``text/plain`` results, errors with ANSI colour codes
+stripped, and png/jpeg/gif/webp images as image blocks. One cell's huge outputs become
+a short hint; a whole read is bounded and pages by cells.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .document import Cell, NotebookSnapshot, source_text
+
+#: One cell's outputs longer than this (characters of text) are replaced by a hint.
+MAX_CELL_OUTPUT_CHARS = 10_000
+#: A Read of a notebook shows cells until about this many characters, then pages.
+NOTEBOOK_PAGE_CHARS = 100_000
+#: Images per Read (each costs the model ~1,500 tokens; the API caps images per request).
+MAX_IMAGES_PER_READ = 20
+#: The Messages API refuses images over 5 MB (base64 is 4/3 of the bytes).
+MAX_IMAGE_BASE64_CHARS = 5 * 1024 * 1024
+IMAGE_MIME_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def image_block(media_type: str, data: str) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+@dataclass
+class _Part:
+    text: str | None = None
+    image: dict[str, Any] | None = None
+
+
+def cell_tag(cell: Cell, language: str = "python") -> str:
+    """The ``<cell id>`` block of one cell (source only)."""
+    meta = ""
+    if cell.cell_type != "code":
+        meta = f"<cell_type>{cell.cell_type}</cell_type>"
+    elif language and language != "python":
+        meta = f"<language>{language}</language>"
+    return f'<cell id="{cell.id}">{meta}{cell.source}</cell id="{cell.id}">'
+
+
+def _output_parts(output: Mapping[str, Any]) -> list[_Part]:
+    kind = output.get("output_type")
+    if kind == "stream":
+        return [_Part(text=strip_ansi(source_text(output.get("text"))))]
+    if kind == "error":
+        traceback = output.get("traceback") or []
+        body = "\n".join(strip_ansi(str(line)) for line in traceback) if isinstance(traceback, list) else ""
+        head = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
+        return [_Part(text=head + ("\n" + body if body else ""))]
+    if kind in ("execute_result", "display_data", "pyout"):
+        data = output.get("data") or {}
+        if not isinstance(data, Mapping):
+            return []
+        parts: list[_Part] = []
+        if "text/plain" in data:
+            parts.append(_Part(text=strip_ansi(source_text(data["text/plain"]))))
+        for mime in IMAGE_MIME_TYPES:
+            if mime in data:
+                payload = "".join(source_text(data[mime]).split())  # drop line breaks inside base64
+                parts.append(_Part(image=image_block(mime, payload)))
+                break
+        if not parts and data:
+            parts.append(_Part(text=f"[{', '.join(sorted(data))} output]"))
+        return parts
+    return []
+
+
+def output_parts(outputs: Iterable[Mapping[str, Any]], cell_id: str) -> list[_Part]:
+    """A cell's outputs as parts, or one hint when their text is too large to show."""
+    parts = [p for o in outputs for p in _output_parts(o)]
+    size = sum(len(p.text) for p in parts if p.text)
+    if size > MAX_CELL_OUTPUT_CHARS:
+        images = sum(1 for p in parts if p.image)
+        return [_Part(text=(
+            f"[Outputs of cell {cell_id} are too large to include ({size:,} characters of text"
+            + (f", {images} image(s)" if images else "")
+            + "). Make the cell print less and run it again, or Grep the notebook file for what you need.]"))]
+    for part in parts:
+        if part.image and len(part.image["source"]["data"]) > MAX_IMAGE_BASE64_CHARS:
+            part.text, part.image = f"[{part.image['source']['media_type']} image too large to include]", None
+    return parts
+
+
+def to_content(parts: list[_Part]) -> str | list[dict[str, Any]]:
+    """Text only -> one string; with images -> text and image blocks in order."""
+    blocks: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for part in parts:
+        if part.image is not None:
+            if texts:
+                blocks.append({"type": "text", "text": "\n".join(texts)})
+                texts = []
+            blocks.append(part.image)
+        elif part.text is not None:
+            texts.append(part.text.rstrip("\n"))
+    if not blocks:
+        return "\n".join(texts)
+    if texts:
+        blocks.append({"type": "text", "text": "\n".join(texts)})
+    return blocks
+
+
+@dataclass
+class NotebookPage:
+    content: str | list[dict[str, Any]]
+    first: int
+    last: int  # inclusive; first - 1 when nothing was shown
+    total: int
+
+    @property
+    def partial(self) -> bool:
+        return self.first > 0 or self.last < self.total - 1
+
+
+def render_notebook(snapshot: NotebookSnapshot, *, offset: int = 0, limit: int | None = None,
+                    page_chars: int = NOTEBOOK_PAGE_CHARS, max_images: int = MAX_IMAGES_PER_READ) -> NotebookPage:
+    """Cells ``offset``.. (at most ``limit``), cut at about ``page_chars`` characters."""
+    cells, total = snapshot.cells, len(snapshot.cells)
+    if total == 0:
+        return NotebookPage("(This notebook has no cells.)", 0, -1, 0)
+    if offset >= total:
+        return NotebookPage(f"(The notebook has {total} cells, cell-0 to cell-{total - 1}; "
+                            f"offset {offset} is past the last one.)", offset, offset - 1, total)
+    end = total if limit is None else min(total, offset + limit)
+    parts: list[_Part] = []
+    used, images, last = 0, 0, offset - 1
+    for cell in cells[offset:end]:
+        cell_parts = [_Part(text=cell_tag(cell, snapshot.language))] + output_parts(cell.outputs, cell.id)
+        size = sum(len(p.text) for p in cell_parts if p.text)
+        if used + size > page_chars and last >= offset:
+            break
+        if size > page_chars:  # a single enormous cell: show its start
+            head = cell_parts[0].text or ""
+            cell_parts = [_Part(text=head[:page_chars] + f"\n[... cell {cell.id} continues for "
+                                f"{len(head) - page_chars:,} more characters]")]
+            size = page_chars
+        for part in cell_parts:
+            if part.image is not None:
+                images += 1
+                if images > max_images:
+                    part.text, part.image = (f"[image omitted: over {max_images} images in one read; "
+                                             f"read fewer cells to see it]"), None
+        parts += cell_parts
+        used += size
+        last = cell.index
+    if last < total - 1 or offset > 0:
+        more = f" To see more, Read with offset={last + 1}." if last < total - 1 else ""
+        parts.append(_Part(text=f"\n(Showing cells {offset}-{last} of {total}, i.e. cell-{offset} to "
+                                f"cell-{last}.{more})"))
+    return NotebookPage(to_content(parts), offset, last, total)
+
+
+def render_run(cell: Cell, outputs: list[Mapping[str, Any]], execution_count: int | None,
+               status: str, note: str = "") -> str | list[dict[str, Any]]:
+    """What ``NotebookRun`` returns: a status line, then the outputs rendered as in ``Read``."""
+    count = f" [{execution_count}]" if execution_count is not None else ""
+    heading = {
+        "ok": f"Ran cell {cell.id}{count}.",
+        "error": f"Ran cell {cell.id}{count}; it raised an error:",
+        "timeout": f"Cell {cell.id} timed out; the kernel was interrupted. Outputs so far:",
+        "interrupted": f"Cell {cell.id} was interrupted by the user. Outputs so far:",
+        "died": f"The kernel died while running cell {cell.id}; it will restart on the next run. Outputs so far:",
+    }.get(status, f"Cell {cell.id} finished ({status}).")
+    parts = [_Part(text=heading)] + output_parts(outputs, cell.id)
+    if len(parts) == 1:
+        parts.append(_Part(text="(no output)"))
+    if note:
+        parts.append(_Part(text=note))
+    return to_content(parts)

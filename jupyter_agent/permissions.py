@@ -1,0 +1,362 @@
+"""Which tool calls run, which ask a person, which are refused (DESIGN §2 "Permissions").
+
+Modes:
+
+* ``default`` — reads inside the working folders run; edits and cell runs ask.
+* ``acceptEdits`` — file and notebook edits inside the working folders run too.
+* ``plan`` — nothing that writes or runs; the model is told so (``system_prompt_note``).
+* ``bypassPermissions`` — everything runs, except what a deny or ask rule names and
+  writes to safety paths (``.git/``, ``.ipython/``, ``.jupyter/``, ``.ssh/``, shell rc
+  files), which still ask.
+
+Rules are ``Tool`` or ``Tool(glob)`` in ``allow``, ``ask`` and ``deny`` lists; deny beats
+ask beats allow. ``Edit`` rules cover every file-editing tool (Edit, Write, NotebookEdit),
+``Read`` rules every file-reading one (Read, Glob, Grep). Globs are paths: relative to the
+working folder, ``/absolute`` or ``~/home``; ``**`` spans folders; a glob without wildcards
+covers that path and everything below it. Paths are compared after ``..`` and symlinks are
+resolved, and an allow must hold for where a symlink really leads.
+
+An "ask" reaches a person through the loop's ``can_use_tool`` callback; :class:`ApprovalBroker`
+is a ready-made one for UIs: each ask becomes an awaitable :class:`ApprovalRequest` that
+the UI resolves with allow, allow-always (a session rule, which also releases other
+pending requests it now covers) or deny (with optional feedback for the model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .loop.permission_result import (
+    PermissionAllow,
+    PermissionAsk,
+    PermissionDeny,
+    PermissionResult,
+)
+from .tools.paths import ResolvedPath, is_within, path_matches_rule
+
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+SAFETY_DIRS = (".git", ".ipython", ".jupyter", ".ssh")
+SAFETY_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
+                ".zshenv", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".gitconfig", ".gitmodules",
+                ".ripgreprc")
+#: A rule naming the first tool also covers the others.
+RULE_FAMILIES = {"Edit": ("Edit", "Write", "NotebookEdit"), "Read": ("Read", "Glob", "Grep")}
+PLAN_MODE_NOTE = (
+    "Plan mode is active. You may read files, search and think, but you must not change anything: do not "
+    "edit or write files, do not edit or run notebook cells. Such calls will be refused. Research the task, "
+    "then present your plan to the user and wait for them to approve it."
+)
+_RULE = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``Tool`` or ``Tool(pattern)``."""
+
+    tool: str
+    pattern: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Rule:
+        match = _RULE.match(text) if isinstance(text, str) else None
+        if not match or (match.group(2) is not None and not match.group(2).strip()):
+            raise ValueError(f"Invalid permission rule {text!r}: write Tool or Tool(glob), e.g. 'Edit(src/**)'.")
+        return cls(match.group(1), match.group(2).strip() if match.group(2) is not None else None)
+
+    def __str__(self) -> str:
+        return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
+
+    def names(self, tool_name: str) -> bool:
+        return tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
+
+
+def safety_name(path: ResolvedPath) -> str | None:
+    """The protected folder or file ``path`` touches (``.git``, ``.bashrc``, ...), or None."""
+    for candidate in (path.lexical, path.real):
+        parts = candidate.parts
+        for name in SAFETY_DIRS:
+            if name in parts:
+                return name
+        if parts and parts[-1] in SAFETY_FILES:
+            return parts[-1]
+        if candidate.as_posix().endswith("/.config/fish/config.fish"):
+            return "config.fish"
+    return None
+
+
+def safety_reason(path: ResolvedPath) -> str | None:
+    """Why writing ``path`` always needs a person, or None."""
+    name = safety_name(path)
+    if name is None:
+        return None
+    return f"it is inside {name}/" if name in SAFETY_DIRS else f"{name} is a shell or tool configuration file"
+
+
+class Permissions:
+    """The permission policy the loop asks before every tool call (``PermissionPolicy``)."""
+
+    def __init__(self, mode: str = "default", allow: Iterable[str] = (), deny: Iterable[str] = (),
+                 ask: Iterable[str] = (), cwd: Path | str | None = None, additional_dirs: Iterable[Path | str] = ()):
+        self.mode = mode
+        self.allow = [Rule.parse(r) for r in allow]
+        self.deny = [Rule.parse(r) for r in deny]
+        self.ask = [Rule.parse(r) for r in ask]
+        self.session_allow: list[Rule] = []
+        self.cwd = Path(os.path.realpath(cwd)) if cwd is not None else None
+        self.additional_dirs = [Path(os.path.realpath(os.path.expanduser(str(d)))) for d in additional_dirs]
+        self._tools: dict[str, Any] = {}
+        self._last_ctx: Any = None
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        if value not in MODES:
+            raise ValueError(f"Unknown permission mode {value!r}; use one of {', '.join(MODES)}.")
+        self._mode = value
+
+    def system_prompt_note(self) -> str:
+        """Text for the system prompt: what plan mode means, or ""."""
+        return PLAN_MODE_NOTE if self.mode == "plan" else ""
+
+    def add_session_rules(self, rules: Iterable[str]) -> None:
+        """Allow rules for the rest of the session ("Always allow")."""
+        for text in rules:
+            rule = Rule.parse(text)
+            if rule not in self.session_allow:
+                self.session_allow.append(rule)
+
+    def _cwd(self, ctx: Any) -> Path:
+        return self.cwd or Path(os.path.realpath(ctx.cwd if ctx is not None else os.getcwd()))
+
+    def allowed_roots(self, ctx: Any) -> list[Path]:
+        """The working folder and the additional ones: inside them reads need no approval."""
+        return [self._cwd(ctx), *self.additional_dirs]
+
+    # -- matching -------------------------------------------------------------------------
+
+    def _matches(self, rule: Rule, tool: Any, input: Any, paths: list[ResolvedPath], ctx: Any, *,
+                 real_only: bool) -> bool:
+        if not rule.names(tool.name):
+            return False
+        if rule.pattern is None:
+            return True
+        if paths:
+            cwd = self._cwd(ctx)
+            if real_only:  # an allow must hold where the call really goes, for every path it touches
+                return all(path_matches_rule(p.real, rule.pattern, cwd) for p in paths)
+            return any(path_matches_rule(c, rule.pattern, cwd) for p in paths for c in (p.lexical, p.real))
+        content = getattr(tool, "rule_content", None)
+        if callable(content):
+            from fnmatch import fnmatchcase
+
+            return fnmatchcase(str(content(input)), rule.pattern)
+        return False
+
+    def is_read_denied(self, path: str | Path, ctx: Any = None) -> bool:
+        """Does a deny rule forbid reading ``path``? (Grep and Glob hide such files.)"""
+        real = Path(os.path.realpath(path))
+        cwd = self._cwd(ctx)
+        return any(r.names("Read") and (r.pattern is None or path_matches_rule(real, r.pattern, cwd))
+                   for r in self.deny)
+
+    # -- the decision ---------------------------------------------------------------------
+
+    async def decide(self, tool: Any, input: Any, ctx: Any) -> PermissionResult:
+        self._tools[tool.name] = tool
+        self._last_ctx = ctx
+        paths_of = getattr(tool, "permission_paths", None)
+        paths: list[ResolvedPath] = paths_of(input, ctx) if callable(paths_of) else []
+        try:
+            read_only = bool(tool.is_read_only(input))
+        except Exception:
+            read_only = False
+        where = f" on {paths[0].real}" if paths else ""
+
+        for rule in self.deny:
+            if self._matches(rule, tool, input, paths, ctx, real_only=False):
+                return PermissionDeny(f"Permission to use {tool.name}{where} has been denied by the rule "
+                                      f"'{rule}'. Do not try to get around it.")
+        if self.mode == "plan" and not read_only:
+            return PermissionDeny(f"{tool.name} is not allowed in plan mode. " + PLAN_MODE_NOTE)
+        own = await tool.check_permissions(input, ctx)
+        if isinstance(own, PermissionDeny):
+            return own
+        diff = own.diff if isinstance(own, PermissionAsk) else None
+        own_message = own.message if isinstance(own, PermissionAsk) else f"{tool.name} wants to run{where}."
+        own_rules = own.suggested_rules if isinstance(own, PermissionAsk) else ()
+
+        for rule in self.ask:
+            if self._matches(rule, tool, input, paths, ctx, real_only=False):
+                return PermissionAsk(f"{own_message} (The rule '{rule}' asks for approval.)", diff, own_rules)
+        allow_rules = [*self.allow, *self.session_allow]
+        if not read_only:
+            for path in paths:
+                reason = safety_reason(path)
+                # Only a rule that names the protected place itself releases it: "Edit(./**)"
+                # (what "Always allow" suggests) must not open .git/ or ~/.bashrc.
+                name = safety_name(path)
+                if reason and not any(r.pattern and name in r.pattern
+                                      and self._matches(r, tool, input, [path], ctx, real_only=True)
+                                      for r in allow_rules):
+                    return PermissionAsk(f"{own_message} {path.real} is a protected path ({reason}); it always "
+                                         "needs approval.", diff, (f"{tool.name}({path.real})",))
+        if self.mode == "bypassPermissions":
+            return PermissionAllow()
+        if any(self._matches(r, tool, input, paths, ctx, real_only=True) for r in allow_rules):
+            return PermissionAllow()
+        roots = self.allowed_roots(ctx)
+        outside = [p for p in paths if not any(is_within(p.real, root) for root in roots)]
+        if outside:
+            folder = outside[0].real if outside[0].real.is_dir() else outside[0].real.parent
+            rules = own_rules if not read_only else (f"Read({folder}/**)",)
+            return PermissionAsk(f"{own_message} {outside[0].real} is outside the working folders "
+                                 f"({', '.join(map(str, roots))}).", diff, rules)
+        if read_only:
+            return PermissionAllow()
+        if self.mode == "acceptEdits" and getattr(tool, "edits_files", False):
+            return PermissionAllow()
+        if isinstance(own, PermissionAllow):
+            return own
+        return PermissionAsk(own_message, diff, own_rules)
+
+    async def would_allow(self, tool: Any, input: Any, ctx: Any = None) -> bool:
+        """Would this call run without asking now? (A UI re-checks queued asks with it.)"""
+        if isinstance(tool, str):
+            tool = self._tools.get(tool)
+            if tool is None:
+                return False
+        ctx = ctx if ctx is not None else self._last_ctx
+        if isinstance(input, dict) and hasattr(tool, "Input"):
+            try:
+                input = tool.Input.model_validate(input)
+            except Exception:
+                return False
+        try:
+            return isinstance(await self.decide(tool, input, ctx), PermissionAllow)
+        except Exception:
+            return False
+
+
+# --- approvals -----------------------------------------------------------------------------
+
+DENIED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (if it was an edit, "
+          "nothing was written). STOP what you are doing and wait for the user to tell you how to proceed.")
+_ids = itertools.count(1)
+
+
+@dataclass
+class ApprovalRequest:
+    """One pending "ask": everything a person needs to decide, and how to answer.
+
+    ``await request`` gives the decision. ``allow``/``allow_always``/``deny`` may be
+    called from any thread (widget callbacks may run on another one).
+    """
+
+    tool_name: str
+    input: dict[str, Any]
+    ask: PermissionAsk
+    loop: asyncio.AbstractEventLoop
+    id: int = field(default_factory=lambda: next(_ids))
+    future: asyncio.Future = field(init=False)
+    on_always: Callable[[ApprovalRequest, tuple[str, ...]], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.future = self.loop.create_future()
+
+    @property
+    def message(self) -> str:
+        return self.ask.message
+
+    @property
+    def diff(self) -> str | None:
+        return self.ask.diff
+
+    @property
+    def suggested_rules(self) -> tuple[str, ...]:
+        return self.ask.suggested_rules
+
+    @property
+    def done(self) -> bool:
+        return self.future.done()
+
+    def _resolve(self, result: PermissionAllow | PermissionDeny) -> None:
+        def settle() -> None:
+            if not self.future.done():
+                self.future.set_result(result)
+                if isinstance(result, PermissionAllow) and result.always and self.on_always:
+                    self.on_always(self, result.always)
+
+        self.loop.call_soon_threadsafe(settle)
+
+    def allow(self, updated_input: dict[str, Any] | None = None) -> None:
+        self._resolve(PermissionAllow(updated_input=updated_input))
+
+    def allow_always(self, rules: Iterable[str] | None = None) -> None:
+        chosen = tuple(rules) if rules is not None else self.suggested_rules
+        for rule in chosen:
+            Rule.parse(rule)  # refuse a bad rule now, in the UI, not later in the loop
+        self._resolve(PermissionAllow(always=chosen))
+
+    def deny(self, feedback: str | None = None) -> None:
+        """Refuse. Without feedback the turn stops (``aborted_tools``); with it the model reads it."""
+        if feedback and feedback.strip():
+            self._resolve(PermissionDeny(f"{DENIED.split(' STOP')[0]} To tell you how to proceed, the user said:\n"
+                                         f"{feedback.strip()}"))
+        else:
+            self._resolve(PermissionDeny(DENIED, interrupt=True))
+
+    def __await__(self):
+        return self.future.__await__()
+
+
+class ApprovalBroker:
+    """A ``can_use_tool`` callback that turns each ask into an :class:`ApprovalRequest`.
+
+    ``listeners`` are called with every new request (a UI shows its card); ``pending``
+    lists the unanswered ones. When one is answered "always", the new rules go to the
+    policy at once and every other pending request they now cover is allowed too.
+    """
+
+    def __init__(self, policy: Permissions | None = None,
+                 on_request: Callable[[ApprovalRequest], Any] | None = None):
+        self.policy = policy
+        self.listeners: list[Callable[[ApprovalRequest], Any]] = [on_request] if on_request else []
+        self.pending: list[ApprovalRequest] = []
+        self._tasks: set[asyncio.Task] = set()
+
+    async def __call__(self, tool_name: str, input: dict[str, Any], ask: PermissionAsk) -> PermissionAllow | PermissionDeny:
+        request = ApprovalRequest(tool_name, dict(input), ask, asyncio.get_running_loop(), on_always=self._always)
+        self.pending.append(request)
+        try:
+            for listener in list(self.listeners):
+                outcome = listener(request)
+                if asyncio.iscoroutine(outcome):
+                    await outcome
+            return await request
+        finally:
+            if request in self.pending:
+                self.pending.remove(request)
+
+    def _always(self, request: ApprovalRequest, rules: tuple[str, ...]) -> None:
+        if self.policy is None:
+            return
+        self.policy.add_session_rules(rules)
+        task = asyncio.get_running_loop().create_task(self._release_covered(request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _release_covered(self, answered: ApprovalRequest) -> None:
+        assert self.policy is not None
+        for other in list(self.pending):
+            if other is not answered and not other.done and await self.policy.would_allow(other.tool_name, other.input):
+                other.allow()

@@ -1,0 +1,104 @@
+"""What the file and notebook tools share: a clean schema, path resolution, permission facts.
+
+:class:`PathTool` is the base of every tool here. It tells the permission policy which
+paths a call touches (``permission_paths``) and whether it is a file edit that
+``acceptEdits`` mode may allow (``edits_files``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, ClassVar
+
+from .base import Tool, ToolContext, ToolError, ToolInput
+from .paths import ResolvedPath, resolve_path
+
+#: Inputs larger than this (characters) are refused: no real edit needs more.
+MAX_TEXT_INPUT_CHARS = 10_000_000
+
+
+def _clean_schema(node: Any) -> Any:
+    """Make pydantic's schema read like Claude Code's: ``"integer"``, not ``anyOf [integer, null]``."""
+    if isinstance(node, dict):
+        any_of = node.get("anyOf")
+        if isinstance(any_of, list):
+            rest = [s for s in any_of if s != {"type": "null"}]
+            if len(rest) == 1 and len(rest) < len(any_of):
+                merged = {k: v for k, v in node.items() if k != "anyOf"}
+                merged.update(rest[0])
+                node = merged
+        if node.get("default", 0) is None:
+            node = {k: v for k, v in node.items() if k != "default"}
+        return {k: _clean_schema(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_clean_schema(v) for v in node]
+    return node
+
+
+class PathTool(Tool):
+    """A tool whose input names one file, notebook or folder (``path_field``)."""
+
+    path_field: ClassVar[str] = "file_path"
+    #: A file/notebook edit (``acceptEdits`` allows it inside the working directory).
+    edits_files: ClassVar[bool] = False
+    #: The path may be omitted (Glob/Grep default to the working directory).
+    path_optional: ClassVar[bool] = False
+
+    def input_schema(self) -> dict[str, Any]:
+        return _clean_schema(super().input_schema())
+
+    def raw_path(self, input: Any) -> str | None:
+        data = input if isinstance(input, dict) else input.model_dump(by_alias=True)
+        value = data.get(self.path_field)
+        return value
+
+    def resolve(self, input: Any, ctx: ToolContext) -> ResolvedPath:
+        raw = self.raw_path(input)
+        if raw is None and self.path_optional:
+            raw = "."
+        return resolve_path(raw, ctx.cwd, self.path_field)
+
+    def permission_paths(self, input: Any, ctx: ToolContext) -> list[ResolvedPath]:
+        """The paths this call reads or writes, for the permission policy."""
+        try:
+            return [self.resolve(input, ctx)]
+        except ToolError:
+            return []
+
+    def validate_path_text(self, input: Any, ctx: ToolContext) -> str | None:
+        try:
+            self.resolve(input, ctx)
+        except ToolError as exc:
+            return str(exc)
+        return None
+
+    def summary(self, input: dict[str, Any]) -> str:
+        value = input.get(self.path_field)
+        return value if isinstance(value, str) else super().summary(input)
+
+
+def check_text_size(value: str, field: str) -> str | None:
+    if len(value) > MAX_TEXT_INPUT_CHARS:
+        return (f"{field} is {len(value):,} characters; the limit is {MAX_TEXT_INPUT_CHARS:,}. "
+                "Split the change into smaller edits.")
+    return None
+
+
+def unified_diff(before: str, after: str, label: str, *, context: int = 3) -> str:
+    """A unified diff a person can approve (``--- a/label`` / ``+++ b/label``)."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True),
+        fromfile=f"a/{label}", tofile=f"b/{label}", n=context,
+    )
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def numbered(text: str, start: int = 1) -> str:
+    """``cat -n`` style as Claude Code prints it: ``N<TAB>line``."""
+    return "\n".join(f"{n}\t{line}" for n, line in enumerate(text.split("\n"), start))
+
+
+__all__ = ["PathTool", "ToolInput", "check_text_size", "numbered", "unified_diff"]

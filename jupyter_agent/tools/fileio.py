@@ -1,0 +1,255 @@
+"""Reading and writing files the way an editor a person trusts would.
+
+* Text keeps its encoding (UTF-8, UTF-8 with BOM, UTF-16 with BOM; invalid UTF-8 bytes
+  survive an edit untouched thanks to ``surrogateescape``), its line endings and its
+  permission bits.
+* Writes are atomic: a temporary file in the same folder, fsync, rename. A crash leaves
+  the old file or the new one, never half of one.
+* What ``Read`` saw is recorded (mtime, hash, whole or partial) so ``Write``/``Edit``/
+  ``NotebookEdit`` can refuse files the model has not read or that changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import FileReadRecord, ToolContext, ToolError
+
+#: Files larger than this are not loaded whole for editing (the model cannot hold them either).
+MAX_EDIT_BYTES = 64 * 1024 * 1024
+
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+MODIFIED_SINCE_READ = (
+    "File has been modified since read, either by the user or by another program. "
+    "Read it again before writing to it."
+)
+NOT_READ_YET = "File has not been read yet. Read it first before writing to it."
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def looks_binary(data: bytes) -> bool:
+    """A NUL byte in the first 8 KiB (and no UTF-16 BOM) means binary, as git and grep decide."""
+    head = data[:8192]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False
+    return b"\x00" in head
+
+
+@dataclass
+class TextFile:
+    """A decoded text file plus everything needed to write it back the same way."""
+
+    path: Path
+    raw: bytes
+    text: str
+    encoding: str  # codec used, with errors="surrogateescape" for UTF-8
+    bom: bytes
+    newline: str  # the dominant line ending: "\n" or "\r\n"
+    invalid_bytes: int  # bytes that are not valid UTF-8 (kept as-is on write)
+    mtime_ns: int
+    mode: int
+
+    def encode(self, text: str) -> bytes:
+        return encode_text(text, self.encoding, self.bom, self.path)
+
+
+def decode_bytes(data: bytes) -> tuple[str, str, bytes, int]:
+    """(text, encoding, bom, number of invalid UTF-8 bytes)."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            body = data[len(bom) :]
+            if encoding == "utf-8":
+                text = body.decode("utf-8", errors="surrogateescape")
+                return text, encoding, bom, _count_surrogates(text)
+            try:
+                return body.decode(encoding), encoding, bom, 0
+            except UnicodeDecodeError:
+                break
+    text = data.decode("utf-8", errors="surrogateescape")
+    return text, "utf-8", b"", _count_surrogates(text)
+
+
+def _count_surrogates(text: str) -> int:
+    if text.isascii():
+        return 0
+    return sum(1 for ch in text if "\udc80" <= ch <= "\udcff")
+
+
+def encode_text(text: str, encoding: str, bom: bytes = b"", path: Path | None = None) -> bytes:
+    try:
+        errors = "surrogateescape" if encoding == "utf-8" else "strict"
+        return bom + text.encode(encoding, errors=errors)
+    except UnicodeEncodeError as exc:
+        where = f" {path}" if path else ""
+        raise ToolError(
+            f"Cannot write{where} in its encoding ({encoding}): character {exc.object[exc.start]!r} "
+            "cannot be encoded. Use characters the file's encoding can hold."
+        ) from None
+
+
+def dominant_newline(text: str) -> str:
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+
+
+def read_text_file(path: Path) -> TextFile:
+    """Load a file for editing; refuses directories, binaries and huge files clearly."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ToolError(f"File does not exist: {path}") from None
+    except OSError as exc:
+        raise ToolError(f"Cannot access {path}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(f"{path} is a directory, not a file. Use Glob to list files in it.")
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{path} is not a regular file (a device, socket or pipe); it cannot be edited.")
+    if st.st_size > MAX_EDIT_BYTES:
+        raise ToolError(f"{path} is {st.st_size:,} bytes; files over {MAX_EDIT_BYTES:,} bytes cannot be edited here.")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ToolError(f"Cannot read {path}: {exc.strerror}") from None
+    if looks_binary(raw):
+        raise ToolError(f"{path} is a binary file; only text files can be edited.")
+    text, encoding, bom, invalid = decode_bytes(raw)
+    return TextFile(
+        path=path,
+        raw=raw,
+        text=text,
+        encoding=encoding,
+        bom=bom,
+        newline=dominant_newline(text),
+        invalid_bytes=invalid,
+        mtime_ns=st.st_mtime_ns,
+        mode=stat.S_IMODE(st.st_mode),
+    )
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> int:
+    """Write ``data`` to ``path`` atomically; return the new mtime (ns).
+
+    ``mode`` keeps an existing file's permission bits (a new file gets the umask
+    default, not mkstemp's 0600). Missing parent folders are created.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            mode = _default_mode()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+    return os.stat(path).st_mtime_ns
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename itself durable (best effort: not every platform allows it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# --- what was read ----------------------------------------------------------------------
+
+
+def record_read(
+    ctx: ToolContext,
+    path: Path,
+    raw_hash: str,
+    mtime_ns: int,
+    *,
+    lines: tuple[int, int] | None = None,
+    total_lines: int | None = None,
+) -> FileReadRecord:
+    """Remember a Read. ``lines`` is the 1-based inclusive range shown when only part was.
+
+    Pages of the same content add up: once every line has been shown the file counts
+    as read whole, so a big file can be edited after reading it page by page.
+    """
+    key = str(path)
+    partial = False
+    if lines is not None and total_lines is not None and (lines[0] > 1 or lines[1] < total_lines):
+        coverage = ctx.session.setdefault("read_coverage", {})
+        seen_hash, ranges = coverage.get(key, (None, []))
+        ranges = ranges if seen_hash == raw_hash else []
+        ranges = _merge([*ranges, lines])
+        coverage[key] = (raw_hash, ranges)
+        partial = not (len(ranges) == 1 and ranges[0][0] <= 1 and ranges[0][1] >= total_lines)
+    record = FileReadRecord(path=key, mtime_ns=mtime_ns, content_hash=raw_hash, partial=partial)
+    ctx.read_file_state[key] = record
+    return record
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def check_read_before_write(ctx: ToolContext, path: Path, current_raw: bytes, *, need_whole: bool = True) -> None:
+    """Raise unless the model read ``path`` (whole, if asked) and it has not changed since."""
+    record = ctx.read_file_state.get(str(path))
+    if record is None:
+        raise ToolError(NOT_READ_YET)
+    if record.content_hash != content_hash(current_raw):
+        raise ToolError(MODIFIED_SINCE_READ)
+    if need_whole and record.partial:
+        coverage = ctx.session.get("read_coverage", {}).get(str(path), (None, []))[1]
+        seen = ", ".join(f"{a}-{b}" for a, b in coverage)
+        raise ToolError(
+            "File has only been read in part" + (f" (lines {seen})" if seen else "") + ". Read the rest of it "
+            "(Read with offset/limit, or without them) before writing to it."
+        )
+
+
+def note_write(ctx: ToolContext, path: Path, data: bytes, mtime_ns: int) -> None:
+    """After our own write the model knows the content: keep later edits possible."""
+    ctx.read_file_state[str(path)] = FileReadRecord(
+        path=str(path), mtime_ns=mtime_ns, content_hash=content_hash(data), partial=False
+    )
+    ctx.session.get("read_coverage", {}).pop(str(path), None)

@@ -1,0 +1,153 @@
+"""``NotebookEdit {notebook_path, cell_id?, new_source, cell_type?, edit_mode?}``, Claude Code's rules.
+
+* ``cell_id`` is a cell's id, or ``cell-N`` for the cell at 0-based index N.
+* insert: without ``cell_id`` the cell goes first, with one it goes after that cell;
+  ``cell_type`` is required; the new cell gets a fresh id.
+* replace (default): a code cell loses its outputs and execution count.
+* The notebook must have been read, and must not have changed since.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..loop.permission_result import PermissionAsk, PermissionResult
+from ..notebook import (
+    NotebookDocument,
+    NotebookSnapshot,
+    is_notebook_path,
+    open_notebook,
+)
+from ..notebook.document import StaleNotebookError, check_cell_id_text
+from .base import FileReadRecord, ToolContext, ToolError, ToolInput, ToolOutput
+from .common import PathTool, check_text_size, unified_diff
+from .fileio import NOT_READ_YET
+from .paths import display_path, inside_roots
+from .write import suggest_edit_rules
+
+
+class NotebookEditInput(ToolInput):
+    notebook_path: str = Field(description="The absolute path to the Jupyter notebook file to edit "
+                                           "(must be absolute, not relative)")
+    cell_id: str | None = Field(default=None, description=(
+        "The ID of the cell to edit. When inserting a new cell, the new cell will be inserted after the cell "
+        "with this ID, or at the beginning if not specified. cell-N (0-based index) is accepted too."))
+    new_source: str = Field(description="The new source for the cell")
+    cell_type: Literal["code", "markdown"] | None = Field(default=None, description=(
+        "The type of the cell (code or markdown). If not specified, it defaults to the current cell type. "
+        "If using edit_mode=insert, this is required."))
+    edit_mode: Literal["replace", "insert", "delete"] | None = Field(default=None, description=(
+        "The type of edit to make (replace, insert, delete). Defaults to replace."))
+
+
+async def notebook_for_change(path_text: str, path, ctx: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot]:
+    """The notebook's document and snapshot, after checking it was read and has not changed since."""
+    doc = open_notebook(path, ctx.session)
+    snapshot = await doc.snapshot()
+    record = ctx.read_file_state.get(str(path))
+    if record is None:
+        raise ToolError(NOT_READ_YET.replace("File", "Notebook"))
+    if record.content_hash != snapshot.version:
+        raise StaleNotebookError()
+    return doc, snapshot
+
+
+def note_notebook_change(ctx: ToolContext, path, version: str, mtime_ns: int) -> None:
+    """The model made this change itself: later edits need no fresh Read."""
+    previous = ctx.read_file_state.get(str(path))
+    ctx.read_file_state[str(path)] = FileReadRecord(
+        path=str(path), mtime_ns=mtime_ns, content_hash=version, partial=previous.partial if previous else False)
+
+
+class NotebookEdit(PathTool):
+    name = "NotebookEdit"
+    Input = NotebookEditInput
+    path_field = "notebook_path"
+    edits_files = True
+    description = (
+        "Completely replaces the contents of a specific cell in a Jupyter notebook (.ipynb file) with new "
+        "source. Jupyter notebooks are interactive documents that combine code, text, and visualizations, "
+        "commonly used for data analysis and scientific computing. The notebook_path parameter must be an "
+        "absolute path, not a relative path. The cell_id identifies the cell (its id as shown by Read, or "
+        "cell-N for the 0-based index N). Use edit_mode=insert to add a new cell after the cell with cell_id "
+        "(or at the beginning without cell_id). Use edit_mode=delete to delete the cell. Read the notebook "
+        "first: edits fail if it changed since it was read. Replacing a code cell clears its outputs."
+    )
+
+    def mode(self, input: NotebookEditInput) -> str:
+        return input.edit_mode or "replace"
+
+    async def validate_input(self, input: NotebookEditInput, context: ToolContext) -> str | None:
+        error = self.validate_path_text(input, context) or check_text_size(input.new_source, "new_source")
+        if error:
+            return error
+        path = self.resolve(input, context)
+        if not is_notebook_path(path.real):
+            return "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the Edit tool."
+        if input.cell_id is not None and (error := check_cell_id_text(input.cell_id)):
+            return error
+        mode = self.mode(input)
+        if mode == "insert" and input.cell_type is None:
+            return "Cell type is required when using edit_mode=insert."
+        if mode != "insert" and input.cell_id is None:
+            return "Cell ID must be specified when not inserting a new cell."
+        if inside_roots(path, context):
+            try:
+                await self.plan(input, context)
+            except ToolError as exc:
+                return str(exc)
+        return None
+
+    async def plan(self, input: NotebookEditInput, context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot, str, int | None]:
+        """Check everything; return the document, its snapshot, the effective mode and cell index."""
+        path = self.resolve(input, context).real
+        doc, snapshot = await notebook_for_change(input.notebook_path, path, context)
+        mode = self.mode(input)
+        if input.cell_id is None:
+            return doc, snapshot, mode, None
+        if mode == "replace" and input.cell_id == f"cell-{len(snapshot.cells)}":
+            return doc, snapshot, "append", len(snapshot.cells)  # Claude Code: replacing one past the end appends
+        return doc, snapshot, mode, snapshot.find(input.cell_id).index
+
+    async def check_permissions(self, input: NotebookEditInput, context: ToolContext) -> PermissionResult:
+        path = self.resolve(input, context).real
+        label = display_path(path, context.cwd)
+        try:
+            _, snapshot, mode, index = await self.plan(input, context)
+            before = snapshot.cells[index].source if mode in ("replace", "delete") and index is not None else ""
+            after = "" if mode == "delete" else input.new_source
+            where = snapshot.cells[index].id if mode in ("replace", "delete") and index is not None else "new cell"
+            # A cell's source has no final newline: diff whole lines, without "No newline" noise.
+            diff = unified_diff(_as_lines(before), _as_lines(after), f"{label} ({where})")
+        except ToolError:
+            diff = None
+        return PermissionAsk(message=f"NotebookEdit wants to {self.mode(input)} a cell in {input.notebook_path}.",
+                             diff=diff, suggested_rules=suggest_edit_rules(path, context))
+
+    async def call(self, input: NotebookEditInput, context: ToolContext) -> ToolOutput:
+        path = self.resolve(input, context).real
+        doc, snapshot, mode, index = await self.plan(input, context)
+        version = snapshot.version
+        if mode == "delete":
+            result = await doc.delete_cell(input.cell_id or "", expected_version=version)
+            message = f"Deleted cell {input.cell_id}"
+        elif mode in ("insert", "append"):
+            position = 0 if index is None else index + 1 if mode == "insert" else index
+            result = await doc.insert_cell(position, input.cell_type or "code", input.new_source,
+                                           expected_version=version)
+            message = f"Inserted cell {result.cell.id} with {input.new_source}"
+        else:
+            result = await doc.replace_cell(input.cell_id or "", input.new_source, input.cell_type,
+                                            expected_version=version)
+            message = f"Updated cell {input.cell_id} with {input.new_source}"
+        note_notebook_change(context, path, result.version, result.mtime_ns)
+        return ToolOutput(message)
+
+
+def _as_lines(source: str) -> str:
+    return source if not source or source.endswith("\n") else source + "\n"
+
+
+__all__ = ["NotebookEdit", "NotebookEditInput", "note_notebook_change", "notebook_for_change"]

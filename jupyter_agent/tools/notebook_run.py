@@ -1,0 +1,90 @@
+"""``NotebookRun {notebook_path, cell_id}``: execute one code cell in the notebook's kernel.
+
+One kernel per notebook per conversation (``ctx.session["kernels"]``), started on first
+use in the notebook's folder. The outputs come back rendered as ``Read`` renders them,
+and (file and memory backends) are stored in the notebook. A run that exceeds its time
+limit, or that the user stops, interrupts the kernel.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..loop.permission_result import PermissionAsk, PermissionResult
+from ..notebook import is_notebook_path
+from ..notebook.document import check_cell_id_text
+from ..notebook.render import render_run
+from .base import ToolContext, ToolError, ToolInput, ToolOutput
+from .common import PathTool
+from .notebook_edit import note_notebook_change, notebook_for_change
+from .paths import display_path, inside_roots
+
+#: Seconds a cell may run before it is interrupted (``ctx.session["cell_timeout_s"]`` overrides).
+DEFAULT_CELL_TIMEOUT_S = 300.0
+_FAILED = ("timeout", "interrupted", "died")
+
+
+class NotebookRunInput(ToolInput):
+    notebook_path: str = Field(description="The absolute path to the Jupyter notebook (.ipynb) containing the cell")
+    cell_id: str = Field(description="The ID of the code cell to run (or cell-N for the 0-based index N)")
+
+
+class NotebookRun(PathTool):
+    name = "NotebookRun"
+    Input = NotebookRunInput
+    path_field = "notebook_path"
+    timeout_s = None  # the cell's own time limit applies (and interrupts the kernel cleanly)
+    description = (
+        "Executes one code cell of a Jupyter notebook in the notebook's kernel and returns its outputs "
+        "(text, results, errors, images). The kernel keeps its state between runs, as in Jupyter: run cells in "
+        "the order they depend on each other. The outputs are saved into the notebook. Read the notebook "
+        "first; the run fails if the notebook changed since it was read. A cell that runs too long is "
+        "interrupted."
+    )
+
+    async def validate_input(self, input: NotebookRunInput, context: ToolContext) -> str | None:
+        error = self.validate_path_text(input, context) or check_cell_id_text(input.cell_id)
+        if error:
+            return error
+        path = self.resolve(input, context)
+        if not is_notebook_path(path.real):
+            return "NotebookRun runs cells of Jupyter notebooks (.ipynb files)."
+        if inside_roots(path, context):  # outside: say nothing about the disk before permission
+            try:
+                _, snapshot = await notebook_for_change(input.notebook_path, path.real, context)
+                cell = snapshot.find(input.cell_id)
+            except ToolError as exc:
+                return str(exc)
+            if cell.cell_type != "code":
+                return f"Cell {input.cell_id} is a {cell.cell_type} cell; only code cells can be run."
+        return None
+
+    async def check_permissions(self, input: NotebookRunInput, context: ToolContext) -> PermissionResult:
+        path = self.resolve(input, context).real
+        source = ""
+        try:
+            _, snapshot = await notebook_for_change(input.notebook_path, path, context)
+            source = snapshot.find(input.cell_id).source
+        except ToolError:
+            pass
+        shown = source if len(source) <= 4000 else source[:4000] + "\n..."
+        label = display_path(path, context.cwd)
+        return PermissionAsk(
+            message=f"NotebookRun wants to run cell {input.cell_id} of {input.notebook_path}"
+            + (f":\n{shown}" if shown else "."),
+            suggested_rules=(f"NotebookRun({label})",),
+        )
+
+    async def call(self, input: NotebookRunInput, context: ToolContext) -> ToolOutput:
+        path = self.resolve(input, context).real
+        doc, snapshot = await notebook_for_change(input.notebook_path, path, context)
+        timeout = float(context.session.get("cell_timeout_s", DEFAULT_CELL_TIMEOUT_S))
+        result = await doc.run_cell(input.cell_id, timeout=timeout, abort=context.abort,
+                                    expected_version=snapshot.version)
+        if result.saved and result.version:
+            note_notebook_change(context, path, result.version, result.mtime_ns)
+        content = render_run(result.cell, result.outputs, result.execution_count, result.status, result.note)
+        return ToolOutput(content, is_error=result.status in _FAILED, display=result.outputs)
+
+
+__all__ = ["NotebookRun", "NotebookRunInput"]

@@ -1,0 +1,234 @@
+"""Turning the model's path strings into real paths, and matching paths against globs.
+
+Every tool resolves its path argument here before anything touches the disk, and the
+permission policy sees only the result: the path made absolute against the working
+directory, ``~`` expanded, ``..`` collapsed, and every symlink resolved. A path that
+cannot be resolved safely (NUL or control characters, unpaired surrogates, absurd
+length) is refused with a message that says what to fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .base import ToolContext, ToolError
+
+#: Longer than any real path (Linux PATH_MAX is 4096 bytes).
+MAX_PATH_CHARS = 4096
+
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class ResolvedPath:
+    """A path argument after resolution.
+
+    ``lexical`` is absolute and normalised but keeps symlinks (what the model named);
+    ``real`` has every symlink resolved (what the disk will actually touch). Permission
+    checks look at both: an allow must hold for ``real``, a deny for either.
+    """
+
+    raw: str
+    lexical: Path
+    real: Path
+
+    def __str__(self) -> str:
+        return str(self.real)
+
+
+def check_path_text(raw: object, field: str = "file_path") -> str:
+    """Refuse path strings no file system would accept, with a message naming the field."""
+    if not isinstance(raw, str):
+        raise ToolError(f"{field} must be a string path, got {type(raw).__name__}.")
+    if not raw.strip():
+        raise ToolError(f"{field} is empty: give the path of a file, e.g. an absolute path.")
+    if len(raw) > MAX_PATH_CHARS:
+        raise ToolError(f"{field} is {len(raw)} characters long; paths are at most {MAX_PATH_CHARS}.")
+    if "\x00" in raw:
+        raise ToolError(f"{field} contains a NUL byte, which no path can contain.")
+    if _CONTROL_CHARS.search(raw):
+        raise ToolError(f"{field} contains control characters (e.g. a newline); remove them.")
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(f"{field} contains an unpaired surrogate character; use plain text.") from None
+    return raw
+
+
+def resolve_path(raw: object, cwd: Path | str, field: str = "file_path") -> ResolvedPath:
+    """Resolve a path argument: relative to ``cwd``, ``~`` expanded, symlinks resolved."""
+    text = check_path_text(raw, field)
+    expanded = os.path.expanduser(text)
+    joined = os.path.join(os.fspath(cwd), expanded)
+    return ResolvedPath(raw=text, lexical=Path(os.path.normpath(joined)), real=Path(os.path.realpath(joined)))
+
+
+def is_within(path: Path | str, root: Path | str) -> bool:
+    """True when ``path`` is ``root`` or inside it (both should already be resolved)."""
+    path, root = os.fspath(path), os.fspath(root)
+    if path == root:
+        return True
+    return path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def allowed_roots(ctx: ToolContext) -> list[Path]:
+    """The directories a call may touch without asking: the policy's, else the cwd."""
+    roots = getattr(ctx.permissions, "allowed_roots", None)
+    if callable(roots):
+        return list(roots(ctx))
+    return [Path(os.path.realpath(ctx.cwd))]
+
+
+def inside_roots(path: ResolvedPath, ctx: ToolContext) -> bool:
+    return any(is_within(path.real, root) for root in allowed_roots(ctx))
+
+
+def display_path(path: Path | str, cwd: Path | str) -> str:
+    """A path as shown to the model: relative when under ``cwd`` (shorter), else absolute."""
+    path_s, cwd_s = os.fspath(path), os.path.realpath(os.fspath(cwd))
+    if is_within(path_s, cwd_s) and path_s != cwd_s:
+        return os.path.relpath(path_s, cwd_s)
+    return path_s
+
+
+# --- globs -----------------------------------------------------------------------------
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """``a.{py,md}`` -> ``["a.py", "a.md"]`` (nested braces too); no braces -> ``[pattern]``."""
+    depth, start = 0, -1
+    for i, ch in enumerate(pattern):
+        if ch == "\\":
+            continue
+        if ch == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                inner, parts, level, last = pattern[start + 1 : i], [], 0, 0
+                for j, c in enumerate(inner):
+                    level += c == "{"
+                    level -= c == "}"
+                    if c == "," and level == 0:
+                        parts.append(inner[last:j])
+                        last = j + 1
+                parts.append(inner[last:])
+                if len(parts) == 1:  # "{x}" is literal in most shells; keep it literal
+                    continue
+                head, tail = pattern[:start], pattern[i + 1 :]
+                return [e for part in parts for e in expand_braces(head + part + tail)]
+    return [pattern]
+
+
+def glob_to_regex(pattern: str) -> str:
+    """A path glob as a regex body: ``**`` spans directories, ``*``/``?`` stay in one.
+
+    ``**/`` at the start or between parts matches zero or more directories; a ``/**``
+    at the end matches everything below. Brace alternatives are expanded first.
+    """
+    alternatives = [_one_glob_to_regex(p) for p in expand_braces(pattern)]
+    return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+
+
+def _one_glob_to_regex(pattern: str) -> str:
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "*":
+            if pattern.startswith("**", i):
+                at_start = i == 0 or pattern[i - 1] == "/"
+                after = pattern[i + 2 : i + 3]
+                if at_start and after == "/":
+                    out.append("(?:.*/)?")
+                    i += 3
+                    continue
+                if at_start and after == "":
+                    out.append(".*")
+                    i += 2
+                    continue
+                out.append("[^/]*")  # "a**b" behaves like "a*b", as in git
+                i += 2
+                continue
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            first = i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1
+            end = pattern.find("]", first + 1)  # a "]" right after "[" is part of the set
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = pattern[i + 1 : end]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        elif ch == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pattern[i]))
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=512)
+def compile_glob(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:
+    """A whole-string matcher for a path glob (see :func:`glob_to_regex`)."""
+    return re.compile(r"\A" + glob_to_regex(pattern) + r"\Z", re.IGNORECASE if ignore_case else 0)
+
+
+def has_glob_chars(text: str) -> bool:
+    return any(c in text for c in "*?[{")
+
+
+def split_glob_base(pattern: str) -> tuple[str, str]:
+    """Split ``/a/b/**/*.py`` into the literal directory ``/a/b`` and the rest ``**/*.py``."""
+    parts = pattern.split("/")
+    literal: list[str] = []
+    for part in parts[:-1]:
+        if has_glob_chars(part):
+            break
+        literal.append(part)
+    rest = parts[len(literal) :]
+    base = "/".join(literal) or ("/" if pattern.startswith("/") else "")
+    return base, "/".join(rest)
+
+
+def path_matches_rule(path: Path | str, rule_pattern: str, cwd: Path | str) -> bool:
+    """Does a permission rule's glob (``src/**``, ``~/data/*.csv``, ``/abs/x``) cover ``path``?
+
+    Relative patterns are anchored at ``cwd``; a pattern without glob characters covers
+    that path and everything below it (``Edit(docs)`` covers ``docs/a.md``), and
+    ``dir/**`` covers ``dir`` itself as well as everything below it.
+    """
+    pattern = os.path.expanduser(rule_pattern.strip())
+    if not pattern:
+        return False
+    if not os.path.isabs(pattern):
+        pattern = os.path.join(os.path.realpath(os.fspath(cwd)), pattern)
+    pattern = pattern.rstrip("/") or "/"
+    if not has_glob_chars(pattern):
+        return is_within(path, os.path.normpath(pattern))
+    base, rest = split_glob_base(pattern)
+    base = os.path.normpath(base)
+    full = (base.rstrip("/") + "/" + rest) if rest else base
+    if full.endswith("/**") and compile_glob(full[:-3]).match(os.fspath(path)):
+        return True  # "src/**" covers the folder itself too (a search of src reads what is in it)
+    return bool(compile_glob(full).match(os.fspath(path)))
+
+
+def any_component(path: Path | str, names: Iterable[str]) -> str | None:
+    """The first of ``names`` that is a component of ``path``, else None."""
+    parts = set(Path(path).parts)
+    for name in names:
+        if name in parts:
+            return name
+    return None

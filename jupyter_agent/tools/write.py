@@ -1,0 +1,119 @@
+"""``Write {file_path, content}``: create a file, or replace one the model has read whole."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field
+
+from ..loop.permission_result import PermissionAsk, PermissionResult
+from ..notebook import NotebookError, is_notebook_path, validate_notebook
+from .base import ToolContext, ToolError, ToolInput, ToolOutput
+from .common import PathTool, check_text_size, unified_diff
+from .fileio import atomic_write, check_read_before_write, note_write, read_text_file
+from .paths import display_path, inside_roots
+
+
+@dataclass
+class FileChange:
+    """A planned write: what is there now (None: no file yet) and the bytes to put there."""
+
+    path: Path
+    before: str | None
+    after: str
+    data: bytes
+    mode: int | None
+
+    def diff(self, cwd: Path) -> str:
+        return unified_diff(self.before or "", self.after, display_path(self.path, cwd))
+
+    def apply(self, ctx: ToolContext) -> None:
+        mtime = atomic_write(self.path, self.data, self.mode)
+        note_write(ctx, self.path, self.data, mtime)
+
+
+class WriteInput(ToolInput):
+    file_path: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
+    content: str = Field(description="The content to write to the file")
+
+
+class Write(PathTool):
+    name = "Write"
+    Input = WriteInput
+    edits_files = True
+    description = (
+        "Writes a file to the local filesystem.\n\n"
+        "Usage:\n"
+        "- This tool will overwrite the existing file if there is one at the provided path.\n"
+        "- If this is an existing file, you MUST use the Read tool first to read the file's contents. "
+        "This tool will fail if you did not read the file first, or if it changed since you read it.\n"
+        "- ALWAYS prefer editing existing files in the codebase. NEVER write new files unless explicitly required.\n"
+        "- The file keeps its encoding, line endings and permissions."
+    )
+
+    async def validate_input(self, input: WriteInput, context: ToolContext) -> str | None:
+        error = self.validate_path_text(input, context) or check_text_size(input.content, "content")
+        if error:
+            return error
+        path = self.resolve(input, context)
+        if is_notebook_path(path.real):
+            try:
+                validate_notebook(json.loads(input.content))
+            except (ValueError, NotebookError) as exc:
+                return (f"content is not a valid Jupyter notebook ({exc}). Write a complete nbformat 4 JSON "
+                        "document, or use NotebookEdit to change cells.")
+        if inside_roots(path, context):  # outside the roots: say nothing about the disk before permission
+            try:
+                self.plan(input, context)
+            except ToolError as exc:
+                return str(exc)
+        return None
+
+    def plan(self, input: WriteInput, context: ToolContext) -> FileChange:
+        path = self.resolve(input, context).real
+        if path.is_dir():
+            raise ToolError(f"{input.file_path} is a directory; give the path of a file to write.")
+        if not path.exists():
+            if path.is_symlink():
+                raise ToolError(f"{input.file_path} is a broken symlink; remove it or write to its target.")
+            return FileChange(path, None, input.content, input.content.encode("utf-8"), None)
+        current = read_text_file(path)
+        check_read_before_write(context, path, current.raw, need_whole=True)
+        content = input.content
+        if current.newline == "\r\n" and "\r\n" not in content:
+            content = content.replace("\n", "\r\n")  # keep the file's line endings
+        return FileChange(path, current.text, content, current.encode(content), current.mode)
+
+    async def check_permissions(self, input: WriteInput, context: ToolContext) -> PermissionResult:
+        try:
+            change = self.plan(input, context)
+            diff = change.diff(context.cwd)
+            verb = "create" if change.before is None else "overwrite"
+        except ToolError:
+            diff, verb = None, "write"
+        return PermissionAsk(message=f"Write wants to {verb} {input.file_path}.", diff=diff,
+                             suggested_rules=suggest_edit_rules(self.resolve(input, context).real, context))
+
+    async def call(self, input: WriteInput, context: ToolContext) -> ToolOutput:
+        change = self.plan(input, context)
+        change.apply(context)
+        shown = display_path(change.path, context.cwd)
+        if change.before is None:
+            return ToolOutput(f"File created successfully at: {shown}", display=change.diff(context.cwd))
+        return ToolOutput(f"The file {shown} has been updated.", display=change.diff(context.cwd))
+
+
+def suggest_edit_rules(path: Path, context: ToolContext) -> tuple[str, ...]:
+    """What "Always allow" would add for an edit of ``path``: file edits in its folder.
+
+    An ``Edit`` rule covers Write and NotebookEdit too (see :mod:`jupyter_agent.permissions`).
+    """
+    folder = display_path(path.parent, context.cwd)
+    pattern = "./**" if folder == os.path.realpath(context.cwd) else f"{folder}/**"
+    return (f"Edit({pattern})",)
+
+
+__all__ = ["FileChange", "Write", "WriteInput", "suggest_edit_rules"]

@@ -1,0 +1,257 @@
+"""The permission policy: modes, rules, safety paths, approvals (DESIGN §2 "Permissions")."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from jupyter_agent.loop.permission_result import (
+    PermissionAllow,
+    PermissionAsk,
+    PermissionDeny,
+)
+from jupyter_agent.permissions import ApprovalBroker, Permissions, Rule
+from jupyter_agent.tools import Edit, Glob, Grep, NotebookRun, Read, ToolContext, Write
+from tests.tools.conftest import call_tool
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = Path(os.path.realpath(tmp_path)) / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("x = 1\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]\n")
+    return root
+
+
+def ctx_for(ws: Path, mode: str = "default", **rules) -> ToolContext:
+    return ToolContext(cwd=ws, permissions=Permissions(mode=mode, cwd=ws, **rules))
+
+
+async def decide(ctx: ToolContext, tool, raw: dict):
+    return await ctx.permissions.decide(tool, tool.Input.model_validate(raw), ctx)
+
+
+def read_file(ctx, path: Path) -> None:
+    from jupyter_agent.tools.base import FileReadRecord
+    from jupyter_agent.tools.fileio import content_hash
+
+    ctx.read_file_state[str(path)] = FileReadRecord(str(path), path.stat().st_mtime_ns, content_hash(path.read_bytes()))
+
+
+EDIT_A = {"file_path": "src/a.py", "old_string": "x = 1", "new_string": "x = 2"}
+
+
+# --- modes ----------------------------------------------------------------------------------
+
+async def test_default_mode_reads_run_and_edits_ask_with_a_diff(ws):
+    ctx = ctx_for(ws)
+    assert isinstance(await decide(ctx, Read(), {"file_path": "src/a.py"}), PermissionAllow)
+    read_file(ctx, ws / "src" / "a.py")
+    ask = await decide(ctx, Edit(), EDIT_A)
+    assert isinstance(ask, PermissionAsk)
+    assert "-x = 1\n+x = 2\n" in ask.diff and "--- a/src/a.py" in ask.diff
+    assert ask.suggested_rules == ("Edit(src/**)",)
+
+
+async def test_write_and_notebook_run_ask_too(ws):
+    ctx = ctx_for(ws)
+    ask = await decide(ctx, Write(), {"file_path": "new.txt", "content": "hello\n"})
+    assert isinstance(ask, PermissionAsk) and "+hello" in ask.diff
+    assert isinstance(await decide(ctx, NotebookRun(), {"notebook_path": "n.ipynb", "cell_id": "c1"}), PermissionAsk)
+
+
+async def test_accept_edits_allows_edits_inside_but_not_runs_or_outside(ws, tmp_path):
+    ctx = ctx_for(ws, "acceptEdits")
+    read_file(ctx, ws / "src" / "a.py")
+    assert isinstance(await decide(ctx, Edit(), EDIT_A), PermissionAllow)
+    assert isinstance(await decide(ctx, NotebookRun(), {"notebook_path": "n.ipynb", "cell_id": "c1"}), PermissionAsk)
+    outside = await decide(ctx, Write(), {"file_path": str(tmp_path / "x.txt"), "content": "x"})
+    assert isinstance(outside, PermissionAsk) and "outside the working folders" in outside.message
+
+
+async def test_plan_mode_refuses_writes_and_tells_the_model(ws):
+    policy = Permissions(mode="plan", cwd=ws)
+    ctx = ToolContext(cwd=ws, permissions=policy)
+    assert isinstance(await decide(ctx, Grep(), {"pattern": "x"}), PermissionAllow)
+    deny = await decide(ctx, Write(), {"file_path": "n.txt", "content": "x"})
+    assert isinstance(deny, PermissionDeny) and "plan mode" in deny.message and not deny.interrupt
+    assert "must not change anything" in policy.system_prompt_note()
+    assert Permissions(mode="default").system_prompt_note() == ""
+
+
+async def test_bypass_allows_everything_except_rules_and_safety_paths(ws, tmp_path, monkeypatch):
+    ctx = ctx_for(ws, "bypassPermissions", deny=["Write(secrets/**)"], ask=["Edit(src/**)"])
+    assert isinstance(await decide(ctx, Write(), {"file_path": str(tmp_path / "o.txt"), "content": "x"}),
+                      PermissionAllow)
+    assert isinstance(await decide(ctx, Write(), {"file_path": "secrets/k", "content": "x"}), PermissionDeny)
+    assert isinstance(await decide(ctx, Edit(), EDIT_A), PermissionAsk)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for path in (".git/config", "proj/.ipython/profile_default/startup/x.py", ".jupyter/jupyter_server_config.py",
+                 "~/.bashrc", "~/.zshrc", "~/.profile", "~/.config/fish/config.fish"):
+        ask = await decide(ctx, Write(), {"file_path": path, "content": "evil"})
+        assert isinstance(ask, PermissionAsk) and "protected path" in ask.message, path
+    # Reading them is fine.
+    assert isinstance(await decide(ctx, Read(), {"file_path": ".git/config"}), PermissionAllow)
+
+
+async def test_a_symlink_cannot_hide_a_safety_path(ws):
+    (ws / "innocent.txt").symlink_to(ws / ".git" / "config")
+    ctx = ctx_for(ws, "bypassPermissions")
+    ask = await decide(ctx, Write(), {"file_path": "innocent.txt", "content": "x"})
+    assert isinstance(ask, PermissionAsk) and ".git/" in ask.message
+
+
+async def test_only_a_rule_naming_the_safety_path_opens_it(ws):
+    ctx = ctx_for(ws, "bypassPermissions", allow=["Write(.git/hooks/**)", "Edit(./**)", "Edit"])
+    assert isinstance(await decide(ctx, Write(), {"file_path": ".git/hooks/pre-commit", "content": "x"}),
+                      PermissionAllow)
+    # Broad rules, like the one "Always allow" suggests for a file in the working folder, do not.
+    assert isinstance(await decide(ctx, Write(), {"file_path": ".git/config", "content": "x"}), PermissionAsk)
+
+
+# --- rules ----------------------------------------------------------------------------------
+
+async def test_deny_beats_ask_beats_allow(ws):
+    read_rule = "Read(src/**)"
+    ctx = ctx_for(ws, allow=[read_rule], ask=[read_rule], deny=[read_rule])
+    assert isinstance(await decide(ctx, Read(), {"file_path": "src/a.py"}), PermissionDeny)
+    ctx = ctx_for(ws, allow=[read_rule], ask=[read_rule])
+    assert isinstance(await decide(ctx, Read(), {"file_path": "src/a.py"}), PermissionAsk)
+    ctx = ctx_for(ws, allow=["Edit(src/**)"])
+    read_file(ctx, ws / "src" / "a.py")
+    assert isinstance(await decide(ctx, Edit(), EDIT_A), PermissionAllow)
+
+
+async def test_rule_families_and_bare_tool_rules(ws):
+    ctx = ctx_for(ws, deny=["Read(src/**)"], allow=["Edit"])
+    assert isinstance(await decide(ctx, Grep(), {"pattern": "x", "path": "src"}), PermissionDeny)
+    assert isinstance(await decide(ctx, Glob(), {"pattern": "*", "path": "src"}), PermissionDeny)
+    assert isinstance(await decide(ctx, Write(), {"file_path": "new.txt", "content": "x"}), PermissionAllow)
+    assert isinstance(await decide(ctx, NotebookRun(), {"notebook_path": "n.ipynb", "cell_id": "a"}), PermissionAsk)
+
+
+@pytest.mark.parametrize("pattern,path,expected", [
+    ("src/**", "src/a.py", True), ("src/**", "srcx/a.py", False), ("src", "src/deep/a.py", True),
+    ("*.py", "a.py", True), ("*.py", "src/a.py", False), ("**/*.py", "src/a.py", True),
+    ("src/*.{py,md}", "src/b.md", True),
+])
+async def test_rule_globs_are_paths_relative_to_the_working_folder(ws, pattern, path, expected):
+    ctx = ctx_for(ws, deny=[f"Write({pattern})"])
+    denied = isinstance(await decide(ctx, Write(), {"file_path": path, "content": "x"}), PermissionDeny)
+    assert denied is expected
+
+
+async def test_absolute_and_home_rule_patterns(ws, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ctx = ctx_for(ws, allow=[f"Read({tmp_path}/data/**)"], deny=["Read(~/private/**)"])
+    (tmp_path / "data").mkdir()
+    assert isinstance(await decide(ctx, Read(), {"file_path": str(tmp_path / "data" / "x.csv")}), PermissionAllow)
+    assert isinstance(await decide(ctx, Read(), {"file_path": "~/private/key"}), PermissionDeny)
+
+
+def test_bad_rules_and_modes_are_refused_with_a_reason():
+    for bad in ("", "Edit(", "Edit()", "(x)", "Ed it"):
+        with pytest.raises(ValueError, match="Invalid permission rule"):
+            Rule.parse(bad)
+    with pytest.raises(ValueError, match="Unknown permission mode"):
+        Permissions(mode="yolo")
+    assert str(Rule.parse(" Edit( src/** ) ")) == "Edit(src/**)"
+
+
+async def test_session_rules_and_would_allow(ws):
+    policy = Permissions(cwd=ws)
+    ctx = ToolContext(cwd=ws, permissions=policy)
+    raw = {"file_path": "src/new.py", "content": "y\n"}
+    assert isinstance(await decide(ctx, Write(), raw), PermissionAsk)
+    assert not await policy.would_allow("Write", raw)
+    policy.add_session_rules(("Edit(src/**)",))
+    assert await policy.would_allow("Write", raw)
+    assert not await policy.would_allow("Write", {"file_path": "other/new.py", "content": "y"})
+
+
+# --- approvals ------------------------------------------------------------------------------
+
+async def test_no_ui_means_ask_becomes_a_clear_deny(ws):
+    ctx = ctx_for(ws)
+    result = await call_tool(ctx, "Write", {"file_path": "new.txt", "content": "x"})
+    assert result["is_error"] and "needs approval" in result["content"] and not (ws / "new.txt").exists()
+
+
+async def test_broker_request_carries_what_a_person_needs_and_allow_runs_the_call(ws):
+    seen = []
+    broker = ApprovalBroker(on_request=lambda req: (seen.append(req), req.allow()))
+    ctx = ctx_for(ws)
+    result = await call_tool(ctx, "Write", {"file_path": "new.txt", "content": "hello\n"}, can_use_tool=broker)
+    assert not result.get("is_error") and (ws / "new.txt").read_text() == "hello\n"
+    [request] = seen
+    assert request.tool_name == "Write" and request.input["file_path"] == "new.txt"
+    assert "+hello" in request.diff and "Write wants to create new.txt" in request.message
+    assert broker.pending == []
+
+
+async def test_deny_without_feedback_interrupts_with_feedback_informs(ws):
+    ctx = ctx_for(ws)
+    broker = ApprovalBroker(on_request=lambda req: req.deny())
+    result = await call_tool(ctx, "Write", {"file_path": "n.txt", "content": "x"}, can_use_tool=broker)
+    assert result["is_error"] and "doesn't want to proceed" in result["content"] and not (ws / "n.txt").exists()
+    request_deny = []
+    broker = ApprovalBroker(on_request=lambda req: (request_deny.append(req), req.deny("use tabs, not spaces")))
+    result = await call_tool(ctx, "Write", {"file_path": "n.txt", "content": "x"}, can_use_tool=broker)
+    assert "use tabs, not spaces" in result["content"]
+    decision = await request_deny[0]
+    assert isinstance(decision, PermissionDeny) and not decision.interrupt
+
+
+async def test_interrupting_deny_flags_the_run(ws):
+    from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
+    from tests.tools.conftest import TOOLS
+
+    ctx = ctx_for(ws)
+    env = ToolRunEnv(tools_by_name=dict(TOOLS), context=ctx, can_use_tool=ApprovalBroker(on_request=lambda r: r.deny()))
+    await execute_tool_call({"type": "tool_use", "id": "t1", "name": "Write",
+                             "input": {"file_path": "n.txt", "content": "x"}}, env)
+    assert env.control.interrupted
+
+
+async def test_allow_always_adds_a_session_rule_and_releases_covered_pending_requests(ws):
+    policy = Permissions(cwd=ws)
+    ctx = ToolContext(cwd=ws, permissions=policy)
+    broker = ApprovalBroker(policy)
+    calls = [
+        call_tool(ctx, "Write", {"file_path": "src/one.py", "content": "1\n"}, broker, "t1"),
+        call_tool(ctx, "Write", {"file_path": "src/two.py", "content": "2\n"}, broker, "t2"),
+        call_tool(ctx, "Write", {"file_path": "docs/three.md", "content": "3\n"}, broker, "t3"),
+    ]
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    for _ in range(100):
+        if len(broker.pending) == 3:
+            break
+        await asyncio.sleep(0.01)
+    first = next(r for r in broker.pending if r.input["file_path"] == "src/one.py")
+    assert first.suggested_rules == ("Edit(src/**)",)
+    first.allow_always()
+    done, _ = await asyncio.wait(tasks[:2], timeout=2)
+    assert len(done) == 2 and all(not t.result().get("is_error") for t in done)
+    assert (ws / "src" / "two.py").read_text() == "2\n"
+    assert [r.input["file_path"] for r in broker.pending] == ["docs/three.md"]  # not covered: still asks
+    broker.pending[0].deny("not docs")
+    assert "not docs" in (await tasks[2])["content"]
+    assert await policy.would_allow("Write", {"file_path": "src/later.py", "content": ""})
+
+
+async def test_a_ui_thread_can_answer(ws):
+    ctx = ctx_for(ws)
+
+    def on_request(request):
+        threading.Thread(target=request.allow).start()  # as a widget callback on another thread
+
+    result = await call_tool(ctx, "Write", {"file_path": "t.txt", "content": "t"}, ApprovalBroker(on_request=on_request))
+    assert not result.get("is_error") and (ws / "t.txt").read_text() == "t"

@@ -1,0 +1,157 @@
+"""Read of notebooks and NotebookEdit, with Claude Code's rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from jupyter_agent.notebook import MemoryNotebook, register_document
+
+from .conftest import call_tool
+
+
+@pytest.fixture
+def notebook(workspace: Path) -> Path:
+    nb = new_notebook()
+    code = new_code_cell("x = 1\nx", id="code1", execution_count=4)
+    code.outputs = [new_output("execute_result", data={"text/plain": "1"}, execution_count=4)]
+    nb.cells = [new_markdown_cell("# Title", id="md1"), code, new_code_cell("y = 2", id="code2")]
+    path = workspace / "nb.ipynb"
+    path.write_text(nbformat.writes(nb) + "\n")
+    return path
+
+
+def cells(path: Path) -> list[dict]:
+    data = json.loads(path.read_text())
+    nbformat.validate(data)
+    return data["cells"]
+
+
+async def edit(ctx, **args):
+    return await call_tool(ctx, "NotebookEdit", {"notebook_path": "nb.ipynb", **args})
+
+
+async def test_read_renders_cells_and_enables_edits(ctx, notebook):
+    result = await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    assert result["content"].startswith('<cell id="md1"><cell_type>markdown</cell_type># Title</cell id="md1">\n'
+                                        '<cell id="code1">x = 1\nx</cell id="code1">\n1\n')
+    assert str(notebook) in ctx.read_file_state
+
+
+async def test_edit_before_read_is_refused(ctx, notebook):
+    before = notebook.read_bytes()
+    result = await edit(ctx, cell_id="code2", new_source="z")
+    assert result["is_error"] and "has not been read yet" in result["content"]
+    assert notebook.read_bytes() == before
+
+
+async def test_replace_answers_like_claude_code_and_clears_outputs(ctx, notebook):
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    result = await edit(ctx, cell_id="code1", new_source="x = 10")
+    assert result["content"] == "Updated cell code1 with x = 10"
+    changed = cells(notebook)[1]
+    assert changed["source"] == ["x = 10"] and changed["outputs"] == [] and changed["execution_count"] is None
+
+
+async def test_insert_goes_first_without_id_and_after_the_named_cell(ctx, notebook):
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    first = await edit(ctx, edit_mode="insert", cell_type="markdown", new_source="intro")
+    after = await edit(ctx, edit_mode="insert", cell_type="code", cell_id="code1", new_source="between")
+    got = cells(notebook)
+    assert [c["id"] for c in got][1:4] == ["md1", "code1", got[3]["id"]]
+    assert got[0]["source"] == ["intro"] and got[3]["source"] == ["between"]
+    assert first["content"] == f"Inserted cell {got[0]['id']} with intro"
+    assert after["content"] == f"Inserted cell {got[3]['id']} with between"
+    assert len({c["id"] for c in got}) == 5  # fresh, unique ids
+
+
+async def test_index_ids_delete_and_type_change(ctx, notebook):
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    assert (await edit(ctx, cell_id="cell-2", new_source="now text", cell_type="markdown"))["content"] == \
+        "Updated cell cell-2 with now text"
+    assert cells(notebook)[2]["cell_type"] == "markdown" and "outputs" not in cells(notebook)[2]
+    assert (await edit(ctx, cell_id="md1", new_source="", edit_mode="delete"))["content"] == "Deleted cell md1"
+    assert [c["id"] for c in cells(notebook)] == ["code1", "code2"]
+
+
+async def test_replace_one_past_the_end_appends_as_claude_code_does(ctx, notebook):
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    result = await edit(ctx, cell_id="cell-3", new_source="tail")
+    assert result["content"].startswith("Inserted cell ")
+    assert cells(notebook)[3]["source"] == ["tail"] and cells(notebook)[3]["cell_type"] == "code"
+
+
+async def test_a_notebook_changed_since_read_is_refused(ctx, notebook):
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    notebook.write_text(notebook.read_text().replace("y = 2", "y = 3"))
+    before = notebook.read_bytes()
+    result = await edit(ctx, cell_id="code1", new_source="x")
+    assert result["is_error"] and "modified since read" in result["content"]
+    assert notebook.read_bytes() == before
+
+
+async def test_own_edits_do_not_need_a_new_read(ctx, notebook):
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    for source in ("a", "b", "c"):
+        result = await edit(ctx, cell_id="code2", new_source=source)
+        assert not result.get("is_error"), result
+    assert cells(notebook)[2]["source"] == ["c"]
+
+
+async def test_a_registered_document_is_used_instead_of_the_file(ctx, workspace):
+    doc = MemoryNotebook(workspace / "live.ipynb", new_notebook(cells=[new_code_cell("a = 1", id="only")]))
+    register_document(ctx.session, doc)
+    read = await call_tool(ctx, "Read", {"file_path": "live.ipynb"})
+    assert read["content"] == '<cell id="only">a = 1</cell id="only">'
+    result = await call_tool(ctx, "NotebookEdit", {"notebook_path": "live.ipynb", "cell_id": "only",
+                                                   "new_source": "a = 2"})
+    assert not result.get("is_error") and doc.cells[0]["source"] == "a = 2"
+    assert not (workspace / "live.ipynb").exists()
+
+
+async def test_edit_permission_request_shows_the_cell_diff(workspace, notebook):
+    from .conftest import make_ctx
+
+    ctx = make_ctx(workspace, "default")
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    asks = []
+
+    def ui(name, input, ask):
+        asks.append(ask)
+        from jupyter_agent.loop.permission_result import PermissionDeny
+        return PermissionDeny("no")
+
+    await call_tool(ctx, "NotebookEdit", {"notebook_path": "nb.ipynb", "cell_id": "code2", "new_source": "y = 3"},
+                    can_use_tool=ui)
+    [ask] = asks
+    assert "--- a/nb.ipynb (code2)" in ask.diff and "-y = 2\n+y = 3" in ask.diff
+
+
+async def test_reading_an_invalid_notebook_warns_and_edits_are_refused(ctx, workspace):
+    data = json.loads(nbformat.writes(new_notebook(cells=[new_code_cell("a", id="a1")])))
+    data["cells"][0]["mystery"] = 1
+    path = workspace / "odd.ipynb"
+    path.write_text(json.dumps(data, indent=1))
+    before = path.read_bytes()
+    read = await call_tool(ctx, "Read", {"file_path": "odd.ipynb"})
+    assert not read.get("is_error") and "does not pass nbformat validation" in read["content"]
+    assert "mystery" in read["content"]
+    result = await call_tool(ctx, "NotebookEdit", {"notebook_path": "odd.ipynb", "cell_id": "a1", "new_source": "b"})
+    assert result["is_error"] and "would not be valid" in result["content"] and path.read_bytes() == before
+
+
+async def test_a_change_that_keeps_size_and_mtime_is_still_caught_before_writing(ctx, notebook):
+    import os
+
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    stat = notebook.stat()
+    notebook.write_text(notebook.read_text().replace("y = 2", "y = 3"))  # same size
+    os.utime(notebook, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same mtime: only the bytes tell
+    changed = notebook.read_bytes()
+    result = await edit(ctx, cell_id="code1", new_source="x")
+    assert result["is_error"] and "modified since read" in result["content"]
+    assert notebook.read_bytes() == changed

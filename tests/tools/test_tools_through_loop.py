@@ -1,0 +1,189 @@
+"""The tools and permission modes through the whole loop, against the fake Messages API.
+
+Each test scripts the model's ``tool_use`` calls, runs ``query()`` through the real
+anthropic SDK, and checks the files on disk and the ``tool_result`` blocks the fake
+server received in the next request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from jupyter_agent import query
+from jupyter_agent.loop.permission_result import PermissionAllow
+from jupyter_agent.notebook import KernelPool, close_session
+from jupyter_agent.permissions import ApprovalBroker, Permissions
+from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
+from jupyter_agent.tools import ToolContext
+
+
+def results_sent(api: FakeMessagesAPI, request_number: int) -> dict[str, dict]:
+    """The tool_result blocks of a request's last message, by tool_use id."""
+    content = api.requests[request_number].body["messages"][-1]["content"]
+    return {b["tool_use_id"]: b for b in content if b.get("type") == "tool_result"}
+
+
+def result_text(block: dict) -> str:
+    content = block["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+async def run_script(api: FakeMessagesAPI, prompt: str, cwd: Path, **kwargs):
+    run = query(prompt, model=api.model(), cwd=cwd, **kwargs)
+    terminal = await run.wait()
+    return run, terminal
+
+
+async def test_read_then_edit_in_accept_edits_mode(workspace):
+    (workspace / "app.py").write_text("def greet():\n    return 'hi'\n")
+    read = tool_use("Read", {"file_path": str(workspace / "app.py")})
+    edit = tool_use("Edit", {"file_path": str(workspace / "app.py"), "old_string": "'hi'", "new_string": "'hello'"})
+    with FakeMessagesAPI([response(read), response(edit), response(text("Done."))]) as api:
+        _, terminal = await run_script(api, "make it say hello", workspace, permission_mode="acceptEdits")
+    assert terminal.reason == "completed"
+    assert (workspace / "app.py").read_text() == "def greet():\n    return 'hello'\n"
+    assert result_text(results_sent(api, 1)[read["id"]]) == "1\tdef greet():\n2\t    return 'hi'"
+    edited = results_sent(api, 2)[edit["id"]]
+    assert not edited.get("is_error") and "has been updated" in result_text(edited)
+    assert [t["name"] for t in api.requests[0].body["tools"]] == [
+        "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun"]
+
+
+async def test_edit_without_read_and_stale_edit_are_error_results(workspace):
+    path = workspace / "a.txt"
+    path.write_text("one\n")
+    blind = tool_use("Edit", {"file_path": "a.txt", "old_string": "one", "new_string": "two"})
+    read = tool_use("Read", {"file_path": "a.txt"})
+
+    def user_changes_the_file(body):  # the person edits the file between the model's turns
+        path.write_text("one, changed by the user\n")
+        return response(tool_use("Edit", {"file_path": "a.txt", "old_string": "one", "new_string": "two"}, id="late"))
+
+    with FakeMessagesAPI([response(blind), response(read), user_changes_the_file, response(text("ok"))]) as api:
+        await run_script(api, "edit", workspace, permission_mode="acceptEdits")
+    first = results_sent(api, 1)[blind["id"]]
+    assert first["is_error"] and "has not been read yet" in first["content"]
+    late = results_sent(api, 3)["late"]
+    assert late["is_error"] and "has been modified since read" in late["content"]
+    assert path.read_text() == "one, changed by the user\n"
+
+
+async def test_default_mode_without_a_ui_denies_writes_clearly(workspace):
+    write = tool_use("Write", {"file_path": "new.txt", "content": "x"})
+    with FakeMessagesAPI([response(write), response(text("I could not write."))]) as api:
+        _, terminal = await run_script(api, "write", workspace)
+    assert terminal.reason == "completed" and not (workspace / "new.txt").exists()
+    result = results_sent(api, 1)[write["id"]]
+    assert result["is_error"] and "needs approval" in result["content"]
+
+
+async def test_a_plain_deny_from_the_ui_stops_the_turn(workspace):
+    write = tool_use("Write", {"file_path": "new.txt", "content": "x"})
+    broker = ApprovalBroker(on_request=lambda request: request.deny())
+    with FakeMessagesAPI([response(write)]) as api:
+        run, terminal = await run_script(api, "write", workspace, can_use_tool=broker)
+    assert terminal.reason == "aborted_tools" and not (workspace / "new.txt").exists()
+    last = run.state.messages[-1]["content"][0]
+    assert last["tool_use_id"] == write["id"] and last["is_error"] and "doesn't want to proceed" in last["content"]
+    assert len(api.requests) == 1
+
+
+async def test_always_allow_adds_a_rule_the_next_call_uses(workspace):
+    (workspace / "src").mkdir()
+    asked = []
+
+    def on_request(request):
+        asked.append(request.tool_name)
+        request.allow_always()
+
+    first = tool_use("Write", {"file_path": "src/a.py", "content": "a = 1\n"})
+    second = tool_use("Write", {"file_path": "src/b.py", "content": "b = 2\n"})
+    policy = Permissions(cwd=workspace)
+    with FakeMessagesAPI([response(first), response(second), response(text("done"))]) as api:
+        await run_script(api, "write two files", workspace, permissions=policy,
+                         can_use_tool=ApprovalBroker(policy, on_request))
+    assert asked == ["Write"]  # the second write was covered by "Edit(src/**)"
+    assert (workspace / "src" / "b.py").read_text() == "b = 2\n"
+
+
+async def test_plan_mode_tells_the_model_and_refuses_changes(workspace):
+    (workspace / "a.txt").write_text("a\n")
+    read = tool_use("Read", {"file_path": "a.txt"})
+    write = tool_use("Write", {"file_path": "a.txt", "content": "b\n"})
+    with FakeMessagesAPI([response(read, write), response(text("Here is my plan."))]) as api:
+        await run_script(api, "plan it", workspace, permission_mode="plan")
+    system = json.dumps(api.requests[0].body["system"])
+    assert "Plan mode is active" in system
+    results = results_sent(api, 1)
+    assert not results[read["id"]].get("is_error")
+    assert results[write["id"]]["is_error"] and "plan mode" in results[write["id"]]["content"]
+    assert (workspace / "a.txt").read_text() == "a\n"
+
+
+async def test_bypass_still_asks_for_safety_paths(workspace):
+    (workspace / ".git").mkdir()
+    hook = tool_use("Write", {"file_path": ".git/config", "content": "[core]\n\tpager = evil\n"})
+    fine = tool_use("Write", {"file_path": "ok.txt", "content": "ok\n"})
+    with FakeMessagesAPI([response(hook, fine), response(text("done"))]) as api:
+        await run_script(api, "go", workspace, permission_mode="bypassPermissions")
+    results = results_sent(api, 1)
+    assert results[hook["id"]]["is_error"] and "protected path" in results[hook["id"]]["content"]
+    assert not (workspace / ".git" / "config").exists() and (workspace / "ok.txt").read_text() == "ok\n"
+
+
+async def test_parallel_searches_all_answer_paired_by_id(workspace):
+    for i in range(3):
+        (workspace / f"m{i}.py").write_text(f"value_{i} = {i}\n")
+    calls = [tool_use("Grep", {"pattern": f"value_{i}", "output_mode": "content"}) for i in range(3)]
+    calls.append(tool_use("Glob", {"pattern": "*.py"}))
+    with FakeMessagesAPI([response(*calls), response(text("found"))]) as api:
+        await run_script(api, "search", workspace)
+    results = results_sent(api, 1)
+    assert list(results) == [c["id"] for c in calls]
+    for i in range(3):
+        assert results[calls[i]["id"]]["content"] == f"m{i}.py:1:value_{i} = {i}"
+    assert sorted(results[calls[3]["id"]]["content"].splitlines()) == ["m0.py", "m1.py", "m2.py"]
+
+
+@pytest.fixture
+def jupyter_dirs(tmp_path, monkeypatch):
+    for var in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
+        folder = tmp_path / var.lower()
+        folder.mkdir()
+        monkeypatch.setenv(var, str(folder))
+
+
+async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
+    path = workspace / "analysis.ipynb"
+    path.write_text(nbformat.writes(new_notebook(cells=[new_code_cell("data = [3, 1, 2]", id="load")])) + "\n")
+    read = tool_use("Read", {"file_path": str(path)})
+    insert = tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "load", "edit_mode": "insert",
+                                       "cell_type": "code", "new_source": "print(sorted(data))"})
+    run_load = tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "load"})
+    run_new = tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "cell-1"})
+    context = ToolContext(cwd=workspace, session={"kernels": KernelPool(transport="ipc", kernel_name="python3")})
+    script = [response(read), response(insert), response(run_load, run_new), response(text("Sorted."))]
+    try:
+        with FakeMessagesAPI(script) as api:
+            _, terminal = await run_script(api, "sort the data", workspace, permission_mode="acceptEdits",
+                                           context=context, can_use_tool=lambda name, input, ask: PermissionAllow())
+    finally:
+        await close_session(context.session)
+    assert terminal.reason == "completed"
+    assert result_text(results_sent(api, 1)[read["id"]]) == '<cell id="load">data = [3, 1, 2]</cell id="load">'
+    inserted = result_text(results_sent(api, 2)[insert["id"]])
+    assert inserted.startswith("Inserted cell ") and inserted.endswith(" with print(sorted(data))")
+    ran = results_sent(api, 3)
+    assert "[1, 2, 3]" in result_text(ran[run_new["id"]]) and not ran[run_new["id"]].get("is_error")
+    saved = json.loads(path.read_text())
+    nbformat.validate(saved)
+    assert saved["cells"][1]["outputs"][0]["text"] == ["[1, 2, 3]\n"]
+    assert os.path.realpath(str(path)) in context.read_file_state
