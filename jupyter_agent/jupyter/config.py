@@ -1,0 +1,79 @@
+"""Settings of the ``%%agent`` magic and the chat panel, the Jupyter way (traitlets).
+
+Set them in ``ipython_config.py``::
+
+    c.AgentConfig.model = "claude-sonnet-4-5"
+    c.AgentConfig.permission_mode = "acceptEdits"
+
+or at run time with ``%config AgentConfig.max_turns = 20``, or with the line magic
+``%agent --model M --permission-mode P``. A cell's own options (``%%agent --model M``)
+apply to that run only.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets.config import Configurable
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+
+
+class AgentConfig(Configurable):
+    """Defaults for agent runs started from this kernel."""
+
+    model = Unicode(
+        "",
+        help="Model name (empty: $JUPYTER_AGENT_MODEL, else the default Sonnet).",
+    ).tag(config=True)
+    permission_mode = CaselessStrEnum(
+        PERMISSION_MODES,
+        default_value="default",
+        help="default: reads allowed, writes and runs ask; acceptEdits: edits in the "
+        "working directory allowed; plan: no writes; bypassPermissions: allow (safety "
+        "paths still ask).",
+    ).tag(config=True)
+    max_turns = Int(
+        0, help="Stop after this many turns (0: no limit).",
+    ).tag(config=True)
+    cwd = Unicode(
+        "", help="Working directory of the agent's tools (empty: the kernel's).",
+    ).tag(config=True)
+    notebook_path = Unicode(
+        "",
+        help="The notebook the agent works on (empty: found from the server's "
+        "JPY_SESSION_NAME or the editor's variables).",
+    ).tag(config=True)
+    replay = Unicode(
+        "",
+        help="Path of a recorded transcript: runs use the offline replay model "
+        "(no API key, no network). $JUPYTER_AGENT_REPLAY does the same.",
+    ).tag(config=True)
+    wait = CaselessStrEnum(
+        ("auto", "always", "never"),
+        default_value="auto",
+        help="Whether a %%agent cell stays busy until its run ends. auto: only when "
+        "executed headless (nbclient, papermill, jupyter execute), so each run "
+        "finishes before the next cell; interactive frontends get the cell back at once.",
+    ).tag(config=True)
+    frame_interval = Float(
+        0.06,
+        help="Seconds between widget updates while text streams (one update per frame, "
+        "not one per token).",
+    ).tag(config=True)
+    stop_on_interrupt = Bool(
+        True,
+        help="A kernel interrupt while the kernel is idle stops the running agent run.",
+    ).tag(config=True)
+
+
+def positive_int(text: str) -> int:
+    """argparse type for counts such as ``--max-turns``: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value

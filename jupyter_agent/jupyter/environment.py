@@ -1,0 +1,86 @@
+"""What the kernel was given, and what a run needs from outside: the notebook's path,
+an API key (or a replay transcript), the files a replay expects.
+
+Kept apart from the session so the command line uses the same answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+NOTEBOOK_ENV = "JUPYTER_AGENT_NOTEBOOK"
+REPLAY_ENV = "JUPYTER_AGENT_REPLAY"
+
+NO_KEY_MESSAGE = """\
+No Anthropic API key found, so nothing was started.
+
+To use Claude, give the kernel a key without writing it into the notebook:
+    import os, getpass; os.environ["ANTHROPIC_API_KEY"] = getpass.getpass("Anthropic API key: ")
+(or start Jupyter with ANTHROPIC_API_KEY set in its environment).
+
+To try it offline with a recorded run instead, use the replay model:
+    %agent --replay demo      (the packaged demo; or the path of a recorded transcript .json)
+or set JUPYTER_AGENT_REPLAY=PATH before starting the kernel."""
+
+
+def resolve_notebook_path(candidate: str | None, cwd: Path | None = None) -> str | None:
+    """An existing ``.ipynb`` path from what the server or editor gave the kernel.
+
+    jupyter_server sets ``JPY_SESSION_NAME`` to the notebook's absolute path (older
+    versions: relative to the server root, while the kernel runs in the notebook's
+    directory), so try it as given, then from the kernel's directory and its parents,
+    then by file name.
+    """
+    if not candidate or not candidate.endswith(".ipynb"):
+        return None
+    cwd = cwd or Path.cwd()
+    path = Path(candidate).expanduser()
+    options = [path] if path.is_absolute() else [cwd / path, *(p / path for p in cwd.parents), cwd / path.name]
+    for option in options:
+        if option.is_file():
+            return str(option.resolve())
+    return str(options[0] if path.is_absolute() else cwd / path.name)
+
+
+def resolve_transcript(name: str) -> str:
+    """A replay transcript path: a file, or the name of a packaged one (``demo``)."""
+    path = Path(name).expanduser()
+    if path.is_file():
+        return str(path.resolve())
+    packaged = Path(__file__).resolve().parent.parent / "testing" / "transcripts"
+    for candidate in (packaged / name, packaged / f"{name}.json",
+                      packaged / "demo_read_edit.json" if name == "demo" else None):
+        if candidate is not None and candidate.is_file():
+            return str(candidate)
+    raise FileNotFoundError(f"no such transcript: {name} (a .json file, or 'demo')")
+
+
+def prepare_replay_files(transcript: str, cwd: Path) -> list[str]:
+    """Write the files a recorded run expects (``files`` of the transcript) that are
+    missing under ``cwd``; never overwrites. Returns what it wrote."""
+    try:
+        files = json.loads(Path(transcript).read_text(encoding="utf-8")).get("files") or {}
+    except (OSError, ValueError):
+        return []
+    written = []
+    for rel, content in files.items():
+        path = Path(cwd) / rel
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")
+            written.append(rel)
+    return written
+
+
+def missing_key(model: Any, replay: str | None) -> bool:
+    """True when a run would need an Anthropic key and none is in the environment."""
+    if model is not None and not isinstance(model, str):
+        return False  # a Model object brings its own way to talk
+    if replay or (model in (None, "") and os.environ.get(REPLAY_ENV)):
+        return False
+    return not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+
+

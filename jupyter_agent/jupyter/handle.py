@@ -1,0 +1,205 @@
+"""The run handle ``%%agent`` returns: the loop's run, its live widget, its transcript.
+
+:class:`AgentRun` wraps a :class:`~jupyter_agent.loop.run.QueryRun`. A background
+task on the kernel's event loop (the *driver*) is the run's one consumer: it feeds
+each event to the :class:`~.runmodel.RunModel` (and so to the widget) and records
+it, so that any number of readers can still ``async for event in handle`` (they get
+the events from the start, then live ones). At the end the driver replaces the
+cell's widget with the static transcript via ``update_display``.
+
+Everything the contract promises of a run works on the handle: ``await
+handle.wait()``, ``handle.terminal``, ``handle.state``, ``handle.stop()``; other
+attributes are the wrapped run's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any, AsyncIterator, Callable
+
+from ..loop.state import Terminal
+from .redact import redact
+from .runmodel import RunModel
+from .transcript import transcript_bundle, transcript_markdown
+
+
+class AgentRun:
+    """One agent run as a notebook shows it (see module docstring)."""
+
+    def __init__(self, run: Any, model: RunModel, *, view: Any = None, broker: Any = None,
+                 prompt: str = "", interactive: bool = True, tick_s: float = 1.0,
+                 on_end: Callable[["AgentRun"], None] | None = None) -> None:
+        self.run = run
+        self.model = model
+        self.view = view
+        self.broker = broker
+        self.prompt = prompt
+        self.interactive = interactive
+        self.display_id = f"jupyter-agent-{uuid.uuid4().hex}"
+        self.events: list[Any] = []
+        self.error: str | None = None
+        self._tick_s = tick_s
+        self._on_end = on_end
+        self._callbacks: list[Callable[["AgentRun"], None]] = []
+        self._changed = asyncio.Event()
+        self._done = asyncio.Event()
+        self._displayed = False
+        self.task: asyncio.Task | None = None
+        self._ticker: asyncio.Task | None = None
+
+    # -- the contract --------------------------------------------------------------------
+    @property
+    def terminal(self) -> Terminal | None:
+        return self.run.terminal
+
+    @property
+    def state(self) -> Any:
+        return self.run.state
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def stop(self) -> None:
+        """Abort the run (safe from any thread)."""
+        self.run.stop()
+        loop = self.model_loop
+        if loop is not None and self.broker is not None:
+            try:
+                loop.call_soon_threadsafe(self.broker.cancel_all, "Stopped.")
+            except RuntimeError:  # loop closed: nothing is waiting any more
+                pass
+
+    @property
+    def model_loop(self) -> asyncio.AbstractEventLoop | None:
+        return self.task.get_loop() if self.task is not None else None
+
+    async def wait(self, poll_s: float = 0.1) -> Terminal:
+        """Wait for the end; returns the :class:`Terminal`. Wakes every ``poll_s`` so a
+        kernel interrupt of the awaiting cell is noticed (it then stops the run)."""
+        waiter = asyncio.ensure_future(self._done.wait())
+        try:
+            while not waiter.done():
+                await asyncio.wait({waiter}, timeout=poll_s)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            self.stop()
+            raise
+        finally:
+            waiter.cancel()
+        if self.run.terminal is None:
+            raise RuntimeError(f"The run ended without an end reason: {self.error}")
+        return self.run.terminal
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._follow()
+
+    async def _follow(self) -> AsyncIterator[Any]:
+        index = 0
+        while True:
+            while index < len(self.events):
+                yield self.events[index]
+                index += 1
+            if self._done.is_set():
+                return
+            self._changed.clear()
+            await self._changed.wait()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("run",):
+            raise AttributeError(name)
+        return getattr(self.run, name)
+
+    def __repr__(self) -> str:
+        status = self.terminal.reason.value if self.terminal is not None else "running"
+        return redact(f"<AgentRun {status} turns={self.model.turn_count} prompt={self.prompt[:40]!r}>")
+
+    # -- running -------------------------------------------------------------------------
+    def start(self) -> "AgentRun":
+        """Start the driver task on the running event loop (keep the reference: DESIGN §4)."""
+        loop = asyncio.get_event_loop()
+        self.task = loop.create_task(self._drive(), name=f"jupyter-agent {self.display_id}")
+        if self.view is not None and self._tick_s:
+            self._ticker = loop.create_task(self._tick())
+        return self
+
+    async def _tick(self) -> None:
+        while not self._done.is_set():
+            await asyncio.sleep(self._tick_s)
+            if self.view is not None and not self._done.is_set():
+                self.view.tick()
+
+    async def _drive(self) -> None:
+        try:
+            async for event in self.run:
+                self.events.append(event)
+                self._changed.set()
+                self.model.handle(event)
+        except asyncio.CancelledError:
+            # the kernel is going down, or someone cancelled the task: the loop's own
+            # cleanup (answer open tool calls) ran when its generator was closed
+            self.error = "The run's task was cancelled."
+            raise
+        except Exception as exc:  # a bug below us must still leave a readable end
+            self.error = f"The run failed: {type(exc).__name__}: {exc}"
+        finally:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+        if self.broker is not None:
+            self.broker.cancel_all("The run ended.")
+        terminal = self.run.terminal
+        if terminal is not None and not any(isinstance(e, Terminal) for e in self.events):
+            self.events.append(terminal)
+        self.model.finish(terminal, self.error)
+        if self.view is not None:
+            self.view.finish()
+        self._done.set()
+        self._changed.set()
+        if self._displayed:
+            self._update_display()
+        for callback in [self._on_end, *self._callbacks]:
+            if callback is not None:
+                try:
+                    callback(self)
+                except Exception:  # one broken listener must not keep the others waiting
+                    pass
+
+    def add_done_callback(self, callback: Callable[["AgentRun"], None]) -> None:
+        """Call ``callback(handle)`` when the run has ended (at once if it has)."""
+        if self._done.is_set():
+            callback(self)
+        else:
+            self._callbacks.append(callback)
+
+    # -- display -------------------------------------------------------------------------
+    def transcript(self) -> str:
+        """The run as Markdown (what the cell keeps when the run ends)."""
+        return transcript_markdown(self.model)
+
+    def _bundle(self) -> dict[str, Any]:
+        if self._done.is_set() or self.view is None or self.view.comm is None:
+            return transcript_bundle(self.model)
+        return {
+            "application/vnd.jupyter.widget-view+json": {
+                "version_major": 2, "version_minor": 0, "model_id": self.view.model_id,
+            },
+            "text/plain": "jupyter-agent run in progress (shown live in Jupyter; the transcript "
+                          "replaces this when it ends)",
+        }
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        self._displayed = True
+        display(self._bundle(), raw=True, display_id=self.display_id)
+
+    def _update_display(self) -> None:
+        from IPython.display import update_display
+
+        try:
+            update_display(self._bundle(), raw=True, display_id=self.display_id)
+        except Exception:  # no frontend (plain Python): the transcript is on the handle
+            pass

@@ -1,0 +1,287 @@
+"""``%load_ext jupyter_agent``: the ``%%agent`` cell magic and the ``%agent`` line magic.
+
+A cell magic cannot be ``async`` (DESIGN §4), so ``%%agent`` starts the run as a task on
+the kernel's event loop and returns its handle at once; the handle displays as the
+live widget, and the transcript replaces the widget when the run ends.
+
+Executed headless (nbclient, papermill, ``jupyter execute``) a cell must not return
+before its run ends, or the next cell would start while it runs and its output would be
+lost. There an input transformer rewrites the ``%%agent`` cell into ``await
+run_cell_awaiting(...)``: IPython runs it as a top-level ``await``, the event loop keeps
+driving the run, and the cell ends when the run does, transcript in its outputs.
+
+Loading is fast: nothing here imports ``anthropic``, ``ipywidgets`` or the loop; they
+load when the first run starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from .config import PERMISSION_MODES, positive_int
+from .environment import resolve_transcript
+from .redact import redact
+from .session import AgentBusy, AgentSession, NoApiKey, get_session
+
+_CELL_START = re.compile(r"^%%agent(\s|$)")
+
+
+class _ShownHelp(Exception):
+    """``--help`` was printed; do nothing else."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad input as IPython's UsageError (no traceback)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message}\n{self.format_usage().rstrip()}\n(see `%agent --help`)")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            print(message)
+        raise _ShownHelp()
+
+
+def _turn_limit(text: str) -> int:
+    value = positive_int(text) if text != "0" else 0
+    return value
+
+
+def _directory(text: str) -> str:
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"no such directory: {text}")
+    return str(path.resolve())
+
+
+def _transcript_file(text: str) -> str:
+    if text == "":
+        return ""  # `%agent --replay ""`: back to the live model
+    try:
+        return resolve_transcript(text)
+    except FileNotFoundError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_common(parser: argparse.ArgumentParser, *, line: bool) -> None:
+    parser.add_argument("--model", metavar="M", help="model id (e.g. claude-sonnet-4-5)")
+    parser.add_argument("--max-turns", metavar="N", type=_turn_limit if line else positive_int,
+                        help="stop after N turns" + (" (0: no limit)" if line else ""))
+    parser.add_argument("--permission-mode", metavar="MODE", choices=PERMISSION_MODES,
+                        help="one of: " + ", ".join(PERMISSION_MODES))
+    parser.add_argument("--cwd", metavar="DIR", type=_directory,
+                        help="working directory of the tools (the conversation moves there)")
+    parser.add_argument("--replay", metavar="PATH", type=_transcript_file,
+                        help="offline: replay a recorded transcript instead of calling the API "
+                        "('demo' for the packaged one)")
+
+
+def cell_parser() -> _Parser:
+    parser = _Parser(prog="%%agent", add_help=True, description=(
+        "Run the agent on the prompt in the cell body. The run continues the kernel's "
+        "conversation (earlier %%agent cells and the chat panel) and shows live; it "
+        "returns its handle at once (headless: when the run ends)."))
+    _add_common(parser, line=False)
+    wait = parser.add_mutually_exclusive_group()
+    wait.add_argument("--wait", dest="wait", action="store_const", const=True, default=None,
+                      help="keep the cell busy until the run ends")
+    wait.add_argument("--no-wait", dest="wait", action="store_const", const=False,
+                      help="return at once even when executed headless")
+    return parser
+
+
+def line_parser() -> _Parser:
+    parser = _Parser(prog="%agent", add_help=True, description=(
+        "Show or change the agent's settings. With no arguments: show them. "
+        "`new` starts a new conversation, `runs` lists past runs, `stop` stops the running one."))
+    parser.add_argument("action", nargs="?", choices=("status", "new", "runs", "stop"),
+                        default="status")
+    _add_common(parser, line=True)
+    return parser
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the options: {exc}") from None
+
+
+@magics_class
+class AgentMagics(Magics):
+    """The agent's magics. ``%%agent`` runs a prompt; ``%agent`` shows and sets."""
+
+    def __init__(self, shell: Any, session: AgentSession) -> None:
+        super().__init__(shell)
+        self.session = session
+
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> Any:
+        """``%%agent [--model M] [--max-turns N] [--permission-mode MODE] [--cwd DIR]
+        [--replay PATH] [--wait|--no-wait]`` with the prompt as the cell body;
+        ``%agent [status|new|runs|stop] [--model M] [--permission-mode MODE]
+        [--max-turns N] [--cwd DIR] [--replay PATH]``; ``%agent --help``."""
+        if cell is None:
+            return self._line(line)
+        try:
+            return self.start_cell(line, cell)
+        except _ShownHelp:
+            return None
+
+    # -- %%agent -------------------------------------------------------------------------
+    def start_cell(self, line: str, cell: str) -> Any:
+        """Parse, check and start; returns the run handle (raises UsageError, starts nothing,
+        on bad input)."""
+        args = cell_parser().parse_args(_split(line))
+        try:
+            return self.session.start(
+                cell.strip("\n"), model=args.model, permission_mode=args.permission_mode,
+                max_turns=args.max_turns, cwd=args.cwd, replay=args.replay,
+            )
+        except (AgentBusy, NoApiKey, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+
+    # -- %agent --------------------------------------------------------------------------
+    def _line(self, line: str) -> None:
+        try:
+            args = line_parser().parse_args(_split(line))
+        except _ShownHelp:
+            return None
+        session = self.session
+        try:
+            session.set_defaults(model=args.model, permission_mode=args.permission_mode,
+                                 max_turns=args.max_turns, cwd=args.cwd, replay=args.replay)
+            if args.action == "new":
+                session.new_conversation()
+                print("Started a new conversation: the next %%agent cell will not see earlier turns.")
+            elif args.action == "stop":
+                print("Stopping the run." if session.stop() else "No run is going.")
+            elif args.action == "runs":
+                print(runs_table(session))
+            else:
+                print(status_text(session))
+        except AgentBusy as exc:
+            raise UsageError(str(exc)) from None
+        return None
+
+
+def status_text(session: AgentSession) -> str:
+    """What ``%agent`` prints: the settings and the conversation's state."""
+    cfg = session.config
+    conv = session._conversation
+    model = conv.model_name if conv is not None else (cfg.model or "(default: $JUPYTER_AGENT_MODEL or Sonnet)")
+    replay = (conv.replay if conv is not None else None) or cfg.replay
+    lines = [
+        "jupyter-agent",
+        f"  model:           {model}" + (f"  (replaying {replay})" if replay else ""),
+        f"  permission mode: {conv.permission_mode if conv is not None else cfg.permission_mode}",
+        f"  max turns:       {cfg.max_turns or 'no limit'}",
+        f"  working dir:     {conv.context.cwd if conv is not None else (cfg.cwd or Path.cwd())}",
+        f"  notebook:        {session.notebook_path() or 'unknown (set %config AgentConfig.notebook_path)'}",
+    ]
+    if conv is not None:
+        u = conv.usage
+        lines.append(f"  conversation:    {len(conv.messages)} messages, {len(conv.runs)} runs, "
+                     f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens, ≈ ${u.cost_usd:.4f}")
+    else:
+        lines.append("  conversation:    not started")
+    lines.append(f"  running:         {'yes' if session.active is not None else 'no'}")
+    return "\n".join(lines)
+
+
+def runs_table(session: AgentSession) -> str:
+    """What ``%agent runs`` prints: one line per run of this kernel."""
+    if not session.runs:
+        return "No runs yet."
+    lines = [f"{'#':>3}  {'end reason':<18} {'turns':>5} {'tokens':>9} {'cost':>9}  prompt"]
+    for i, handle in enumerate(session.runs, 1):
+        term = handle.terminal
+        reason = term.reason.value if term is not None else "running"
+        usage = handle.model.total_usage
+        prompt = " ".join(handle.prompt.split())
+        prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
+        lines.append(f"{i:>3}  {reason:<18} {handle.model.turn_count:>5} {usage.total_tokens:>9,} "
+                     f"{'$%.4f' % usage.cost_usd:>9}  {prompt}")
+    return redact("\n".join(lines))
+
+
+# -- headless: the awaiting form of a %%agent cell -------------------------------------------
+
+def _wants_wait(session: AgentSession, line: str) -> bool:
+    try:
+        tokens = shlex.split(line)
+    except ValueError:
+        return False  # let the magic report the bad options
+    force = True if "--wait" in tokens else False if "--no-wait" in tokens else None
+    return session.should_wait(force)
+
+
+def _agent_transformer(lines: list[str]) -> list[str]:
+    """Rewrite ``%%agent`` cells into an awaited call when the cell must wait for its run."""
+    if not lines or not _CELL_START.match(lines[0]):
+        return lines
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or not _wants_wait(get_session(shell), lines[0][len("%%agent"):]):
+        return lines
+    line = lines[0][len("%%agent"):].strip()
+    body = "".join(lines[1:])
+    return [f"await __import__('jupyter_agent.jupyter.magic', fromlist=['_'])"
+            f".run_cell_awaiting({line!r}, {body!r})\n"]
+
+
+async def run_cell_awaiting(line: str, cell: str) -> None:
+    """Run an ``%%agent`` cell to its end (what the transformer makes of a headless cell)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    magics = shell.magics_manager.registry.get("AgentMagics")
+    if magics is None:
+        raise UsageError("The jupyter_agent extension is not loaded: `%load_ext jupyter_agent`.")
+    try:
+        handle = magics.start_cell(line, cell)
+    except _ShownHelp:
+        return None
+    handle._ipython_display_()
+    try:
+        await handle.wait()
+    except asyncio.CancelledError:  # a kernel interrupt: the run was stopped; let it end
+        if handle.task is not None:
+            await asyncio.wait({handle.task}, timeout=10)
+        raise
+    shell.displayhook.update_user_ns(handle)  # `_` is the run, as after an interactive cell
+    return None
+
+
+# -- extension entry points -----------------------------------------------------------------
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``."""
+    session = get_session(ipython)
+    ipython.register_magics(AgentMagics(ipython, session))
+    cleanup = ipython.input_transformers_cleanup
+    if _agent_transformer not in cleanup:
+        cleanup.append(_agent_transformer)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext jupyter_agent``: remove the magics (IPython cannot unregister a
+    Magics class), the transformer and the interrupt handler, and stop a run still
+    going. The conversation stays, so ``%reload_ext`` continues it."""
+    session = get_session(ipython)
+    session.stop()
+    session.uninstall()
+    for kind in ("line", "cell"):
+        ipython.magics_manager.magics[kind].pop("agent", None)
+    ipython.magics_manager.registry.pop("AgentMagics", None)
+    if _agent_transformer in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.remove(_agent_transformer)

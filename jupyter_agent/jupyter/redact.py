@@ -1,0 +1,66 @@
+"""Keep secrets out of everything the UI shows or saves.
+
+Widget state, the static transcript and the terminal output all pass through
+:func:`redact`. It replaces the *values* of secret-looking environment variables
+(``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``) and strings shaped like
+Anthropic keys. A tool result that echoes ``os.environ`` therefore shows
+``[redacted ANTHROPIC_API_KEY]`` rather than the key, in the live widget and in the
+saved notebook alike.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
+# Anthropic-style keys, and bearer tokens in headers, even when not in the environment.
+_SECRET_SHAPES = (
+    re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"(?i)(x-api-key|authorization)(\s*[:=]\s*)(bearer\s+)?[^\s'\",}]{8,}"),
+)
+#: Values shorter than this are not treated as secrets (``test-key`` style values in
+#: tests, or flags like ``1``, would otherwise blank out ordinary words).
+MIN_SECRET_LEN = 12
+
+_cache: tuple[tuple[tuple[str, str], ...], list[tuple[str, str]]] | None = None
+
+
+def _secret_values() -> list[tuple[str, str]]:
+    """(value, name) pairs of secret-looking environment variables, longest first."""
+    global _cache
+    items = tuple(sorted(os.environ.items()))
+    if _cache is not None and _cache[0] == items:
+        return _cache[1]
+    found = [
+        (value, name)
+        for name, value in items
+        if _SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LEN
+    ]
+    found.sort(key=lambda p: -len(p[0]))
+    _cache = (items, found)
+    return found
+
+
+def redact(text: str) -> str:
+    """``text`` with every known secret replaced by ``[redacted NAME]``."""
+    if not text:
+        return text
+    for value, name in _secret_values():
+        if value in text:
+            text = text.replace(value, f"[redacted {name}]")
+    text = _SECRET_SHAPES[0].sub("[redacted key]", text)
+    text = _SECRET_SHAPES[1].sub(lambda m: f"{m.group(1)}{m.group(2)}[redacted]", text)
+    return text
+
+
+def redact_obj(obj: Any) -> Any:
+    """A copy of a JSON-like object with every string passed through :func:`redact`."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        return {k: redact_obj(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact_obj(v) for v in obj]
+    return obj

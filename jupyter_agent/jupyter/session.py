@@ -1,0 +1,322 @@
+"""What ``%%agent`` cells and the chat panel of one kernel share: settings, the
+conversation, the runs, the running one.
+
+:meth:`AgentSession.start` is the one way a run starts in a kernel: it checks the
+ground (one run at a time, an API key or a replay), builds the run's model and view,
+wires the approval cards in as ``can_use_tool`` (or none when no person is there:
+an "ask" is then a deny with a clear message), and starts the driver task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from .config import AgentConfig
+from .environment import NO_KEY_MESSAGE, NOTEBOOK_ENV, missing_key, prepare_replay_files, resolve_notebook_path
+
+
+class AgentBusy(RuntimeError):
+    """A run is still going; a second one would fork the conversation."""
+
+
+class NoApiKey(RuntimeError):
+    """No key and no replay: say what to do, start nothing."""
+
+
+class AgentSession:
+    """Per-kernel state of the Jupyter front of the agent."""
+
+    def __init__(self, shell: Any = None, config: AgentConfig | None = None) -> None:
+        self.shell = shell
+        self.config = config or AgentConfig(parent=shell if shell is not None and hasattr(shell, "config") else None)
+        self._conversation: Any = None
+        self.active: Any = None  # the AgentRun still going
+        self.runs: list[Any] = []  # AgentRuns of this kernel, oldest first
+        self._sigint_installed = False
+        #: called with each new AgentRun (the chat panel shows runs started in cells)
+        self.listeners: list[Any] = []
+        self.config.observe(self._config_changed, names=[
+            "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path"])
+
+    # -- the conversation ---------------------------------------------------------------
+    @property
+    def conversation(self) -> Any:
+        """The conversation every ``%%agent`` cell and the chat panel continue."""
+        if self._conversation is None:
+            self._conversation = self._make_conversation()
+        return self._conversation
+
+    def _make_conversation(self, **overrides: Any) -> Any:
+        from ..conversation import Conversation
+
+        cfg = self.config
+        kwargs = dict(
+            model=cfg.model or None,
+            permission_mode=cfg.permission_mode,
+            cwd=cfg.cwd or None,
+            max_turns=cfg.max_turns or None,
+            notebook_path=self.notebook_path(),
+            replay=cfg.replay or None,
+        )
+        kwargs.update({k: v for k, v in overrides.items() if v is not None})
+        return Conversation(**kwargs)
+
+    def new_conversation(self) -> None:
+        """Forget the history: the next run starts a new conversation."""
+        if self.active is not None:
+            raise AgentBusy("A run is still going: stop it (Stop button or `%agent stop`) first.")
+        old, self._conversation = self._conversation, None
+        self._close_later(old)
+
+    def _close_later(self, conversation: Any) -> None:
+        if conversation is None:
+            return
+        try:
+            asyncio.get_event_loop().create_task(conversation.aclose())
+        except Exception:
+            pass
+
+    def set_defaults(self, *, model: str | None = None, permission_mode: str | None = None,
+                     max_turns: int | None = None, cwd: str | None = None,
+                     replay: str | None = None) -> None:
+        """Change the session's settings (``%agent --model ...``), as ``%config
+        AgentConfig...`` does; the history stays unless the replay transcript changes
+        (a replay starts from its own beginning)."""
+        if (cwd is not None or replay is not None) and self.active is not None:
+            raise AgentBusy("A run is still going: stop it before changing the working "
+                            "directory or the replay.")
+        cfg = self.config
+        for name, value in (("model", model), ("permission_mode", permission_mode),
+                            ("max_turns", max_turns), ("replay", replay),
+                            ("cwd", str(Path(cwd).expanduser().resolve()) if cwd else cwd)):
+            if value is not None:
+                setattr(cfg, name, value)
+
+    def _config_changed(self, change: dict[str, Any]) -> None:
+        """Settings changed (``%config``, ``%agent --...``): the conversation follows."""
+        conv, name, new = self._conversation, change["name"], change["new"]
+        if conv is None:
+            return
+        if name == "model":
+            if new:
+                conv.model_name = new
+            else:  # back to the default (env or Sonnet); Conversation has no public reset
+                conv._model_spec, conv._model = None, None
+        elif name == "permission_mode":
+            conv.permission_mode = new
+        elif name == "max_turns":
+            conv.max_turns = new or None
+        elif name == "notebook_path":
+            conv.notebook_path = self.notebook_path()
+        else:
+            self._reconcile()
+
+    def _reconcile(self) -> None:
+        """Make the conversation match the working directory and replay settings."""
+        conv, cfg = self._conversation, self.config
+        if conv is None or (self.active is not None and not self.active.done):
+            return
+        if (cfg.replay or None) != conv.replay:
+            self._conversation = None
+            self._close_later(conv)
+        elif cfg.cwd and Path(cfg.cwd).resolve() != conv.context.cwd:
+            new = self._make_conversation()
+            new.messages = list(conv.messages)
+            self._conversation = new
+            self._close_later(conv)
+
+    # -- where we are ---------------------------------------------------------------------
+    def notebook_path(self) -> str | None:
+        """The notebook this kernel serves, if the server or editor told us."""
+        if self.config.notebook_path:
+            return str(Path(self.config.notebook_path).expanduser().resolve())
+        ns = getattr(self.shell, "user_ns", None) or {}
+        for candidate in (os.environ.get(NOTEBOOK_ENV), ns.get("__vsc_ipynb_file__"),
+                          os.environ.get("JPY_SESSION_NAME"), ns.get("__session__")):
+            path = resolve_notebook_path(candidate if isinstance(candidate, str) else None)
+            if path:
+                return path
+        return None
+
+    def parent_request(self) -> dict[str, Any]:
+        kernel = getattr(self.shell, "kernel", None)
+        try:
+            return kernel.get_parent() or {} if kernel is not None else {}
+        except Exception:
+            return {}
+
+    def is_batch(self) -> bool:
+        """Executed by a batch runner (nbclient, papermill, ``jupyter execute``): no person
+        is there. Those send ``allow_stdin: false`` and no ``cellId``; JupyterLab and
+        Notebook 7 send a ``cellId``, consoles allow stdin."""
+        if getattr(self.shell, "kernel", None) is None:
+            return True  # terminal IPython, plain Python: no widgets, nobody to click
+        parent = self.parent_request()
+        if not parent:
+            return False
+        content = parent.get("content") or {}
+        metadata = parent.get("metadata") or {}
+        return content.get("allow_stdin") is False and not metadata.get("cellId")
+
+    def should_wait(self, force: bool | None = None) -> bool:
+        """Whether an ``%%agent`` cell stays busy until its run ends."""
+        if force is not None:
+            return force
+        if getattr(self.shell, "kernel", None) is None:
+            return True  # no kernel loop keeps running after the cell
+        mode = self.config.wait
+        return mode == "always" or (mode == "auto" and self.is_batch())
+
+    # -- starting a run --------------------------------------------------------------------
+    def start(self, prompt: str, *, model: str | None = None, permission_mode: str | None = None,
+              max_turns: int | None = None, cwd: str | None = None, replay: str | None = None,
+              batch: bool | None = None, show_prompt: bool = False) -> Any:
+        """Start a run of the shared conversation; returns the :class:`AgentRun` at once."""
+        from .handle import AgentRun
+        from .runmodel import RunModel
+
+        if self.active is not None and not self.active.done:
+            raise AgentBusy(
+                "An agent run is still going in this kernel; nothing new was started. Stop it "
+                "with its Stop button or `%agent stop` (or wait for it), then run this again.")
+        if not prompt.strip():
+            raise ValueError("The prompt is empty: write what the agent should do in the cell "
+                             "below `%%agent`.")
+        if replay is not None or cwd is not None:
+            self.set_defaults(replay=replay, cwd=cwd)
+        self._reconcile()
+        conv = self.conversation
+        spec = model or getattr(conv, "_model_spec", None)
+        if (model or getattr(conv, "_model", None) is None) and missing_key(spec, conv.replay):
+            raise NoApiKey(NO_KEY_MESSAGE)
+        if conv.notebook_path is None:
+            conv.notebook_path = self.notebook_path()
+        batch = self.is_batch() if batch is None else batch
+        restore = self._override(conv, model, permission_mode)
+
+        run_model = RunModel(prompt=prompt, model=conv.model_name, permission_mode=conv.permission_mode)
+        if conv.replay:
+            for rel in prepare_replay_files(conv.replay, conv.context.cwd):
+                run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
+        view = broker = None
+        if not batch:
+            from .approvals import ApprovalBroker
+            from .runview import RunView
+
+            view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
+            broker = ApprovalBroker(view, run_model, policy=conv.permissions)
+        try:
+            run = conv.send(prompt, can_use_tool=broker.can_use_tool if broker else None,
+                            max_turns=max_turns)
+        except BaseException as exc:
+            restore()
+            if view is not None:
+                view.close()
+            if type(exc) is RuntimeError:  # the conversation's own "a run is still going"
+                raise AgentBusy(str(exc)) from None
+            raise
+
+        def ended(handle: Any) -> None:
+            restore()
+            if self.active is handle:
+                self.active = None
+
+        handle = AgentRun(run, run_model, view=view, broker=broker, prompt=prompt,
+                          interactive=not batch, on_end=ended)
+        if view is not None:
+            view._on_stop = handle.stop
+            view._on_close = handle.stop
+        self.active = handle
+        self.runs.append(handle)
+        self._install_interrupt_handler()
+        handle.start()
+        for listener in list(self.listeners):
+            listener(handle)
+        return handle
+
+    @staticmethod
+    def _override(conv: Any, model: str | None, permission_mode: str | None) -> Any:
+        """Apply a cell's own model / mode for one run; returns the undo."""
+        saved_mode = conv.permission_mode
+        saved_model = (conv._model_spec, conv._model)
+        if permission_mode:
+            conv.permission_mode = permission_mode
+        if model:
+            conv.model_name = model
+
+        def restore() -> None:
+            if permission_mode and conv.permission_mode == permission_mode:
+                conv.permission_mode = saved_mode
+            if model and conv.model_name == model:
+                conv._model_spec, conv._model = saved_model
+
+        return restore
+
+    def stop(self) -> bool:
+        """Stop the running run, if any."""
+        if self.active is None or self.active.done:
+            return False
+        self.active.stop()
+        return True
+
+    # -- kernel interrupt ---------------------------------------------------------------------
+    def _install_interrupt_handler(self) -> None:
+        """Make a kernel interrupt stop the run while the kernel is idle.
+
+        ipykernel ignores SIGINT between requests and re-installs the handler it saved
+        after each one (``saved_sigint_handler``); putting ours there makes it the idle
+        handler. While a cell executes, ipykernel's own handler is in place, so an
+        interrupt still interrupts that cell as usual.
+        """
+        kernel = getattr(self.shell, "kernel", None)
+        if (self._sigint_installed or not self.config.stop_on_interrupt or kernel is None
+                or threading.current_thread() is not threading.main_thread()
+                or not hasattr(kernel, "saved_sigint_handler")):
+            return
+        previous = kernel.saved_sigint_handler
+        loop = asyncio.get_event_loop()
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            active = self.active
+            if active is not None and not active.done:
+                loop.call_soon_threadsafe(active.stop)
+            elif callable(previous):
+                previous(signum, frame)
+
+        on_sigint._jupyter_agent_previous = previous  # type: ignore[attr-defined]
+        kernel.saved_sigint_handler = on_sigint
+        self._sigint_installed = True
+
+    def uninstall(self) -> None:
+        """Undo :meth:`_install_interrupt_handler` (``%unload_ext``)."""
+        kernel = getattr(self.shell, "kernel", None)
+        handler = getattr(kernel, "saved_sigint_handler", None)
+        previous = getattr(handler, "_jupyter_agent_previous", None)
+        if previous is not None:
+            kernel.saved_sigint_handler = previous
+            if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is handler:
+                signal.signal(signal.SIGINT, previous)
+        self._sigint_installed = False
+
+
+_sessions: dict[int, AgentSession] = {}
+
+
+def get_session(shell: Any = None) -> AgentSession:
+    """The session of ``shell`` (default: the running IPython), created on first use."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    key = id(shell)
+    session = _sessions.get(key)
+    if session is None:
+        session = _sessions[key] = AgentSession(shell)
+        if shell is not None and hasattr(shell, "configurables"):
+            shell.configurables.append(session.config)
+    return session

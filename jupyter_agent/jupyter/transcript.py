@@ -1,0 +1,167 @@
+"""The static transcript: what a run did, as Markdown that needs no kernel.
+
+At the end of a run the cell's live widget is replaced by this (``text/markdown``
+plus a ``text/plain`` fallback), so a saved notebook, GitHub, nbviewer and a
+headless-executed notebook all show the prompt, the answer, each tool call with
+its result, and the end reason. Collapsible parts use ``<details>``, which Jupyter's
+Markdown renderers (and GitHub's) keep. Everything passes through :func:`redact`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+from .redact import redact
+from .runmodel import (
+    BlockItem,
+    NoticeItem,
+    PromptItem,
+    RunModel,
+    TextItem,
+    ThinkingItem,
+    ToolItem,
+    end_reason_text,
+)
+
+#: Longest tool input/result kept in the transcript (the middle is cut).
+MAX_RESULT_CHARS = 4000
+
+STATE_LABELS = {
+    "input": "receiving input",
+    "pending": "queued",
+    "approval": "waiting for approval",
+    "running": "running",
+    "done": "done",
+    "error": "error",
+}
+STATE_ICONS = {"input": "…", "pending": "…", "approval": "✋", "running": "⏳", "done": "✓", "error": "✗"}
+NOTICE_ICONS = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}
+
+
+def cut_middle(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    """``text`` shortened to about ``limit`` characters by cutting out the middle."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n… [{len(text) - 2 * half} characters cut] …\n{text[-half:]}"
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A fenced code block that no backtick run inside ``text`` can close early."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text}\n{ticks}"
+
+
+def result_parts(content: Any) -> list[tuple[str, str]]:
+    """A tool result's content as ``(kind, value)`` pairs: ``text`` or ``image`` (a data URI)."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [("text", content)]
+    parts: list[tuple[str, str]] = []
+    for block in content if isinstance(content, list) else [content]:
+        if not isinstance(block, dict):
+            parts.append(("text", str(block)))
+        elif block.get("type") == "text":
+            parts.append(("text", block.get("text", "")))
+        elif block.get("type") == "image":
+            source = block.get("source") or {}
+            if source.get("type") == "base64":
+                parts.append(("image", f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"))
+            else:
+                parts.append(("text", f"[image: {source.get('url', 'not inline')}]"))
+        else:
+            parts.append(("text", json.dumps(block, ensure_ascii=False, indent=1)))
+    return parts
+
+
+def format_usage(model: RunModel) -> str:
+    """One line: tokens in/out, cache read/write, estimated cost."""
+    u = model.total_usage
+    return (f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · "
+            f"cache read {u.cache_read_input_tokens:,} · write {u.cache_creation_input_tokens:,} · "
+            f"≈ ${u.cost_usd:.4f}")
+
+
+def header_line(model: RunModel) -> str:
+    turns = model.turn_count
+    return (f"model `{model.model or '?'}` · mode `{model.permission_mode or 'default'}` · "
+            f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · {model.elapsed_s:.1f} s")
+
+
+def tool_markdown(tool: ToolItem) -> str:
+    """One tool call as a collapsible Markdown section."""
+    label = STATE_LABELS.get(tool.state, tool.state)
+    took = f", {tool.duration_s:.1f} s" if tool.duration_s else ""
+    summary = (f"{STATE_ICONS.get(tool.state, '')} <b>{html.escape(tool.name)}</b> "
+               f"<code>{html.escape(tool.summary)}</code> — {label}{took}")
+    body = ["Input:", "", fence(cut_middle(json.dumps(tool.input, ensure_ascii=False, indent=1)), "json")]
+    if tool.decision:
+        body += ["", f"*{tool.decision}*"]
+    for kind, value in result_parts(tool.result):
+        if kind == "image":
+            body += ["", f"![image]({value})"]
+        else:
+            body += ["", "Error:" if tool.state == "error" else "Result:", "", fence(cut_middle(value))]
+    return f"<details><summary>{summary}</summary>\n\n" + "\n".join(body) + "\n\n</details>"
+
+
+def item_markdown(item: Any) -> str:
+    """One item of a run as Markdown (the same order as the live view)."""
+    if isinstance(item, PromptItem):
+        return "\n".join(f"> {line}" if line else ">" for line in ("**Prompt:** " + item.text).splitlines())
+    if isinstance(item, TextItem):
+        return item.text
+    if isinstance(item, ThinkingItem):
+        text = "(redacted by the API)" if item.redacted else item.text
+        return f"<details><summary>💭 Thinking</summary>\n\n{fence(text)}\n\n</details>"
+    if isinstance(item, ToolItem):
+        return tool_markdown(item)
+    if isinstance(item, BlockItem):
+        dump = cut_middle(json.dumps(item.block, ensure_ascii=False, indent=1))
+        return f"<details><summary>▫️ {html.escape(item.block_type)} block</summary>\n\n{fence(dump, 'json')}\n\n</details>"
+    if isinstance(item, NoticeItem):
+        return f"> {NOTICE_ICONS.get(item.level, '')} {item.text}"
+    return ""
+
+
+def end_markdown(model: RunModel) -> str:
+    reason, meaning = end_reason_text(model.terminal)
+    lines = [f"**Ended: `{reason}`** — {meaning}"]
+    term = model.terminal
+    if term is not None and term.error:
+        lines.append(f"\nError: {term.error}")
+    elif term is not None and term.message and reason != "completed":
+        # (for `completed` the message is the final answer, already shown above)
+        lines.append(f"\n{term.message}")
+    return "\n".join(lines)
+
+
+def transcript_markdown(model: RunModel, title: str = "jupyter-agent") -> str:
+    """The whole run as Markdown, secrets redacted."""
+    parts = [f"**🤖 {title}** · {header_line(model)}"]
+    parts += [md for md in (item_markdown(i) for i in model.items) if md.strip()]
+    if model.ended is not None:
+        parts.append("---\n" + end_markdown(model))
+    return redact("\n\n".join(parts))
+
+
+def transcript_plain(model: RunModel) -> str:
+    """A short plain-text fallback (for consoles and ``text/plain``)."""
+    reason, _ = end_reason_text(model.terminal)
+    lines = [f"jupyter-agent run: {reason} after {model.turn_count} turn(s), {format_usage(model)}"]
+    for item in model.items:
+        if isinstance(item, TextItem) and item.text.strip():
+            lines.append(item.text.strip())
+        elif isinstance(item, ToolItem):
+            lines.append(f"[{item.name} {item.summary}: {STATE_LABELS.get(item.state, item.state)}]")
+    return redact("\n".join(lines))
+
+
+def transcript_bundle(model: RunModel) -> dict[str, str]:
+    """The display bundle that replaces the live widget when the run ends."""
+    return {"text/markdown": transcript_markdown(model), "text/plain": transcript_plain(model)}

@@ -1,0 +1,52 @@
+"""Fixtures: one fake Messages API and one real kernel per test module (started once:
+~1 s), with the kernel's environment pointing the SDK at the fake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from jupyter_agent.testing import FakeMessagesAPI
+
+from .frontend import Frontend, isolated_env
+
+
+@pytest.fixture(scope="module")
+def module_tmp(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("kernel")
+
+
+@pytest.fixture(scope="module")
+def api():
+    """A strict fake API for the module; each test adds its script and must use all of it."""
+    server = FakeMessagesAPI([], strict=True).start()
+    yield server
+    server.close()
+    assert not server.unmet(), server.unmet()
+
+
+@pytest.fixture
+def script(api):
+    """``script(*responses)`` adds responses; the test fails if any is left unused."""
+    added = []
+
+    def add(*responses):
+        added.extend(responses)
+        api.add(*responses)
+
+    yield add
+    assert api.pending == 0, f"{api.pending} scripted responses were not requested"
+    assert not api.rejections, [r.error for r in api.rejections]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def kernel(api, module_tmp):
+    """A kernel that loaded the extension, its SDK pointed at the fake API."""
+    env = isolated_env(module_tmp, **api.env())
+    frontend = await Frontend(module_tmp, env).start()
+    result = await frontend.execute("%load_ext jupyter_agent")
+    assert result["reply"]["status"] == "ok", result
+    yield frontend
+    await frontend.stop()

@@ -1,0 +1,133 @@
+"""Approval cards: every ask is a card; clicks (from any thread) become decisions."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from jupyter_agent.loop.permission_result import PermissionAllow, PermissionAsk, PermissionDeny
+from jupyter_agent.jupyter.runmodel import RunModel
+
+from .helpers import record_widget_messages, response_events
+
+
+def make(monkeypatch):
+    record_widget_messages(monkeypatch)
+    from jupyter_agent.jupyter.approvals import ApprovalBroker
+    from jupyter_agent.jupyter.runview import RunView
+
+    model = RunModel()
+    view = RunView(model, frame_interval=0.01)
+    return model, view, ApprovalBroker(view, model, poll_s=0.02)
+
+
+def click_from_thread(button) -> None:
+    """What a JupyterLab subshell does: the widget callback runs off the loop thread."""
+    t = threading.Thread(target=button.click)
+    t.start()
+    t.join()
+
+
+async def pending_cards(view, n: int):
+    for _ in range(200):
+        if len(view.approvals.children) >= n:
+            return list(view.approvals.children)
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"expected {n} approval cards, saw {len(view.approvals.children)}")
+
+
+EDIT = {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
+ASK = PermissionAsk("Edit wants to change a.py", diff="--- a.py\n+++ a.py\n-x = 1\n+x = 2", suggested_rules=("Edit(a.py)",))
+
+
+async def test_allow_click_allows_and_the_card_shows_tool_args_and_diff(monkeypatch):
+    model, view, broker = make(monkeypatch)
+    for event in response_events([{"type": "tool_use", "id": "t1", "name": "Edit", "input": EDIT}]):
+        model.handle(event)
+    decision = asyncio.ensure_future(broker.can_use_tool("Edit", EDIT, ASK))
+    (card,) = await pending_cards(view, 1)
+    assert model.tools()[0].state == "approval"
+    assert "Edit" in card.info.value and "x = 2" in card.info.value and "color:#188038" in card.info.value
+    assert [b.description for b in (card.allow, card.always, card.deny)] == ["Allow", "Always allow", "Deny"]
+    click_from_thread(card.allow)
+    assert await asyncio.wait_for(decision, 2) == PermissionAllow()
+    assert view.approvals.children == () and model.tools()[0].decision == "Allowed by you."
+
+
+async def test_deny_with_and_without_feedback(monkeypatch):
+    model, view, broker = make(monkeypatch)
+    first = asyncio.ensure_future(broker.can_use_tool("Edit", EDIT, ASK))
+    second = asyncio.ensure_future(broker.can_use_tool("Write", {"file_path": "b.py", "content": ""},
+                                                       PermissionAsk("Write b.py")))
+    cards = await pending_cards(view, 2)  # several pending asks show together
+    cards[0].feedback.value = "Use x = 3 instead."
+    click_from_thread(cards[0].deny)
+    click_from_thread(cards[1].deny)
+    assert await asyncio.wait_for(first, 2) == PermissionDeny("Use x = 3 instead.")
+    assert await asyncio.wait_for(second, 2) == PermissionDeny("The user denied this call.", interrupt=True)
+
+
+async def test_always_allow_adds_rules_and_releases_matching_pending_calls(monkeypatch):
+    model, view, broker = make(monkeypatch)
+    first = asyncio.ensure_future(broker.can_use_tool("Edit", EDIT, ASK))
+    same_file = asyncio.ensure_future(broker.can_use_tool("Edit", {**EDIT, "new_string": "x = 5"}, ASK))
+    other = asyncio.ensure_future(broker.can_use_tool("Write", {"file_path": "b.py", "content": ""},
+                                                      PermissionAsk("Write b.py")))
+    cards = await pending_cards(view, 3)
+    click_from_thread(cards[0].always)
+    assert await asyncio.wait_for(first, 2) == PermissionAllow(always=("Edit(a.py)",))
+    assert await asyncio.wait_for(same_file, 2) == PermissionAllow()
+    assert not other.done()  # a Write is not covered by Edit(a.py)
+    broker.cancel_all()
+    assert (await asyncio.wait_for(other, 2)).interrupt
+
+
+async def test_stop_denies_what_is_pending_and_a_cancelled_wait_cleans_up(monkeypatch):
+    model, view, broker = make(monkeypatch)
+    waiting = asyncio.ensure_future(broker.can_use_tool("Edit", EDIT, ASK))
+    cancelled = asyncio.ensure_future(broker.can_use_tool("Write", {"file_path": "c"}, PermissionAsk("w")))
+    await pending_cards(view, 2)
+    cancelled.cancel()  # what the loop does to a tool call when the run is aborted
+    await asyncio.gather(cancelled, return_exceptions=True)
+    assert len(view.approvals.children) == 1
+    broker.cancel_all("Stopped.")
+    result = await asyncio.wait_for(waiting, 2)
+    assert isinstance(result, PermissionDeny) and result.interrupt
+    assert view.approvals.children == ()
+    # after Stop, a late ask is denied at once instead of waiting for nobody
+    assert (await asyncio.wait_for(broker.can_use_tool("Edit", EDIT, ASK), 1)).interrupt
+
+
+async def test_always_allow_asks_the_policy_what_else_it_now_allows(monkeypatch, tmp_path):
+    """With the conversation's real policy, "Always allow" releases exactly the pending
+    calls the policy would now allow."""
+    record_widget_messages(monkeypatch)
+    from jupyter_agent.jupyter.approvals import ApprovalBroker
+    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.permissions import Permissions
+    from jupyter_agent.tools import default_tools
+    from jupyter_agent.tools.base import ToolContext
+
+    policy = Permissions(mode="default", cwd=tmp_path)
+    context = ToolContext(cwd=tmp_path, permissions=policy)
+    tools = {t.name: t for t in default_tools()}
+    write_a = {"file_path": str(tmp_path / "a.txt"), "content": "1"}
+    write_b = {"file_path": str(tmp_path / "sub" / "b.txt"), "content": "2"}
+    outside = {"file_path": str(tmp_path.parent / "elsewhere.txt"), "content": "3"}
+    asks = []
+    for input in (write_a, write_b, outside):  # what the loop does before calling can_use_tool
+        asks.append(await policy.decide(tools["Write"], tools["Write"].Input.model_validate(input), context))
+    model = RunModel()
+    broker = ApprovalBroker(RunView(model), model, poll_s=0.02, policy=policy)
+    first = asyncio.ensure_future(broker.can_use_tool("Write", write_a, asks[0]))
+    second = asyncio.ensure_future(broker.can_use_tool("Write", write_b, asks[1]))
+    third = asyncio.ensure_future(broker.can_use_tool("Write", outside, asks[2]))
+    cards = await pending_cards(broker.view, 3)
+    click_from_thread(cards[0].always)
+    assert (await asyncio.wait_for(first, 2)).always == asks[0].suggested_rules
+    released = await asyncio.wait_for(second, 2)
+    assert released == PermissionAllow() and await policy.would_allow("Write", write_b, context)
+    await asyncio.sleep(0.1)
+    assert not third.done()  # Edit(./**) does not cover a file outside the working directory
+    broker.cancel_all()
+    assert (await asyncio.wait_for(third, 2)).interrupt

@@ -1,0 +1,202 @@
+"""The renderer is a function of the run's events: hand-made sequences (built through
+the model layer's own accumulator) go in, and what a person would see comes out."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import pytest
+
+from jupyter_agent.loop.events import ModelRetry, Notice, RequestStart, ToolProgress, ToolResult, ToolStart, UserMessage
+from jupyter_agent.loop.state import Terminal, TerminalReason
+from jupyter_agent.loop.usage import Usage
+from jupyter_agent.jupyter.runmodel import BlockItem, NoticeItem, RunModel, TextItem, ThinkingItem, ToolItem
+from jupyter_agent.jupyter.transcript import fence, transcript_bundle, transcript_markdown
+
+from .helpers import record_widget_messages, response_events, updates
+
+PNG = base64.b64encode(b"\x89PNG fake").decode()
+
+
+def run_events(terminal_reason: TerminalReason = TerminalReason.COMPLETED) -> list:
+    """A two-turn run: think, say something, edit a file (image in the result), answer."""
+    usage = Usage(input_tokens=300, output_tokens=120, cache_read_input_tokens=40, cost_usd=0.0123)
+    return [
+        RequestStart(1, 1, "claude-test", 1),
+        *response_events([
+            {"type": "thinking", "thinking": "I should look at the file first."},
+            {"type": "text", "text": "Let me **fix** it."},
+            {"type": "tool_use", "id": "toolu_1", "name": "Edit",
+             "input": {"file_path": "src/app.py", "old_string": "a", "new_string": "b"}},
+            {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}},
+        ]),
+        ToolStart("toolu_1", "Edit", {"file_path": "src/app.py", "old_string": "a", "new_string": "b"}),
+        ToolProgress("toolu_1", "Edit", "halfway"),
+        ToolResult("toolu_1", "Edit", {"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+            {"type": "text", "text": "The file src/app.py has been updated."},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]}, 0.25),
+        UserMessage({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}),
+        RequestStart(2, 2, "claude-test", 3),
+        *response_events([{"type": "text", "text": "Done: `value` is now 2."}]),
+        Terminal(terminal_reason, 2, "Done", None, usage),
+    ]
+
+
+def test_events_fold_into_what_a_person_sees():
+    model = RunModel(prompt="Set value to 2", model="claude-test", permission_mode="default")
+    for event in run_events():
+        model.handle(event)
+    kinds = [type(i).__name__ for i in model.items]
+    assert kinds == ["PromptItem", "ThinkingItem", "TextItem", "ToolItem", "BlockItem", "TextItem"]
+    thinking, text, tool, block, answer = model.items[1:]
+    assert isinstance(thinking, ThinkingItem) and thinking.done and thinking.text.startswith("I should")
+    assert isinstance(text, TextItem) and text.text == "Let me **fix** it."
+    assert isinstance(tool, ToolItem) and tool.state == "done" and tool.summary == "src/app.py"
+    assert tool.duration_s == 0.25 and tool.progress == ["halfway"]
+    assert isinstance(block, BlockItem) and block.block_type == "server_tool_use"
+    assert isinstance(answer, TextItem) and answer.text == "Done: `value` is now 2."
+    assert model.turn_count == 2 and model.usage.cost_usd == pytest.approx(0.0123)
+    assert model.status == "ended: completed"
+
+
+def test_tool_card_follows_the_call_through_its_states():
+    model = RunModel()
+    seen = []
+    model.listen(lambda kind, item: seen.append(item.state) if isinstance(item, ToolItem) and kind == "update" else None)
+    events = response_events([{"type": "tool_use", "id": "t9", "name": "Write",
+                               "input": {"file_path": "x.txt", "content": "hi"}}])
+    for event in events:
+        model.handle(event)
+    tool = model.tools()[0]
+    assert tool.state == "pending" and tool.input == {"file_path": "x.txt", "content": "hi"}
+    model.handle(ToolStart("t9", "Write", tool.input))
+    assert tool.state == "running"
+    model.handle(ToolResult("t9", "Write", {"type": "tool_result", "tool_use_id": "t9",
+                                            "content": "permission denied", "is_error": True}))
+    assert tool.state == "error" and "input" in seen and "running" in seen
+
+
+def test_a_retry_throws_away_the_partial_response():
+    model = RunModel()
+    partial = response_events([{"type": "text", "text": "half an ans"}])[:-3]  # cut before the end
+    for event in partial:
+        model.handle(event)
+    assert [i.text for i in model.items if isinstance(i, TextItem)] == ["half an ans"]
+    model.handle(ModelRetry(1, 3, 0.5, "overloaded", 529))
+    model.handle(Notice("history_repaired", "Repaired the history"))
+    for event in response_events([{"type": "text", "text": "The whole answer."}]):
+        model.handle(event)
+    texts = [i.text for i in model.items if isinstance(i, TextItem)]
+    assert texts == ["The whole answer."]
+    notices = [i.text for i in model.items if isinstance(i, NoticeItem)]
+    assert any("retrying (1/3)" in n for n in notices) and any("Repaired" in n for n in notices)
+
+
+def test_a_model_that_does_not_stream_still_shows_its_answer():
+    model = RunModel()
+    model.handle(response_events([{"type": "text", "text": "No stream here."}])[-1])
+    assert [i.text for i in model.items if isinstance(i, TextItem)] == ["No stream here."]
+
+
+def test_an_unfinished_tool_is_not_left_running_when_the_run_ends():
+    model = RunModel()
+    for event in response_events([{"type": "tool_use", "id": "t1", "name": "NotebookRun",
+                                   "input": {"notebook_path": "a.ipynb", "cell_id": "c1"}}]):
+        model.handle(event)
+    model.handle(ToolStart("t1", "NotebookRun", {}))
+    model.finish(Terminal(TerminalReason.ABORTED_TOOLS, 1, "Stopped"))
+    assert model.tools()[0].state == "error"
+
+
+def test_transcript_shows_everything_and_says_what_the_end_means():
+    model = RunModel(prompt="Set value to 2", model="claude-test", permission_mode="acceptEdits")
+    for event in run_events():
+        model.handle(event)
+    md = transcript_markdown(model)
+    assert "> **Prompt:** Set value to 2" in md
+    assert "<details><summary>💭 Thinking</summary>" in md
+    assert "Let me **fix** it." in md and "Done: `value` is now 2." in md
+    assert "<b>Edit</b> <code>src/app.py</code> — done" in md
+    assert f"![image](data:image/png;base64,{PNG})" in md
+    assert "server_tool_use block" in md
+    assert "**Ended: `completed`**" in md and "not a promise that the task is done" in md
+    assert "mode `acceptEdits`" in md and "2 turns" in md and "$0.0123" in md
+    bundle = transcript_bundle(model)
+    assert set(bundle) == {"text/markdown", "text/plain"} and "completed" in bundle["text/plain"]
+
+
+def test_fences_survive_backticks_in_results():
+    text = "a ``` fence and ```` four"
+    block = fence(text)
+    assert block.startswith("`````\n") and block.endswith("\n`````")
+
+
+def test_secrets_never_reach_the_transcript(monkeypatch):
+    secret = "sk-ant-api03-" + "x" * 40
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok_1234567890abcdef")
+    model = RunModel(prompt="print the env")
+    for event in response_events([{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": ".env"}}]):
+        model.handle(event)
+    model.handle(ToolResult("t1", "Read", {"type": "tool_result", "tool_use_id": "t1",
+                                           "content": f"KEY={secret}\nT=tok_1234567890abcdef\nother sk-ant-zzzzzzzzzzzzzz"}))
+    md = transcript_markdown(model)
+    assert secret not in md and "tok_1234567890abcdef" not in md and "sk-ant-zzzz" not in md
+    assert "[redacted ANTHROPIC_API_KEY]" in md and "[redacted MY_SERVICE_TOKEN]" in md
+
+
+# -- the live view, in process ----------------------------------------------------------------
+
+async def test_view_redraws_per_frame_not_per_token(monkeypatch):
+    log = record_widget_messages(monkeypatch)
+    from jupyter_agent.jupyter.runview import RunView
+
+    model = RunModel(prompt="write a poem", model="claude-test")
+    view = RunView(model, frame_interval=0.05)
+    text = "word " * 400  # 400 tokens of one char each... streamed in 2-char deltas
+    events = response_events([{"type": "text", "text": text}], chunk=2)
+    before = len(log)
+    start = asyncio.get_running_loop().time()
+    for event in events:  # 1000+ deltas in ~0.5 s: ~2000 tokens/s
+        model.handle(event)
+        await asyncio.sleep(0.0005)
+    view.finish()
+    elapsed = asyncio.get_running_loop().time() - start
+    sent = len(log) - before
+    # at most one update per widget per frame (+ the final draw of header and footer)
+    output = next(v for v in view.body.children if v._model_name == "OutputModel")
+    text_updates = [m for m in updates(log[before:]) if m["comm_id"] == output.comm.comm_id]
+    frames = elapsed / 0.05
+    assert len(events) > 1000 and 5 < len(text_updates) <= frames + 1, (len(text_updates), frames)
+    assert sent <= frames + 8, (sent, frames)  # + widget creation, header, footer
+    assert output.outputs[0]["data"]["text/markdown"] == text  # all of it, as Markdown
+    assert "Ended" in view.footer.value and view.stop_button.disabled
+
+
+async def test_view_shows_thinking_folded_and_unknown_blocks(monkeypatch):
+    record_widget_messages(monkeypatch)
+    from jupyter_agent.jupyter.runview import RunView
+
+    model = RunModel()
+    view = RunView(model, frame_interval=0.01)
+    for event in run_events():
+        model.handle(event)
+    view.finish()
+    html = [getattr(c, "value", "") for c in view.body.children]
+    assert any(h.startswith('<details style="color:#666"><summary>💭 thinking') for h in html)
+    assert any("server_tool_use" in h and "<details>" in h for h in html)
+    tool_html = next(h for h in html if "<b>✓ Edit</b>" in h)
+    assert "<img src=\"data:image/png;base64," in tool_html and "has been updated" in tool_html
+    assert "claude-test" in view.header.value and "2 turns" in view.header.value
+
+
+async def test_closing_the_view_mid_run_calls_back(monkeypatch):
+    record_widget_messages(monkeypatch)
+    from jupyter_agent.jupyter.runview import RunView
+
+    stopped = []
+    model = RunModel()
+    view = RunView(model, on_close=lambda: stopped.append(True))
+    view.close()
+    assert stopped == [True] and view.comm is None
