@@ -91,8 +91,19 @@ class Conversation:
         return environ.get("JUPYTER_AGENT_MODEL", DEFAULT_MODEL)
 
     @model_name.setter
-    def model_name(self, name: str) -> None:
+    def model_name(self, name: str | None) -> None:
+        """Switch models for the next runs; ``None`` goes back to the default."""
         self._model_spec, self._model = name, None
+
+    @property
+    def model_spec(self) -> str | Model | None:
+        """What ``model=`` said (an id, a Model, or None for the default)."""
+        return self._model_spec
+
+    @property
+    def model_ready(self) -> bool:
+        """Whether the model object exists yet (it is made on the first ``send()``)."""
+        return self._model is not None
 
     @property
     def model(self) -> Model:
@@ -107,8 +118,13 @@ class Conversation:
 
     # -- runs ------------------------------------------------------------------------
     def send(self, prompt: str | list[dict[str, Any]], *, can_use_tool: Any = None,
-             max_turns: int | None = None, checkpoints: bool = False, **options: Any) -> QueryRun:
-        """Start a run on the history plus ``prompt``; returns its handle at once."""
+             max_turns: int | None = None, checkpoints: bool = False, model: str | Model | None = None,
+             permission_mode: str | None = None, **options: Any) -> QueryRun:
+        """Start a run on the history plus ``prompt``; returns its handle at once.
+
+        ``model`` and ``permission_mode`` apply to this run only (a cell's own options);
+        the conversation's settings come back when it ends.
+        """
         if self.running is not None:
             raise RuntimeError(
                 "A run of this conversation is still going. Stop it (run.stop() or the Stop "
@@ -117,20 +133,29 @@ class Conversation:
         new = [create_user_message(prompt)] if isinstance(prompt, str) else list(prompt)
         if isinstance(prompt, str) and not prompt.strip():
             raise ValueError("The prompt is empty: say what the agent should do.")
-        run = query(
-            [*self.messages, *new],
-            model=self.model,
-            tools=self.tools,
-            max_turns=max_turns if max_turns is not None else self.max_turns,
-            can_use_tool=can_use_tool or self.can_use_tool,
-            hooks=self.hooks,
-            system_prompt=self.system_prompt,
-            checkpoints=checkpoints,
-            permissions=self.permissions,
-            context=self._run_context(),
-            notebook_path=self.notebook_path,
-            **options,
-        )
+        saved_mode = self.permission_mode
+        if permission_mode is not None:
+            self.permission_mode = permission_mode  # validates before anything starts
+        try:
+            run = query(
+                [*self.messages, *new],
+                model=self.model if model is None else model,
+                tools=self.tools,
+                max_turns=max_turns if max_turns is not None else self.max_turns,
+                can_use_tool=can_use_tool or self.can_use_tool,
+                hooks=self.hooks,
+                system_prompt=self.system_prompt,
+                checkpoints=checkpoints,
+                permissions=self.permissions,
+                context=self._run_context(),
+                notebook_path=self.notebook_path,
+                **options,
+            )
+        except BaseException:
+            self.permission_mode = saved_mode
+            raise
+        if permission_mode is not None:
+            run.add_done_callback(lambda _: setattr(self, "permission_mode", saved_mode))
         run.add_done_callback(self._absorb)
         self.runs.append(run)
         return run

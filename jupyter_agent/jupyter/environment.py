@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+
 NOTEBOOK_ENV = "JUPYTER_AGENT_NOTEBOOK"
 REPLAY_ENV = "JUPYTER_AGENT_REPLAY"
 
@@ -47,15 +48,10 @@ def resolve_notebook_path(candidate: str | None, cwd: Path | None = None) -> str
 
 def resolve_transcript(name: str) -> str:
     """A replay transcript path: a file, or the name of a packaged one (``demo``)."""
-    path = Path(name).expanduser()
-    if path.is_file():
-        return str(path.resolve())
-    packaged = Path(__file__).resolve().parent.parent / "testing" / "transcripts"
-    for candidate in (packaged / name, packaged / f"{name}.json",
-                      packaged / "demo_read_edit.json" if name == "demo" else None):
-        if candidate is not None and candidate.is_file():
-            return str(candidate)
-    raise FileNotFoundError(f"no such transcript: {name} (a .json file, or 'demo')")
+    # Imported here: the testing package is not needed to load the extension.
+    from ..testing.transcript import resolve_transcript as resolve
+
+    return resolve(name)
 
 
 def prepare_replay_files(transcript: str, cwd: Path) -> list[str]:

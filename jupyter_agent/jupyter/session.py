@@ -103,10 +103,7 @@ class AgentSession:
         if conv is None:
             return
         if name == "model":
-            if new:
-                conv.model_name = new
-            else:  # back to the default (env or Sonnet); Conversation has no public reset
-                conv._model_spec, conv._model = None, None
+            conv.model_name = new or None  # empty: back to the default (env or Sonnet)
         elif name == "permission_mode":
             conv.permission_mode = new
         elif name == "max_turns":
@@ -191,15 +188,14 @@ class AgentSession:
             self.set_defaults(replay=replay, cwd=cwd)
         self._reconcile()
         conv = self.conversation
-        spec = model or getattr(conv, "_model_spec", None)
-        if (model or getattr(conv, "_model", None) is None) and missing_key(spec, conv.replay):
+        spec = model or conv.model_spec
+        if (model or not conv.model_ready) and missing_key(spec, conv.replay):
             raise NoApiKey(NO_KEY_MESSAGE)
         if conv.notebook_path is None:
             conv.notebook_path = self.notebook_path()
         batch = self.is_batch() if batch is None else batch
-        restore = self._override(conv, model, permission_mode)
-
-        run_model = RunModel(prompt=prompt, model=conv.model_name, permission_mode=conv.permission_mode)
+        run_model = RunModel(prompt=prompt, model=model or conv.model_name,
+                             permission_mode=permission_mode or conv.permission_mode)
         if conv.replay:
             for rel in prepare_replay_files(conv.replay, conv.context.cwd):
                 run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
@@ -212,9 +208,8 @@ class AgentSession:
             broker = ApprovalBroker(view, run_model, policy=conv.permissions)
         try:
             run = conv.send(prompt, can_use_tool=broker.can_use_tool if broker else None,
-                            max_turns=max_turns)
+                            max_turns=max_turns, model=model, permission_mode=permission_mode)
         except BaseException as exc:
-            restore()
             if view is not None:
                 view.close()
             if type(exc) is RuntimeError:  # the conversation's own "a run is still going"
@@ -222,7 +217,6 @@ class AgentSession:
             raise
 
         def ended(handle: Any) -> None:
-            restore()
             if self.active is handle:
                 self.active = None
 
@@ -238,24 +232,6 @@ class AgentSession:
         for listener in list(self.listeners):
             listener(handle)
         return handle
-
-    @staticmethod
-    def _override(conv: Any, model: str | None, permission_mode: str | None) -> Any:
-        """Apply a cell's own model / mode for one run; returns the undo."""
-        saved_mode = conv.permission_mode
-        saved_model = (conv._model_spec, conv._model)
-        if permission_mode:
-            conv.permission_mode = permission_mode
-        if model:
-            conv.model_name = model
-
-        def restore() -> None:
-            if permission_mode and conv.permission_mode == permission_mode:
-                conv.permission_mode = saved_mode
-            if model and conv.model_name == model:
-                conv._model_spec, conv._model = saved_model
-
-        return restore
 
     def stop(self) -> bool:
         """Stop the running run, if any."""

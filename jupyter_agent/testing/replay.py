@@ -20,12 +20,13 @@ from typing import Any, AsyncIterator
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..model import AnthropicModel
 from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
-from .transcript import load_transcript, record_transcript, transcript_script
+from .transcript import (
+    DEMO_TRANSCRIPT, TRANSCRIPTS_DIR, load_transcript, record_transcript, resolve_transcript,
+    transcript_script,
+)
 
-__all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript"]
+__all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript", "resolve_transcript"]
 
-TRANSCRIPTS_DIR = Path(__file__).parent / "transcripts"
-DEMO_TRANSCRIPT = TRANSCRIPTS_DIR / "demo_read_edit.json"
 
 
 class ReplayModel:
@@ -39,6 +40,8 @@ class ReplayModel:
     """
 
     def __init__(self, transcript: str | os.PathLike[str] | dict[str, Any], *, delay_s: float = 0.0) -> None:
+        if not isinstance(transcript, dict):
+            transcript = resolve_transcript(transcript)
         self.source = transcript if isinstance(transcript, dict) else str(transcript)
         self.transcript = load_transcript(transcript)
         self.name: str = self.transcript.get("model") or "replay"

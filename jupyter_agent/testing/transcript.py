@@ -31,6 +31,21 @@ from typing import Any, Iterable
 
 from .script import ScriptedResponse
 
+TRANSCRIPTS_DIR = Path(__file__).parent / "transcripts"
+DEMO_TRANSCRIPT = TRANSCRIPTS_DIR / "demo_read_edit.json"
+
+
+def resolve_transcript(name: str | os.PathLike[str]) -> str:
+    """A replay transcript path: a file, or the name of a packaged one (``demo``)."""
+    path = Path(name).expanduser()
+    if path.is_file():
+        return str(path.resolve())
+    for candidate in (TRANSCRIPTS_DIR / str(name), TRANSCRIPTS_DIR / f"{name}.json",
+                      DEMO_TRANSCRIPT if str(name) == "demo" else None):
+        if candidate is not None and candidate.is_file():
+            return str(candidate)
+    raise FileNotFoundError(f"no such transcript: {name} (a .json file, or 'demo')")
+
 __all__ = ["TRANSCRIPT_FORMAT", "load_transcript", "transcript_script", "record_transcript",
            "TranscriptRecorder"]
 

@@ -133,3 +133,28 @@ async def test_second_send_while_running_is_refused(tools):
         async for _ in events:
             pass
     assert run.terminal.reason == TerminalReason.COMPLETED
+
+
+async def test_a_runs_own_mode_and_model_apply_to_that_run_only(tools):
+    import pytest
+
+    from jupyter_agent import Conversation
+
+    from .conftest import model_for
+
+    with FakeMessagesAPI([response(text("planned")), response(text("plain"))]) as api:
+        conversation = Conversation(model=model_for(api), tools=tools)
+        with pytest.raises(ValueError, match="Unknown permission mode 'yolo'"):
+            conversation.send("x", permission_mode="yolo")
+        assert conversation.permission_mode == "default" and conversation.runs == []
+        other = model_for(api)
+        other.name = "claude-other"
+        run = conversation.send("plan it", permission_mode="plan", model=other)
+        assert conversation.permission_mode == "plan" and run.model_name == "claude-other"
+        await run.wait()
+        assert conversation.permission_mode == "default"
+        plain = conversation.send("again")
+        await plain.wait()
+        assert plain.model_name == "claude-test"
+        assert "plan mode" in str(api.requests[0].body["system"]).lower()
+        assert "plan mode" not in str(api.requests[1].body["system"]).lower()
