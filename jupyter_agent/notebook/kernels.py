@@ -280,10 +280,11 @@ def _kernel_installed(name: str) -> bool:
 
 
 def kernel_pool(session: dict[str, Any]) -> KernelPool:
-    """The conversation's pool (created on first use, with tcp transport)."""
+    """The conversation's pool (created on first use). Its kernels talk over local ipc
+    sockets: nothing listens on a TCP port, and ipykernel has no plain-TCP warning to print."""
     pool = session.get("kernels")
     if pool is None:
-        pool = session["kernels"] = KernelPool()
+        pool = session["kernels"] = KernelPool(transport="ipc")
     return pool
 
 

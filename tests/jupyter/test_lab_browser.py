@@ -7,9 +7,9 @@ Skipped unless JupyterLab, Python playwright and /usr/bin/chromium are installed
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,10 +22,13 @@ import pytest
 from jupyter_agent.testing import FakeMessagesAPI, response, text, thinking, tool_use
 
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(
-    not (Path(CHROMIUM).exists() and shutil.which("jupyter-lab")
-         and __import__("importlib").util.find_spec("playwright")),
-    reason="needs jupyterlab, playwright and the Debian chromium package")
+HAVE_BROWSER = bool(Path(CHROMIUM).exists() and importlib.util.find_spec("jupyterlab")
+                    and importlib.util.find_spec("playwright"))
+if not HAVE_BROWSER and os.environ.get("JUPYTER_AGENT_REQUIRE_BROWSER"):
+    raise RuntimeError("JUPYTER_AGENT_REQUIRE_BROWSER is set but jupyterlab, playwright or "
+                       "/usr/bin/chromium is missing: `./dev test` installs them")
+pytestmark = pytest.mark.skipif(not HAVE_BROWSER,
+                                reason="needs jupyterlab, playwright and the Debian chromium package")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
