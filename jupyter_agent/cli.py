@@ -134,29 +134,40 @@ class TerminalDisplay:
             self.err.flush()
 
 
-def terminal_approver(err: TextIO = sys.stderr) -> Any:
+def terminal_approver(err: TextIO = sys.stderr, policy: Any = None) -> Any:
     """``can_use_tool`` that asks on the terminal: y = allow, a = always, n = deny,
-    anything else = deny with that text as feedback to the model."""
-    from .loop.permission_result import PermissionAllow, PermissionDeny
+    anything else = deny with that text as feedback to the model.
 
-    async def can_use_tool(tool_name: str, input: dict[str, Any], ask: Any) -> Any:
-        err.write(redact(f"\n✋ {tool_name} wants approval: {ask.message}\n"
-                         f"{json.dumps(input, indent=1, ensure_ascii=False)[:2000]}\n"))
-        if ask.diff:
-            err.write(redact(ask.diff[:4000]) + "\n")
-        err.write("Allow? [y]es / [a]lways / [n]o, or type feedback to deny with it: ")
-        err.flush()
-        answer = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-        answer = answer.strip()
-        if answer.lower() in ("y", "yes"):
-            return PermissionAllow()
-        if answer.lower() in ("a", "always"):
-            return PermissionAllow(always=tuple(ask.suggested_rules) or (tool_name,))
-        if answer.lower() in ("", "n", "no"):
-            return PermissionDeny("The user denied this call.", interrupt=True)
-        return PermissionDeny(answer)
+    It is a :class:`~jupyter_agent.permissions.ApprovalBroker` whose listener asks, one
+    question at a time; a request that an earlier "always" (checked against ``policy``)
+    already released is not asked.
+    """
+    from .permissions import ApprovalBroker, ApprovalRequest
 
-    return can_use_tool
+    turn = asyncio.Lock()  # concurrent asks must not interleave their prompts on one terminal
+
+    async def ask_on_terminal(request: ApprovalRequest) -> None:
+        async with turn:
+            await broker.drain()  # an "always" answered just before may have released this one
+            if request.done:
+                return
+            err.write(redact(f"\n✋ {request.tool_name} wants approval: {request.message}\n"
+                             f"{json.dumps(request.input, indent=1, ensure_ascii=False)[:2000]}\n"))
+            if request.diff:
+                err.write(redact(request.diff[:4000]) + "\n")
+            err.write("Allow? [y]es / [a]lways / [n]o, or type feedback to deny with it: ")
+            err.flush()
+            answer = (await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)).strip()
+            if answer.lower() in ("y", "yes"):
+                request.allow()
+            elif answer.lower() in ("a", "always"):
+                request.allow_always()
+            else:
+                request.deny(None if answer.lower() in ("", "n", "no") else answer)
+            await asyncio.wait({request.future}, timeout=1)  # the answer lands before the next question
+
+    broker = ApprovalBroker(policy, on_request=ask_on_terminal)
+    return broker
 
 
 async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -198,7 +209,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     display = TerminalDisplay(out, err, quiet=args.quiet)
     display.note(f"jupyter-agent · {conv.model_name} · mode {conv.permission_mode} · {notebook}"
                  + ("" if interactive else " · approvals: none (not a terminal): asks are denied"))
-    run = conv.send(prompt, can_use_tool=terminal_approver(err) if interactive else None)
+    run = conv.send(prompt, can_use_tool=terminal_approver(err, conv.permissions) if interactive else None)
     loop = asyncio.get_running_loop()
     stops = 0
 

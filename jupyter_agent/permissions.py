@@ -258,8 +258,12 @@ _ids = itertools.count(1)
 class ApprovalRequest:
     """One pending "ask": everything a person needs to decide, and how to answer.
 
-    ``await request`` gives the decision. ``allow``/``allow_always``/``deny`` may be
-    called from any thread (widget callbacks may run on another one).
+    ``await request`` gives the decision; the wait wakes every ``poll_s`` seconds, because
+    a kernel interrupt is not noticed while the loop only waits (DESIGN §4).
+    ``allow``/``allow_always``/``deny`` may be called from any thread (widget callbacks
+    may run on another one); the first answer wins. Once answered, ``feedback`` holds the
+    deny text and ``released_by`` the rules of another request's "Always allow" that
+    answered this one, so a UI can say what happened.
     """
 
     tool_name: str
@@ -269,6 +273,9 @@ class ApprovalRequest:
     id: int = field(default_factory=lambda: next(_ids))
     future: asyncio.Future = field(init=False)
     on_always: Callable[[ApprovalRequest, tuple[str, ...]], None] | None = None
+    poll_s: float = 0.1
+    feedback: str | None = field(default=None, init=False)
+    released_by: tuple[str, ...] = field(default=(), init=False)
 
     def __post_init__(self) -> None:
         self.future = self.loop.create_future()
@@ -289,20 +296,26 @@ class ApprovalRequest:
     def done(self) -> bool:
         return self.future.done()
 
-    def _resolve(self, result: PermissionAllow | PermissionDeny) -> None:
+    def _resolve(self, result: PermissionAllow | PermissionDeny, *, feedback: str | None = None,
+                 released_by: tuple[str, ...] = ()) -> None:
         def settle() -> None:
             if not self.future.done():
+                self.feedback, self.released_by = feedback, released_by
                 self.future.set_result(result)
                 if isinstance(result, PermissionAllow) and result.always and self.on_always:
                     self.on_always(self, result.always)
 
-        self.loop.call_soon_threadsafe(settle)
+        try:
+            self.loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop is closed: nobody awaits the answer any more
+            pass
 
     def allow(self, updated_input: dict[str, Any] | None = None) -> None:
         self._resolve(PermissionAllow(updated_input=updated_input))
 
     def allow_always(self, rules: Iterable[str] | None = None) -> None:
-        chosen = tuple(rules) if rules is not None else self.suggested_rules
+        """Allow, and add ``rules`` (default: the suggested ones, else the tool's name) for the session."""
+        chosen = tuple(rules) if rules is not None else (self.suggested_rules or (self.tool_name,))
         for rule in chosen:
             Rule.parse(rule)  # refuse a bad rule now, in the UI, not later in the loop
         self._resolve(PermissionAllow(always=chosen))
@@ -311,31 +324,41 @@ class ApprovalRequest:
         """Refuse. Without feedback the turn stops (``aborted_tools``); with it the model reads it."""
         if feedback and feedback.strip():
             self._resolve(PermissionDeny(f"{DENIED.split(' STOP')[0]} To tell you how to proceed, the user said:\n"
-                                         f"{feedback.strip()}"))
+                                         f"{feedback.strip()}"), feedback=feedback.strip())
         else:
             self._resolve(PermissionDeny(DENIED, interrupt=True))
 
+    async def wait(self) -> PermissionAllow | PermissionDeny:
+        """The decision; wakes every ``poll_s`` so an interrupt or a cancel is noticed."""
+        while not self.future.done():
+            await asyncio.wait({self.future}, timeout=self.poll_s)
+        return self.future.result()
+
     def __await__(self):
-        return self.future.__await__()
+        return self.wait().__await__()
 
 
 class ApprovalBroker:
     """A ``can_use_tool`` callback that turns each ask into an :class:`ApprovalRequest`.
 
-    ``listeners`` are called with every new request (a UI shows its card); ``pending``
+    ``listeners`` are called with every new request (a UI shows its card and may watch
+    ``request.future`` to learn the outcome, which is cancelled if the wait is); ``pending``
     lists the unanswered ones. When one is answered "always", the new rules go to the
-    policy at once and every other pending request they now cover is allowed too.
+    policy at once and every other pending request the policy's ``would_allow`` now
+    covers is allowed too (without such a policy, only the answered one is).
     """
 
     def __init__(self, policy: Permissions | None = None,
-                 on_request: Callable[[ApprovalRequest], Any] | None = None):
+                 on_request: Callable[[ApprovalRequest], Any] | None = None, poll_s: float = 0.1):
         self.policy = policy
         self.listeners: list[Callable[[ApprovalRequest], Any]] = [on_request] if on_request else []
         self.pending: list[ApprovalRequest] = []
+        self.poll_s = poll_s
         self._tasks: set[asyncio.Task] = set()
 
     async def __call__(self, tool_name: str, input: dict[str, Any], ask: PermissionAsk) -> PermissionAllow | PermissionDeny:
-        request = ApprovalRequest(tool_name, dict(input), ask, asyncio.get_running_loop(), on_always=self._always)
+        request = ApprovalRequest(tool_name, dict(input), ask, asyncio.get_running_loop(), on_always=self._always,
+                                  poll_s=self.poll_s)
         self.pending.append(request)
         try:
             for listener in list(self.listeners):
@@ -346,17 +369,25 @@ class ApprovalBroker:
         finally:
             if request in self.pending:
                 self.pending.remove(request)
+            request.future.cancel()  # no-op once answered; tells listeners a cancelled wait ended
+
+    async def drain(self) -> None:
+        """Wait until the releases started by "Always allow" answers have run."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _always(self, request: ApprovalRequest, rules: tuple[str, ...]) -> None:
-        if self.policy is None:
+        add = getattr(self.policy, "add_session_rules", None)
+        if callable(add):
+            add(rules)  # now, so the release below sees them (the loop adds them again; idempotent)
+        if not callable(getattr(self.policy, "would_allow", None)):
             return
-        self.policy.add_session_rules(rules)
-        task = asyncio.get_running_loop().create_task(self._release_covered(request))
+        task = asyncio.get_running_loop().create_task(self._release_covered(request, rules))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _release_covered(self, answered: ApprovalRequest) -> None:
+    async def _release_covered(self, answered: ApprovalRequest, rules: tuple[str, ...]) -> None:
         assert self.policy is not None
         for other in list(self.pending):
             if other is not answered and not other.done and await self.policy.would_allow(other.tool_name, other.input):
-                other.allow()
+                other._resolve(PermissionAllow(), released_by=rules)

@@ -255,3 +255,40 @@ async def test_a_ui_thread_can_answer(ws):
 
     result = await call_tool(ctx, "Write", {"file_path": "t.txt", "content": "t"}, ApprovalBroker(on_request=on_request))
     assert not result.get("is_error") and (ws / "t.txt").read_text() == "t"
+
+
+async def test_awaiting_a_request_wakes_periodically_and_a_cancelled_wait_ends_it(monkeypatch):
+    """A kernel interrupt is only noticed when the loop wakes (DESIGN §4): the wait must not
+    block on the Future alone. Cancelling the wait cancels the request, so a UI learns of it."""
+    assert ApprovalBroker().poll_s <= 0.1
+    timeouts, real_wait = [], asyncio.wait
+
+    def counting_wait(*args, **kwargs):
+        timeouts.append(kwargs.get("timeout"))
+        return real_wait(*args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "wait", counting_wait)
+    seen = []
+    broker = ApprovalBroker(on_request=seen.append, poll_s=0.01)
+    waiting = asyncio.ensure_future(broker("Write", {"file_path": "x"}, PermissionAsk("Write x")))
+    await asyncio.sleep(0.15)
+    assert len(timeouts) >= 5 and set(timeouts) == {0.01}
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    assert seen[0].future.cancelled() and broker.pending == []
+
+
+async def test_allow_always_without_a_policy_answers_only_that_request():
+    broker = ApprovalBroker(on_request=lambda request: None)
+    asks = [asyncio.ensure_future(broker("Write", {"file_path": name}, PermissionAsk("w"))) for name in "ab"]
+    for _ in range(100):
+        if len(broker.pending) == 2:
+            break
+        await asyncio.sleep(0.01)
+    broker.pending[0].allow_always()
+    assert (await asyncio.wait_for(asks[0], 2)).always == ("Write",)  # no suggestion: the tool's name
+    await broker.drain()
+    await asyncio.sleep(0.05)
+    assert not asks[1].done()
+    broker.pending[0].deny()
+    assert (await asyncio.wait_for(asks[1], 2)).interrupt

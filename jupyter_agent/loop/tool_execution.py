@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
+from ..permissions import DENIED
 from ..tools.base import Tool, ToolContext, ToolError, ToolOutput
 from .events import ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
@@ -181,7 +182,7 @@ async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: T
     if inspect.isawaitable(answer):
         answer = await answer
     if isinstance(answer, bool):  # a plain yes/no from a simple callback
-        answer = PermissionAllow() if answer else PermissionDeny("The user denied this call.")
+        answer = PermissionAllow() if answer else PermissionDeny(DENIED, interrupt=True)
     if not isinstance(answer, (PermissionAllow, PermissionDeny)):
         return PermissionDeny(f"can_use_tool returned {type(answer).__name__}; expected allow or deny.")
     if isinstance(answer, PermissionAllow) and answer.always:

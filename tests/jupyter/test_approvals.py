@@ -7,6 +7,7 @@ import threading
 
 from jupyter_agent.loop.permission_result import PermissionAllow, PermissionAsk, PermissionDeny
 from jupyter_agent.jupyter.runmodel import RunModel
+from jupyter_agent.permissions import DENIED
 
 from .helpers import record_widget_messages, response_events
 
@@ -63,12 +64,19 @@ async def test_deny_with_and_without_feedback(monkeypatch):
     cards[0].feedback.value = "Use x = 3 instead."
     click_from_thread(cards[0].deny)
     click_from_thread(cards[1].deny)
-    assert await asyncio.wait_for(first, 2) == PermissionDeny("Use x = 3 instead.")
-    assert await asyncio.wait_for(second, 2) == PermissionDeny("The user denied this call.", interrupt=True)
+    told = await asyncio.wait_for(first, 2)  # the model reads the feedback and goes on
+    assert told == PermissionDeny(f"{DENIED.split(' STOP')[0]} To tell you how to proceed, the user said:\n"
+                                  "Use x = 3 instead.")
+    assert await asyncio.wait_for(second, 2) == PermissionDeny(DENIED, interrupt=True)
+    assert view.approvals.children == ()
 
 
-async def test_always_allow_adds_rules_and_releases_matching_pending_calls(monkeypatch):
+async def test_always_allow_without_a_policy_allows_only_the_clicked_card(monkeypatch):
+    """The rules go back to the loop (which adds them); releasing other cards needs a policy
+    to ask (see the test with the real policy below)."""
     model, view, broker = make(monkeypatch)
+    for event in response_events([{"type": "tool_use", "id": "t1", "name": "Edit", "input": EDIT}]):
+        model.handle(event)
     first = asyncio.ensure_future(broker.can_use_tool("Edit", EDIT, ASK))
     same_file = asyncio.ensure_future(broker.can_use_tool("Edit", {**EDIT, "new_string": "x = 5"}, ASK))
     other = asyncio.ensure_future(broker.can_use_tool("Write", {"file_path": "b.py", "content": ""},
@@ -76,10 +84,12 @@ async def test_always_allow_adds_rules_and_releases_matching_pending_calls(monke
     cards = await pending_cards(view, 3)
     click_from_thread(cards[0].always)
     assert await asyncio.wait_for(first, 2) == PermissionAllow(always=("Edit(a.py)",))
-    assert await asyncio.wait_for(same_file, 2) == PermissionAllow()
-    assert not other.done()  # a Write is not covered by Edit(a.py)
+    assert model.tools()[0].decision == "Always allowed by you (Edit(a.py) for this session)."
+    await asyncio.sleep(0.1)
+    assert not same_file.done() and not other.done() and len(view.approvals.children) == 2
     broker.cancel_all()
-    assert (await asyncio.wait_for(other, 2)).interrupt
+    assert (await asyncio.wait_for(same_file, 2)) == PermissionDeny(DENIED, interrupt=True)
+    assert (await asyncio.wait_for(other, 2)).interrupt and view.approvals.children == ()
 
 
 async def test_stop_denies_what_is_pending_and_a_cancelled_wait_cleans_up(monkeypatch):
@@ -127,6 +137,7 @@ async def test_always_allow_asks_the_policy_what_else_it_now_allows(monkeypatch,
     assert (await asyncio.wait_for(first, 2)).always == asks[0].suggested_rules
     released = await asyncio.wait_for(second, 2)
     assert released == PermissionAllow() and await policy.would_allow("Write", write_b, context)
+    assert len(broker.view.approvals.children) == 1  # the released card is gone, the outside one stays
     await asyncio.sleep(0.1)
     assert not third.done()  # Edit(./**) does not cover a file outside the working directory
     broker.cancel_all()
