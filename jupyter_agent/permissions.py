@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .loop.permission_result import (
+    DENIED,
     PermissionAllow,
     PermissionAsk,
     PermissionDeny,
@@ -249,8 +250,6 @@ class Permissions:
 
 # --- approvals -----------------------------------------------------------------------------
 
-DENIED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (if it was an edit, "
-          "nothing was written). STOP what you are doing and wait for the user to tell you how to proceed.")
 _ids = itertools.count(1)
 
 

@@ -14,6 +14,12 @@ if TYPE_CHECKING:
     from ..tools.base import Tool, ToolContext
 
 
+#: What the model reads when a person says no without a word (Claude Code's wording, which
+#: Claude models are trained on): stop, rather than try the same thing another way.
+DENIED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (if it was an edit, "
+          "nothing was written). STOP what you are doing and wait for the user to tell you how to proceed.")
+
+
 @dataclass(frozen=True)
 class PermissionAllow:
     """Run the call, with ``updated_input`` instead of the model's input if given.

@@ -19,12 +19,11 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from ..permissions import DENIED
 from ..tools.base import Tool, ToolContext, ToolError, ToolOutput
 from .events import ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import cut_middle, tool_result_block
-from .permission_result import PermissionAllow, PermissionAsk, PermissionDeny
+from .permission_result import DENIED, PermissionAllow, PermissionAsk, PermissionDeny
 
 #: Error text longer than this is cut in the middle (the model needs head and tail).
 MAX_ERROR_CHARS = 10_000

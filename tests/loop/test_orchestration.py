@@ -181,3 +181,14 @@ async def test_calls_cancelled_before_their_first_step_still_get_results(tools, 
     results = {e.tool_use_id: e.block for e in events if isinstance(e, ToolResult)}
     assert set(results) == {c["id"] for c in calls}
     assert all(r["is_error"] and "Interrupted" in r["content"] for r in results.values())
+
+
+async def test_a_plain_no_from_can_use_tool_stops_the_turn_with_claude_codes_wording(tools):
+    from jupyter_agent.loop.permission_result import DENIED
+
+    with FakeMessagesAPI([response(tool_use("Change", {"seconds": 0}))]) as api:
+        run = run_query(api, "go", tools, can_use_tool=lambda name, input, ask: False)
+        terminal = await run.wait()
+        assert len(api.requests) == 1
+    assert terminal.reason == TerminalReason.ABORTED_TOOLS
+    assert run.state.messages[-1]["content"][0]["content"] == DENIED
