@@ -1,21 +1,35 @@
 """The chat panel: ``jupyter_agent.chat()`` shows a multi-turn chat in the notebook.
 
 It is a view of the same conversation as the ``%%agent`` cells (one
-:class:`~.session.AgentSession` per kernel), drawn with the same renderer: each turn
+:class:`~.session.AgentSession` per kernel), drawn with the same renderer: each running turn
 is a :class:`~.runview.RunView`, with its approval cards and Stop. Turns started from
 ``%%agent`` cells appear here too (a widget can be shown in several places).
+
+A widget needs a kernel to render: a saved notebook (reopened, on GitHub, nbviewer,
+or executed headless) would show only "model not found". So the panel displays as two
+outputs: a static Markdown transcript (``display_id``), then the live widget. As each
+turn ends it leaves the widget and its Markdown joins the transcript via
+``update_display``, the way an ``%%agent`` cell's widget is replaced by its transcript
+(``handle.py``). Live, nothing is shown twice; saved, the transcript has every turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import ipywidgets as w
 
 from .cards import esc
 from .config import PERMISSION_MODES
+from .redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
+from .transcript import transcript_markdown, transcript_plain
+
+#: What stands for the widget where widgets cannot render (consoles, GitHub's text view).
+WIDGET_PLAIN = ("jupyter-agent chat (the live panel needs a running kernel; the transcript "
+                "above shows the turns it ran)")
 
 
 def _bubble(text: str) -> w.HTML:
@@ -46,12 +60,45 @@ def _history_html(messages: list[dict[str, Any]]) -> str:
             f"({len(messages)} messages)</summary>{''.join(rows)}</details>")
 
 
+def chat_transcript_bundle(entries: list[tuple[str, Any]]) -> dict[str, str]:
+    """The static record of a panel: every ended turn (Markdown via ``transcript.py``, so
+    redacted) and each "new conversation" note, plus a plain-text fallback.
+
+    ``entries`` are ``("turn", (handle, here))`` (``here``: sent from this panel) and
+    ``("note", text)``. Before the first turn ends the record is empty, so a fresh
+    panel adds no visible output.
+    """
+    if not entries:
+        return {"text/plain": ""}
+    md = ["**🤖 jupyter-agent chat** · the turns this panel ran (saved with the notebook)"]
+    plain = ["jupyter-agent chat"]
+    turn = 0
+    for kind, value in entries:
+        if kind == "note":
+            md.append(f"---\n\n*{value}*")
+            plain.append(f"-- {value}")
+            continue
+        handle, here = value
+        turn += 1
+        where = "" if here else " (started outside this panel)"
+        md.append(transcript_markdown(handle.model, title=f"Chat #{turn}{where}"))
+        plain.append(f"> {handle.prompt}\n{transcript_plain(handle.model)}")
+    return {"text/markdown": redact("\n\n".join(md)), "text/plain": redact("\n\n".join(plain))}
+
+
 class ChatPanel(w.VBox):
-    """Conversation view, input box, Send, Stop, permission-mode switch, New."""
+    """Conversation view, input box, Send, Stop, permission-mode switch, New; displayed,
+    also the static transcript of its ended turns (see module docstring)."""
 
     def __init__(self, session: AgentSession | None = None) -> None:
         self.session = session or get_session()
         self.loop = asyncio.get_event_loop()
+        self.display_id = f"jupyter-agent-chat-{uuid.uuid4().hex}"
+        #: what the static transcript records, in order: ("turn", (handle, here)) once a
+        #: turn has ended, ("note", text) for a new conversation
+        self.entries: list[tuple[str, Any]] = []
+        self._displayed = False
+        self._sending = False  # set while send() starts a run: its turn is "here"
         conv = self.session.conversation
         self.mode = w.Dropdown(options=PERMISSION_MODES, value=conv.permission_mode,
                                description="Mode", layout=w.Layout(width="240px"))
@@ -81,6 +128,18 @@ class ChatPanel(w.VBox):
         if self.session.active is not None and self.session.active.view is not None:
             self._run_started(self.session.active)
 
+    # -- sending -------------------------------------------------------------------------
+    def send(self, prompt: str, *, batch: bool | None = None) -> Any:
+        """Send ``prompt`` as the next turn, as the Send button does; returns the run
+        (``await panel.send("...").wait()`` waits for its end). Raises what
+        :meth:`AgentSession.start` raises. ``batch=None``: approval cards unless a batch
+        runner (nbclient, papermill) executes the notebook."""
+        self._sending = True
+        try:
+            return self.session.start(prompt, batch=batch)
+        finally:
+            self._sending = False
+
     # -- loop thread ---------------------------------------------------------------------
     def _send(self) -> None:
         prompt = self.input.value.strip()
@@ -88,24 +147,34 @@ class ChatPanel(w.VBox):
             self._say("Write a message first.")
             return
         try:
-            self.session.start(prompt, batch=False)
+            # a click means a person is here, whatever request the kernel saw last
+            self.send(prompt, batch=False)
         except (AgentBusy, NoApiKey, ValueError) as exc:
             self._say(str(exc), error=True)
             return
         self.input.value = ""
 
     def _run_started(self, handle: Any) -> None:
-        """A run of the conversation started (here or in a cell): show it as a turn."""
-        if handle.view is None:
-            return
-        self.turns.children = (*self.turns.children, _bubble(handle.prompt), handle.view)
+        """A run of the conversation started (here or in a cell): show it live as a turn;
+        when it ends, move it from the widget into the static transcript."""
+        here = self._sending
+        shown: tuple[w.Widget, ...] = ()
+        if handle.view is not None:
+            shown = (_bubble(handle.prompt), handle.view)
+            self.turns.children = (*self.turns.children, *shown)
         self._busy(True)
         self._say("")
 
         def ended(h: Any) -> None:
+            self.entries.append(("turn", (h, here)))
+            # transcript first, then drop the live turn: no moment shows it twice or not at all
+            self._update_transcript()
+            if shown:
+                self.turns.children = tuple(c for c in self.turns.children if c not in shown)
+                shown[0].close()  # the bubble is ours; the view belongs to the run's handle
             self._busy(False)
             reason = h.terminal.reason.value if h.terminal is not None else "error"
-            self._say(f"Turn ended: <code>{esc(reason)}</code> (see the end of the turn for what it means).")
+            self._say(f"Turn ended: <code>{esc(reason)}</code> (the transcript above shows the turn).")
 
         handle.add_done_callback(ended)
 
@@ -123,6 +192,9 @@ class ChatPanel(w.VBox):
                 child.close()
         self.turns.children = ()
         self.history.value = ""
+        if self.entries:
+            self.entries.append(("note", "New conversation: the agent did not see the turns above."))
+            self._update_transcript()
         self._say("New conversation: the agent will not see the earlier turns.")
 
     def _mode_changed(self, change: dict[str, Any]) -> None:
@@ -137,6 +209,31 @@ class ChatPanel(w.VBox):
         color = "#c5221f" if error else "#666"
         self.status.value = f'<span style="color:{color};white-space:pre-wrap">{text if not error else esc(text)}</span>'
 
+    # -- display -------------------------------------------------------------------------
+    def transcript_bundle(self) -> dict[str, str]:
+        """The static transcript as it stands (what the saved notebook keeps)."""
+        return chat_transcript_bundle(self.entries)
+
+    def _ipython_display_(self) -> None:
+        """Two outputs: the static transcript (updated as turns end), then the widget."""
+        from IPython.display import display
+
+        self._displayed = True
+        display(self.transcript_bundle(), raw=True, display_id=self.display_id)
+        display({"application/vnd.jupyter.widget-view+json": {
+            "version_major": 2, "version_minor": 0, "model_id": self.model_id},
+            "text/plain": WIDGET_PLAIN}, raw=True)
+
+    def _update_transcript(self) -> None:
+        if not self._displayed:
+            return  # shown inside another widget, or not at all: nothing to update
+        from IPython.display import update_display
+
+        try:
+            update_display(self.transcript_bundle(), raw=True, display_id=self.display_id)
+        except Exception:  # no frontend (plain Python): the record is on self.entries
+            pass
+
     def close(self) -> None:
         if self._run_started in self.session.listeners:
             self.session.listeners.remove(self._run_started)
@@ -146,7 +243,9 @@ class ChatPanel(w.VBox):
 def chat(show: bool = True, session: AgentSession | None = None) -> ChatPanel | None:
     """Show the chat panel for this kernel's conversation (the one ``%%agent`` uses).
 
-    ``chat()`` displays it; ``chat(show=False)`` returns the widget instead.
+    ``chat()`` displays it; ``chat(show=False)`` returns the widget instead (displaying
+    it, e.g. as a cell's last expression, also shows its static transcript; use
+    ``panel.send("...")`` to send a message from code).
     """
     panel = ChatPanel(session)
     if not show:

@@ -1,16 +1,19 @@
 """The chat panel in a real kernel: type, Send, approve, Stop, switch mode; it shares the
-conversation (and the notebook it lives in) with the `%%agent` cells."""
+conversation (and the notebook it lives in) with the `%%agent` cells; each ended turn
+moves from the widget into the cell's static Markdown transcript (also when nbclient
+executes the notebook headless)."""
 
 from __future__ import annotations
 
 import nbformat
 import pytest
 import pytest_asyncio
+from nbclient import NotebookClient
 
-from jupyter_agent.testing import response, text, tool_use
+from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 
 from .frontend import Frontend, isolated_env
-from .test_kernel_magic import display_id_of, transcript
+from .test_kernel_magic import VIEW, display_id_of, transcript
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -34,6 +37,24 @@ def ended(kernel, n: int) -> bool:
     return kernel.widget_text().count("Ended: <code>") >= n
 
 
+def chat_outputs(result) -> tuple[str, str]:
+    """The (display id of the static transcript, model id of the widget) a chat() cell showed."""
+    shown = [o for o in result["outputs"] if o["msg_type"] == "display_data"]
+    assert [VIEW in o["data"] for o in shown] == [False, True], shown  # transcript above the widget
+    assert shown[0]["data"] == {"text/plain": ""}  # nothing visible before a turn ends
+    return shown[0]["transient"]["display_id"], shown[1]["data"][VIEW]["model_id"]
+
+
+def shown_in(kernel, model_id: str) -> str:
+    """The text of the widgets the panel ``model_id`` shows now (its children, recursively)."""
+    state = kernel.widgets.get(model_id, {})
+    parts = [state["value"]] if isinstance(state.get("value"), str) else []
+    parts += [str(out.get("data", {}).get("text/markdown", "")) for out in state.get("outputs") or []]
+    for child in state.get("children") or []:
+        parts.append(shown_in(kernel, child.removeprefix("IPY_MODEL_")))
+    return "\n".join(parts)
+
+
 async def send(kernel, message: str) -> None:
     textarea = (await kernel.until(lambda: kernel.of_model("TextareaModel"), 5, "the input box"))[-1]
     kernel.set_value(textarea, message)
@@ -43,15 +64,23 @@ async def send(kernel, message: str) -> None:
 async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, api, module_tmp):
     target = module_tmp / "chat.txt"
     script(response(text("Writing chat.txt."), tool_use("Write", {"file_path": str(target), "content": "hi"})),
-           response(text("Done.")),
+           response(text(f"Done. (The key was {api.api_key}.)")),
            response(text("Your first message asked me to write chat.txt.")),
            response(text("Yes, this is the chat again.")))
     result = await kernel.execute("jupyter_agent.chat()")
     assert result["reply"]["status"] == "ok"
+    transcript_id, panel = chat_outputs(result)
     await send(kernel, "Write hi to chat.txt")
-    kernel.click(await kernel.button("Allow"))
-    await kernel.until(lambda: ended(kernel, 1), 10, "the first turn to end")
-    assert target.read_text() == "hi" and "Done." in kernel.widget_text()
+    allow = await kernel.button("Allow")
+    await kernel.until(lambda: "Writing chat.txt." in shown_in(kernel, panel), 5, "the turn live in the widget")
+    assert not kernel.display_updates(transcript_id)  # not in the transcript while live
+    kernel.click(allow)
+    md = await transcript(kernel, transcript_id)
+    # the ended turn is in the static transcript (secrets redacted) and no longer in the widget
+    assert "Write hi to chat.txt" in md and "Done." in md and "**Ended: `completed`**" in md
+    assert api.api_key not in md and "[redacted ANTHROPIC_API_KEY]" in md
+    await kernel.until(lambda: "Writing chat.txt." not in shown_in(kernel, panel), 5, "the turn to leave the widget")
+    assert target.read_text() == "hi" and "Turn ended: <code>completed" in shown_in(kernel, panel)
     # the model was told which notebook it lives in; ipython_config.py chose the model
     assert "analysis.ipynb" in str(api.requests[-2].body)
     assert api.requests[-2]["model"] == "claude-from-config"
@@ -65,6 +94,11 @@ async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, 
     await kernel.until(lambda: ended(kernel, 3), 10, "the third turn")
     sent = str(api.requests[-1]["messages"])
     assert "Write hi to chat.txt" in sent and "What was my first message?" in sent
+    # all three turns are in the transcript, the cell's one marked as such
+    await kernel.until(lambda: len(kernel.display_updates(transcript_id)) >= 3, 5, "the third update")
+    md = kernel.display_updates(transcript_id)[-1]["data"]["text/markdown"]
+    assert md.index("Write hi to chat.txt") < md.index("What was my first message?") < md.index("Is this the chat?")
+    assert "Chat #2 (started outside this panel)" in md and "Yes, this is the chat again." in md
 
 
 async def test_chat_stop_and_mode_switch(kernel, script):
@@ -82,3 +116,29 @@ async def test_chat_stop_and_mode_switch(kernel, script):
     await kernel.until(lambda: ended(kernel, before + 1), 10, "the stop")
     assert "aborted_streaming" in kernel.widget_text()
     await kernel.execute("%agent --permission-mode default")
+
+
+async def test_nbclient_keeps_the_chat_transcript_in_the_saved_notebook(tmp_path, monkeypatch):
+    """Headless: a cell shows the chat, the next sends a message from code and waits; the
+    update reaches the first cell's saved outputs."""
+    with FakeMessagesAPI([response(text(f"Hello from the chat. {FAKE_SECRET}"))]) as api:
+        for key, value in isolated_env(tmp_path, **api.env(), MY_SERVICE_TOKEN=FAKE_SECRET).items():
+            monkeypatch.setenv(key, value)
+        nb = nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell("import jupyter_agent\npanel = jupyter_agent.chat(show=False)\npanel"),
+            nbformat.v4.new_code_cell("run = await panel.send('Say hello').wait()\nprint(run.reason.value)"),
+        ])
+        await NotebookClient(nb, timeout=30, kernel_name="python3",
+                             resources={"metadata": {"path": str(tmp_path)}}).async_execute()
+        path = tmp_path / "chat.ipynb"
+        nbformat.write(nb, path)
+    saved = nbformat.read(path, as_version=4)
+    assert saved.cells[1].outputs[0]["text"] == "completed\n"
+    record, widget = saved.cells[0].outputs
+    md = record["data"]["text/markdown"]
+    assert "Say hello" in md and "Hello from the chat." in md and "**Ended: `completed`**" in md
+    assert VIEW in widget["data"] and "transcript above" in widget["data"]["text/plain"]
+    assert FAKE_SECRET not in path.read_text() and api.api_key not in path.read_text()
+
+
+FAKE_SECRET = "s3cr3t-value-for-the-test"
