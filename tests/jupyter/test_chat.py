@@ -80,7 +80,9 @@ async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, 
     assert "Write hi to chat.txt" in md and "Done." in md and "**Ended: `completed`**" in md
     assert api.api_key not in md and "[redacted ANTHROPIC_API_KEY]" in md
     await kernel.until(lambda: "Writing chat.txt." not in shown_in(kernel, panel), 5, "the turn to leave the widget")
-    assert target.read_text() == "hi" and "Turn ended: <code>completed" in shown_in(kernel, panel)
+    # the status line is its own widget update, which may come a frame later
+    await kernel.until(lambda: "Turn ended: <code>completed" in shown_in(kernel, panel), 5, "the end status")
+    assert target.read_text() == "hi"
     # the model was told which notebook it lives in; ipython_config.py chose the model
     assert "analysis.ipynb" in str(api.requests[-2].body)
     assert api.requests[-2]["model"] == "claude-from-config"
