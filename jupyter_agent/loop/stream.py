@@ -2,9 +2,10 @@
 
 ``stream_with_abort`` lets Stop interrupt a stream at once and makes a retry or
 fallback a hand-off: the model may start over only when the loop lets it. The rest
-decides what to keep of a response that broke off: its finished blocks, and for a
-tool that changes something, only calls the model had moved past (a cut-off reply
-closes its last block too, so that block may be cut short).
+decides what to keep of a response that broke off: its finished blocks, where a call
+that changes something runs only if the model had moved past it (a cut-off reply
+closes its last block too, so that block may be cut short); one still held gets an
+error result instead.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def completed_blocks(snapshot: dict[str, Any] | None, stopped: list[int]) -> lis
 
 
 def finished_part(snapshot: dict[str, Any] | None, stopped: list[int],
-                   executor: StreamingToolExecutor | None) -> list[dict[str, Any]]:
+                  executor: StreamingToolExecutor | None) -> list[dict[str, Any]]:
     """What to keep of a response that broke off: the blocks it finished. A call still
     held (the model had not moved on, so its input may be cut short) gets an error
     result instead of running."""

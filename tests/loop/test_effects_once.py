@@ -20,9 +20,11 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from jupyter_agent import ModelRetry, Notice, StreamEvent, TerminalReason, ToolStart, query
-from jupyter_agent.loop.permission_result import PermissionAllow
+from jupyter_agent.loop.permission_result import PermissionAllow, ToolCheckPolicy
 from jupyter_agent.notebook import KernelPool, close_session
-from jupyter_agent.testing import FakeMessagesAPI, cut_stream, pause, response, stall, text, tool_use
+from jupyter_agent.testing import (
+    FakeMessagesAPI, cut_stream, pause, response, stall, stream_error, text, tool_use,
+)
 from jupyter_agent.testing.sse import build_events
 from jupyter_agent.tools import ToolContext
 
@@ -187,26 +189,36 @@ async def test_a_call_held_when_the_stream_broke_gets_an_error_result(notebook):
     assert_paired(run.state.messages)
 
 
+class Stamped:
+    """The real model, noting when the loop received each stream event (first of a kind)."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.name, self.seen = inner, inner.name, {}
+
+    async def stream(self, request):
+        async for event in self.inner.stream(request):
+            if isinstance(event, StreamEvent):
+                self.seen.setdefault((event.type, event.index), time.perf_counter())
+            yield event
+
+
 async def test_read_only_calls_start_while_streaming_and_writes_wait_for_the_model(tools, timeline, allow_all):
     read = tool_use("Sleep", {"seconds": 0.01, "label": "read"})
     write = tool_use("Change", {"seconds": 0.01, "label": "write"})
     last_write = tool_use("Change", {"seconds": 0.01, "label": "last"})
     script = [response(read, pause(0.5), write, pause(0.5), text("more"), last_write, pause(0.5)),
               response(text("ok"))]
-    seen: dict[tuple[str, int | None], float] = {}
     with FakeMessagesAPI(script) as api:
-        run = run_query(api, "go", tools, can_use_tool=allow_all)
-        async for event in run:
-            if isinstance(event, StreamEvent):
-                seen.setdefault((event.type, event.index), time.perf_counter())
-    assert run.terminal.reason == TerminalReason.COMPLETED
-    span = {k: v[0] for k, v in timeline.spans.items()}
-    # the read-only call started at its block's stop, during the pause after it
-    assert span["read"] < seen[("content_block_start", 1)] - 0.3
-    # the write waited the 0.5 s pause for the next block to start...
-    assert span["write"] > seen[("content_block_stop", 1)] + 0.3
+        model = Stamped(model_for(api))
+        run = query("go", model=model, tools=tools, permissions=ToolCheckPolicy(), can_use_tool=allow_all)
+        assert (await run.wait()).reason == TerminalReason.COMPLETED
+    span, seen = {k: v[0] for k, v in timeline.spans.items()}, model.seen
+    # the read-only call started at its block's stop, before the next block began
+    assert seen[("content_block_stop", 0)] < span["read"] < seen[("content_block_start", 1)]
+    # the write waited for the next block to start (not its own stop, 0.5 s before)...
+    assert span["write"] > seen[("content_block_start", 2)]
     # ...and the last write for message_delta's stop_reason: tool_use
-    assert span["last"] > seen[("content_block_stop", 3)] + 0.3
+    assert span["last"] > seen[("message_delta", None)]
 
 
 async def test_a_write_started_by_stop_reason_tool_use_is_kept_when_message_stop_never_comes(tools, timeline,
@@ -224,3 +236,22 @@ async def test_a_write_started_by_stop_reason_tool_use_is_kept_when_message_stop
     assert run.state.transition.reason == "partial_response_kept"
     assert_paired(run.state.messages)
     assert [b["id"] for b in tool_uses(run.state.messages)] == [write["id"]]
+
+
+async def test_a_fallback_after_a_write_ran_keeps_it_and_goes_on_with_the_other_model(tools, timeline, allow_all):
+    write = tool_use("Change", {"seconds": 0.01, "label": "write"})
+    full = response(write, text("and then a long story " * 30))
+    broken = stream_error(after=events_through(full, "content_block_start", 1) + 2, base=full)
+    with FakeMessagesAPI([broken, response(text("ok"))], strict=False) as api:
+        run = run_query(api, "go", tools, can_use_tool=allow_all,
+                        model_options={"fallback_model": "claude-fallback", "fallback_after": 1})
+        events = [e async for e in run]
+        models = [r.body["model"] for r in api.requests]
+        assert api.rejections == []
+    assert run.terminal.reason == TerminalReason.COMPLETED
+    assert models == ["claude-test", "claude-fallback"]  # the next request, on the fallback model
+    assert [e.tool_use_id for e in events if isinstance(e, ToolStart)] == [write["id"]]
+    notice = next(e for e in events if isinstance(e, Notice) and e.kind == "partial_response_kept")
+    assert "claude-fallback" in notice.text
+    assert [b["id"] for b in tool_uses(run.state.messages)] == [write["id"]]
+    assert_paired(run.state.messages)
