@@ -41,8 +41,9 @@ async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSi
     done, aborted = object(), object()
 
     async def produce() -> None:
+        events = model.stream(request)
         try:
-            async for event in model.stream(request):
+            async for event in events:
                 if isinstance(event, (ModelRetry, ModelFallback)):
                     taken = asyncio.get_running_loop().create_future()
                     queue.put_nowait((event, taken))
@@ -54,6 +55,13 @@ async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSi
             raise
         except BaseException as exc:  # handed to the consumer, which decides
             queue.put_nowait(exc)
+        finally:
+            # Cancelled while waiting for a hand-off, the model's generator is paused at
+            # its yield: close it now (its own clean-up runs), not whenever it is collected.
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await close()
 
     producer = asyncio.ensure_future(produce())
     remove = signal.add_listener(lambda: queue.put_nowait(aborted))
