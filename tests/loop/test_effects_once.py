@@ -255,3 +255,29 @@ async def test_a_fallback_after_a_write_ran_keeps_it_and_goes_on_with_the_other_
     assert "claude-fallback" in notice.text
     assert [b["id"] for b in tool_uses(run.state.messages)] == [write["id"]]
     assert_paired(run.state.messages)
+
+
+async def test_the_real_read_starts_while_streaming_and_the_real_write_waits(tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n")
+    target = tmp_path / "b.txt"
+    context = ToolContext(cwd=tmp_path)
+    script = [response(tool_use("Read", {"file_path": "a.txt"}), pause(0.3),
+                       tool_use("Write", {"file_path": "b.txt", "content": "beta"}), pause(0.3), text("Done.")),
+              response(text("ok"))]
+    seen: dict[int, tuple[bool, bool]] = {}
+
+    class Watching(Stamped):
+        async def stream(self, request):
+            async for event in self.inner.stream(request):
+                if isinstance(event, StreamEvent) and event.type == "content_block_start":
+                    # what had happened by the time the model began block `index`
+                    seen[event.index] = (str(tmp_path / "a.txt") in context.read_file_state, target.exists())
+                yield event
+
+    with FakeMessagesAPI(script) as api:
+        run = query("copy", model=Watching(model_for(api)), cwd=tmp_path, context=context,
+                    permission_mode="acceptEdits")
+        assert (await run.wait()).reason == TerminalReason.COMPLETED
+    assert seen[1] == (True, False)  # Read ran during the pause after its block
+    assert seen[2] == (True, False)  # Write had not run during the pause after its block
+    assert target.read_text() == "beta"  # it ran once the next block began
