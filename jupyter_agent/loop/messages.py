@@ -29,8 +29,11 @@ def create_user_message(content: str | list[dict[str, Any]]) -> Message:
 
 
 def tool_result_block(tool_use_id: str, content: Any, *, is_error: bool = False) -> dict[str, Any]:
-    """A ``tool_result`` block; ``is_error`` is only written when true (as the API echoes it)."""
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    """A ``tool_result`` block; ``is_error`` is only written when true (as the API echoes it).
+
+    The content is made :func:`sendable` here too, so what the UI shows and saves is
+    what the model gets."""
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": sendable(content)}
     if is_error:
         block["is_error"] = True
     return block
@@ -171,3 +174,45 @@ def cut_middle(text: str, limit: int) -> str:
     half = max(limit // 2, 1)
     omitted = len(text) - 2 * half
     return f"{text[:half]}\n... [{omitted} characters cut] ...\n{text[-half:]}"
+
+
+def _sendable_text(text: str) -> str:
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        # Pairs of surrogates become the character they stand for; a lone one becomes U+FFFD.
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def sendable(value: Any) -> Any:
+    """``value`` (a message, a block, a list of them, a string) with no lone surrogate left.
+
+    A lone surrogate (``\\udce9`` from a file name that is not UTF-8, half an emoji in a
+    cell output, a model's ``\\ud800``) cannot be encoded as UTF-8, so a request holding
+    one fails before it leaves, and so does every later request with the same history.
+    Such characters become U+FFFD; everything else is returned as the same object, so
+    the request bytes stay stable from one turn to the next (prompt caching).
+    """
+    if isinstance(value, str):
+        return _sendable_text(value)
+    if isinstance(value, dict):
+        out = None
+        for key, item in value.items():
+            clean = sendable(item)
+            clean_key = _sendable_text(key) if isinstance(key, str) else key
+            if clean is not item or clean_key is not key:
+                if out is None:
+                    out = dict(value)
+                if clean_key is not key:
+                    del out[key]
+                out[clean_key] = clean
+        return value if out is None else out
+    if isinstance(value, (list, tuple)):
+        items = [sendable(item) for item in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value
