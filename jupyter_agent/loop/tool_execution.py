@@ -1,8 +1,9 @@
 """One tool call, from ``tool_use`` block to ``tool_result`` block (seed: ``runToolUse``).
 
 In order: unknown tool, already aborted, schema validation, ``validate_input``,
-PreToolUse hooks, the permission decision, ``call`` (with a timeout), PostToolUse
-hooks. Every path ends in exactly one ``tool_result`` with the ``tool_use`` id;
+``prepare`` (the call planned once: resolved paths, an edit's change and the hash it
+is based on), PreToolUse hooks, the permission decision on that plan, ``call``
+(which carries the plan out, with a timeout), PostToolUse hooks. Every path ends in exactly one ``tool_result`` with the ``tool_use`` id;
 a failing tool never raises into the loop. Only cancellation (Stop) propagates, and
 the caller turns that into a result too.
 """
@@ -98,7 +99,7 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
     if problem:
         return _error(tool_use_id, problem)
     context = env.context.for_call(tool_use_id, lambda data: env.emit(ToolProgress(tool_use_id, name, data)))
-    problem = await tool.validate_input(parsed, context)
+    problem = await _prepare(tool, parsed, context)
     if problem:
         return _error(tool_use_id, problem)
 
@@ -115,6 +116,7 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
         if verdict.updated_input is not None:
             raw_input = verdict.updated_input
             parsed, problem = _validate(tool, raw_input)
+            problem = problem or await _prepare(tool, parsed, context)
             if problem:
                 return _error(tool_use_id, f"A hook changed the input into something invalid. {problem}")
         hook_approved = hook_approved or verdict.decision == "allow"
@@ -128,6 +130,7 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
         if decision.updated_input is not None:
             raw_input = decision.updated_input
             parsed, problem = _validate(tool, raw_input)
+            problem = problem or await _prepare(tool, parsed, context)
             if problem:
                 return _error(tool_use_id, problem)
 
@@ -156,6 +159,22 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
         if verdict.stop:
             env.control.hook_stop_message = verdict.message or "A PostToolUse hook stopped the run."
     return tool_result_block(tool_use_id, content, is_error=is_error)
+
+
+async def _prepare(tool: Tool, parsed: Any, context: ToolContext) -> str | None:
+    """``validate_input``, then plan the call once (``context.prepared``); a problem's text, or None."""
+    problem = await tool.validate_input(parsed, context)
+    if problem:
+        return problem
+    try:
+        context.prepared = await tool.prepare(parsed, context)
+        return context.prepared.problem
+    except ToolError as exc:
+        return str(exc) or f"{tool.name} cannot run with this input."
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a tool bug must not take the loop down
+        return f"{tool.name} failed: {type(exc).__name__}: {exc}"
 
 
 def _validate(tool: Tool, raw_input: dict[str, Any]) -> tuple[Any, str | None]:
