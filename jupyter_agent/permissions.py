@@ -28,6 +28,7 @@ import asyncio
 import itertools
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,17 +207,24 @@ class Permissions:
                                    for r in allow_rules):
                     return PermissionAsk(f"{own_message} {path.real} is a protected path ({hit.reason}); it always "
                                          "needs approval.", diff, (f"{tool.name}({escape_glob(str(path.real))})",))
-        if self.mode == "bypassPermissions":
-            return PermissionAllow()
-        if any(self._matches(r, tool, input, paths, ctx, real_only=True) for r in allow_rules):
+        allowed_by_rule = any(self._matches(r, tool, input, paths, ctx, real_only=True) for r in allow_rules)
+        if prepared.runs_code and not allowed_by_rule:
+            # Code that runs can write anything, safety paths included, and cannot be checked
+            # path by path: it asks in every mode, bypassPermissions too, unless a rule allows it.
+            return PermissionAsk(f"{own_message} (Running code always asks unless an allow rule covers it, "
+                                 "in every permission mode.)", diff, own_rules)
+        if self.mode == "bypassPermissions" or allowed_by_rule:
             return PermissionAllow()
         roots = self.allowed_roots(ctx)
         outside = [p for p in paths if not any(is_within(p.real, root) for root in roots)]
-        if outside:
-            folder = outside[0].real if outside[0].real.is_dir() else outside[0].real.parent
-            rules = own_rules if not read_only else (f"Read({folder}/**)",)
-            return PermissionAsk(f"{own_message} {outside[0].real} is outside the working folders "
-                                 f"({', '.join(map(str, roots))}).", diff, rules)
+        linked = [p for p in paths if p not in outside and _hard_linked(p)]
+        if outside or linked:
+            place = (outside or linked)[0].real
+            folder = place if place.is_dir() else place.parent
+            rules = own_rules if not read_only else (f"Read({escape_glob(str(folder))}/**)",)
+            why = (f"is outside the working folders ({', '.join(map(str, roots))})" if outside else
+                   "has other hard links, which may be outside the working folders")
+            return PermissionAsk(f"{own_message} {place} {why}.", diff, rules)
         if read_only:
             return PermissionAllow()
         if self.mode == "acceptEdits" and prepared.edits_files:
@@ -243,6 +251,16 @@ class Permissions:
             return isinstance(await self.decide(tool, input, ctx), PermissionAllow)
         except Exception:
             return False
+
+
+def _hard_linked(path: ResolvedPath) -> bool:
+    """A regular file with more than one link: its other names cannot be seen from here,
+    so it may be a file outside the working folder (or one a deny rule hides)."""
+    try:
+        st = os.stat(path.real)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
 async def _prepare(tool: Any, input: Any, ctx: Any) -> PreparedCall:

@@ -349,3 +349,26 @@ async def test_safety_names_ignore_case_where_the_file_system_does(ws, monkeypat
     assert isinstance(await decide(ctx, Write(), write), PermissionAsk)
     monkeypatch.setattr(safety, "CASE_INSENSITIVE", False)  # Linux: .GIT is another folder
     assert isinstance(await decide(ctx, Write(), write), PermissionAllow)
+
+
+async def test_write_rules_cover_edit_too(ws):
+    (ws / "pyproject.toml").write_text("[project]\n")
+    edit = {"file_path": "pyproject.toml", "old_string": "[project]", "new_string": "[tool]"}
+    for rules, expected in (({"ask": ["Write(**/*.toml)"]}, PermissionAsk),
+                            ({"deny": ["Write(pyproject.toml)"]}, PermissionDeny),
+                            ({"deny": ["NotebookEdit(pyproject.toml)"]}, PermissionDeny)):
+        ctx = ctx_for(ws, "acceptEdits", **rules)
+        read_file(ctx, ws / "pyproject.toml")
+        assert isinstance(await decide(ctx, Edit(), edit), expected), rules
+    ctx = ctx_for(ws, deny=["Grep(src/**)"])  # the Read family stays one-way: a Grep rule is about Grep
+    assert isinstance(await decide(ctx, Read(), {"file_path": "src/a.py"}), PermissionAllow)
+
+
+async def test_notebook_run_asks_in_every_mode_unless_a_rule_allows_it(ws):
+    run = {"notebook_path": "n.ipynb", "cell_id": "c1"}
+    for mode in ("default", "acceptEdits", "bypassPermissions"):
+        ask = await decide(ctx_for(ws, mode), NotebookRun(), run)
+        assert isinstance(ask, PermissionAsk) and "Running code always asks" in ask.message, mode
+    allowed = ctx_for(ws, "bypassPermissions", allow=["NotebookRun(n.ipynb)"])
+    assert isinstance(await decide(allowed, NotebookRun(), run), PermissionAllow)
+    assert isinstance(await decide(ctx_for(ws, "plan"), NotebookRun(), run), PermissionDeny)

@@ -8,6 +8,7 @@ or a Stop. Every request goes through :func:`ensure_tool_result_pairing` first.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Iterator
 
 Message = dict[str, Any]
@@ -168,12 +169,45 @@ def prepend_user_context(messages: list[Message], user_context: dict[str, str]) 
 
 
 def cut_middle(text: str, limit: int) -> str:
-    """Shorten ``text`` to about ``limit`` characters by cutting out its middle."""
+    """Shorten ``text`` to about ``limit`` characters by cutting out its middle.
+
+    The cuts fall between words, never inside one (up to :data:`MAX_WORD_CHARS`): a key
+    or password is kept whole or dropped whole, so a later redaction still recognises
+    it instead of leaving most of it in a transcript.
+    """
     if len(text) <= limit:
         return text
     half = max(limit // 2, 1)
-    omitted = len(text) - 2 * half
-    return f"{text[:half]}\n... [{omitted} characters cut] ...\n{text[-half:]}"
+    head = cut_at_word(text, half)
+    tail_start = _word_start_after(text, len(text) - half)
+    omitted = tail_start - len(head)
+    return f"{head}\n... [{omitted} characters cut] ...\n{text[tail_start:]}"
+
+
+#: A run of word characters longer than this may be cut inside (a base64 blob, not a key).
+MAX_WORD_CHARS = 512
+_WORD = re.compile(r"[^\s\"'`,;:(){}\[\]<>|]")
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, less any word the cut would split."""
+    if len(text) <= limit:
+        return text
+    end = limit
+    while end > 0 and limit - end < MAX_WORD_CHARS and _WORD.match(text, end - 1) and _WORD.match(text, end):
+        end -= 1
+    if limit - end >= MAX_WORD_CHARS:
+        end = limit
+    return text[:end]
+
+
+def _word_start_after(text: str, start: int) -> int:
+    """``start`` moved forward past the rest of a word it falls inside."""
+    begin = start
+    while start < len(text) and start - begin < MAX_WORD_CHARS and start > 0 and _WORD.match(text, start - 1) \
+            and _WORD.match(text, start):
+        start += 1
+    return begin if start - begin >= MAX_WORD_CHARS else start
 
 
 def _sendable_text(text: str) -> str:

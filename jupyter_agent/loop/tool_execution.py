@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,7 @@ from pydantic import ValidationError
 from ..tools.base import Tool, ToolContext, ToolError, ToolOutput
 from .events import ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
-from .messages import cut_middle, tool_result_block
+from .messages import cut_at_word, cut_middle, tool_result_block
 from .permission_result import DENIED, PermissionAllow, PermissionAsk, PermissionDeny
 
 #: Error text longer than this is cut in the middle (the model needs head and tail).
@@ -214,13 +216,45 @@ def _bounded_content(tool: Tool, content: Any, tool_use_id: str, context: ToolCo
         return f"({tool.name} completed with no output)"
     if not isinstance(content, str) or len(content) <= tool.max_result_size_chars:
         return content
-    folder = context.tool_results_dir or Path(tempfile.gettempdir()) / "jupyter-agent-tool-results"
-    folder.mkdir(parents=True, exist_ok=True)
+    preview = cut_at_word(content, PREVIEW_CHARS)
     digest = hashlib.sha1(tool_use_id.encode()).hexdigest()[:12]
-    path = folder / f"{tool.name}-{digest}.txt"
-    path.write_text(content, encoding="utf-8")
+    try:
+        folder = private_results_dir(context.tool_results_dir)
+        path = folder / f"{tool.name}-{digest}.txt"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(content)
+    except OSError as exc:
+        return (f"Output too large ({len(content)} characters), and it could not be saved ({exc}). "
+                f"Preview (first {len(preview)} characters):\n{preview}")
     return (
         f"Output too large ({len(content)} characters). The full output was saved to {path}; "
-        f"Read it in pages if you need more.\nPreview (first {PREVIEW_CHARS} characters):\n"
-        f"{content[:PREVIEW_CHARS]}"
+        f"Read it in pages if you need more.\nPreview (first {len(preview)} characters):\n{preview}"
     )
+
+
+def private_results_dir(wanted: Path | None = None) -> Path:
+    """A folder only this user can enter, for oversized results (which may hold secrets).
+
+    ``wanted`` (or ``$TMPDIR/jupyter-agent-<uid>``) is used when it is a real folder
+    (not a symlink) owned by this user with mode 0700 (made so if new); otherwise a
+    fresh private folder is made with ``mkdtemp``. Files in it are created 0600.
+    """
+    global _fallback_dir
+    folder = wanted or Path(tempfile.gettempdir()) / f"jupyter-agent-{os.getuid()}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        folder = None
+    if folder is not None:
+        st = os.lstat(folder)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            return Path(folder)
+    if _fallback_dir is None or not os.path.isdir(_fallback_dir):
+        _fallback_dir = Path(tempfile.mkdtemp(prefix="jupyter-agent-"))
+    return _fallback_dir
+
+
+_fallback_dir: Path | None = None

@@ -75,6 +75,8 @@ class PreparedCall:
     paths: list[Any] = field(default_factory=list)  # ResolvedPath (tools.paths), in the order named
     read_only: bool = False
     edits_files: bool = False
+    #: Runs code (a notebook cell): it can touch anything, so it asks in every mode.
+    runs_code: bool = False
     change: Any = None
     diff: str | None = None
     content_hash: str | None = None

@@ -44,6 +44,8 @@ class PathTool(Tool):
     edits_files: ClassVar[bool] = False
     #: The path may be omitted (Glob/Grep default to the working directory).
     path_optional: ClassVar[bool] = False
+    #: The call runs code (NotebookRun): it asks in every permission mode unless a rule allows it.
+    runs_code: ClassVar[bool] = False
 
     def input_schema(self) -> dict[str, Any]:
         return _clean_schema(super().input_schema())
@@ -68,7 +70,7 @@ class PathTool(Tool):
 
     async def prepare(self, input: Any, context: ToolContext) -> PreparedCall:
         return PreparedCall(paths=self.permission_paths(input, context), read_only=self.is_read_only(input),
-                            edits_files=self.edits_files)
+                            edits_files=self.edits_files, runs_code=self.runs_code)
 
     def validate_path_text(self, input: Any, ctx: ToolContext) -> str | None:
         try:

@@ -279,8 +279,16 @@ def _lines(path: str, explicit: bool) -> Iterator[str] | None:
         fh = open(path, "rb")
     except OSError:
         return None
-    head = fh.peek(4)[:4] if hasattr(fh, "peek") else b""
+    try:
+        head = fh.read(8192)  # ripgrep looks at the start of a file before it searches
+        fh.seek(0)
+    except OSError:
+        fh.close()
+        return None
     codec = next((c for bom, c in _UTF16_BOMS if head.startswith(bom)), None)
+    if codec is None and b"\x00" in head and not explicit:
+        fh.close()
+        return None
 
     def text_lines() -> Iterator[str]:
         with fh:
