@@ -313,33 +313,57 @@ class _Binary(Exception):
     """A NUL byte turned up: ripgrep skips such a file (when it found it while walking)."""
 
 
+def _blocks(lines: Iterator[str], size: int = 1 << 18) -> Iterator[list[str]]:
+    """Lines in blocks of about ``size`` characters (a block is searched in one go first)."""
+    block: list[str] = []
+    used = 0
+    for line in lines:
+        block.append(line.removesuffix("\r"))
+        used += len(line) + 1
+        if used >= size:
+            yield block
+            block, used = [], 0
+    if block:
+        yield block
+
+
 def _search_file(path: str, regex: re.Pattern[str], request: SearchRequest, explicit: bool) -> FileHits | None:
     lines = _lines(path, explicit)
     if lines is None:
         return None
+    # Most blocks hold no match at all: one MULTILINE search of the block tells (^ and $
+    # then act per line). \A and \Z do not, so such patterns go line by line.
+    quick = None if re.search(r"\\[AZz]", request.pattern) else re.compile(regex.pattern, regex.flags | re.MULTILINE)
     hits = FileHits(path=path)
     recent: deque[tuple[int, str]] = deque(maxlen=request.before or 0)
-    after_left, last_shown = 0, 0
+    after_left, last_shown, number = 0, 0, 0
     try:
-        for number, line in enumerate(lines, 1):
-            line = line.removesuffix("\r")
-            if regex.search(line) is not None:
-                hits.count += 1
-                if request.mode == "files_with_matches":
-                    hits.count = 0  # a file list counts nothing
+        for block in _blocks(lines):
+            first = number + 1
+            number += len(block)
+            if not after_left and quick is not None and quick.search("\n".join(block)) is None:
+                if request.before:  # keep the block's last lines as context for a match next block
+                    tail = block[-request.before:]
+                    recent.extend(zip(range(number - len(tail) + 1, number + 1), tail))
+                continue
+            for n, line in enumerate(block, first):
+                if regex.search(line) is not None:
+                    hits.count += 1
+                    if request.mode == "files_with_matches":
+                        hits.count = 0  # a file list counts nothing
+                        return hits
+                    if request.mode == "content":
+                        hits.lines.extend((m, t, False) for m, t in recent if m > last_shown)
+                        recent.clear()
+                        hits.lines.append((n, line, True))
+                        last_shown, after_left = n, request.after
+                elif after_left:
+                    hits.lines.append((n, line, False))
+                    last_shown, after_left = n, after_left - 1
+                elif request.before:
+                    recent.append((n, line))
+                if hits.count > MAX_MATCH_LINES:
                     return hits
-                if request.mode == "content":
-                    hits.lines.extend((n, t, False) for n, t in recent if n > last_shown)
-                    recent.clear()
-                    hits.lines.append((number, line, True))
-                    last_shown, after_left = number, request.after
-            elif after_left:
-                hits.lines.append((number, line, False))
-                last_shown, after_left = number, after_left - 1
-            elif request.before:
-                recent.append((number, line))
-            if hits.count > MAX_MATCH_LINES:
-                break
     except _Binary:
         return None
     except OSError:

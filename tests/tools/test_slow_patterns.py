@@ -20,6 +20,7 @@ from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
 from jupyter_agent.tools import Grep, ToolContext
 from jupyter_agent.tools.globmatch import compile_glob
 from jupyter_agent.tools.ignore import walk_files
+from jupyter_agent.tools.search import SearchRequest
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 
 from .conftest import call_tool, make_ctx, text_of
@@ -131,3 +132,30 @@ async def test_grep_multiline_spans_lines(workspace, backend):
     spanning = await call_tool(ctx, "Grep", {"pattern": r"struct \{.*?field", "output_mode": "content",
                                              "multiline": True})
     assert text_of(spanning) == "s.go:1:type S struct {\ns.go:2:    a int\ns.go:3:    field string"
+
+
+def test_the_regex_fast_path_and_the_segment_walk_agree():
+    patterns = ["**", "*.py", "**/*.py", "src/**", "a/**/b", "**/x/*.txt", "a*/b?/c[0-9]", "{a,b}/**/*.{py,md}",
+                "a/*", "*/b/**", "**/a*b", r"\*\*/x", "[!a]*/**"]
+    paths = ["a.py", "src", "src/a.py", "src/a/b/c.py", "a/b", "a/x/y/b", "x/t.txt", "p/x/t.txt", "ab/bc/c7",
+             "a/q/b.md", "b/b/x/a.py", "a/x", "q/b", "q/b/r", "xab", "d/eab", "**/x", "b/c/d"]
+    for pattern in patterns:
+        matcher = compile_glob(pattern)
+        assert matcher._regex is not None, pattern
+        for path in paths:
+            fast = matcher.match(path)
+            matcher_slow = type(matcher)(pattern)
+            matcher_slow._regex = None
+            assert fast == matcher_slow.match(path), (pattern, path)
+
+
+async def test_fallback_context_across_its_read_blocks_matches_ripgrep(tmp_path):
+    from jupyter_agent.tools.search import search
+
+    lines = [f"line {i} " + "x" * 60 for i in range(12_000)]  # several 256 KB blocks
+    for i in [*range(3_680, 3_710, 3), *range(7_370, 7_400, 4), 11_999]:  # around the block edges
+        lines[i] = f"needle {i}"
+    (tmp_path / "big.txt").write_text("\n".join(lines) + "\n")
+    request = SearchRequest(pattern="needle", root=str(tmp_path), mode="content", before=3, after=2)
+    fast, slow = await search(request, use_ripgrep=True), await search(request, use_ripgrep=False)
+    assert [f.lines for f in fast.files] == [f.lines for f in slow.files]
