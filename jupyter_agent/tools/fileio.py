@@ -214,7 +214,9 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, *, expected_h
     the links keep sharing it (the permission policy has asked before such a write).
     Missing parent folders are created.
     """
-    path = Path(path)
+    path = Path(os.path.abspath(path))
+    if expected_hash is ANY:  # a caller without a plan: resolve now (a planned path is resolved already)
+        path = Path(os.path.realpath(path))
     try:
         dir_fd = _open_dir_nofollow(path.parent, create=True)
     except OSError as exc:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.jupyter.transcript import cut_middle as transcript_cut
-from jupyter_agent.loop.messages import cut_middle
+from jupyter_agent.jupyter.redact import redact
+from jupyter_agent.loop.messages import cut_at_word, cut_middle
 from jupyter_agent.loop.permission_result import PermissionAllow
 from jupyter_agent.loop.tool_execution import private_results_dir
 from jupyter_agent.tools import edit as edit_module
@@ -46,8 +47,8 @@ def test_no_cut_leaves_part_of_a_secret(secret, monkeypatch):
         text = "w " * (start // 2) + ("x" if start % 2 else "") + secret + " tail" * 60
         assert not _leaks(transcript_cut(text, limit), secret), start
         # The loop's own cut keeps a secret whole or drops it whole, so redaction still finds it.
-        from jupyter_agent.jupyter.redact import redact
         assert not _leaks(redact(cut_middle(text, limit)), secret), start
+        assert not _leaks(redact(cut_at_word(text, limit)), secret), start  # an oversized result's preview
 
 
 # --- 8.9: spilled results stay private ----------------------------------------------------------
@@ -211,3 +212,13 @@ async def test_a_hard_linked_file_asks_and_keeps_its_links(workspace, outside):
                              can_use_tool=lambda *a: PermissionAllow())
     assert not result.get("is_error"), result
     assert (outside / "secret.txt").read_text() == "no secret\n" and os.stat(inside).st_nlink == 2
+
+
+def test_an_unplanned_write_through_a_symlinked_folder_still_works(tmp_path):
+    from jupyter_agent.tools.fileio import atomic_write
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "nb.ipynb").write_text("old")
+    atomic_write(tmp_path / "link" / "nb.ipynb", b"new")  # how the notebook backend saves
+    assert (tmp_path / "real" / "nb.ipynb").read_text() == "new" and (tmp_path / "link").is_symlink()
