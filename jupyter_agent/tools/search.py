@@ -388,7 +388,9 @@ def _search_file_multiline(path: str, regex: re.Pattern[str], request: SearchReq
         return None
     starts = [0] + [m.end() for m in re.finditer("\n", text)]
     matched: set[int] = set()
+    matches = 0
     for m in regex.finditer(text):
+        matches += 1
         first = bisect.bisect_right(starts, m.start()) - 1
         last = bisect.bisect_right(starts, max(m.end() - 1, m.start())) - 1
         matched.update(range(first, last + 1))
@@ -396,7 +398,9 @@ def _search_file_multiline(path: str, regex: re.Pattern[str], request: SearchReq
             break
     if not matched:
         return None
-    hits = FileHits(path=path, count=0 if request.mode == "files_with_matches" else len(matched))
+    # As rg -U counts: matches in count mode, the lines they touch in content mode.
+    count = {"files_with_matches": 0, "count": matches}.get(request.mode, len(matched))
+    hits = FileHits(path=path, count=count)
     if request.mode == "content":
         all_lines = text.split("\n")
         shown: dict[int, bool] = {}

@@ -159,3 +159,13 @@ async def test_fallback_context_across_its_read_blocks_matches_ripgrep(tmp_path)
     request = SearchRequest(pattern="needle", root=str(tmp_path), mode="content", before=3, after=2)
     fast, slow = await search(request, use_ripgrep=True), await search(request, use_ripgrep=False)
     assert [f.lines for f in fast.files] == [f.lines for f in slow.files]
+
+
+async def test_multiline_counts_agree_with_ripgrep(tmp_path):
+    from jupyter_agent.tools.search import search
+
+    (tmp_path / "s.go").write_text("type S struct {\n    a int\n    field string\n}\nstruct { field }\nother\n")
+    for mode in ("count", "content", "files_with_matches"):
+        request = SearchRequest(pattern=r"struct \{.*?field", root=str(tmp_path), mode=mode, multiline=True)
+        fast, slow = await search(request, use_ripgrep=True), await search(request, use_ripgrep=False)
+        assert [(f.count, f.lines) for f in fast.files] == [(f.count, f.lines) for f in slow.files], mode
