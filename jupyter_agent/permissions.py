@@ -5,9 +5,14 @@ Modes:
 * ``default`` — reads inside the working folders run; edits and cell runs ask.
 * ``acceptEdits`` — file and notebook edits inside the working folders run too.
 * ``plan`` — nothing that writes or runs; the model is told so (``system_prompt_note``).
-* ``bypassPermissions`` — everything runs, except what a deny or ask rule names and
+* ``bypassPermissions`` — everything runs, except what a deny or ask rule names,
   writes to safety paths (git directories and hooks, shell and Python start-up files,
-  ``~/.local/bin``...: :mod:`jupyter_agent.safety`), which still ask.
+  ``~/.local/bin``...: :mod:`jupyter_agent.safety`) and running code (``NotebookRun``),
+  which still ask. Code that runs cannot be checked path by path, so it asks in every
+  mode unless an allow rule covers it.
+
+The decision is made on the call's :class:`~jupyter_agent.tools.base.PreparedCall` (its
+resolved paths, whether it only reads, edits files or runs code), planned once before.
 
 Rules are ``Tool`` or ``Tool(glob)`` in ``allow``, ``ask`` and ``deny`` lists; deny beats
 ask beats allow. A rule naming any file-editing tool (Edit, Write, NotebookEdit) covers all three,
