@@ -55,7 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="model id (default: $JUPYTER_AGENT_MODEL or Sonnet)")
     run.add_argument("--permission-mode", choices=PERMISSION_MODES, default="default",
                      help="default: writes ask; acceptEdits: edits allowed; plan: no writes; "
-                     "bypassPermissions: allow (safety paths still ask)")
+                     "bypassPermissions: allow (safety paths and cell runs still ask)")
+    run.add_argument("--allow", action="append", default=[], metavar="RULE",
+                     help="an allow rule, e.g. 'NotebookRun' or 'Edit(src/**)' (repeatable); running cells "
+                     "asks in every mode unless a rule allows it")
     run.add_argument("--max-turns", type=positive_int, metavar="N", help="stop after N turns")
     run.add_argument("--cwd", metavar="DIR", help="working directory of the tools (default: here)")
     run.add_argument("--replay", metavar="PATH", help="offline: replay a recorded transcript "
@@ -204,7 +207,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
             err.write(f"(replay: wrote {rel}, which the recorded run expects)\n")
 
     interactive = sys.stdin.isatty()
-    conv = Conversation(model=args.model, permission_mode=args.permission_mode, cwd=cwd,
+    conv = Conversation(model=args.model, permission_mode=args.permission_mode, cwd=cwd, allow=args.allow,
                         max_turns=args.max_turns, notebook_path=str(notebook.resolve()), replay=replay)
     display = TerminalDisplay(out, err, quiet=args.quiet)
     display.note(f"jupyter-agent · {conv.model_name} · mode {conv.permission_mode} · {notebook}"

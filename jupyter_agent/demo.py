@@ -37,10 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     mode = "default" if interactive else "bypassPermissions"
     print(f"jupyter-agent demo (offline replay) in {workspace}")
     if not interactive:
-        print("No terminal to ask: every edit and run is allowed (--permission-mode bypassPermissions).")
+        print("No terminal to ask: every edit and run is allowed "
+              "(--permission-mode bypassPermissions --allow NotebookRun).")
     print()
     status = cli_main(["run", str(notebook), "--replay", TRANSCRIPT, "--cwd", str(workspace),
-                       "--permission-mode", mode])
+                       "--permission-mode", mode, *([] if interactive else ["--allow", "NotebookRun"])])
     if notebook.exists():
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         print(f"\n{notebook.name} now has {len(cells)} cells:")

@@ -5,12 +5,17 @@ Modes:
 * ``default`` — reads inside the working folders run; edits and cell runs ask.
 * ``acceptEdits`` — file and notebook edits inside the working folders run too.
 * ``plan`` — nothing that writes or runs; the model is told so (``system_prompt_note``).
-* ``bypassPermissions`` — everything runs, except what a deny or ask rule names and
-  writes to safety paths (``.git/``, ``.ipython/``, ``.jupyter/``, ``.ssh/``, shell rc
-  files), which still ask.
+* ``bypassPermissions`` — everything runs, except what a deny or ask rule names,
+  writes to safety paths (git directories and hooks, shell and Python start-up files,
+  ``~/.local/bin``...: :mod:`jupyter_agent.safety`) and running code (``NotebookRun``),
+  which still ask. Code that runs cannot be checked path by path, so it asks in every
+  mode unless an allow rule covers it.
+
+The decision is made on the call's :class:`~jupyter_agent.tools.base.PreparedCall` (its
+resolved paths, whether it only reads, edits files or runs code), planned once before.
 
 Rules are ``Tool`` or ``Tool(glob)`` in ``allow``, ``ask`` and ``deny`` lists; deny beats
-ask beats allow. ``Edit`` rules cover every file-editing tool (Edit, Write, NotebookEdit),
+ask beats allow. A rule naming any file-editing tool (Edit, Write, NotebookEdit) covers all three,
 ``Read`` rules every file-reading one (Read, Glob, Grep). Globs are paths: relative to the
 working folder, ``/absolute`` or ``~/home``; ``**`` spans folders; a glob without wildcards
 covers that path and everything below it. Paths are compared after ``..`` and symlinks are
@@ -28,6 +33,7 @@ import asyncio
 import itertools
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,15 +46,16 @@ from .loop.permission_result import (
     PermissionDeny,
     PermissionResult,
 )
-from .tools.paths import ResolvedPath, is_within, path_matches_rule
+from .safety import rule_names_place, safety_hit
+from .tools.base import PreparedCall, ToolContext
+from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
-SAFETY_DIRS = (".git", ".ipython", ".jupyter", ".ssh")
-SAFETY_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile",
-                ".zshenv", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".gitconfig", ".gitmodules",
-                ".ripgreprc")
-#: A rule naming the first tool also covers the others.
-RULE_FAMILIES = {"Edit": ("Edit", "Write", "NotebookEdit"), "Read": ("Read", "Glob", "Grep")}
+#: The file-editing tools are one family: a rule naming any of them covers them all
+#: (``Write(pyproject.toml)`` also stops an Edit of it), as in Claude Code.
+EDIT_FAMILY = ("Edit", "Write", "NotebookEdit")
+#: A rule naming the first tool also covers the others (a ``Grep`` rule stays a Grep rule).
+RULE_FAMILIES = {**{name: EDIT_FAMILY for name in EDIT_FAMILY}, "Read": ("Read", "Glob", "Grep")}
 PLAN_MODE_NOTE = (
     "Plan mode is active. You may read files, search and think, but you must not change anything: do not "
     "edit or write files, do not edit or run notebook cells. Such calls will be refused. Research the task, "
@@ -69,7 +76,13 @@ class Rule:
         match = _RULE.match(text) if isinstance(text, str) else None
         if not match or (match.group(2) is not None and not match.group(2).strip()):
             raise ValueError(f"Invalid permission rule {text!r}: write Tool or Tool(glob), e.g. 'Edit(src/**)'.")
-        return cls(match.group(1), match.group(2).strip() if match.group(2) is not None else None)
+        pattern = match.group(2).strip() if match.group(2) is not None else None
+        if pattern is not None:
+            try:
+                compile_glob(pattern)
+            except ValueError as exc:
+                raise ValueError(f"Invalid permission rule {text!r}: {exc}.") from None
+        return cls(match.group(1), pattern)
 
     def __str__(self) -> str:
         return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
@@ -78,26 +91,10 @@ class Rule:
         return tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
 
 
-def safety_name(path: ResolvedPath) -> str | None:
-    """The protected folder or file ``path`` touches (``.git``, ``.bashrc``, ...), or None."""
-    for candidate in (path.lexical, path.real):
-        parts = candidate.parts
-        for name in SAFETY_DIRS:
-            if name in parts:
-                return name
-        if parts and parts[-1] in SAFETY_FILES:
-            return parts[-1]
-        if candidate.as_posix().endswith("/.config/fish/config.fish"):
-            return "config.fish"
-    return None
-
-
 def safety_reason(path: ResolvedPath) -> str | None:
-    """Why writing ``path`` always needs a person, or None."""
-    name = safety_name(path)
-    if name is None:
-        return None
-    return f"it is inside {name}/" if name in SAFETY_DIRS else f"{name} is a shell or tool configuration file"
+    """Why writing ``path`` always needs a person, or None (see :mod:`jupyter_agent.safety`)."""
+    hit = safety_hit(path)
+    return hit.reason if hit else None
 
 
 class Permissions:
@@ -173,14 +170,18 @@ class Permissions:
     # -- the decision ---------------------------------------------------------------------
 
     async def decide(self, tool: Any, input: Any, ctx: Any) -> PermissionResult:
+        """Allow, ask or deny one call, on the facts of its prepared plan (``ctx.prepared``)."""
         self._tools[tool.name] = tool
         self._last_ctx = ctx
-        paths_of = getattr(tool, "permission_paths", None)
-        paths: list[ResolvedPath] = paths_of(input, ctx) if callable(paths_of) else []
-        try:
-            read_only = bool(tool.is_read_only(input))
-        except Exception:
-            read_only = False
+        prepared = getattr(ctx, "prepared", None)
+        if prepared is None:  # called outside the loop (a test, a UI's re-check): plan it now
+            if isinstance(ctx, ToolContext):
+                ctx = ctx.for_call(ctx.tool_use_id, ctx.progress)  # the caller's context stays as it was
+            prepared = await _prepare(tool, input, ctx)
+            if isinstance(ctx, ToolContext):
+                ctx.prepared = prepared
+        paths: list[ResolvedPath] = list(prepared.paths)
+        read_only = prepared.read_only
         where = f" on {paths[0].real}" if paths else ""
 
         for rule in self.deny:
@@ -202,29 +203,36 @@ class Permissions:
         allow_rules = [*self.allow, *self.session_allow]
         if not read_only:
             for path in paths:
-                reason = safety_reason(path)
-                # Only a rule that names the protected place itself releases it: "Edit(./**)"
-                # (what "Always allow" suggests) must not open .git/ or ~/.bashrc.
-                name = safety_name(path)
-                if reason and not any(r.pattern and name in r.pattern
-                                      and self._matches(r, tool, input, [path], ctx, real_only=True)
-                                      for r in allow_rules):
-                    return PermissionAsk(f"{own_message} {path.real} is a protected path ({reason}); it always "
-                                         "needs approval.", diff, (f"{tool.name}({path.real})",))
-        if self.mode == "bypassPermissions":
-            return PermissionAllow()
-        if any(self._matches(r, tool, input, paths, ctx, real_only=True) for r in allow_rules):
+                hit = safety_hit(path)
+                # Only a rule that names the protected place itself, component by component,
+                # releases it: "Edit(./**)" (what "Always allow" suggests) must not open .git/,
+                # and neither may "Edit(me.github.io/**)", whose text merely contains ".git".
+                if hit and not any(r.pattern and rule_names_place(r.pattern, hit)
+                                   and self._matches(r, tool, input, [path], ctx, real_only=True)
+                                   for r in allow_rules):
+                    return PermissionAsk(f"{own_message} {path.real} is a protected path ({hit.reason}); it always "
+                                         "needs approval.", diff, (f"{tool.name}({escape_glob(str(path.real))})",))
+        allowed_by_rule = any(self._matches(r, tool, input, paths, ctx, real_only=True) for r in allow_rules)
+        if prepared.runs_code and not allowed_by_rule:
+            # Code that runs can write anything, safety paths included, and cannot be checked
+            # path by path: it asks in every mode, bypassPermissions too, unless a rule allows it.
+            return PermissionAsk(f"{own_message} (Running code always asks unless an allow rule covers it, "
+                                 "in every permission mode.)", diff, own_rules)
+        if self.mode == "bypassPermissions" or allowed_by_rule:
             return PermissionAllow()
         roots = self.allowed_roots(ctx)
         outside = [p for p in paths if not any(is_within(p.real, root) for root in roots)]
-        if outside:
-            folder = outside[0].real if outside[0].real.is_dir() else outside[0].real.parent
-            rules = own_rules if not read_only else (f"Read({folder}/**)",)
-            return PermissionAsk(f"{own_message} {outside[0].real} is outside the working folders "
-                                 f"({', '.join(map(str, roots))}).", diff, rules)
+        linked = [p for p in paths if p not in outside and _hard_linked(p)]
+        if outside or linked:
+            place = (outside or linked)[0].real
+            folder = place if place.is_dir() else place.parent
+            rules = own_rules if not read_only else (f"Read({escape_glob(str(folder))}/**)",)
+            why = (f"is outside the working folders ({', '.join(map(str, roots))})" if outside else
+                   "has other hard links, which may be outside the working folders")
+            return PermissionAsk(f"{own_message} {place} {why}.", diff, rules)
         if read_only:
             return PermissionAllow()
-        if self.mode == "acceptEdits" and getattr(tool, "edits_files", False):
+        if self.mode == "acceptEdits" and prepared.edits_files:
             return PermissionAllow()
         if isinstance(own, PermissionAllow):
             return own
@@ -237,6 +245,8 @@ class Permissions:
             if tool is None:
                 return False
         ctx = ctx if ctx is not None else self._last_ctx
+        if isinstance(ctx, ToolContext):  # a fresh per-call context: never another call's plan
+            ctx = ctx.for_call(ctx.tool_use_id, ctx.progress)
         if isinstance(input, dict) and hasattr(tool, "Input"):
             try:
                 input = tool.Input.model_validate(input)
@@ -246,6 +256,27 @@ class Permissions:
             return isinstance(await self.decide(tool, input, ctx), PermissionAllow)
         except Exception:
             return False
+
+
+def _hard_linked(path: ResolvedPath) -> bool:
+    """A regular file with more than one link: its other names cannot be seen from here,
+    so it may be a file outside the working folder (or one a deny rule hides)."""
+    try:
+        st = os.stat(path.real)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+async def _prepare(tool: Any, input: Any, ctx: Any) -> PreparedCall:
+    try:
+        return await tool.prepare(input, ctx)
+    except Exception:  # an unusable plan: decide on what is known (the loop reports the error)
+        try:
+            read_only = bool(tool.is_read_only(input))
+        except Exception:
+            read_only = False
+        return PreparedCall(read_only=read_only)
 
 
 # --- approvals -----------------------------------------------------------------------------

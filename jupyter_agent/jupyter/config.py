@@ -32,7 +32,7 @@ class AgentConfig(Configurable):
         default_value="default",
         help="default: reads allowed, writes and runs ask; acceptEdits: edits in the "
         "working directory allowed; plan: no writes; bypassPermissions: allow (safety "
-        "paths still ask).",
+        "paths and cell runs still ask).",
     ).tag(config=True)
     max_turns = Int(
         0, help="Stop after this many turns (0: no limit).",

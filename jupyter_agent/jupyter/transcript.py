@@ -42,7 +42,11 @@ NOTICE_ICONS = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}
 
 
 def cut_middle(text: str, limit: int = MAX_RESULT_CHARS) -> str:
-    """``text`` shortened to about ``limit`` characters by cutting out the middle."""
+    """``text`` redacted, then shortened to about ``limit`` characters by cutting out the middle.
+
+    Redaction comes first, always: a key cut in two is no longer recognisable as one.
+    """
+    text = redact(text)
     if len(text) <= limit:
         return text
     half = limit // 2

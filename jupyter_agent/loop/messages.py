@@ -8,6 +8,7 @@ or a Stop. Every request goes through :func:`ensure_tool_result_pairing` first.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Iterator
 
 Message = dict[str, Any]
@@ -34,8 +35,11 @@ def create_user_message(content: str | list[dict[str, Any]]) -> Message:
 
 
 def tool_result_block(tool_use_id: str, content: Any, *, is_error: bool = False) -> dict[str, Any]:
-    """A ``tool_result`` block; ``is_error`` is only written when true (as the API echoes it)."""
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    """A ``tool_result`` block; ``is_error`` is only written when true (as the API echoes it).
+
+    The content is made :func:`sendable` here too, so what the UI shows and saves is
+    what the model gets."""
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": sendable(content)}
     if is_error:
         block["is_error"] = True
     return block
@@ -176,9 +180,84 @@ def prepend_user_context(messages: list[Message], user_context: dict[str, str]) 
 
 
 def cut_middle(text: str, limit: int) -> str:
-    """Shorten ``text`` to about ``limit`` characters by cutting out its middle."""
+    """Shorten ``text`` to about ``limit`` characters by cutting out its middle.
+
+    The cuts fall between words, never inside one (up to :data:`MAX_WORD_CHARS`): a key
+    or password is kept whole or dropped whole, so a later redaction still recognises
+    it instead of leaving most of it in a transcript.
+    """
     if len(text) <= limit:
         return text
     half = max(limit // 2, 1)
-    omitted = len(text) - 2 * half
-    return f"{text[:half]}\n... [{omitted} characters cut] ...\n{text[-half:]}"
+    head = cut_at_word(text, half)
+    tail_start = _word_start_after(text, len(text) - half)
+    omitted = tail_start - len(head)
+    return f"{head}\n... [{omitted} characters cut] ...\n{text[tail_start:]}"
+
+
+#: A run of word characters longer than this may be cut inside (a base64 blob, not a key).
+MAX_WORD_CHARS = 512
+_WORD = re.compile(r"[^\s\"'`,;:(){}\[\]<>|]")
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, less any word the cut would split."""
+    if len(text) <= limit:
+        return text
+    end = limit
+    while end > 0 and limit - end < MAX_WORD_CHARS and _WORD.match(text, end - 1) and _WORD.match(text, end):
+        end -= 1
+    if limit - end >= MAX_WORD_CHARS:
+        end = limit
+    return text[:end]
+
+
+def _word_start_after(text: str, start: int) -> int:
+    """``start`` moved forward past the rest of a word it falls inside."""
+    begin = start
+    while start < len(text) and start - begin < MAX_WORD_CHARS and start > 0 and _WORD.match(text, start - 1) \
+            and _WORD.match(text, start):
+        start += 1
+    return begin if start - begin >= MAX_WORD_CHARS else start
+
+
+def _sendable_text(text: str) -> str:
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        # Pairs of surrogates become the character they stand for; a lone one becomes U+FFFD.
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def sendable(value: Any) -> Any:
+    """``value`` (a message, a block, a list of them, a string) with no lone surrogate left.
+
+    A lone surrogate (``\\udce9`` from a file name that is not UTF-8, half an emoji in a
+    cell output, a model's ``\\ud800``) cannot be encoded as UTF-8, so a request holding
+    one fails before it leaves, and so does every later request with the same history.
+    Such characters become U+FFFD; everything else is returned as the same object, so
+    the request bytes stay stable from one turn to the next (prompt caching).
+    """
+    if isinstance(value, str):
+        return _sendable_text(value)
+    if isinstance(value, dict):
+        out = None
+        for key, item in value.items():
+            clean = sendable(item)
+            clean_key = _sendable_text(key) if isinstance(key, str) else key
+            if clean is not item or clean_key is not key:
+                if out is None:
+                    out = dict(value)
+                if clean_key is not key:
+                    del out[key]
+                out[clean_key] = clean
+        return value if out is None else out
+    if isinstance(value, (list, tuple)):
+        items = [sendable(item) for item in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value

@@ -1,8 +1,9 @@
 """One tool call, from ``tool_use`` block to ``tool_result`` block (seed: ``runToolUse``).
 
 In order: unknown tool, already aborted, schema validation, ``validate_input``,
-PreToolUse hooks, the permission decision, ``call`` (with a timeout), PostToolUse
-hooks. Every path ends in exactly one ``tool_result`` with the ``tool_use`` id;
+``prepare`` (the call planned once: resolved paths, an edit's change and the hash it
+is based on), PreToolUse hooks, the permission decision on that plan, ``call``
+(which carries the plan out, with a timeout), PostToolUse hooks. Every path ends in exactly one ``tool_result`` with the ``tool_use`` id;
 a failing tool never raises into the loop. Only cancellation (Stop) propagates, and
 the caller turns that into a result too.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +25,7 @@ from pydantic import ValidationError
 from ..tools.base import Tool, ToolContext, ToolError, ToolOutput
 from .events import ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
-from .messages import INVALID_INPUT_KEY, cut_middle, tool_result_block
+from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
 from .permission_result import DENIED, PermissionAllow, PermissionAsk, PermissionDeny
 
 #: Error text longer than this is cut in the middle (the model needs head and tail).
@@ -110,7 +113,7 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
     if problem:
         return _error(tool_use_id, problem)
     context = env.context.for_call(tool_use_id, lambda data: env.emit(ToolProgress(tool_use_id, name, data)))
-    problem = await tool.validate_input(parsed, context)
+    problem = await _prepare(tool, parsed, context)
     if problem:
         return _error(tool_use_id, problem)
 
@@ -127,6 +130,7 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
         if verdict.updated_input is not None:
             raw_input = verdict.updated_input
             parsed, problem = _validate(tool, raw_input)
+            problem = problem or await _prepare(tool, parsed, context)
             if problem:
                 return _error(tool_use_id, f"A hook changed the input into something invalid. {problem}")
         hook_approved = hook_approved or verdict.decision == "allow"
@@ -140,6 +144,7 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
         if decision.updated_input is not None:
             raw_input = decision.updated_input
             parsed, problem = _validate(tool, raw_input)
+            problem = problem or await _prepare(tool, parsed, context)
             if problem:
                 return _error(tool_use_id, problem)
 
@@ -168,6 +173,22 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
         if verdict.stop:
             env.control.hook_stop_message = verdict.message or "A PostToolUse hook stopped the run."
     return tool_result_block(tool_use_id, content, is_error=is_error)
+
+
+async def _prepare(tool: Tool, parsed: Any, context: ToolContext) -> str | None:
+    """``validate_input``, then plan the call once (``context.prepared``); a problem's text, or None."""
+    problem = await tool.validate_input(parsed, context)
+    if problem:
+        return problem
+    try:
+        context.prepared = await tool.prepare(parsed, context)
+        return context.prepared.problem
+    except ToolError as exc:
+        return str(exc) or f"{tool.name} cannot run with this input."
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a tool bug must not take the loop down
+        return f"{tool.name} failed: {type(exc).__name__}: {exc}"
 
 
 def _validate(tool: Tool, raw_input: dict[str, Any]) -> tuple[Any, str | None]:
@@ -207,13 +228,45 @@ def _bounded_content(tool: Tool, content: Any, tool_use_id: str, context: ToolCo
         return f"({tool.name} completed with no output)"
     if not isinstance(content, str) or len(content) <= tool.max_result_size_chars:
         return content
-    folder = context.tool_results_dir or Path(tempfile.gettempdir()) / "jupyter-agent-tool-results"
-    folder.mkdir(parents=True, exist_ok=True)
+    preview = cut_at_word(content, PREVIEW_CHARS)
     digest = hashlib.sha1(tool_use_id.encode()).hexdigest()[:12]
-    path = folder / f"{tool.name}-{digest}.txt"
-    path.write_text(content, encoding="utf-8")
+    try:
+        folder = private_results_dir(context.tool_results_dir)
+        path = folder / f"{tool.name}-{digest}.txt"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(content)
+    except OSError as exc:
+        return (f"Output too large ({len(content)} characters), and it could not be saved ({exc}). "
+                f"Preview (first {len(preview)} characters):\n{preview}")
     return (
         f"Output too large ({len(content)} characters). The full output was saved to {path}; "
-        f"Read it in pages if you need more.\nPreview (first {PREVIEW_CHARS} characters):\n"
-        f"{content[:PREVIEW_CHARS]}"
+        f"Read it in pages if you need more.\nPreview (first {len(preview)} characters):\n{preview}"
     )
+
+
+def private_results_dir(wanted: Path | None = None) -> Path:
+    """A folder only this user can enter, for oversized results (which may hold secrets).
+
+    ``wanted`` (or ``$TMPDIR/jupyter-agent-<uid>``) is used when it is a real folder
+    (not a symlink) owned by this user with mode 0700 (made so if new); otherwise a
+    fresh private folder is made with ``mkdtemp``. Files in it are created 0600.
+    """
+    global _fallback_dir
+    folder = wanted or Path(tempfile.gettempdir()) / f"jupyter-agent-{os.getuid()}"
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        folder = None
+    if folder is not None:
+        st = os.lstat(folder)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            return Path(folder)
+    if _fallback_dir is None or not os.path.isdir(_fallback_dir):
+        _fallback_dir = Path(tempfile.mkdtemp(prefix="jupyter-agent-"))
+    return _fallback_dir
+
+
+_fallback_dir: Path | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..loop.messages import sendable
 from ..loop.model_protocol import ModelRequest
 
 __all__ = ["build_params", "with_cache_control", "EPHEMERAL", "MAX_BREAKPOINTS"]
@@ -72,11 +73,16 @@ def build_params(request: ModelRequest, *, max_tokens: int, thinking: dict[str, 
 
     Order matters for nothing on the wire but reads as the API's cache order: tools,
     system, messages. ``request.extra`` goes through ``extra_body`` untouched.
+
+    This is the one place every request is built, so it is where the history is made
+    sendable: a lone surrogate anywhere (a tool result, a model's own tool input, a
+    system prompt) becomes U+FFFD instead of failing this request and every later one.
     """
-    messages, system = with_cache_control(request.messages, request.system, request.tools)
+    messages, system = with_cache_control(sendable(request.messages), sendable(request.system),
+                                          request.tools)
     params: dict[str, Any] = {"max_tokens": max_tokens}
     if request.tools:
-        params["tools"] = list(request.tools)
+        params["tools"] = sendable(list(request.tools))
     if system:
         params["system"] = system
     params["messages"] = messages

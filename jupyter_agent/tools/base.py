@@ -38,8 +38,9 @@ class ToolError(Exception):
 class ToolOutput:
     """What ``call`` returns: ``content`` is text or a list of content blocks (text, image).
 
-    ``display`` is optional extra for UIs (a diff, a cell's outputs); it is not sent to
-    the model.
+    ``display`` is optional extra for UIs (a cell's outputs); it is not sent to the
+    model. An edit's diff is not here: it is planned before the call, on the
+    :class:`PreparedCall`, where the approval card reads it.
     """
 
     content: str | list[dict[str, Any]]
@@ -58,6 +59,32 @@ class FileReadRecord:
 
 
 @dataclass
+class PreparedCall:
+    """One call, planned once, before anyone decides about it.
+
+    The permission policy decides on these facts, and ``call`` carries out exactly
+    this plan: the paths were resolved once (``paths``; symlinks resolved, so a later
+    swap cannot redirect the write), and an edit's ``change`` was computed from the
+    content whose hash is ``content_hash``. ``call`` checks that hash again, under the
+    same directory it resolved, before it writes.
+
+    ``change`` is None when there is nothing to plan, or when the path is outside the
+    working folders (nothing about the disk there is read before permission).
+    """
+
+    paths: list[Any] = field(default_factory=list)  # ResolvedPath (tools.paths), in the order named
+    read_only: bool = False
+    edits_files: bool = False
+    #: Runs code (a notebook cell): it can touch anything, so it asks in every mode.
+    runs_code: bool = False
+    change: Any = None
+    diff: str | None = None
+    content_hash: str | None = None
+    #: Why the plan cannot work (file not read, string not found...): the call's error result.
+    problem: str | None = None
+
+
+@dataclass
 class ToolContext:
     """Everything a call may use besides its input.
 
@@ -73,6 +100,8 @@ class ToolContext:
     tool_use_id: str = ""
     progress: Callable[[Any], None] = lambda data: None
     tool_results_dir: Path | None = None
+    #: This call's plan (set by the loop between ``validate_input`` and the permission check).
+    prepared: PreparedCall | None = None
 
     def for_call(self, tool_use_id: str, progress: Callable[[Any], None]) -> "ToolContext":
         """The same context, labelled for one call (shares every mutable part)."""
@@ -121,6 +150,14 @@ class Tool:
         """Return an error message for input that is well-formed but unusable, else None."""
         return None
 
+    async def prepare(self, input: Any, context: ToolContext) -> PreparedCall:
+        """Plan the call once: what it touches and, for an edit, the change and its diff.
+
+        Raise ``ToolError`` for a plan that cannot work (the model gets the message).
+        The default plans nothing: no paths, read-only as ``is_read_only`` says.
+        """
+        return PreparedCall(read_only=self.is_read_only(input))
+
     async def check_permissions(self, input: Any, context: ToolContext) -> PermissionResult:
         """This tool's own view: read-only calls are allowed, everything else asks."""
         if self.is_read_only(input):
@@ -136,6 +173,3 @@ class Tool:
             if isinstance(input.get(key), str):
                 return input[key]
         return ""
-
-    def user_facing_name(self) -> str:
-        return self.name

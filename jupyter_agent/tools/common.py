@@ -1,8 +1,9 @@
 """What the file and notebook tools share: a clean schema, path resolution, permission facts.
 
-:class:`PathTool` is the base of every tool here. It tells the permission policy which
-paths a call touches (``permission_paths``) and whether it is a file edit that
-``acceptEdits`` mode may allow (``edits_files``).
+:class:`PathTool` is the base of every tool here. Its :meth:`~PathTool.prepare` resolves
+the paths a call touches once (``permission_paths``) and says whether it is a file
+edit that ``acceptEdits`` mode may allow (``edits_files``): the facts the permission
+policy decides on.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, ClassVar
 
-from .base import Tool, ToolContext, ToolError, ToolInput
+from .base import PreparedCall, Tool, ToolContext, ToolError, ToolInput
 from .paths import ResolvedPath, resolve_path
 
 #: Inputs larger than this (characters) are refused: no real edit needs more.
@@ -43,6 +44,8 @@ class PathTool(Tool):
     edits_files: ClassVar[bool] = False
     #: The path may be omitted (Glob/Grep default to the working directory).
     path_optional: ClassVar[bool] = False
+    #: The call runs code (NotebookRun): it asks in every permission mode unless a rule allows it.
+    runs_code: ClassVar[bool] = False
 
     def input_schema(self) -> dict[str, Any]:
         return _clean_schema(super().input_schema())
@@ -64,6 +67,10 @@ class PathTool(Tool):
             return [self.resolve(input, ctx)]
         except ToolError:
             return []
+
+    async def prepare(self, input: Any, context: ToolContext) -> PreparedCall:
+        return PreparedCall(paths=self.permission_paths(input, context), read_only=self.is_read_only(input),
+                            edits_files=self.edits_files, runs_code=self.runs_code)
 
     def validate_path_text(self, input: Any, ctx: ToolContext) -> str | None:
         try:

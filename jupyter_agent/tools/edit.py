@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..loop.permission_result import PermissionAsk, PermissionResult
+from pathlib import Path
+
+from ..loop.permission_result import PermissionResult
 from ..notebook import is_notebook_path
 from .base import ToolContext, ToolError, ToolInput, ToolOutput
-from .common import PathTool, check_text_size
-from .fileio import check_read_before_write, read_text_file
-from .paths import display_path, inside_roots
+from .common import check_text_size
+from .fileio import MAX_EDIT_BYTES, check_read_before_write, content_hash, read_text_file
+from .paths import display_path
 from .quotes import find_actual_string, preserve_quote_style
-from .write import FileChange, suggest_edit_rules
+from .write import FileChange, FileEditTool
 
 SNIPPET_CONTEXT_LINES = 4
 
@@ -23,10 +25,9 @@ class EditInput(ToolInput):
     replace_all: bool | None = Field(default=False, description="Replace all occurrences of old_string (default false)")
 
 
-class Edit(PathTool):
+class Edit(FileEditTool):
     name = "Edit"
     Input = EditInput
-    edits_files = True
     description = (
         "Performs exact string replacements in files.\n\n"
         "Usage:\n"
@@ -52,15 +53,9 @@ class Edit(PathTool):
         path = self.resolve(input, context)
         if is_notebook_path(path.real):
             return "File is a Jupyter Notebook. Use the NotebookEdit tool to edit this file."
-        if inside_roots(path, context):
-            try:
-                self.plan(input, context)
-            except ToolError as exc:
-                return str(exc)
         return None
 
-    def plan(self, input: EditInput, context: ToolContext) -> FileChange:
-        path = self.resolve(input, context).real
+    def plan(self, input: EditInput, context: ToolContext, path: Path) -> FileChange:
         if path.is_dir():
             raise ToolError(f"{input.file_path} is a directory; give the path of a file to edit.")
         if not path.exists():
@@ -72,7 +67,8 @@ class Edit(PathTool):
             if current.text.strip():
                 raise ToolError("Cannot create new file - file already exists. Give old_string to edit it.")
             check_read_before_write(context, path, current.raw, need_whole=True)
-            return FileChange(path, current.text, input.new_string, current.encode(input.new_string), current.mode)
+            return FileChange(path, current.text, input.new_string, current.encode(input.new_string), current.mode,
+                              content_hash(current.raw))
         check_read_before_write(context, path, current.raw, need_whole=True)
         old, new = _match_line_endings(current.text, input.old_string, input.new_string, current.newline)
         actual = find_actual_string(current.text, old)  # straight quotes also match curly ones
@@ -85,30 +81,31 @@ class Edit(PathTool):
                 f"Found {count} matches of the string to replace, but replace_all is false. To replace all "
                 "occurrences, set replace_all to true. To replace only one occurrence, please provide more "
                 f"context to uniquely identify the instance.\nString: {_shorten(input.old_string)}")
+        # Bound the result before building it: "a" -> 10 million characters, replace_all, once
+        # built a 1 GB string (5 GB at its peak) before anyone could say no.
+        replacements = count if input.replace_all else 1
+        size = len(current.text) + replacements * (len(new) - len(old))
+        if size > MAX_EDIT_BYTES:
+            raise ToolError(f"This edit would make the file {size:,} characters long ({replacements:,} "
+                            f"replacement(s)); the limit is {MAX_EDIT_BYTES:,}. Make a smaller change.")
         after = current.text.replace(old, new) if input.replace_all else current.text.replace(old, new, 1)
-        return FileChange(path, current.text, after, current.encode(after), current.mode)
+        return FileChange(path, current.text, after, current.encode(after), current.mode, content_hash(current.raw))
 
     async def check_permissions(self, input: EditInput, context: ToolContext) -> PermissionResult:
-        try:
-            diff = self.plan(input, context).diff(context.cwd)
-        except ToolError:
-            diff = None
-        return PermissionAsk(message=f"Edit wants to change {input.file_path}.", diff=diff,
-                             suggested_rules=suggest_edit_rules(self.resolve(input, context).real, context))
+        return self.ask("change", input, context)
 
     async def call(self, input: EditInput, context: ToolContext) -> ToolOutput:
-        change = self.plan(input, context)
+        change = self.planned_change(input, context)
         change.apply(context)
         shown = display_path(change.path, context.cwd)
-        diff = change.diff(context.cwd)
         if change.before is None:
-            return ToolOutput(f"File created successfully at: {shown}", display=diff)
+            return ToolOutput(f"File created successfully at: {shown}")
         if input.replace_all:
             return ToolOutput(f"The file {shown} has been updated. All occurrences of "
                               f"{_shorten(input.old_string, 200)!r} were successfully replaced with "
-                              f"{_shorten(input.new_string, 200)!r}.", display=diff)
+                              f"{_shorten(input.new_string, 200)!r}.")
         return ToolOutput(f"The file {shown} has been updated. Here's the result of running `cat -n` on a "
-                          f"snippet of the edited file:\n{_snippet(change.before, change.after)}", display=diff)
+                          f"snippet of the edited file:\n{_snippet(change.before, change.after)}")
 
 
 def _match_line_endings(text: str, old: str, new: str, newline: str) -> tuple[str, str]:

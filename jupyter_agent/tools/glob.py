@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from typing import Any
 
 from pydantic import Field
@@ -78,9 +79,12 @@ class Glob(PathTool):
         if input.path is not None and not input.path.strip():
             return "path is empty: omit it to search the working directory."
         try:
-            self.search_root(input, context)
+            _, rest = self.search_root(input, context)
+            compile_glob(rest)
         except ToolError as exc:
             return str(exc)
+        except ValueError as exc:
+            return f"pattern is not a usable glob: {exc}."
         return None
 
     async def call(self, input: GlobInput, context: ToolContext) -> ToolOutput:
@@ -89,7 +93,11 @@ class Glob(PathTool):
             raise ToolError(f"Directory does not exist: {input.path or root.real}")
         if not root.real.is_dir():
             raise ToolError(f"Path is not a directory: {input.path or root.real}. Glob searches folders.")
-        matches, capped = await asyncio.to_thread(find_files, str(root.real), rest)
+        stop = threading.Event()  # a thread cannot be cancelled: it is told to stop instead
+        try:
+            matches, capped = await asyncio.to_thread(find_files, str(root.real), rest, stop)
+        finally:
+            stop.set()
         denied = getattr(context.permissions, "is_read_denied", None)
         if callable(denied):  # files the user's deny rules hide stay hidden here too
             matches = [m for m in matches if not denied(m[1], context)]
@@ -103,8 +111,12 @@ class Glob(PathTool):
         return ToolOutput(text)
 
 
-def find_files(root: str, pattern: str) -> tuple[list[tuple[int, str]], bool]:
-    """(mtime_ns, path) of every file under ``root`` whose relative path matches ``pattern``."""
+def find_files(root: str, pattern: str, stop: threading.Event | None = None) -> tuple[list[tuple[int, str]], bool]:
+    """(mtime_ns, path) of every file under ``root`` whose relative path matches ``pattern``.
+
+    Matching is linear in the path (:mod:`.globmatch`); ``stop`` ends the walk early
+    (the caller was cancelled or timed out).
+    """
     regex = compile_glob(pattern)
     recursive = "**" in pattern or "/" in pattern
     out: list[tuple[int, str]] = []
@@ -112,6 +124,8 @@ def find_files(root: str, pattern: str) -> tuple[list[tuple[int, str]], bool]:
     stack = [root]
     prefix = len(root.rstrip("/")) + 1
     while stack:
+        if stop is not None and stop.is_set():
+            return out, True
         folder = stack.pop()
         try:
             entries = list(os.scandir(folder))

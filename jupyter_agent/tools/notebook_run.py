@@ -33,6 +33,7 @@ class NotebookRun(PathTool):
     name = "NotebookRun"
     Input = NotebookRunInput
     path_field = "notebook_path"
+    runs_code = True  # asks in every permission mode unless an allow rule covers it
     timeout_s = None  # the cell's own time limit applies (and interrupts the kernel cleanly)
     description = (
         "Executes one code cell of a Jupyter notebook in the notebook's kernel and returns its outputs "

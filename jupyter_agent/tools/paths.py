@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from .base import ToolContext, ToolError
+from .globmatch import compile_glob, escape_glob, expand_braces, glob_is_literal, unescape_glob
 
 #: Longer than any real path (Linux PATH_MAX is 4096 bytes).
 MAX_PATH_CHARS = 4096
@@ -96,107 +95,24 @@ def display_path(path: Path | str, cwd: Path | str) -> str:
     return path_s
 
 
-# --- globs -----------------------------------------------------------------------------
-
-
-def expand_braces(pattern: str) -> list[str]:
-    """``a.{py,md}`` -> ``["a.py", "a.md"]`` (nested braces too); no braces -> ``[pattern]``."""
-    depth, start = 0, -1
-    for i, ch in enumerate(pattern):
-        if ch == "\\":
-            continue
-        if ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                inner, parts, level, last = pattern[start + 1 : i], [], 0, 0
-                for j, c in enumerate(inner):
-                    level += c == "{"
-                    level -= c == "}"
-                    if c == "," and level == 0:
-                        parts.append(inner[last:j])
-                        last = j + 1
-                parts.append(inner[last:])
-                if len(parts) == 1:  # "{x}" is literal in most shells; keep it literal
-                    continue
-                head, tail = pattern[:start], pattern[i + 1 :]
-                return [e for part in parts for e in expand_braces(head + part + tail)]
-    return [pattern]
-
-
-def glob_to_regex(pattern: str) -> str:
-    """A path glob as a regex body: ``**`` spans directories, ``*``/``?`` stay in one.
-
-    ``**/`` at the start or between parts matches zero or more directories; a ``/**``
-    at the end matches everything below. Brace alternatives are expanded first.
-    """
-    alternatives = [_one_glob_to_regex(p) for p in expand_braces(pattern)]
-    return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
-
-
-def _one_glob_to_regex(pattern: str) -> str:
-    out, i, n = [], 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch == "*":
-            if pattern.startswith("**", i):
-                at_start = i == 0 or pattern[i - 1] == "/"
-                after = pattern[i + 2 : i + 3]
-                if at_start and after == "/":
-                    out.append("(?:.*/)?")
-                    i += 3
-                    continue
-                if at_start and after == "":
-                    out.append(".*")
-                    i += 2
-                    continue
-                out.append("[^/]*")  # "a**b" behaves like "a*b", as in git
-                i += 2
-                continue
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[":
-            first = i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1
-            end = pattern.find("]", first + 1)  # a "]" right after "[" is part of the set
-            if end == -1:
-                out.append(re.escape(ch))
-            else:
-                body = pattern[i + 1 : end]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        elif ch == "\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
-
-
-@lru_cache(maxsize=512)
-def compile_glob(pattern: str, ignore_case: bool = False) -> re.Pattern[str]:
-    """A whole-string matcher for a path glob (see :func:`glob_to_regex`)."""
-    return re.compile(r"\A" + glob_to_regex(pattern) + r"\Z", re.IGNORECASE if ignore_case else 0)
+# --- globs (the matcher itself is in .globmatch) --------------------------------------
 
 
 def has_glob_chars(text: str) -> bool:
-    return any(c in text for c in "*?[{")
+    return not glob_is_literal(text)
 
 
 def split_glob_base(pattern: str) -> tuple[str, str]:
-    """Split ``/a/b/**/*.py`` into the literal directory ``/a/b`` and the rest ``**/*.py``."""
+    """Split ``/a/b/**/*.py`` into the literal directory ``/a/b`` and the rest ``**/*.py``.
+
+    The directory comes back unescaped (a real path); the rest stays a glob.
+    """
     parts = pattern.split("/")
     literal: list[str] = []
     for part in parts[:-1]:
         if has_glob_chars(part):
             break
-        literal.append(part)
+        literal.append(unescape_glob(part))
     rest = parts[len(literal) :]
     base = "/".join(literal) or ("/" if pattern.startswith("/") else "")
     return base, "/".join(rest)
@@ -207,28 +123,28 @@ def path_matches_rule(path: Path | str, rule_pattern: str, cwd: Path | str) -> b
 
     Relative patterns are anchored at ``cwd``; a pattern without glob characters covers
     that path and everything below it (``Edit(docs)`` covers ``docs/a.md``), and
-    ``dir/**`` covers ``dir`` itself as well as everything below it.
+    ``dir/**`` covers ``dir`` itself as well as everything below it. ``\\`` escapes a
+    glob character, so ``Edit(/p/\\*\\*/x.txt)`` names a folder really called ``**``.
     """
     pattern = os.path.expanduser(rule_pattern.strip())
     if not pattern:
         return False
     if not os.path.isabs(pattern):
-        pattern = os.path.join(os.path.realpath(os.fspath(cwd)), pattern)
+        pattern = os.path.join(escape_glob(os.path.realpath(os.fspath(cwd))), pattern)
     pattern = pattern.rstrip("/") or "/"
     if not has_glob_chars(pattern):
-        return is_within(path, os.path.normpath(pattern))
+        return is_within(path, os.path.normpath(unescape_glob(pattern)))
     base, rest = split_glob_base(pattern)
-    base = os.path.normpath(base)
+    base = escape_glob(os.path.normpath(base))
     full = (base.rstrip("/") + "/" + rest) if rest else base
-    if full.endswith("/**") and compile_glob(full[:-3]).match(os.fspath(path)):
-        return True  # "src/**" covers the folder itself too (a search of src reads what is in it)
-    return bool(compile_glob(full).match(os.fspath(path)))
+    try:
+        if full.endswith("/**") and compile_glob(full[:-3]).match(os.fspath(path)):
+            return True  # "src/**" covers the folder itself too (a search of src reads what is in it)
+        return compile_glob(full).match(os.fspath(path))
+    except ValueError:
+        return False  # Rule.parse refuses such patterns; nothing else reaches here
 
 
-def any_component(path: Path | str, names: Iterable[str]) -> str | None:
-    """The first of ``names`` that is a component of ``path``, else None."""
-    parts = set(Path(path).parts)
-    for name in names:
-        if name in parts:
-            return name
-    return None
+__all__ = ["MAX_PATH_CHARS", "ResolvedPath", "allowed_roots", "check_path_text", "compile_glob", "display_path",
+           "escape_glob", "expand_braces", "glob_is_literal", "has_glob_chars", "inside_roots", "is_within",
+           "path_matches_rule", "resolve_path", "split_glob_base", "unescape_glob"]

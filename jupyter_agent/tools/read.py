@@ -98,7 +98,7 @@ class Read(PathTool):
                     if registered:
                         raise
                     broken = str(exc)  # show the raw text so the model can repair it
-                    output = self._read_text(path, input, context)
+                    output = self._read_file(path, input, context)  # with its size caps
                     return ToolOutput(f"[This .ipynb is not a readable notebook: {broken} "
                                       f"Shown as text.]\n{output.content}")
         return self._read_file(path, input, context)

@@ -11,28 +11,74 @@ from pydantic import Field
 
 from ..loop.permission_result import PermissionAsk, PermissionResult
 from ..notebook import NotebookError, is_notebook_path, validate_notebook
-from .base import ToolContext, ToolError, ToolInput, ToolOutput
+from .base import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool, check_text_size, unified_diff
-from .fileio import atomic_write, check_read_before_write, note_write, read_text_file
-from .paths import display_path, inside_roots
+from .fileio import atomic_write, check_read_before_write, content_hash, note_write, read_text_file
+from .paths import display_path, escape_glob, inside_roots
 
 
 @dataclass
 class FileChange:
-    """A planned write: what is there now (None: no file yet) and the bytes to put there."""
+    """A planned write: what is there now (None: no file yet) and the bytes to put there.
+
+    ``base_hash`` is the hash of the bytes the plan was made from (None: no file);
+    :meth:`apply` writes only if the file still has them.
+    """
 
     path: Path
     before: str | None
     after: str
     data: bytes
     mode: int | None
+    base_hash: str | None = None
 
     def diff(self, cwd: Path) -> str:
         return unified_diff(self.before or "", self.after, display_path(self.path, cwd))
 
     def apply(self, ctx: ToolContext) -> None:
-        mtime = atomic_write(self.path, self.data, self.mode)
+        mtime = atomic_write(self.path, self.data, self.mode, expected_hash=self.base_hash)
         note_write(ctx, self.path, self.data, mtime)
+
+
+class FileEditTool(PathTool):
+    """Write and Edit: plan the change once (one read, one hash), then apply that plan.
+
+    :meth:`prepare` plans inside the working folders (a bad plan is the call's error
+    result, before anyone is asked); outside them nothing on the disk is read before
+    permission, so the plan is made in :meth:`call`, on the path resolved at preparation.
+    """
+
+    edits_files = True
+
+    def plan(self, input, context: ToolContext, path: Path) -> FileChange:
+        raise NotImplementedError
+
+    async def prepare(self, input, context: ToolContext) -> PreparedCall:
+        prepared = await super().prepare(input, context)
+        if prepared.paths and inside_roots(prepared.paths[0], context):
+            try:
+                change = self.plan(input, context, prepared.paths[0].real)
+            except ToolError as exc:
+                prepared.problem = str(exc)
+            else:
+                prepared.change, prepared.diff = change, change.diff(context.cwd)
+                prepared.content_hash = change.base_hash
+        return prepared
+
+    def planned_change(self, input, context: ToolContext) -> FileChange:
+        """The prepared plan, or (outside the working folders, or called directly) a new one."""
+        prepared = context.prepared
+        if prepared is not None and prepared.change is not None:
+            return prepared.change
+        path = prepared.paths[0].real if prepared is not None and prepared.paths else self.resolve(input, context).real
+        return self.plan(input, context, path)
+
+    def ask(self, verb: str, input, context: ToolContext) -> PermissionAsk:
+        prepared = context.prepared
+        path = prepared.paths[0].real if prepared is not None and prepared.paths else self.resolve(input, context).real
+        return PermissionAsk(message=f"{self.name} wants to {verb} {input.file_path}.",
+                             diff=prepared.diff if prepared is not None else None,
+                             suggested_rules=suggest_edit_rules(path, context))
 
 
 class WriteInput(ToolInput):
@@ -40,10 +86,9 @@ class WriteInput(ToolInput):
     content: str = Field(description="The content to write to the file")
 
 
-class Write(PathTool):
+class Write(FileEditTool):
     name = "Write"
     Input = WriteInput
-    edits_files = True
     description = (
         "Writes a file to the local filesystem.\n\n"
         "Usage:\n"
@@ -65,15 +110,9 @@ class Write(PathTool):
             except (ValueError, NotebookError) as exc:
                 return (f"content is not a valid Jupyter notebook ({exc}). Write a complete nbformat 4 JSON "
                         "document, or use NotebookEdit to change cells.")
-        if inside_roots(path, context):  # outside the roots: say nothing about the disk before permission
-            try:
-                self.plan(input, context)
-            except ToolError as exc:
-                return str(exc)
         return None
 
-    def plan(self, input: WriteInput, context: ToolContext) -> FileChange:
-        path = self.resolve(input, context).real
+    def plan(self, input: WriteInput, context: ToolContext, path: Path) -> FileChange:
         if path.is_dir():
             raise ToolError(f"{input.file_path} is a directory; give the path of a file to write.")
         if not path.exists():
@@ -85,25 +124,21 @@ class Write(PathTool):
         content = input.content
         if current.newline == "\r\n" and "\r\n" not in content:
             content = content.replace("\n", "\r\n")  # keep the file's line endings
-        return FileChange(path, current.text, content, current.encode(content), current.mode)
+        return FileChange(path, current.text, content, current.encode(content), current.mode,
+                          content_hash(current.raw))
 
     async def check_permissions(self, input: WriteInput, context: ToolContext) -> PermissionResult:
-        try:
-            change = self.plan(input, context)
-            diff = change.diff(context.cwd)
-            verb = "create" if change.before is None else "overwrite"
-        except ToolError:
-            diff, verb = None, "write"
-        return PermissionAsk(message=f"Write wants to {verb} {input.file_path}.", diff=diff,
-                             suggested_rules=suggest_edit_rules(self.resolve(input, context).real, context))
+        change = context.prepared.change if context.prepared is not None else None
+        verb = "write" if change is None else "create" if change.before is None else "overwrite"
+        return self.ask(verb, input, context)
 
     async def call(self, input: WriteInput, context: ToolContext) -> ToolOutput:
-        change = self.plan(input, context)
+        change = self.planned_change(input, context)
         change.apply(context)
         shown = display_path(change.path, context.cwd)
         if change.before is None:
-            return ToolOutput(f"File created successfully at: {shown}", display=change.diff(context.cwd))
-        return ToolOutput(f"The file {shown} has been updated.", display=change.diff(context.cwd))
+            return ToolOutput(f"File created successfully at: {shown}")
+        return ToolOutput(f"The file {shown} has been updated.")
 
 
 def suggest_edit_rules(path: Path, context: ToolContext) -> tuple[str, ...]:
@@ -112,8 +147,9 @@ def suggest_edit_rules(path: Path, context: ToolContext) -> tuple[str, ...]:
     An ``Edit`` rule covers Write and NotebookEdit too (see :mod:`jupyter_agent.permissions`).
     """
     folder = display_path(path.parent, context.cwd)
-    pattern = "./**" if folder == os.path.realpath(context.cwd) else f"{folder}/**"
+    # A folder really named "**" or "[x]" must not become a wildcard that allows much more.
+    pattern = "./**" if folder == os.path.realpath(context.cwd) else f"{escape_glob(folder)}/**"
     return (f"Edit({pattern})",)
 
 
-__all__ = ["FileChange", "Write", "WriteInput", "suggest_edit_rules"]
+__all__ = ["FileChange", "FileEditTool", "Write", "WriteInput", "suggest_edit_rules"]

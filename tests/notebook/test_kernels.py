@@ -65,7 +65,8 @@ def make_notebook(folder: Path, *sources: str) -> Path:
 
 
 def ctx_for(folder: Path, session: dict) -> ToolContext:
-    return ToolContext(cwd=folder, permissions=Permissions(mode="bypassPermissions", cwd=folder), session=session)
+    return ToolContext(cwd=folder, permissions=Permissions(mode="bypassPermissions", cwd=folder,
+                                                                       allow=["NotebookRun"]), session=session)
 
 
 async def run(ctx, cell_id: str) -> dict:

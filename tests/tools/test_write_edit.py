@@ -194,10 +194,10 @@ async def test_a_crash_mid_write_leaves_the_old_file_and_no_litter(ctx, workspac
     path.write_text("old content\n")
     await read(ctx, path)
 
-    def crash(src, dst):
+    def crash(src, dst, **dir_fds):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fileio.os, "replace", crash)
+    monkeypatch.setattr(fileio.os, "rename", crash)
     result = await call_tool(ctx, "Write", {"file_path": "a.txt", "content": "new content\n"})
     assert result["is_error"] and "No space left" in text_of(result)
     assert path.read_text() == "old content\n"

@@ -1,0 +1,110 @@
+"""Safety paths: places whose change alters what runs next, so writing them always asks.
+
+A write to one of these asks a person in every mode, ``bypassPermissions`` included,
+unless an allow rule *really names* the place (:func:`rule_names_place`):
+
+* version control: ``.git/`` (and any folder that is a git directory: a bare
+  repository, ``GIT_DIR`` elsewhere, ``.git/modules``, ``.git/worktrees``), ``.hg/``,
+  ``.husky/``, ``.githooks/``, ``.gitconfig``, ``.gitmodules``, ``~/.config/git/``;
+* shells and their helpers: ``.bashrc``, ``.bash_profile``, ``.bash_aliases``,
+  ``.profile``, ``.zshrc``... ``~/.config/fish/``, direnv's ``.envrc``;
+* Python and Jupyter start-up: ``sitecustomize.py``, ``usercustomize.py``, ``*.pth`` in
+  a ``site-packages``/``dist-packages`` folder, ``.ipython/``, ``.jupyter/``;
+* the user's programs and keys: ``~/.local/bin/``, ``~/bin/``, ``.ssh/``.
+
+Names are compared case-insensitively where the file system is (macOS, Windows), since
+there ``.GIT/hooks`` is ``.git/hooks``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .tools.paths import ResolvedPath, glob_is_literal, unescape_glob
+
+SAFETY_DIRS = (".git", ".hg", ".husky", ".githooks", ".ipython", ".jupyter", ".ssh")
+SAFETY_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc",
+                ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".inputrc",
+                ".gitconfig", ".gitmodules", ".ripgreprc", ".envrc", ".direnvrc", "sitecustomize.py",
+                "usercustomize.py")
+#: Folders under ``~/.config`` that hold start-up code or git's own configuration.
+CONFIG_DIRS = ("git", "fish", "direnv")
+SITE_DIRS = ("site-packages", "dist-packages")
+
+#: Compare names without case: True on file systems that ignore it (tests may flip it).
+CASE_INSENSITIVE = sys.platform in ("darwin", "win32")
+
+
+@dataclass(frozen=True)
+class SafetyHit:
+    """Why a path is protected, and the path components a rule must name to release it."""
+
+    reason: str
+    anchor: tuple[str, ...]
+
+
+def _fold(name: str) -> str:
+    return name.casefold() if CASE_INSENSITIVE else name
+
+
+def _is_git_dir(folder: Path) -> bool:
+    """A folder laid out as a git directory (bare repository, ``GIT_DIR``, a submodule's)."""
+    try:
+        return ((folder / "HEAD").is_file() and (folder / "objects").is_dir()
+                and (folder / "refs").is_dir())
+    except OSError:
+        return False
+
+
+def _check(path: Path, home: Path) -> SafetyHit | None:
+    parts = [_fold(p) for p in path.parts]
+    for name in SAFETY_DIRS:
+        if _fold(name) in parts[:-1] or (parts and parts[-1] == _fold(name)):
+            return SafetyHit(f"it is inside {name}/", (name,))
+    if parts and parts[-1] in {_fold(n) for n in SAFETY_FILES}:
+        return SafetyHit(f"{path.name} is a shell, git or Python start-up file", (path.name,))
+    if parts and parts[-1].endswith(".pth") and any(_fold(s) in parts[:-1] for s in SITE_DIRS):
+        return SafetyHit(f"{path.name} is a .pth file, which Python runs at start-up", (path.name,))
+    home_parts = [_fold(p) for p in home.parts]
+    if len(parts) > len(home_parts) and parts[:len(home_parts)] == home_parts:
+        below = parts[len(home_parts):]
+        if len(below) >= 2 and below[0] == _fold(".config") and below[1] in {_fold(n) for n in CONFIG_DIRS}:
+            return SafetyHit(f"it is inside ~/.config/{below[1]}/", (".config", path.parts[len(home_parts) + 1]))
+        if len(below) >= 3 and below[:2] == [_fold(".local"), "bin"]:
+            return SafetyHit("it is inside ~/.local/bin/, where your programs are", (".local", "bin"))
+        if len(below) >= 2 and below[0] == "bin":
+            return SafetyHit("it is inside ~/bin/, where your programs are", ("bin",))
+    for depth in range(len(path.parts) - 1, 0, -1):  # a git directory without a .git component
+        folder = Path(*path.parts[:depth])
+        if _is_git_dir(folder):
+            inner = path.parts[depth] if depth < len(path.parts) else ""
+            return SafetyHit(f"it is inside the git directory {folder}", (folder.name, inner) if inner else
+                             (folder.name,))
+    return None
+
+
+def safety_hit(path: ResolvedPath) -> SafetyHit | None:
+    """The protection ``path`` falls under (as named, or where its symlinks lead), or None."""
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    for candidate in (path.lexical, path.real):
+        hit = _check(candidate, home)
+        if hit is not None:
+            return hit
+    return None
+
+
+def rule_names_place(pattern: str, hit: SafetyHit) -> bool:
+    """Does a rule's pattern name the protected place itself, component by component?
+
+    ``Edit(.git/hooks/**)`` names ``.git``; ``Edit(./**)`` (what "Always allow" suggests),
+    ``Edit(me.github.io/**)`` and ``Edit(docs.github/**)`` do not: only whole literal
+    path components count, never substrings or wildcards.
+    """
+    expanded = os.path.expanduser(pattern.strip())
+    components = [_fold(unescape_glob(c)) if glob_is_literal(c) else None for c in expanded.split("/")]
+    anchor = [_fold(a) for a in hit.anchor]
+    n = len(anchor)
+    return any(components[i:i + n] == anchor for i in range(len(components) - n + 1))
