@@ -326,4 +326,5 @@ async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
                          status=execution.status, saved=False,
                          note="The notebook changed while the cell ran, so its outputs were not saved into it.")
     return RunResult(cell=edited.cell, outputs=outputs, execution_count=execution.execution_count,
-                     status=execution.status, version=edited.version, mtime_ns=edited.mtime_ns)
+                     status=execution.status, version=edited.version, mtime_ns=edited.mtime_ns,
+                     note=f"[{edited.note}]" if getattr(edited, "note", "") else "")
