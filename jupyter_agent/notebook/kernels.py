@@ -24,7 +24,9 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_runtime_dir
 from nbformat.v4 import output_from_msg
 
+from ..redact import redact, without_secrets
 from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
+from .outputs import StreamText, finish_outputs
 
 _LIVE_POOLS: weakref.WeakSet[KernelPool] = weakref.WeakSet()
 #: How long to wait for a kernel to settle after an interrupt before giving up on it.
@@ -49,7 +51,11 @@ class NotebookKernel:
         self.lock = asyncio.Lock()
 
     async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> Execution:
-        """Run ``code``; on timeout or abort interrupt the kernel and return what came out so far."""
+        """Run ``code``; on timeout or abort interrupt the kernel and return what came out so far.
+
+        Done means both the kernel's ``execute_reply`` (its verdict: ok, error, aborted)
+        and the ``idle`` status after it (every output of the cell has been sent).
+        """
         async with self.lock:
             msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
             collector = _OutputCollector()
@@ -57,7 +63,7 @@ class NotebookKernel:
             status = "ok"
             next_alive_check = time.monotonic() + 1.0
             try:
-                while not collector.idle:
+                while not (collector.idle and collector.reply is not None):
                     if abort is not None and abort.is_set():
                         status = "interrupted"
                         break
@@ -68,15 +74,22 @@ class NotebookKernel:
                         next_alive_check = time.monotonic() + 1.0
                         if not await self.manager.is_alive():
                             return Execution(collector.clean_outputs, collector.execution_count, "died")
-                    await self._next(msg_id, collector, 0.1)
+                    await self._poll(msg_id, collector, 0.1)
             except asyncio.CancelledError:
                 await asyncio.shield(self._interrupt_and_settle(msg_id, collector))
                 raise
             if status != "ok":
                 await self._interrupt_and_settle(msg_id, collector)
-            elif collector.error:
+            elif collector.error or collector.reply.get("status") in ("error", "aborted"):  # type: ignore[union-attr]
                 status = "error"
             return Execution(collector.clean_outputs, collector.execution_count, status)
+
+    async def _poll(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
+        """Take what has come in: outputs until idle, then the reply (or both, briefly)."""
+        if not collector.idle:
+            await self._next(msg_id, collector, wait)
+        if collector.reply is None:
+            await self._next_reply(msg_id, collector, wait if collector.idle else 0)
 
     async def _next(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
         try:
@@ -86,14 +99,25 @@ class NotebookKernel:
         if msg.get("parent_header", {}).get("msg_id") == msg_id:
             collector.add(msg)
 
+    async def _next_reply(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
+        try:
+            msg = await self.client.get_shell_msg(timeout=wait)
+        except queue.Empty:
+            return
+        # Replies to earlier requests (one that timed out before its reply came) are dropped.
+        if msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "execute_reply":
+            collector.reply = msg.get("content", {})
+            if collector.execution_count is None:
+                collector.execution_count = collector.reply.get("execution_count")
+
     async def _interrupt_and_settle(self, msg_id: str, collector: _OutputCollector) -> None:
         try:
             await self.manager.interrupt_kernel()
         except Exception:
             return
         end = time.monotonic() + _INTERRUPT_GRACE_S
-        while not collector.idle and time.monotonic() < end:
-            await self._next(msg_id, collector, 0.1)
+        while not (collector.idle and collector.reply is not None) and time.monotonic() < end:
+            await self._poll(msg_id, collector, 0.1)
 
     async def shutdown(self) -> None:
         try:
@@ -114,13 +138,18 @@ class NotebookKernel:
 
 
 class _OutputCollector:
-    """Turns iopub messages into nbformat outputs, as the notebook frontend would."""
+    """Turns iopub messages into nbformat outputs, as the notebook frontend would.
+
+    Consecutive stream chunks build one :class:`~.outputs.StreamText`, so a progress
+    bar's updates settle as they come and a flood of text stays bounded in memory.
+    """
 
     def __init__(self) -> None:
         self.outputs: list[dict[str, Any]] = []
         self.execution_count: int | None = None
         self.idle = False
         self.error = False
+        self.reply: dict[str, Any] | None = None
         self._clear_pending = False
 
     def add(self, msg: dict[str, Any]) -> None:
@@ -151,9 +180,11 @@ class _OutputCollector:
         output = dict(output_from_msg(msg))
         self.error |= kind == "error"
         last = self.outputs[-1] if self.outputs else None
-        if kind == "stream" and last and last.get("output_type") == "stream" and last.get("name") == output["name"]:
-            last["text"] += output["text"]
-            return
+        if kind == "stream":
+            if last and last.get("output_type") == "stream" and last.get("name") == output["name"]:
+                last["_stream"].append(output["text"])
+                return
+            output["_stream"] = StreamText(output["text"], redact=redact)
         display_id = content.get("transient", {}).get("display_id")
         if display_id:
             output["_display_id"] = display_id
@@ -161,11 +192,23 @@ class _OutputCollector:
 
     @property
     def clean_outputs(self) -> list[dict[str, Any]]:
-        return [{k: v for k, v in o.items() if k != "_display_id"} for o in self.outputs]
+        """The outputs as nbformat has them: coalesced, settled, capped, secrets redacted."""
+        plain = []
+        for output in self.outputs:
+            kept = {k: v for k, v in output.items() if not k.startswith("_")}
+            if "_stream" in output:
+                kept["text"] = output["_stream"].value()
+            plain.append(kept)
+        return finish_outputs(plain, redact)
 
 
 class KernelPool:
-    """Kernels by notebook path. ``transport="ipc"`` suits tests; ``kernel_name`` forces a kernel."""
+    """Kernels by notebook path. ``transport="ipc"`` suits tests; ``kernel_name`` forces a kernel.
+
+    A kernel starts with the agent's environment minus its secrets (``ANTHROPIC_*`` and
+    every ``*KEY*``/``*TOKEN*``/``*SECRET*``/``*PASSWORD*`` variable, see
+    :func:`~jupyter_agent.redact.is_secret_name`); ``env`` adds variables on purpose.
+    """
 
     def __init__(self, *, transport: str = "tcp", kernel_name: str | None = None,
                  startup_timeout: float = 60.0, env: dict[str, str] | None = None):
@@ -197,7 +240,8 @@ class KernelPool:
             options["ip"] = _ipc_address()
         manager = AsyncKernelManager(**options)
         folder = notebook_path.parent if notebook_path.parent.is_dir() else Path.cwd()
-        env = {**os.environ, **(self.env or {})}
+        # The agent's credentials stay with the agent: a cell could print them into the notebook.
+        env = {**without_secrets(dict(os.environ)), **(self.env or {})}
         try:
             await manager.start_kernel(cwd=str(folder), env=env)
         except Exception as exc:
