@@ -31,7 +31,6 @@ MAX_DATA_CHARS = 10_000_000
 #: A cell that makes more outputs than this keeps the first ones, with a note.
 MAX_OUTPUTS = 500
 
-_CARRIAGE_RETURN = re.compile(r".*\r(?=[^\n])")  # nbclient's _RGX_CARRIAGERETURN
 _BACKSPACE = re.compile("[^\n]\x08")  # nbclient's _RGX_BACKSPACE, fixed (see the module docstring)
 _TEXT_MIME = re.compile(r"^(text/|application/(json|javascript|.*\+json|.*\+xml)$|image/svg\+xml$)")
 
@@ -46,8 +45,15 @@ def apply_control_characters(text: str) -> str:
                 break
             text = shorter
     if "\r" in text:
-        text = _CARRIAGE_RETURN.sub("", text)
+        text = "\n".join(_settle_line(line) if "\r" in line else line for line in text.split("\n"))
     return text
+
+
+def _settle_line(line: str) -> str:
+    """nbclient's ``.*\\r(?=[^\\n])`` on one line, without the regex: that pattern
+    backtracks over a long line with no update in it (seconds for a 100 kB line)."""
+    last = line.rfind("\r", 0, len(line) - 1)  # the last \r with something after it
+    return line[last + 1:] if last >= 0 else line
 
 
 def cut_note(count: int, limit: int = MAX_OUTPUT_CHARS) -> str:

@@ -18,7 +18,9 @@ from pydantic import Field
 from ..loop.permission_result import PermissionAsk, PermissionResult
 from ..notebook import is_notebook_path
 from ..notebook.document import RunResult, check_cell_id_text
+from ..notebook.outputs import finish_outputs
 from ..notebook.render import render_run
+from ..redact import redact
 from .base import ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
@@ -91,8 +93,11 @@ class NotebookRun(PathTool):
                                       input.cell_id, context)
         if result.saved and result.version:
             note_notebook_change(context, path, result.version, result.mtime_ns)
-        content = render_run(result.cell, result.outputs, result.execution_count, result.status, result.note)
-        return ToolOutput(content, is_error=result.status in _FAILED, display=result.outputs)
+        # The file and memory backends have done this already; a backend that runs cells its
+        # own way (a live page) may not have, and nothing unbounded or secret goes to the model.
+        outputs = finish_outputs(result.outputs, redact)
+        content = render_run(result.cell, outputs, result.execution_count, result.status, result.note)
+        return ToolOutput(content, is_error=result.status in _FAILED, display=outputs)
 
 
 async def _with_progress(run: Awaitable[RunResult], cell_id: str, context: ToolContext) -> RunResult:

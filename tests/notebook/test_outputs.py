@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from jupyter_agent.notebook.outputs import StreamText, apply_control_characters, cap_outputs, coalesce_streams
 
 
@@ -54,3 +57,10 @@ def test_a_secret_that_straddles_a_cut_is_redacted_before_the_cut():
         stream.append("y" * 100)
     value = stream.value()
     assert "S3CR3T-S3" not in value and "[redacted]" in value
+
+
+@given(st.text(alphabet="ab\r\n", max_size=40))
+def test_carriage_returns_settle_exactly_as_nbclients_pattern_does(text):
+    from nbclient.client import _RGX_CARRIAGERETURN  # a test dependency: the reference
+
+    assert apply_control_characters(text) == _RGX_CARRIAGERETURN.sub("", text)

@@ -207,3 +207,30 @@ async def test_a_notebook_swapped_for_a_fifo_after_the_check_is_refused_without_
     monkeypatch.setattr(os, "stat", lambda p, *a, **k: real_stat(regular if str(p) == str(fifo) else p, *a, **k))
     with pytest.raises(NotebookError, match="is a named pipe"):
         await _no_hang(asyncio.to_thread(read_regular_file, fifo, error=NotebookError), fifo)
+
+
+async def test_notebook_run_settles_and_redacts_whatever_a_backend_returns(ctx, workspace, monkeypatch):
+    """A document that runs cells its own way (as a live page does) may hand back raw outputs:
+    what the model receives is still coalesced, settled and free of the agent's secrets."""
+    from jupyter_agent.notebook import RunResult
+
+    key = "sk-ant-api03-" + "Z9" * 50
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+
+    class OwnRunner(MemoryNotebook):
+        async def run_cell(self, cell_id, *, timeout, abort=None, expected_version=None):
+            cell = (await self.snapshot()).find(cell_id)
+            outputs = [{"output_type": "stream", "name": "stdout", "text": "0%\r50%"},
+                       {"output_type": "stream", "name": "stdout", "text": f"\r100% {key}\n"}]
+            return RunResult(cell=cell, outputs=outputs, execution_count=1, saved=False)
+
+    doc = OwnRunner(workspace / "live.ipynb", new_notebook(cells=[new_code_cell("go()", id="only")]))
+    register_document(ctx.session, doc)
+    await call_tool(ctx, "Read", {"file_path": "live.ipynb"})
+    from .conftest import make_ctx
+
+    bypass = make_ctx(workspace, "bypassPermissions")
+    bypass.session, bypass.read_file_state = ctx.session, ctx.read_file_state
+    result = await call_tool(bypass, "NotebookRun", {"notebook_path": "live.ipynb", "cell_id": "only"})
+    assert key not in json.dumps(result) and "Z9Z9Z9" not in json.dumps(result)
+    assert result["content"] == "Ran cell only [1].\n100% [redacted ANTHROPIC_API_KEY]"
