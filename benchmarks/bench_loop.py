@@ -9,6 +9,10 @@
    to the tool starting                                             target <= 10 ms
    and a turn whose model streams 1 s more after a 1 s tool call,
    streaming executor vs wait-then-run                              target <= 0.60
+   (both with a read-only tool: only those start at their block's stop)
+3c. a tool that changes something is held while the model may still be writing its
+   block: delay from the next block's content_block_start to its start target <= 10 ms
+   (and it did not start during the 0.3 s between its block's stop and that start)
 4. share of each request's bytes that are a byte-identical prefix of the next
    request (API cache order: tools, system, messages; cache_control left out) target >= 99%
 Also: the gap from a response's message_stop to the next request (server side), which
@@ -28,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jupyter_agent import ToolResult, ToolStart, query  # noqa: E402
-from jupyter_agent.loop.permission_result import ToolCheckPolicy  # noqa: E402
+from jupyter_agent.loop.permission_result import PermissionAllow, ToolCheckPolicy  # noqa: E402
 from jupyter_agent.model import AnthropicModel  # noqa: E402
 from jupyter_agent.testing import FakeMessagesAPI, pause, response, text, tool_use  # noqa: E402
 from jupyter_agent.tools.base import Tool, ToolInput, ToolOutput  # noqa: E402
@@ -57,11 +61,27 @@ class Sleep(Tool):
         return ToolOutput(content=f"slept {input.seconds}")
 
 
+class Change(Sleep):
+    """Like Sleep, but it changes something (not read-only), and it is allowed."""
+
+    name = "Change"
+
+    def is_read_only(self, input: Any) -> bool:
+        return False
+
+    def is_concurrency_safe(self, input: Any) -> bool:
+        return False
+
+    async def check_permissions(self, input: Any, context) -> Any:
+        return PermissionAllow()
+
+
 class StampedModel:
-    """Delegates to the real model and notes when each tool_use block's stop arrived."""
+    """Delegates to the real model and notes when each tool_use block's stop arrived,
+    and when each block started (by index)."""
 
     def __init__(self, inner: AnthropicModel) -> None:
-        self.inner, self.name, self.block_stops = inner, inner.name, {}
+        self.inner, self.name, self.block_stops, self.block_starts = inner, inner.name, {}, {}
 
     async def stream(self, request):
         async for event in self.inner.stream(request):
@@ -69,6 +89,8 @@ class StampedModel:
                 block = event.block or {}
                 if block.get("type") == "tool_use":
                     self.block_stops[block["id"]] = time.perf_counter()
+            elif getattr(event, "type", None) == "content_block_start":
+                self.block_starts.setdefault(event.index, time.perf_counter())
             yield event
 
 
@@ -196,6 +218,19 @@ async def bench_streaming() -> tuple[float, float, float, float]:
     return max(delays), with_exec, without, with_exec / without
 
 
+async def bench_held_write() -> tuple[float, float]:
+    """A Change call, then 0.3 s later the next block: (ms from that block's start to the
+    call's start, s from the call's own block stop to its start)."""
+    call = tool_use("Change", {"seconds": 0.0})
+    script = [response(call, pause(0.3), text("Done."))]
+    with FakeMessagesAPI(script) as api:
+        stamped = StampedModel(model(api))
+        run = query("go", model=stamped, tools=[Change()], permissions=ToolCheckPolicy(), max_turns=1)
+        await run.wait()
+    started = STARTS[call["id"]]
+    return (started - stamped.block_starts[1]) * 1000, started - stamped.block_stops[call["id"]]
+
+
 def cache_order_bytes(body: dict[str, Any]) -> str:
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
@@ -236,12 +271,17 @@ async def main() -> int:
           f"{'OK' if delay <= 10 else 'MISSED'}")
     print(f"3b. 1 s tool + 1 s more streaming: streaming executor {with_exec:.2f} s, wait-then-run "
           f"{without:.2f} s, ratio {ratio3:.3f} (target <= 0.60) {'OK' if ratio3 <= 0.60 else 'MISSED'}")
+    held_delay, held_for = await bench_held_write()
+    held_ok = held_delay <= 10 and held_for >= 0.25
+    print(f"3c. a tool that changes something: start {held_delay:.2f} ms after the next block's start "
+          f"(target <= 10 ms), held {held_for:.2f} s after its own block's stop (pause 0.3 s) "
+          f"{'OK' if held_ok else 'MISSED'}")
     share, gap, gaps = await bench_prefix()
     print(f"4. shared byte prefix with the next request: min {share * 100:.2f}% (target >= 99%) "
           f"{'OK' if share >= 0.99 else 'MISSED'}")
     print(f"   message_stop -> next request (server side): median {gap:.1f} ms, max {max(gaps):.1f} ms "
           "(Claude Code CLI 2.1.332, DESIGN §7: median 33 ms, max 68 ms)")
-    ok = ratio1 <= 1.10 and ratio2 <= 1.15 and delay <= 10 and ratio3 <= 0.60 and share >= 0.99
+    ok = ratio1 <= 1.10 and ratio2 <= 1.15 and delay <= 10 and ratio3 <= 0.60 and held_ok and share >= 0.99
     return 0 if ok else 1
 
 

@@ -74,6 +74,11 @@ def result_parts(content: Any) -> list[tuple[str, str]]:
                 parts.append(("image", f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"))
             else:
                 parts.append(("text", f"[image: {source.get('url', 'not inline')}]"))
+        elif block.get("type") == "document":  # a PDF: say what it is, never dump its base64
+            source = block.get("source") or {}
+            size = len(source.get("data") or "") * 3 // 4
+            parts.append(("text", f"[document: {source.get('media_type', source.get('type', '?'))}"
+                                  + (f", {size / 1024:,.1f} KB]" if size else "]")))
         else:
             parts.append(("text", json.dumps(block, ensure_ascii=False, indent=1)))
     return parts

@@ -18,7 +18,21 @@ DEFAULT_MESSAGE_BUDGET_CHARS = 200_000
 
 
 def _size(content: Any) -> int:
-    return len(content) if isinstance(content, str) else len(json.dumps(content))
+    """Characters of text. An image or document (PDF) counts without its base64 data:
+    the tool that made it bounds it already (Read: bytes, pages), and as text it would
+    always look oversized and be left out."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(_size(b) if isinstance(b, str) else len(json.dumps(_without_media_data(b))) for b in content)
+    return len(json.dumps(content))
+
+
+def _without_media_data(block: Any) -> Any:
+    source = block.get("source") if isinstance(block, dict) else None
+    if block.get("type") in ("image", "document") and isinstance(source, dict) and "data" in source:
+        return {**block, "source": {**source, "data": ""}}
+    return block
 
 
 class ToolResultBudget:

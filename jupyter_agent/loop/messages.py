@@ -13,6 +13,11 @@ from typing import Any, Iterable, Iterator
 Message = dict[str, Any]
 
 INTERRUPTED_MESSAGE = "Interrupted by user: the run was stopped before this tool call finished."
+#: Set on a ``tool_use`` block whose input, as the model streamed it, was not a JSON
+#: object (the value is that text; ``input`` is then ``{}``). The call gets an error
+#: result and does not run; the key never goes to the API (see
+#: :func:`normalize_messages_for_api`).
+INVALID_INPUT_KEY = "invalid_input_json"
 MISSING_RESULT_MESSAGE = "No result: this tool call did not run (the response was cut short)."
 
 
@@ -127,13 +132,19 @@ def normalize_messages_for_api(messages: Iterable[Message]) -> list[Message]:
     results first in a merged user message), empty messages dropped.
 
     Messages are never mutated; unchanged ones are passed through as the same objects,
-    so the request bytes stay stable from one turn to the next (prompt caching).
+    so the request bytes stay stable from one turn to the next (prompt caching). The
+    loop's own marks on blocks (:data:`INVALID_INPUT_KEY`) are left out.
     """
     out: list[Message] = []
     for message in messages:
         content = message.get("content")
         if not content:
             continue
+        if message.get("role") == "assistant" and isinstance(content, list) and any(
+                INVALID_INPUT_KEY in b for b in content if isinstance(b, dict)):
+            content = [{k: v for k, v in b.items() if k != INVALID_INPUT_KEY} if isinstance(b, dict) else b
+                       for b in content]
+            message = {**message, "content": content}
         if out and out[-1].get("role") == message.get("role"):
             merged = content_blocks(out[-1]) + content_blocks(message)
             if message.get("role") == "user":

@@ -35,8 +35,10 @@ class Model(Protocol):
     """Streams one response for a request.
 
     ``stream()`` yields ``StreamEvent``s as the response arrives, ``ModelRetry`` /
-    ``ModelFallback`` when it starts over (the consumer drops the partial response),
-    and exactly one ``AssistantMessage`` last, on success. When it gives up it raises
+    ``ModelFallback`` when it starts over (the consumer drops the partial response, or
+    closes the stream to keep it when tools that changed something already ran: so do
+    not start the retry before the consumer asks for the next event), and exactly one
+    ``AssistantMessage`` last, on success. When it gives up it raises
     :class:`ModelError`; it never ends quietly without an ``AssistantMessage``.
     """
 

@@ -24,6 +24,8 @@ from .tool_execution import ToolRunEnv, execute_tool_call
 MAX_TOOL_CONCURRENCY = 10
 NOT_STARTED_MESSAGE = "The run was stopped before this tool call started."
 DENIED_EARLIER_MESSAGE = "Not run: the user denied an earlier tool call in this response."
+NOT_CONFIRMED_MESSAGE = ("Not run: the response broke off right after this call, so its input may be "
+                         "incomplete. Ask for it again if it is still needed.")
 
 
 @dataclass
@@ -33,6 +35,10 @@ class TrackedCall:
     block: dict[str, Any]
     safe: bool
     status: Literal["queued", "running", "done", "yielded"] = "queued"
+    #: Changes nothing (``Tool.is_read_only``); decides what may start while the model streams.
+    read_only: bool = False
+    #: Queued but not to be started yet (a call that changes something, still streaming).
+    held: bool = False
     task: asyncio.Task | None = None
     result: dict[str, Any] | None = None
     started_at: float = 0.0
@@ -58,8 +64,10 @@ class ToolScheduler:
         self._aborted = signal.aborted
 
     # -- adding and starting -------------------------------------------------
-    def add(self, block: dict[str, Any]) -> None:
-        self.calls.append(TrackedCall(block, self.env.is_concurrency_safe(block)))
+    def add(self, block: dict[str, Any], *, hold: bool = False) -> None:
+        """Track a call and start it if the ordering rules allow (``hold``: not yet)."""
+        self.calls.append(TrackedCall(block, self.env.is_concurrency_safe(block),
+                                      read_only=self.env.is_read_only(block), held=hold))
         self._start_ready()
 
     def _can_start(self, call: TrackedCall) -> bool:
@@ -76,6 +84,8 @@ class ToolScheduler:
                 self._finish(call, tool_result_block(call.block["id"], NOT_STARTED_MESSAGE, is_error=True))
             elif self.env.control.interrupted:
                 self._finish(call, tool_result_block(call.block["id"], DENIED_EARLIER_MESSAGE, is_error=True))
+            elif call.held:
+                break  # in order: nothing overtakes a call that is not released yet
             elif self._can_start(call):
                 call.status = "running"
                 call.started_at = time.perf_counter()
@@ -193,17 +203,51 @@ async def run_tools(blocks: list[dict[str, Any]], env: ToolRunEnv, signal: Abort
 
 
 class StreamingToolExecutor(ToolScheduler):
-    """Starts each tool as soon as its ``tool_use`` block is complete in the stream.
+    """Starts tool calls while the model is still streaming, where that is safe.
 
-    Safe tools run beside other safe tools; an unsafe tool waits until it can run
+    ``add_tool`` is called when a ``tool_use`` block's ``content_block_stop`` arrives.
+    A call that changes nothing (``Tool.is_read_only``: Read, Glob, Grep) starts at
+    once. A call that changes something is *held* until the model has moved on:
+    ``release()``, which the loop calls when the next block starts, when
+    ``message_delta`` says ``stop_reason: tool_use``, or when the response is complete.
+    A cut-off stream closes its last block too (the anthropic SDK's eager tool runner
+    waits for the same signals for this reason), so a held call may be half of what
+    the model meant; it never runs unless the stream goes on.
+
+    Safe calls run beside other safe calls; an unsafe call waits until it can run
     alone. The loop yields finished results while the model is still streaming
-    (``completed_events``) and collects the rest after (``remaining_events``). If the
-    model layer throws the response away (retry, fallback), the loop calls
-    ``discard()``: those calls' ids will never be in the history.
+    (``completed_events``) and collects the rest after (``remaining_events``).
+
+    If the model layer starts the response over (retry, fallback): when no call that
+    changes something has started (``has_effects`` is false), the loop calls
+    ``discard()`` and those ids never reach the history. Otherwise the loop keeps the
+    finished part of the response: ``refuse_held()`` answers the calls that were never
+    released with an error, and the others run to their results; all go into the history.
     """
 
     def __init__(self, env: ToolRunEnv, signal: AbortSignal) -> None:
         super().__init__(env, signal, in_order=True)
 
     def add_tool(self, block: dict[str, Any]) -> None:
-        self.add(block)
+        """A complete ``tool_use`` block: start it now if it changes nothing, else hold it."""
+        self.add(block, hold=not self.env.is_read_only(block))
+
+    def release(self) -> None:
+        """The model moved on: the calls held so far are whole and may start."""
+        for call in self.calls:
+            call.held = False
+        self._start_ready()
+
+    @property
+    def has_effects(self) -> bool:
+        """Has a call that may change something started (so it must not be thrown away)?"""
+        return any(c.status != "queued" and not c.read_only for c in self.calls)
+
+    def refuse_held(self) -> None:
+        """The stream broke before the model moved on: each call still held gets an error
+        result instead of running (its input may be cut short)."""
+        for call in self.calls:
+            if call.held and call.status == "queued":
+                call.held = False
+                self._finish(call, tool_result_block(call.block["id"], NOT_CONFIRMED_MESSAGE, is_error=True))
+        self._start_ready()

@@ -14,8 +14,7 @@ reason is the last thing the loop yields, a :class:`Terminal`.
 
 from __future__ import annotations
 
-import asyncio
-import json
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
@@ -33,12 +32,20 @@ from .messages import (
 )
 from .model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
 from .orchestration import StreamingToolExecutor, run_tools
+from .stream import (
+    Aborted, completed_blocks, finished_part, model_moved_on, restart_error, stream_with_abort,
+    wait_before_retry, with_parsed_input,
+)
 from .state import State, Terminal, TerminalReason, Transition
 from .tool_execution import CanUseTool, RunControl, ToolRunEnv
 from .usage import Usage
 
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 MAX_STOP_HOOK_BLOCKS = 8
+PARTIAL_KEPT_NOTICE = (
+    "The response broke off ({error}) after tool calls that change things had started. "
+    "Kept its finished part and their results; the next request goes on from there."
+)
 MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE = (
     "Output token limit hit. Resume directly from where you stopped, with no apology "
     "or recap. Break remaining work into smaller pieces."
@@ -74,63 +81,6 @@ class RunRecord:
     usage: Usage = field(default_factory=Usage)
     requests: int = 0
     phase: str = "idle"  # "streaming" or "tools": which abort reason applies
-
-
-class _Aborted(Exception):
-    """The user pressed Stop while the model was streaming."""
-
-
-async def _stream_with_abort(model: Model, request: ModelRequest, signal: AbortSignal) -> AsyncIterator[Any]:
-    """The model's events, until Stop: a producer task reads the HTTP stream into a
-    queue, so Stop can wake the loop at once and close the connection."""
-    queue: asyncio.Queue = asyncio.Queue()
-    done, aborted = object(), object()
-
-    async def produce() -> None:
-        try:
-            async for event in model.stream(request):
-                queue.put_nowait(event)
-            queue.put_nowait(done)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # handed to the consumer, which decides
-            queue.put_nowait(exc)
-
-    producer = asyncio.ensure_future(produce())
-    remove = signal.add_listener(lambda: queue.put_nowait(aborted))
-    try:
-        while True:
-            item = await queue.get()
-            if item is done:
-                return
-            if item is aborted:
-                raise _Aborted()
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        remove()
-        if not producer.done():
-            producer.cancel()
-            await asyncio.gather(producer, return_exceptions=True)
-
-
-def _completed_blocks(snapshot: dict[str, Any] | None, stopped: list[int]) -> list[dict[str, Any]]:
-    """The blocks of a partial response that the stream finished (tool input parsed)."""
-    if not snapshot:
-        return []
-    content = snapshot.get("content") or []
-    return [_with_parsed_input(content[i]) for i in sorted(stopped) if i < len(content)]
-
-
-def _with_parsed_input(block: dict[str, Any]) -> dict[str, Any]:
-    if block.get("type") != "tool_use" or isinstance(block.get("input"), dict):
-        return block
-    try:
-        parsed = json.loads(block.get("input") or "{}")
-    except (TypeError, ValueError):
-        parsed = {}
-    return {**block, "input": parsed if isinstance(parsed, dict) else {}}
 
 
 def _checkpoint(step: int, state: State, messages_for_query: list, assistant_messages: list,
@@ -183,39 +133,49 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
             record.requests += 1
             record.phase = "streaming"
             yield RequestStart(state.turn_count, record.requests, params.model.name, len(request.messages))
+            # A retry or fallback after a call that changes something had started: the
+            # partial response is kept (not thrown away with its effects), see below.
+            restart: ModelRetry | ModelFallback | None = None
             try:
-                async for event in _stream_with_abort(params.model, request, signal):
-                    if isinstance(event, StreamEvent):
-                        snapshot = event.snapshot
-                        if event.type == "content_block_stop" and event.index is not None:
-                            stopped_blocks.append(event.index)
-                            block = event.block
-                            # Start the tool before handing the event on: a slow consumer
-                            # must not delay it.
-                            if executor and block and block.get("type") == "tool_use":
-                                executor.add_tool(_with_parsed_input(block))
-                        yield event
-                        if executor:
-                            for tool_event in executor.completed_events():
-                                yield tool_event
-                    elif isinstance(event, (ModelRetry, ModelFallback)):
-                        # The partial response is thrown away: its tool calls never reach history.
-                        snapshot, stopped_blocks = None, []
-                        if executor:
-                            executor.discard()
-                            executor = StreamingToolExecutor(env, signal)
-                        yield event
-                    elif isinstance(event, AssistantMessage):
-                        record.usage.add(event.usage)
-                        if not event.usage.requests:  # a model that does not count requests
-                            record.usage.requests += 1
-                        assistant_messages.append(event.message)
-                        last_response = event
-                        yield event
-            except _Aborted:
+                async with contextlib.aclosing(stream_with_abort(params.model, request, signal)) as stream:
+                    async for event in stream:
+                        if isinstance(event, StreamEvent):
+                            snapshot = event.snapshot
+                            if executor and model_moved_on(event):
+                                executor.release()
+                            if event.type == "content_block_stop" and event.index is not None:
+                                stopped_blocks.append(event.index)
+                                block = event.block
+                                # Start (or hold) the tool before handing the event on: a slow
+                                # consumer must not delay it.
+                                if executor and block and block.get("type") == "tool_use":
+                                    executor.add_tool(with_parsed_input(block))
+                            yield event
+                            if executor:
+                                for tool_event in executor.completed_events():
+                                    yield tool_event
+                        elif isinstance(event, (ModelRetry, ModelFallback)):
+                            if executor and executor.has_effects:
+                                restart = event  # closing the stream stops the model's own retry
+                                break
+                            # Nothing was changed: the partial response and the read-only
+                            # calls it started are thrown away; the retry asks again.
+                            snapshot, stopped_blocks = None, []
+                            if executor:
+                                executor.discard()
+                                executor = StreamingToolExecutor(env, signal)
+                            yield event
+                        elif isinstance(event, AssistantMessage):
+                            record.usage.add(event.usage)
+                            if not event.usage.requests:  # a model that does not count requests
+                                record.usage.requests += 1
+                            assistant_messages.append(event.message)
+                            last_response = event
+                            yield event
+            except Aborted:
                 # Stop while streaming: keep what the model finished saying, answer every
                 # tool_use it emitted (with a real result if the tool already finished).
-                partial = _completed_blocks(snapshot, stopped_blocks)
+                partial = completed_blocks(snapshot, stopped_blocks)
                 async for item in _close_turn(record, messages_for_query, partial, executor, signal):
                     yield item
                 yield end(TerminalReason.ABORTED_STREAMING, "Stopped while the model was responding.")
@@ -227,11 +187,26 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
                 return
             except Exception as exc:  # ModelError, or anything the model layer failed to wrap
                 kind = exc.kind if isinstance(exc, ModelError) else type(exc).__name__
-                partial = _completed_blocks(snapshot, stopped_blocks)
-                async for item in _close_turn(record, messages_for_query, partial, executor, signal):
+                # The model failed, not the tools: calls already released run to their end.
+                partial = finished_part(snapshot, stopped_blocks, executor)
+                async for item in _close_turn(record, messages_for_query, partial, executor, signal, cancel=False):
                     yield item
                 yield end(TerminalReason.MODEL_ERROR, str(exc) or kind, error=kind)
                 return
+
+            if restart is not None:
+                # Tools that change things started before the stream broke: keep the
+                # finished blocks as this turn's response (their calls run to a result,
+                # below) and go on from that history, instead of the model's identical retry.
+                partial = finished_part(snapshot, stopped_blocks, executor)
+                kept = AssistantMessage({"role": "assistant", "content": partial},
+                                        Usage.from_api((snapshot or {}).get("usage")), params.model.name, None)
+                record.usage.add(kept.usage)
+                record.usage.requests += 1
+                assistant_messages = [kept.message]
+                last_response = kept
+                yield kept
+                yield Notice("partial_response_kept", PARTIAL_KEPT_NOTICE.format(error=restart_error(restart)))
 
             # ---- Step 2: collect the response; needs_follow_up from actual tool_use blocks ----
             for message in assistant_messages:
@@ -280,6 +255,7 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
             record.phase = "tools"
             results: dict[str, dict[str, Any]] = {}
             if executor:
+                executor.release()  # the response is complete (or kept): every call may start
                 async for update in executor.remaining_events():
                     yield update
                 results = executor.results()
@@ -308,7 +284,11 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
             if params.max_turns is not None and next_turn_count > params.max_turns:
                 yield end(TerminalReason.MAX_TURNS, f"Reached the limit of {params.max_turns} turn(s).")
                 return
-            record.state = State(messages=history, turn_count=next_turn_count, transition=Transition("next_turn"))
+            transition = Transition("next_turn")
+            if restart is not None:
+                transition = Transition("partial_response_kept", restart_error(restart))
+                await wait_before_retry(restart, signal)
+            record.state = State(messages=history, turn_count=next_turn_count, transition=transition)
             stop_hook_blocks = 0
             if params.checkpoints:
                 yield _checkpoint(4, record.state, messages_for_query, assistant_messages, tool_results, True)
@@ -329,12 +309,17 @@ def _results_in_call_order(blocks: list[dict[str, Any]], results: dict[str, dict
 
 
 async def _close_turn(record: RunRecord, messages_for_query: list, partial: list[dict[str, Any]],
-                      executor: StreamingToolExecutor | None, signal: AbortSignal) -> AsyncIterator[Any]:
+                      executor: StreamingToolExecutor | None, signal: AbortSignal,
+                      cancel: bool = True) -> AsyncIterator[Any]:
     """End a turn that was cut short: keep the finished part of the response and give
-    each of its tool calls a result (real if the executor finished it, else an error)."""
+    each of its tool calls a result (real if the executor finished it, else an error).
+    ``cancel``: Stop cancels running calls; after a model error they run to their end."""
     results: dict[str, dict[str, Any]] = {}
     if executor:
-        executor.abort_all()
+        if cancel:
+            executor.abort_all()
+        else:
+            executor.release()
         async for update in executor.remaining_events():
             yield update
         results = executor.results()

@@ -52,6 +52,7 @@ CONTINUE_REASONS = (
     "next_turn",
     "max_output_tokens_recovery",
     "stop_hook_blocking",
+    "partial_response_kept",  # a stream broke after tools that change things had started
 )
 
 

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from ..tools.base import Tool, ToolContext, ToolError, ToolOutput
 from .events import ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
-from .messages import cut_middle, tool_result_block
+from .messages import INVALID_INPUT_KEY, cut_middle, tool_result_block
 from .permission_result import DENIED, PermissionAllow, PermissionAsk, PermissionDeny
 
 #: Error text longer than this is cut in the middle (the model needs head and tail).
@@ -54,11 +54,18 @@ class ToolRunEnv:
 
     def is_concurrency_safe(self, block: dict[str, Any]) -> bool:
         """Safe to run beside others? Unknown tools and invalid input count as unsafe."""
+        return self._ask(block, "is_concurrency_safe")
+
+    def is_read_only(self, block: dict[str, Any]) -> bool:
+        """Changes nothing? Unknown tools and invalid input count as changing something."""
+        return self._ask(block, "is_read_only")
+
+    def _ask(self, block: dict[str, Any], question: str) -> bool:
         tool = self.tools_by_name.get(block.get("name", ""))
         if tool is None:
             return False
         try:
-            return bool(tool.is_concurrency_safe(tool.Input.model_validate(block.get("input") or {})))
+            return bool(getattr(tool, question)(tool.Input.model_validate(block.get("input") or {})))
         except Exception:
             return False
 
@@ -89,6 +96,11 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
     if tool is None:
         available = ", ".join(sorted(env.tools_by_name)) or "none"
         return _error(tool_use_id, f"Error: No such tool available: {name}. Available tools: {available}.")
+    if INVALID_INPUT_KEY in block:
+        raw = cut_middle(str(block[INVALID_INPUT_KEY]), 2_000)
+        return _error(tool_use_id, f"InputValidationError: the input of this {name} call was not valid JSON, "
+                                   f"so the tool did not run. Call it again with the input as one JSON "
+                                   f"object.\nThe input received: {raw}")
     if env.context.abort.is_set():
         return _error(tool_use_id, "The run was stopped before this tool call started.")
     if not isinstance(raw_input, dict):

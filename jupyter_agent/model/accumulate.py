@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from ..loop.events import StreamEvent
+from ..loop.messages import INVALID_INPUT_KEY
 
 __all__ = ["MessageAccumulator"]
 
@@ -23,13 +24,15 @@ class MessageAccumulator:
     ``feed(type, data)`` returns the ``StreamEvent``. ``done`` is True once
     ``message_stop`` arrived; a response without it was cut and must not be used.
     Tool input arrives as ``input_json_delta`` fragments: they are joined and parsed
-    when the block stops (until then the block's ``input`` stays ``{}``).
+    when the block stops (until then the block's ``input`` stays ``{}``). Input that is
+    not a JSON object leaves ``input`` as ``{}`` and the text under
+    :data:`~jupyter_agent.loop.messages.INVALID_INPUT_KEY`: the loop answers that call
+    with an error instead of running it with ``{}``.
     """
 
     def __init__(self) -> None:
         self.snapshot: dict[str, Any] = {"role": "assistant", "content": []}
         self.done = False
-        self.json_errors: list[str] = []
         self._json: dict[int, list[str]] = {}
 
     @property
@@ -109,11 +112,15 @@ class MessageAccumulator:
         if parts is not None and block is not None:
             raw = "".join(parts)
             try:
-                block["input"] = json.loads(raw) if raw.strip() else {}
+                parsed = json.loads(raw) if raw.strip() else {}
             except ValueError:
-                # Keep the block usable; the tool's input validation will report it.
-                self.json_errors.append(f"block {index}: invalid tool input JSON: {raw[:200]!r}")
+                parsed = None
+            if isinstance(parsed, dict):
+                block["input"] = parsed
+            else:
+                # {} keeps the block sendable back to the API; the mark keeps the call from running.
                 block["input"] = {}
+                block[INVALID_INPUT_KEY] = raw
         return index, None
 
     def _on_message_delta(self, data: dict[str, Any]) -> tuple[int | None, Any]:

@@ -10,6 +10,7 @@ from .base import ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool, check_text_size
 from .fileio import check_read_before_write, read_text_file
 from .paths import display_path, inside_roots
+from .quotes import find_actual_string, preserve_quote_style
 from .write import FileChange, suggest_edit_rules
 
 SNIPPET_CONTEXT_LINES = 4
@@ -74,9 +75,11 @@ class Edit(PathTool):
             return FileChange(path, current.text, input.new_string, current.encode(input.new_string), current.mode)
         check_read_before_write(context, path, current.raw, need_whole=True)
         old, new = _match_line_endings(current.text, input.old_string, input.new_string, current.newline)
-        count = current.text.count(old)
-        if count == 0:
+        actual = find_actual_string(current.text, old)  # straight quotes also match curly ones
+        if actual is None:
             raise ToolError(f"String to replace not found in file.\nString: {_shorten(input.old_string)}")
+        old, new = actual, preserve_quote_style(old, actual, new)
+        count = current.text.count(old)
         if count > 1 and not input.replace_all:
             raise ToolError(
                 f"Found {count} matches of the string to replace, but replace_all is false. To replace all "
@@ -112,7 +115,7 @@ def _match_line_endings(text: str, old: str, new: str, newline: str) -> tuple[st
     """The model writes ``\\n``; in a CRLF file look for (and write) ``\\r\\n`` instead."""
     if newline == "\r\n" and "\n" in old and "\r\n" not in old:
         crlf_old = old.replace("\n", "\r\n")
-        if crlf_old in text:
+        if find_actual_string(text, crlf_old) is not None:
             return crlf_old, new.replace("\r\n", "\n").replace("\n", "\r\n")
     return old, new
 

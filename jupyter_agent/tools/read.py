@@ -15,6 +15,7 @@ from .base import FileReadRecord, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .fileio import content_hash, decode_bytes, looks_binary, record_read
 from .filestat import stat_file
+from .pdf import PAGES_DESCRIPTION, READ_USAGE_LINE, check_pages_use, is_pdf_path, read_pdf
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -50,6 +51,7 @@ class ReadInput(ToolInput):
         description="The number of lines to read (for a notebook: of cells). Only provide if the file is too "
                     "large to read at once.",
     )
+    pages: str | None = Field(default=None, description=PAGES_DESCRIPTION)
 
 
 class Read(PathTool):
@@ -68,6 +70,7 @@ class Read(PathTool):
         f"- Any lines longer than {MAX_LINE_CHARS} characters will be truncated\n"
         "- Results are returned using cat -n format, with line numbers starting at 1\n"
         "- This tool allows reading images (PNG, JPG, GIF, WEBP): their contents are presented visually\n"
+        f"{READ_USAGE_LINE}\n"
         "- This tool reads Jupyter notebooks (.ipynb files) and returns all cells with their outputs, "
         "combining code, text, and visualizations; offset/limit then count cells\n"
         "- This tool can only read files, not directories. To list files, use Glob\n"
@@ -85,6 +88,7 @@ class Read(PathTool):
 
     async def call(self, input: ReadInput, context: ToolContext) -> ToolOutput:
         path = self.resolve(input, context).real
+        check_pages_use(path, input.pages)
         if is_notebook_path(path):
             registered = str(path) in context.session.get("notebook_documents", {})
             if registered or path.is_file():
@@ -103,6 +107,8 @@ class Read(PathTool):
         st = stat_file(path, missing=lambda: _missing_message(path, context))
         if path.suffix.lower() in IMAGE_EXTENSIONS:
             return self._read_image(path, st, context)
+        if is_pdf_path(path):
+            return read_pdf(path, st.st_size, st.st_mtime_ns, input.pages, context)
         if path.suffix.lower() in BINARY_EXTENSIONS:
             raise ToolError(f"{input.file_path} is a binary file ({path.suffix} file, {st.st_size:,} bytes). "
                             "Read shows text files, images and notebooks only.")

@@ -38,3 +38,16 @@ def test_budget_leaves_small_turns_alone():
     budget = ToolResultBudget(max_chars_per_message=1000)
     message = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "ok"}]}
     assert budget.apply([message])[0] is message
+
+
+def test_images_and_documents_count_without_their_base64_data():
+    """A PDF or image bigger than the text budget is bounded by its tool, not left out."""
+    budget = ToolResultBudget(max_chars_per_message=1000)
+    media = [{"type": "text", "text": "PDF file: a.pdf, 3 pages"},
+             {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "A" * 50_000}},
+             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "B" * 50_000}}]
+    message = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": media},
+                                            {"type": "tool_result", "tool_use_id": "b", "content": "x" * 2000}]}
+    kept = budget.apply([message])[0]["content"]
+    assert kept[0]["content"] == media  # kept whole
+    assert "left out" in kept[1]["content"]  # the over-budget text still makes way

@@ -39,10 +39,14 @@ def scenarios(draw):
     stop_after = draw(st.one_of(st.none(), st.integers(min_value=0, max_value=60)))
     deny = draw(st.sampled_from(["allow", "deny", "deny_interrupt"]))
     streaming = draw(st.booleans())
-    return turns, fault_at, fault, stop_after, deny, streaming
+    # where the stream breaks (in events), and whether the model layer retries: a retry
+    # after a call that changes something (Change) keeps the partial response instead
+    fault_after = draw(st.integers(min_value=1, max_value=40))
+    retries = draw(st.sampled_from([0, 1]))
+    return turns, fault_at, fault, stop_after, deny, streaming, fault_after, retries
 
 
-def build_script(turns, fault_at, fault):
+def build_script(turns, fault_at, fault, fault_after=4):
     script = []
     for i, calls in enumerate(turns + [[]]):
         blocks = [text(f"turn {i}")] + [tool_use(name, dict(inp)) for name, inp in calls]
@@ -50,14 +54,14 @@ def build_script(turns, fault_at, fault):
         if i == fault_at and fault == "http_500":
             item = http_error(500)
         elif i == fault_at and fault == "stream_error":
-            item = stream_error(after=4, base=item, error_type="api_error", message="boom")
+            item = stream_error(after=fault_after, base=item, error_type="api_error", message="boom")
         elif i == fault_at and fault == "cut":
-            item = cut_stream(after=4, base=item)
+            item = cut_stream(after=fault_after, base=item)
         script.append(item)
     return script
 
 
-async def play(turns, fault_at, fault, stop_after, deny, streaming):
+async def play(turns, fault_at, fault, stop_after, deny, streaming, fault_after=4, retries=0):
     from jupyter_agent import query
 
     def can_use_tool(name, input, ask):
@@ -65,8 +69,8 @@ async def play(turns, fault_at, fault, stop_after, deny, streaming):
             return PermissionAllow()
         return PermissionDeny("no", interrupt=deny == "deny_interrupt")
 
-    with FakeMessagesAPI(build_script(turns, fault_at, fault), strict=False) as api:
-        run = query("go", model=model_for(api, max_retries=0),
+    with FakeMessagesAPI(build_script(turns, fault_at, fault, fault_after), strict=False) as api:
+        run = query("go", model=model_for(api, max_retries=retries),
                     tools=[Echo(), Sleep(), Change(), Boom()], permissions=ToolCheckPolicy(),
                     can_use_tool=can_use_tool, streaming_tools=streaming)
         count = 0

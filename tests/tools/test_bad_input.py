@@ -33,7 +33,7 @@ CASES = [
     ("Read", {"file_path": "a.txt", "offset": -1}, "`offset` is invalid"),
     ("Read", {"file_path": "a.txt", "limit": 0}, "`limit` is invalid"),
     ("Read", {"file_path": "a.txt", "limit": "ten"}, "`limit` is invalid"),
-    ("Read", {"file_path": "a.txt", "pages": "1-2"}, "unexpected parameter `pages`"),
+    ("Read", {"file_path": "a.txt", "pages": "1-2"}, "PDF files only"),
     ("Read", {"file_path": "x" * 5000}, "at most 4096"),
     ("Read", {"file_path": "folder"}, "is a directory"),
     ("Read", {"file_path": "nope/none.txt"}, "does not exist"),

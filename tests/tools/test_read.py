@@ -6,6 +6,8 @@ import base64
 import struct
 import zlib
 
+import pytest
+
 from .conftest import call_tool, text_of
 
 
@@ -118,3 +120,130 @@ async def test_read_is_recorded_whole_or_partial(ctx, workspace):
     assert record.partial and record.mtime_ns == (workspace / "r.txt").stat().st_mtime_ns
     await call_tool(ctx, "Read", {"file_path": "r.txt", "offset": 3})
     assert not ctx.read_file_state[str(workspace / "r.txt")].partial  # the pages add up to the whole
+
+
+# --- PDF (issue 7.9) -------------------------------------------------------------------------
+
+def make_pdf(pages: int, padding: int = 0) -> bytes:
+    """A real PDF written by pypdf: page i is (100 + i) points wide, so a test can tell
+    which pages a cut-out PDF holds. ``padding`` characters of metadata make it bigger."""
+    import io
+
+    import pypdf
+
+    writer = pypdf.PdfWriter()
+    for i in range(pages):
+        writer.add_blank_page(width=100 + i, height=200)
+    if padding:
+        writer.add_metadata({"/Padding": "p" * padding})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def page_widths(pdf: bytes) -> list[int]:
+    import io
+
+    import pypdf
+
+    return [int(page.mediabox.width) for page in pypdf.PdfReader(io.BytesIO(pdf)).pages]
+
+
+def document_of(result) -> bytes:
+    docs = [b for b in result["content"] if b.get("type") == "document"]
+    assert len(docs) == 1, result
+    assert docs[0]["source"]["type"] == "base64" and docs[0]["source"]["media_type"] == "application/pdf"
+    return base64.b64decode(docs[0]["source"]["data"])
+
+
+async def test_a_pdf_comes_back_whole_as_a_document_block(ctx, workspace):
+    data = make_pdf(3)
+    (workspace / "report.pdf").write_bytes(data)
+    result = await call_tool(ctx, "Read", {"file_path": "report.pdf"})
+    assert not result.get("is_error"), result
+    assert document_of(result) == data  # the file exactly as it is on disk
+    assert text_of(result).startswith("PDF file: report.pdf, 3 pages (")
+    assert str(workspace / "report.pdf") in ctx.read_file_state
+
+
+async def test_pages_cut_out_just_those_pages(ctx, workspace):
+    (workspace / "long.pdf").write_bytes(make_pdf(30))
+    result = await call_tool(ctx, "Read", {"file_path": "long.pdf", "pages": "2-4"})
+    assert page_widths(document_of(result)) == [101, 102, 103]
+    assert text_of(result).startswith("PDF file: long.pdf, pages 2-4 of 30 (")
+    result = await call_tool(ctx, "Read", {"file_path": "long.pdf", "pages": "7"})
+    assert page_widths(document_of(result)) == [106]
+    result = await call_tool(ctx, "Read", {"file_path": "long.pdf", "pages": "1-2, 29-"})
+    assert page_widths(document_of(result)) == [100, 101, 128, 129]
+    assert "pages 1-2, 29-30 of 30" in text_of(result)
+
+
+@pytest.mark.parametrize("pages, words", [
+    (None, ['has 30 pages', 'pages: "1-20"']),
+    ("1-21", ["21 pages", "at most 20"]),
+    ("two", ["not a page range", '"1-5"']),
+    ("31", ["30 page(s)", "past the end"]),
+    ("0-2", ["numbered from 1"]),
+    ("5-3", ["lower page"]),
+])
+async def test_bad_or_too_large_page_requests_say_what_to_do(ctx, workspace, pages, words):
+    (workspace / "long.pdf").write_bytes(make_pdf(30))
+    args = {"file_path": "long.pdf"} if pages is None else {"file_path": "long.pdf", "pages": pages}
+    result = await call_tool(ctx, "Read", args)
+    assert result["is_error"], result
+    for word in words:
+        assert word in result["content"], result["content"]
+
+
+async def test_too_many_bytes_ask_for_fewer_pages(ctx, workspace, monkeypatch):
+    from jupyter_agent.tools import pdf
+
+    monkeypatch.setattr(pdf, "MAX_PDF_BYTES", 2_000)
+    (workspace / "fat.pdf").write_bytes(make_pdf(2, padding=5_000))
+    result = await call_tool(ctx, "Read", {"file_path": "fat.pdf"})
+    assert result["is_error"] and "`pages`" in result["content"]
+
+
+async def test_pages_is_for_pdfs_only_and_a_fake_pdf_is_refused(ctx, workspace):
+    (workspace / "a.txt").write_text("text\n")
+    result = await call_tool(ctx, "Read", {"file_path": "a.txt", "pages": "1"})
+    assert result["is_error"] and "PDF files only" in result["content"] and "offset and limit" in result["content"]
+    (workspace / "fake.pdf").write_text("not really\n")
+    result = await call_tool(ctx, "Read", {"file_path": "fake.pdf"})
+    assert result["is_error"] and "not a PDF" in result["content"]
+    (workspace / "broken.pdf").write_bytes(b"%PDF-1.7\n garbage")
+    result = await call_tool(ctx, "Read", {"file_path": "broken.pdf"})
+    assert result["is_error"] and "could not be read as a PDF" in result["content"]
+
+
+async def test_read_schema_has_claude_codes_pages_field(ctx):
+    from jupyter_agent.tools import default_tools
+
+    schema = next(t for t in default_tools() if t.name == "Read").to_api()["input_schema"]
+    assert schema["properties"]["pages"]["type"] == "string"
+    assert "PDF" in schema["properties"]["pages"]["description"]
+    assert schema["required"] == ["file_path"]
+
+
+async def test_a_pdf_read_reaches_the_model_through_the_loop_and_shows_as_one_line(workspace):
+    """Through the fake Messages API: the document block is in the next request's
+    tool_result (the fake API, like the real one, accepts it there), a PDF larger than
+    the per-message text budget is not left out, and the transcript shows a line, not base64."""
+    from jupyter_agent import query
+    from jupyter_agent.jupyter.transcript import result_parts
+    from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
+
+    data = make_pdf(3, padding=300_000)  # base64 of it is over the 200,000-character budget
+    (workspace / "paper.pdf").write_bytes(data)
+    read = tool_use("Read", {"file_path": "paper.pdf"})
+    with FakeMessagesAPI([response(read), response(text("It is about padding."))]) as api:
+        run = query("summarise paper.pdf", model=api.model(), cwd=workspace)
+        terminal = await run.wait()
+        sent = api.requests[1].body["messages"][-1]["content"]
+        assert api.rejections == []
+    assert terminal.reason == "completed"
+    result = next(b for b in sent if b.get("type") == "tool_result")
+    assert document_of(result) == data
+    parts = result_parts(result["content"])
+    assert parts[0] == ("text", f"PDF file: paper.pdf, 3 pages ({len(data) / 1024:,.1f} KB)")
+    assert parts[1][1].startswith("[document: application/pdf, ") and len(parts[1][1]) < 60

@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 import nbformat
-import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from jupyter_agent import query
@@ -151,14 +150,6 @@ async def test_parallel_searches_all_answer_paired_by_id(workspace):
     for i in range(3):
         assert results[calls[i]["id"]]["content"] == f"m{i}.py:1:value_{i} = {i}"
     assert sorted(results[calls[3]["id"]]["content"].splitlines()) == ["m0.py", "m1.py", "m2.py"]
-
-
-@pytest.fixture
-def jupyter_dirs(tmp_path, monkeypatch):
-    for var in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
-        folder = tmp_path / var.lower()
-        folder.mkdir()
-        monkeypatch.setenv(var, str(folder))
 
 
 async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):

@@ -211,3 +211,59 @@ async def test_characters_the_encoding_cannot_hold_are_refused(ctx, workspace):
     result = await call_tool(ctx, "Edit", {"file_path": "u16.txt", "old_string": "plain", "new_string": "\ud800"})
     assert result["is_error"] and "cannot be encoded" in result["content"]
     assert path.read_bytes() == "\ufeffplain\n".encode("utf-16-le")
+
+
+# --- curly quotes (issue 7.9) ---------------------------------------------------------------
+
+async def test_straight_quotes_find_curly_ones_and_the_file_keeps_its_quotes(ctx, workspace):
+    path = workspace / "essay.md"
+    path.write_text("She said \u201chello\u201d and it\u2019s \u2018fine\u2019.\nNext line.\n")
+    await read(ctx, path)
+    result = await call_tool(ctx, "Edit", {"file_path": "essay.md",
+                                           "old_string": "She said \"hello\" and it's 'fine'.",
+                                           "new_string": "She said \"good night\" and it's 'over' now."})
+    assert not result.get("is_error"), result
+    assert path.read_text() == "She said \u201cgood night\u201d and it\u2019s \u2018over\u2019 now.\nNext line.\n"
+
+
+async def test_a_file_with_straight_quotes_gets_none_curly(ctx, workspace):
+    path = workspace / "code.py"
+    path.write_text("print('hi')\n")
+    await read(ctx, path)
+    await call_tool(ctx, "Edit", {"file_path": "code.py", "old_string": "print('hi')",
+                                  "new_string": "print(\"it's\")"})
+    assert path.read_text() == "print(\"it's\")\n"
+
+
+async def test_only_the_quote_kind_the_file_used_turns_curly(ctx, workspace):
+    path = workspace / "a.txt"
+    path.write_text("a \u201cquoted\u201d word\n")  # doubles only
+    await read(ctx, path)
+    await call_tool(ctx, "Edit", {"file_path": "a.txt", "old_string": 'a "quoted" word',
+                                  "new_string": "a \"quoted\" word, isn't it, 'friend'"})
+    assert path.read_text() == "a \u201cquoted\u201d word, isn't it, 'friend'\n"
+
+
+async def test_low_and_reversed_quotes_match_too_and_uniqueness_still_counts(ctx, workspace):
+    path = workspace / "de.txt"
+    path.write_text("Er sagte \u201eja\u201c.\nEr sagte \u201eja\u201c.\n")
+    await read(ctx, path)
+    result = await call_tool(ctx, "Edit", {"file_path": "de.txt", "old_string": 'sagte "ja"',
+                                           "new_string": 'sagte "nein"'})
+    assert result["is_error"] and "Found 2 matches" in result["content"]
+    result = await call_tool(ctx, "Edit", {"file_path": "de.txt", "old_string": 'sagte "ja"',
+                                           "new_string": 'sagte "nein"', "replace_all": True})
+    assert not result.get("is_error"), result
+    # „ is not in Claude Code's curly set: new quotes are written “ ” where the file had curly ones
+    assert path.read_text() == "Er sagte \u201cnein\u201d.\nEr sagte \u201cnein\u201d.\n"
+
+
+def test_quote_helpers_keep_positions_and_apostrophes():
+    from jupyter_agent.tools.quotes import find_actual_string, normalize_quotes, preserve_quote_style
+
+    text = "(\u2018a\u2019) \u201cb\u201d \u201ac\u201b \u201ed\u201f"
+    assert normalize_quotes(text) == "('a') \"b\" 'c' \"d\"" and len(normalize_quotes(text)) == len(text)
+    assert find_actual_string(text, "\"b\"") == "\u201cb\u201d"
+    assert find_actual_string(text, "nothing") is None
+    assert preserve_quote_style("'x'", "\u2018x\u2019", "('don't' \u2014'y')") == \
+        "(\u2018don\u2019t\u2019 \u2014\u2018y\u2019)"
