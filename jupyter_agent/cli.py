@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .jupyter.config import PERMISSION_MODES, positive_int
-from .jupyter.redact import redact
+from .redact import redact
 from .jupyter.environment import NO_KEY_MESSAGE, missing_key, prepare_replay_files, resolve_transcript
 
 #: Exit status by end reason. 2 is also argparse's usage error.

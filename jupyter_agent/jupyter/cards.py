@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import ipywidgets as w
 
-from .redact import redact
+from ..redact import redact
 from .runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, end_reason_text
 from .transcript import STATE_ICONS, STATE_LABELS, cut_middle, format_usage, result_parts
 

@@ -23,7 +23,7 @@ import ipywidgets as w
 
 from .cards import esc
 from .config import PERMISSION_MODES
-from .redact import redact
+from ..redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
 from .transcript import transcript_markdown, transcript_plain
 

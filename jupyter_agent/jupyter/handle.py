@@ -19,7 +19,7 @@ import uuid
 from typing import Any, AsyncIterator, Callable
 
 from ..loop.state import Terminal
-from .redact import redact
+from ..redact import redact
 from .runmodel import RunModel
 from .transcript import transcript_bundle, transcript_markdown
 

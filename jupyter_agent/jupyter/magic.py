@@ -28,7 +28,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from .config import PERMISSION_MODES, positive_int
 from .environment import resolve_transcript
-from .redact import redact
+from ..redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
 
 _CELL_START = re.compile(r"^%%agent(\s|$)")

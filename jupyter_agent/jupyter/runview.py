@@ -21,7 +21,7 @@ import ipywidgets as w
 
 from . import cards
 from .frames import FrameScheduler
-from .redact import redact
+from ..redact import redact
 from .runmodel import BlockItem, Item, NoticeItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem
 
 

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from .redact import redact
+from ..redact import redact
 from .runmodel import (
     BlockItem,
     NoticeItem,

@@ -81,6 +81,7 @@ class EditResult:
     cell: Cell
     version: str
     mtime_ns: int = 0
+    note: str = ""  # what saving changed beyond the edit itself (an old format upgraded)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
-"""Notebooks as ``.ipynb`` files: read v3 and v4, write v4.5, keep every untouched byte.
+"""Notebooks as ``.ipynb`` files: read every nbformat version, write v4.5, keep every untouched byte.
 
 The file is re-read for every operation (a person may save it in between) and every
 mutation checks the caller's version against the file's content hash before writing.
-A v4.5 notebook is edited by splicing its JSON text (see :mod:`.nbjson`); an older one
-(v3, or v4 before cell ids) is upgraded in memory and written whole as v4.5, in the
-file's own JSON style. Every result is validated before it is written, atomically.
+A v4.5 notebook is edited by splicing its JSON text (see :mod:`.nbjson`). A v4.0-4.4
+one (no cell ids) gets its ids spliced into the text first, so it too keeps every other
+byte. An nbformat 1-3 notebook is upgraded by nbformat's own conversion
+(``nbformat.reads(..., as_version=4)``) and, when first edited, written whole as v4.5 in
+the file's own JSON style (indent, ``\\u`` escapes or raw UTF-8). Every result is
+validated before it is written, atomically.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ import nbformat
 from nbformat.v4.rwbase import split_lines
 
 from ..tools.fileio import atomic_write
+from ..tools.filestat import read_regular_file, stat_file
 from .cells import (
     cell_view,
     has_usable_ids,
@@ -51,6 +55,7 @@ from .nbjson import NotebookText, parse
 
 #: Larger notebooks are refused (reading one would take seconds and flood the model).
 MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
+_TOO_LARGE = f"notebooks over {MAX_NOTEBOOK_BYTES:,} bytes are refused."
 
 
 #: Parsed notebooks by file identity, and content hashes known to be valid notebooks:
@@ -72,6 +77,7 @@ class _Loaded:
     cells: list[dict[str, Any]]  # v4 cell dicts (converted from v3 when needed)
     metadata: dict[str, Any]
     spliceable: bool  # a v4.5 file with good ids: edit its text in place
+    upgrade: str = ""  # what saving it changes beyond the edit (an older format), for the tool result
     _views: tuple[Cell, ...] | None = None
     _index: dict[str, int] | None = None
 
@@ -95,17 +101,8 @@ class _Loaded:
 
 
 def _stat_notebook(path: Path) -> os.stat_result:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise NotebookError(f"Notebook does not exist: {path}") from None
-    except OSError as exc:
-        raise NotebookError(f"Cannot access {path}: {exc.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise NotebookError(f"{path} is a directory, not a notebook file.")
-    if st.st_size > MAX_NOTEBOOK_BYTES:
-        raise NotebookError(f"{path} is {st.st_size:,} bytes; notebooks over {MAX_NOTEBOOK_BYTES:,} bytes are refused.")
-    return st
+    return stat_file(path, max_bytes=MAX_NOTEBOOK_BYTES, too_large=_TOO_LARGE,
+                     missing=f"Notebook does not exist: {path}", error=NotebookError)
 
 
 def _remember(cache: OrderedDict, key: str, value: Any) -> None:
@@ -128,7 +125,9 @@ def load_notebook(path: Path, *, verify: bool = False) -> _Loaded:
     cached = _PARSED.get(str(path))
     if cached is not None and not verify and cached[0] == identity:
         return cached[1]
-    raw = path.read_bytes()
+    raw, st = read_regular_file(path, max_bytes=MAX_NOTEBOOK_BYTES, too_large=_TOO_LARGE,
+                                missing=f"Notebook does not exist: {path}", error=NotebookError)
+    identity = (st.st_mtime_ns, st.st_size, st.st_ino)
     digest = hashlib.sha256(raw).hexdigest()
     if cached is not None and cached[1].raw_version == digest:
         loaded = cached[1]
@@ -147,28 +146,48 @@ def _parse_notebook(raw: bytes, digest: str, st: os.stat_result) -> _Loaded:
     nt = parse(text)
     data = nt.data
     major, minor = data.get("nbformat"), data.get("nbformat_minor", 0)
+    upgrade = ""
     if major == 4 and isinstance(data.get("cells"), list):
         cells = [c if isinstance(c, dict) else {} for c in data["cells"]]
         spliceable = isinstance(minor, int) and minor >= 5 and nt.cells_span is not None and has_usable_ids(cells)
         metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    elif major == 3:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                converted = nbformat.convert(nbformat.from_dict(data), 4)
-                split_lines(converted)  # stored as nbformat.write would store it
-            except Exception as exc:  # nbformat raises many kinds on malformed v3
-                raise NotebookError(f"Cannot read this nbformat 3 notebook: {exc}") from None
-        cells = [_plain(c) for c in converted["cells"]]
-        metadata, spliceable = _plain(converted.get("metadata", {})), False
-        for key in ("orig_nbformat", "orig_nbformat_minor"):  # nbformat.write drops these too
-            metadata.pop(key, None)
+        if not spliceable:
+            upgrade = (f"The notebook was nbformat 4.{minor} without usable cell ids; saving it upgraded it to "
+                       "nbformat 4.5: every cell now has an id (Read it again to see them; cell-N still works). "
+                       "Nothing else in the file changed.")
     else:
-        raise NotebookError(
-            f"Unsupported notebook format {major!r}.{minor!r}: expected nbformat 4 (or 3) with a \"cells\" list."
-        )
-    return _Loaded(raw_version=digest, mtime_ns=st.st_mtime_ns,
-                   mode=stat.S_IMODE(st.st_mode), text=nt, cells=cells, metadata=metadata, spliceable=spliceable)
+        cells, metadata = _upgraded(text, major, minor)
+        spliceable = False
+        upgrade = (f"The notebook was nbformat {major if isinstance(major, int) else 1}; it was saved upgraded "
+                   "to nbformat 4.5 by nbformat's own conversion (as Jupyter does when it saves an old "
+                   "notebook): one list of cells, each with an id, outputs in today's form.")
+    return _Loaded(raw_version=digest, mtime_ns=st.st_mtime_ns, mode=stat.S_IMODE(st.st_mode), text=nt,
+                   cells=cells, metadata=metadata, spliceable=spliceable, upgrade=upgrade)
+
+
+def _upgraded(text: str, major: Any, minor: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Cells and metadata of an nbformat 1-3 notebook, upgraded by nbformat itself.
+
+    ``nbformat.reads(..., as_version=4)`` is what Jupyter runs when it opens one: each
+    version's reader first (it rejoins list-of-lines sources), then the chain of upgrades.
+    """
+    version = f"{major}.{minor}" if isinstance(major, int) else "without an nbformat version (so 1)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            converted = nbformat.reads(text, as_version=4)
+            split_lines(converted)  # stored as nbformat.write would store it
+        except Exception as exc:  # nbformat raises many kinds on malformed old notebooks
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if major not in nbformat.versions:
+                raise NotebookError(f"Unsupported notebook format {version}: nbformat reads versions "
+                                    f"{', '.join(map(str, sorted(nbformat.versions)))}.") from None
+            raise NotebookError(f"Cannot read this nbformat {version} notebook: {message}") from None
+    cells = [_plain(c) for c in converted.get("cells", [])]
+    metadata = _plain(converted.get("metadata", {}))
+    for key in ("orig_nbformat", "orig_nbformat_minor"):  # nbformat.write drops these too
+        metadata.pop(key, None)
+    return cells, metadata
 
 
 def _plain(value: Any) -> Any:
@@ -298,19 +317,29 @@ class FileNotebook(NotebookDocument):
         loaded = load_notebook(self.path, verify=True)
         if expected_version is not None and loaded.raw_version != expected_version:
             raise StaleNotebookError()
-        new_cells, index, splice = edit(loaded, loaded.cells)
-        data = dict(loaded.text.data)
         base_version = loaded.raw_version
         if loaded.spliceable:
-            text = splice(loaded.text)
+            text_in, cells = loaded.text, loaded.cells
+        elif loaded.text.cells_span is not None and loaded.text.data.get("nbformat") == 4:
+            # v4 before ids: give each cell an id in the text itself, so every other byte
+            # (escapes, indent, key order, numbers) stays as the file had it
+            ids = [c.get("id") for c in with_ids(loaded.cells)]
+            old = [c.get("id") for c in loaded.cells]
+            text_in = parse(loaded.text.with_ids([n if n != o else None for n, o in zip(ids, old)]))
+            cells, base_version = text_in.cells, ""  # validate all of it
+        else:
+            text_in, cells = None, with_ids(loaded.cells)
+        new_cells, index, splice = edit(loaded, cells)
+        if text_in is not None:
+            data = dict(text_in.data)
+            text = splice(text_in)
             if loaded.text.style.bom:
                 text = "\ufeff" + text
-        else:  # upgrade to v4.5: every cell gets an id, the file is written whole
+        else:  # nbformat 1-3, converted by nbformat: written whole as v4.5 in the file's style
             new_cells = with_ids(new_cells)
-            data = {**data, "cells": new_cells, "metadata": loaded.metadata, "nbformat": 4, "nbformat_minor": 5}
-            data.pop("worksheets", None)
-            text = loaded.text.style.dumps_document(data)
-            base_version = ""  # the whole file changed: validate all of it
+            data = {"cells": new_cells, "metadata": loaded.metadata, "nbformat": 4, "nbformat_minor": 5}
+            text = replace(loaded.text.style, sort_keys=True).dumps_document(data)
+            base_version = ""
         data["cells"] = new_cells
         changed = [new_cells[index]] if index is not None else []
         try:
@@ -322,4 +351,4 @@ class FileNotebook(NotebookDocument):
         version = hashlib.sha256(encoded).hexdigest()
         _remember(_VALID_HASHES, version, None)
         cell = cell_view(new_cells[index], index, True) if index is not None else None
-        return EditResult(cell=cell, version=version, mtime_ns=mtime_ns)  # type: ignore[arg-type]
+        return EditResult(cell=cell, version=version, mtime_ns=mtime_ns, note=loaded.upgrade)  # type: ignore[arg-type]

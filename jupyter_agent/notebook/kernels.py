@@ -19,18 +19,45 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import zmq
 from jupyter_client import AsyncKernelManager
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_runtime_dir
 from nbformat.v4 import output_from_msg
 
+from ..redact import redact, without_secrets
 from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
+from .outputs import StreamText, finish_outputs
 
 _LIVE_POOLS: weakref.WeakSet[KernelPool] = weakref.WeakSet()
 #: How long to wait for a kernel to settle after an interrupt before giving up on it.
 _INTERRUPT_GRACE_S = 5.0
+#: After the execute_reply, how long a silent iopub channel is waited on for the idle status.
+_IOPUB_GRACE_S = 3.0
+#: How often the shell channel is looked at for the reply while outputs stream in.
+_SHELL_EVERY_S = 0.25
 #: Unix socket paths are limited to 108 bytes (104 on macOS), and zmq adds "-N".
 _MAX_IPC_PATH = 100
+
+
+class AgentKernelClient(AsyncKernelClient):
+    """A kernel client whose iopub socket never drops a message.
+
+    zmq's default high-water mark (1,000 messages) makes the kernel's PUB socket drop
+    messages once we fall that far behind, and a progress bar that flushes on every
+    update (tqdm: ~5,000 messages a second) gets there: measured, the last 6 % of a bar
+    and the ``idle`` status were lost. An unbounded receive queue on our side keeps
+    them all; they are small, and the cell's outputs are bounded as they are collected.
+    """
+
+    def connect_iopub(self, identity: bytes | None = None) -> zmq.Socket:
+        sock = super().connect_iopub(identity=identity)
+        url = self._make_url("iopub")
+        sock.setsockopt(zmq.RCVHWM, 0)  # applies to connections made from now on
+        sock.disconnect(url)
+        sock.connect(url)
+        return sock
 
 
 @dataclass
@@ -38,6 +65,7 @@ class Execution:
     outputs: list[dict[str, Any]]
     execution_count: int | None
     status: str  # ok | error | timeout | interrupted | died
+    note: str = ""
 
 
 class NotebookKernel:
@@ -49,7 +77,14 @@ class NotebookKernel:
         self.lock = asyncio.Lock()
 
     async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> Execution:
-        """Run ``code``; on timeout or abort interrupt the kernel and return what came out so far."""
+        """Run ``code``; on timeout or abort interrupt the kernel and return what came out so far.
+
+        Done means the kernel's ``execute_reply`` (its verdict: ok, error, aborted) and the
+        ``idle`` status after the cell's outputs. A flooded iopub channel drops messages
+        (zmq's high-water mark), the ``idle`` among them, so once the reply is in, a
+        quiet iopub channel for :data:`_IOPUB_GRACE_S` also ends the wait, as nbclient's
+        ``iopub_timeout`` does.
+        """
         async with self.lock:
             msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
             collector = _OutputCollector()
@@ -57,7 +92,7 @@ class NotebookKernel:
             status = "ok"
             next_alive_check = time.monotonic() + 1.0
             try:
-                while not collector.idle:
+                while not collector.done:
                     if abort is not None and abort.is_set():
                         status = "interrupted"
                         break
@@ -68,15 +103,31 @@ class NotebookKernel:
                         next_alive_check = time.monotonic() + 1.0
                         if not await self.manager.is_alive():
                             return Execution(collector.clean_outputs, collector.execution_count, "died")
-                    await self._next(msg_id, collector, 0.1)
+                    await self._poll(msg_id, collector, 0.1)
             except asyncio.CancelledError:
                 await asyncio.shield(self._interrupt_and_settle(msg_id, collector))
                 raise
             if status != "ok":
                 await self._interrupt_and_settle(msg_id, collector)
-            elif collector.error:
+            elif collector.error or collector.reply.get("status") in ("error", "aborted"):  # type: ignore[union-attr]
                 status = "error"
-            return Execution(collector.clean_outputs, collector.execution_count, status)
+            note = ""
+            if status in ("ok", "error") and not collector.idle:
+                note = ("[The kernel sent output faster than it could be received, and some was lost "
+                        "(at least the end of it): what is shown may not be the cell's last output.]")
+            return Execution(collector.clean_outputs, collector.execution_count, status, note)
+
+    async def _poll(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
+        """Take what has come in: outputs until idle; the reply now and then, and after idle.
+
+        The shell channel is looked at every :data:`_SHELL_EVERY_S` while outputs stream
+        in, not after each output: every look costs the event loop a wakeup.
+        """
+        if not collector.idle:
+            await self._next(msg_id, collector, wait)
+        if collector.reply is None and (collector.idle or time.monotonic() >= collector.next_shell_check):
+            collector.next_shell_check = time.monotonic() + _SHELL_EVERY_S
+            await self._next_reply(msg_id, collector, wait if collector.idle else 0)
 
     async def _next(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
         try:
@@ -84,7 +135,19 @@ class NotebookKernel:
         except queue.Empty:
             return
         if msg.get("parent_header", {}).get("msg_id") == msg_id:
+            collector.last_message_at = time.monotonic()
             collector.add(msg)
+
+    async def _next_reply(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
+        try:
+            msg = await self.client.get_shell_msg(timeout=wait)
+        except queue.Empty:
+            return
+        # Replies to earlier requests (one that timed out before its reply came) are dropped.
+        if msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "execute_reply":
+            collector.reply = msg.get("content", {})
+            if collector.execution_count is None:
+                collector.execution_count = collector.reply.get("execution_count")
 
     async def _interrupt_and_settle(self, msg_id: str, collector: _OutputCollector) -> None:
         try:
@@ -92,8 +155,8 @@ class NotebookKernel:
         except Exception:
             return
         end = time.monotonic() + _INTERRUPT_GRACE_S
-        while not collector.idle and time.monotonic() < end:
-            await self._next(msg_id, collector, 0.1)
+        while not collector.done and time.monotonic() < end:
+            await self._poll(msg_id, collector, 0.1)
 
     async def shutdown(self) -> None:
         try:
@@ -114,14 +177,28 @@ class NotebookKernel:
 
 
 class _OutputCollector:
-    """Turns iopub messages into nbformat outputs, as the notebook frontend would."""
+    """Turns iopub messages into nbformat outputs, as the notebook frontend would.
+
+    Consecutive stream chunks build one :class:`~.outputs.StreamText`, so a progress
+    bar's updates settle as they come and a flood of text stays bounded in memory.
+    """
 
     def __init__(self) -> None:
         self.outputs: list[dict[str, Any]] = []
         self.execution_count: int | None = None
         self.idle = False
         self.error = False
+        self.reply: dict[str, Any] | None = None
+        self.last_message_at = time.monotonic()
+        self.next_shell_check = 0.0
         self._clear_pending = False
+
+    @property
+    def done(self) -> bool:
+        """The reply is in, and so is the idle status (or the iopub channel has gone quiet)."""
+        if self.reply is None:
+            return False
+        return self.idle or time.monotonic() - self.last_message_at > _IOPUB_GRACE_S
 
     def add(self, msg: dict[str, Any]) -> None:
         kind, content = msg["msg_type"], msg.get("content", {})
@@ -148,12 +225,16 @@ class _OutputCollector:
         if self._clear_pending:
             self.outputs.clear()
             self._clear_pending = False
-        output = dict(output_from_msg(msg))
-        self.error |= kind == "error"
         last = self.outputs[-1] if self.outputs else None
-        if kind == "stream" and last and last.get("output_type") == "stream" and last.get("name") == output["name"]:
-            last["text"] += output["text"]
-            return
+        if kind == "stream":  # built by hand: output_from_msg validates, ~1 ms per progress-bar update
+            name, text = str(content.get("name", "stdout")), str(content.get("text", ""))
+            if last and last.get("output_type") == "stream" and last.get("name") == name:
+                last["_stream"].append(text)
+                return
+            output = {"name": name, "output_type": "stream", "text": "", "_stream": StreamText(text, redact=redact)}
+        else:
+            output = dict(output_from_msg(msg))
+        self.error |= kind == "error"
         display_id = content.get("transient", {}).get("display_id")
         if display_id:
             output["_display_id"] = display_id
@@ -161,11 +242,23 @@ class _OutputCollector:
 
     @property
     def clean_outputs(self) -> list[dict[str, Any]]:
-        return [{k: v for k, v in o.items() if k != "_display_id"} for o in self.outputs]
+        """The outputs as nbformat has them: coalesced, settled, capped, secrets redacted."""
+        plain = []
+        for output in self.outputs:
+            kept = {k: v for k, v in output.items() if not k.startswith("_")}
+            if "_stream" in output:
+                kept["text"] = output["_stream"].value()
+            plain.append(kept)
+        return finish_outputs(plain, redact)
 
 
 class KernelPool:
-    """Kernels by notebook path. ``transport="ipc"`` suits tests; ``kernel_name`` forces a kernel."""
+    """Kernels by notebook path. ``transport="ipc"`` suits tests; ``kernel_name`` forces a kernel.
+
+    A kernel starts with the agent's environment minus its secrets (``ANTHROPIC_*`` and
+    every ``*KEY*``/``*TOKEN*``/``*SECRET*``/``*PASSWORD*`` variable, see
+    :func:`~jupyter_agent.redact.is_secret_name`); ``env`` adds variables on purpose.
+    """
 
     def __init__(self, *, transport: str = "tcp", kernel_name: str | None = None,
                  startup_timeout: float = 60.0, env: dict[str, str] | None = None):
@@ -192,12 +285,14 @@ class KernelPool:
         name = self.kernel_name or kernel_name or "python3"
         if not self.kernel_name and kernel_name and not _kernel_installed(name):
             name = "python3"
-        options: dict[str, Any] = {"kernel_name": name, "transport": self.transport}
+        options: dict[str, Any] = {"kernel_name": name, "transport": self.transport,
+                                   "client_class": f"{__name__}.AgentKernelClient"}
         if self.transport == "ipc":
             options["ip"] = _ipc_address()
         manager = AsyncKernelManager(**options)
         folder = notebook_path.parent if notebook_path.parent.is_dir() else Path.cwd()
-        env = {**os.environ, **(self.env or {})}
+        # The agent's credentials stay with the agent: a cell could print them into the notebook.
+        env = {**without_secrets(dict(os.environ)), **(self.env or {})}
         try:
             await manager.start_kernel(cwd=str(folder), env=env)
         except Exception as exc:
@@ -324,6 +419,9 @@ async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
     except StaleNotebookError:
         return RunResult(cell=cell, outputs=outputs, execution_count=execution.execution_count,
                          status=execution.status, saved=False,
-                         note="The notebook changed while the cell ran, so its outputs were not saved into it.")
+                         note="\n".join(n for n in (execution.note, "The notebook changed while the cell ran, so "
+                                                     "its outputs were not saved into it.") if n))
+    notes = [execution.note, f"[{edited.note}]" if getattr(edited, "note", "") else ""]
     return RunResult(cell=edited.cell, outputs=outputs, execution_count=execution.execution_count,
-                     status=execution.status, version=edited.version, mtime_ns=edited.mtime_ns)
+                     status=execution.status, version=edited.version, mtime_ns=edited.mtime_ns,
+                     note="\n".join(n for n in notes if n))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .base import FileReadRecord, ToolContext, ToolError
+from .filestat import read_regular_file
 
 #: Files larger than this are not loaded whole for editing (the model cannot hold them either).
 MAX_EDIT_BYTES = 64 * 1024 * 1024
@@ -108,22 +109,8 @@ def dominant_newline(text: str) -> str:
 
 def read_text_file(path: Path) -> TextFile:
     """Load a file for editing; refuses directories, binaries and huge files clearly."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise ToolError(f"File does not exist: {path}") from None
-    except OSError as exc:
-        raise ToolError(f"Cannot access {path}: {exc.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ToolError(f"{path} is a directory, not a file. Use Glob to list files in it.")
-    if not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"{path} is not a regular file (a device, socket or pipe); it cannot be edited.")
-    if st.st_size > MAX_EDIT_BYTES:
-        raise ToolError(f"{path} is {st.st_size:,} bytes; files over {MAX_EDIT_BYTES:,} bytes cannot be edited here.")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ToolError(f"Cannot read {path}: {exc.strerror}") from None
+    raw, st = read_regular_file(path, max_bytes=MAX_EDIT_BYTES,
+                                too_large=f"files over {MAX_EDIT_BYTES:,} bytes cannot be edited here.")
     if looks_binary(raw):
         raise ToolError(f"{path} is a binary file; only text files can be edited.")
     text, encoding, bom, invalid = decode_bytes(raw)

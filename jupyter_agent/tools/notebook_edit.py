@@ -143,7 +143,7 @@ class NotebookEdit(PathTool):
                                             expected_version=version)
             message = f"Updated cell {input.cell_id} with {input.new_source}"
         note_notebook_change(context, path, result.version, result.mtime_ns)
-        return ToolOutput(message)
+        return ToolOutput(message + (f"\n\n[{result.note}]" if result.note else ""))
 
 
 def _as_lines(source: str) -> str:

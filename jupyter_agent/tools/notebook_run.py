@@ -8,12 +8,19 @@ limit, or that the user stops, interrupts the kernel.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable
+
 from pydantic import Field
 
 from ..loop.permission_result import PermissionAsk, PermissionResult
 from ..notebook import is_notebook_path
-from ..notebook.document import check_cell_id_text
+from ..notebook.document import RunResult, check_cell_id_text
+from ..notebook.outputs import finish_outputs
 from ..notebook.render import render_run
+from ..redact import redact
 from .base import ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
@@ -22,6 +29,8 @@ from .paths import display_path, inside_roots
 #: Seconds a cell may run before it is interrupted (``ctx.session["cell_timeout_s"]`` overrides).
 DEFAULT_CELL_TIMEOUT_S = 300.0
 _FAILED = ("timeout", "interrupted", "died")
+#: Seconds between "still running" progress reports while a cell runs.
+PROGRESS_EVERY_S = 1.0
 
 
 class NotebookRunInput(ToolInput):
@@ -80,12 +89,34 @@ class NotebookRun(PathTool):
         path = self.resolve(input, context).real
         doc, snapshot = await notebook_for_change(input.notebook_path, path, context)
         timeout = float(context.session.get("cell_timeout_s", DEFAULT_CELL_TIMEOUT_S))
-        result = await doc.run_cell(input.cell_id, timeout=timeout, abort=context.abort,
-                                    expected_version=snapshot.version)
+        result = await _with_progress(doc.run_cell(input.cell_id, timeout=timeout, abort=context.abort,
+                                                   expected_version=snapshot.version),
+                                      input.cell_id, context)
         if result.saved and result.version:
             note_notebook_change(context, path, result.version, result.mtime_ns)
-        content = render_run(result.cell, result.outputs, result.execution_count, result.status, result.note)
-        return ToolOutput(content, is_error=result.status in _FAILED, display=result.outputs)
+        # The file and memory backends have done this already; a backend that runs cells its
+        # own way (a live page) may not have, and nothing unbounded or secret goes to the model.
+        outputs = finish_outputs(result.outputs, redact)
+        content = render_run(result.cell, outputs, result.execution_count, result.status, result.note)
+        return ToolOutput(content, is_error=result.status in _FAILED, display=outputs)
+
+
+async def _with_progress(run: Awaitable[RunResult], cell_id: str, context: ToolContext) -> RunResult:
+    """Await the run; while it lasts, tell the UI every second that the cell is still running
+    (a ``ToolProgress`` event: the tool card shows the message)."""
+    task = asyncio.ensure_future(run)
+    started = time.monotonic()
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=PROGRESS_EVERY_S)
+            if done:
+                return task.result()
+            context.progress(f"Cell {cell_id} is running ({time.monotonic() - started:.0f} s)")
+    finally:
+        if not task.done():  # the call was cancelled (Stop): the run interrupts its kernel
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
 
 __all__ = ["NotebookRun", "NotebookRunInput"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import difflib
 import os
-import stat
 from typing import Any
 
 from pydantic import Field
@@ -15,6 +14,7 @@ from ..notebook.render import render_notebook
 from .base import FileReadRecord, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .fileio import content_hash, decode_bytes, looks_binary, record_read
+from .filestat import stat_file
 from .pdf import PAGES_DESCRIPTION, READ_USAGE_LINE, check_pages_use, is_pdf_path, read_pdf
 
 DEFAULT_LIMIT = 2000
@@ -104,16 +104,7 @@ class Read(PathTool):
         return self._read_file(path, input, context)
 
     def _read_file(self, path, input: ReadInput, context: ToolContext) -> ToolOutput:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise ToolError(_missing_message(path, context)) from None
-        except OSError as exc:
-            raise ToolError(f"Cannot read {input.file_path}: {exc.strerror}.") from None
-        if stat.S_ISDIR(st.st_mode):
-            raise ToolError(f"{input.file_path} is a directory, not a file. Use Glob to list the files in it.")
-        if not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"{input.file_path} is not a regular file (a device, pipe or socket); it cannot be read.")
+        st = stat_file(path, missing=lambda: _missing_message(path, context))
         if path.suffix.lower() in IMAGE_EXTENSIONS:
             return self._read_image(path, st, context)
         if is_pdf_path(path):

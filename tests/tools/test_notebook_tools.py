@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -155,3 +156,81 @@ async def test_a_change_that_keeps_size_and_mtime_is_still_caught_before_writing
     result = await edit(ctx, cell_id="code1", new_source="x")
     assert result["is_error"] and "modified since read" in result["content"]
     assert notebook.read_bytes() == changed
+
+
+async def _no_hang(coro, fifo):
+    """Await ``coro``; if it blocks (opening a FIFO), free the blocked reader and fail."""
+    import os
+
+    try:
+        return await asyncio.wait_for(coro, 10)
+    except TimeoutError:
+        try:  # a reader is blocked in open(): open the writing end so it returns, then close it
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        raise AssertionError("the tool hung on a FIFO") from None
+
+
+@pytest.mark.parametrize("tool, args", [
+    ("NotebookEdit", {"cell_id": "cell-0", "new_source": "x"}),
+    ("NotebookEdit", {"edit_mode": "insert", "cell_type": "code", "new_source": "x"}),
+    ("NotebookRun", {"cell_id": "cell-0"}),
+    ("Read", {}),
+    ("Edit", {"old_string": "a", "new_string": "b"}),
+    ("Write", {"content": "x"}),
+])
+async def test_a_fifo_named_ipynb_is_refused_at_once(ctx, workspace, tool, args):
+    import os
+
+    fifo = workspace / ("pipe.txt" if tool in ("Edit", "Write") else "pipe.ipynb")
+    os.mkfifo(fifo)
+    key = "file_path" if tool in ("Read", "Edit", "Write") else "notebook_path"
+    result = await _no_hang(call_tool(ctx, tool, {key: str(fifo), **args}), fifo)
+    assert result["is_error"]
+    assert "is a named pipe (FIFO), not a regular file" in result["content"], result["content"]
+
+
+async def test_a_notebook_swapped_for_a_fifo_after_the_check_is_refused_without_blocking(workspace, monkeypatch):
+    """The open itself does not block, and the opened file is checked again: a path that
+    passed the check as a regular file and is a FIFO by the time it is opened is refused."""
+    import os
+
+    from jupyter_agent.notebook import NotebookError
+    from jupyter_agent.tools.filestat import read_regular_file
+
+    fifo, regular = workspace / "pipe.ipynb", workspace / "real.ipynb"
+    os.mkfifo(fifo)
+    regular.write_text("{}")
+    real_stat = os.stat
+    # The race, made certain: the path check sees the regular file that was there a moment ago.
+    monkeypatch.setattr(os, "stat", lambda p, *a, **k: real_stat(regular if str(p) == str(fifo) else p, *a, **k))
+    with pytest.raises(NotebookError, match="is a named pipe"):
+        await _no_hang(asyncio.to_thread(read_regular_file, fifo, error=NotebookError), fifo)
+
+
+async def test_notebook_run_settles_and_redacts_whatever_a_backend_returns(ctx, workspace, monkeypatch):
+    """A document that runs cells its own way (as a live page does) may hand back raw outputs:
+    what the model receives is still coalesced, settled and free of the agent's secrets."""
+    from jupyter_agent.notebook import RunResult
+
+    key = "sk-ant-api03-" + "Z9" * 50
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+
+    class OwnRunner(MemoryNotebook):
+        async def run_cell(self, cell_id, *, timeout, abort=None, expected_version=None):
+            cell = (await self.snapshot()).find(cell_id)
+            outputs = [{"output_type": "stream", "name": "stdout", "text": "0%\r50%"},
+                       {"output_type": "stream", "name": "stdout", "text": f"\r100% {key}\n"}]
+            return RunResult(cell=cell, outputs=outputs, execution_count=1, saved=False)
+
+    doc = OwnRunner(workspace / "live.ipynb", new_notebook(cells=[new_code_cell("go()", id="only")]))
+    register_document(ctx.session, doc)
+    await call_tool(ctx, "Read", {"file_path": "live.ipynb"})
+    from .conftest import make_ctx
+
+    bypass = make_ctx(workspace, "bypassPermissions")
+    bypass.session, bypass.read_file_state = ctx.session, ctx.read_file_state
+    result = await call_tool(bypass, "NotebookRun", {"notebook_path": "live.ipynb", "cell_id": "only"})
+    assert key not in json.dumps(result) and "Z9Z9Z9" not in json.dumps(result)
+    assert result["content"] == "Ran cell only [1].\n100% [redacted ANTHROPIC_API_KEY]"

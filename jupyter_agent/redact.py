@@ -64,3 +64,15 @@ def redact_obj(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [redact_obj(v) for v in obj]
     return obj
+
+
+def is_secret_name(name: str) -> bool:
+    """An environment variable the agent must not hand on: the agent's own (``ANTHROPIC_*``)
+    and anything named like a key, token, secret or password."""
+    return name.upper().startswith("ANTHROPIC_") or bool(_SECRET_NAME.search(name))
+
+
+def without_secrets(environ: dict[str, str]) -> dict[str, str]:
+    """``environ`` without the variables :func:`is_secret_name` picks (for processes the
+    agent starts, such as its kernels)."""
+    return {name: value for name, value in environ.items() if not is_secret_name(name)}
