@@ -229,7 +229,7 @@ async def test_notebook_run_settles_and_redacts_whatever_a_backend_returns(ctx, 
     await call_tool(ctx, "Read", {"file_path": "live.ipynb"})
     from .conftest import make_ctx
 
-    bypass = make_ctx(workspace, "bypassPermissions")
+    bypass = make_ctx(workspace, "bypassPermissions", allow=["NotebookRun"])  # runs always ask otherwise
     bypass.session, bypass.read_file_state = ctx.session, ctx.read_file_state
     result = await call_tool(bypass, "NotebookRun", {"notebook_path": "live.ipynb", "cell_id": "only"})
     assert key not in json.dumps(result) and "Z9Z9Z9" not in json.dumps(result)

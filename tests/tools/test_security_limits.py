@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_agent.jupyter.transcript import cut_middle as transcript_cut
-from jupyter_agent.jupyter.redact import redact
+from jupyter_agent.redact import redact
 from jupyter_agent.loop.messages import cut_at_word, cut_middle
 from jupyter_agent.loop.permission_result import PermissionAllow
 from jupyter_agent.loop.tool_execution import private_results_dir
