@@ -1,7 +1,19 @@
 """Suite-wide: the fake Messages API fixtures (fake_api, fake_api_factory, fake_api_env),
-and the random order's seed at the end of the report."""
+a PATH without the venv, and the random order's seed at the end of the report."""
+
+import os
+
+from tests.programs import path_without_scripts
 
 pytest_plugins = ["jupyter_agent.testing.pytest_plugin"]
+
+
+def pytest_configure(config):
+    """Run the suite as on a fresh machine, where nothing put the venv's ``bin/`` on PATH
+    (``./dev test`` does not activate it): a test or a product path that finds one of
+    the project's programs through PATH fails here too, not only on someone else's machine.
+    Programs come from :func:`tests.programs.installed`."""
+    os.environ["PATH"] = path_without_scripts()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
