@@ -18,7 +18,6 @@ import sys, time
 _t = time.perf_counter()
 get_ipython().run_line_magic("load_ext", "jupyter_agent")
 _load_ms = (time.perf_counter() - _t) * 1000
-_heavy = sorted(m for m in ("anthropic", "ipywidgets", "jupyter_agent.loop.query", "pydantic") if m in sys.modules)
 """
 
 
@@ -31,11 +30,12 @@ async def kernel(api, module_tmp):
     await frontend.stop()
 
 
-async def test_load_ext_is_fast_and_imports_nothing_heavy(kernel):
+async def test_load_ext_is_fast(kernel):
+    # What it imports, and in which thread (the heavy modules in the background warm-up,
+    # which may already be loading when %load_ext returns): test_warmup.py.
     load_ms = float(await kernel.value("_load_ms"))
     print(f"%load_ext jupyter_agent: {load_ms:.1f} ms")
     assert load_ms <= 100
-    assert await kernel.value("_heavy") == "[]"
 
 
 async def running_tasks(kernel) -> int:
