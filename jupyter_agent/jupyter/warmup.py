@@ -31,7 +31,9 @@ __all__ = ["MODULES", "WARMUP_ENV", "start", "wait", "state"]
 WARMUP_ENV = "JUPYTER_AGENT_WARMUP"
 
 #: Imported in this order: the SDK (most of the time), then the widgets, then ours, whose
-#: own imports of the first two are then free.
+#: own imports of the first two are then free. The SDK is only named here, to be loaded:
+#: model/ stays the only code that uses it. Modules it loads lazily on the first request
+#: are listed too (found with ``python -X importtime`` and ``sys.modules`` after a run).
 MODULES = (
     "anthropic",
     "anthropic.lib.streaming",
