@@ -90,10 +90,10 @@ async def test_a_run_started_during_the_warm_up_waits_for_it_and_works(fresh_ker
     script(response(text("Hello after the warm-up.")))
     assert (await kernel.execute(WHO_LOADS % 1.5))["reply"]["status"] == "ok"  # a slow `import anthropic`
     assert (await kernel.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
-    result = await kernel.execute("%%agent\nSay hello")  # at once: the warm-up is still importing
+    result = await kernel.execute("%%agent\nSay hello", timeout=60)  # at once: the warm-up is still importing
     assert result["reply"]["status"] == "ok", result["outputs"]
     assert eval(await kernel.value("_warm_at_cell_start[-2]")) is True  # (-1 is this value's cell)
-    md = await transcript(kernel, display_id_of(result))
+    md = await transcript(kernel, display_id_of(result), timeout=60)
     assert "Hello after the warm-up." in md and "**Ended: `completed`**" in md
     loaded_by = eval(await kernel.value("_who.loaded_by"))
     assert loaded_by["anthropic"] == ["jupyter-agent-warmup"]  # loaded once, in the background
@@ -108,8 +108,8 @@ async def test_the_warm_up_can_be_turned_off(api, script, tmp_path):
         assert (await kernel.execute(WHO_LOADS % 0.0))["reply"]["status"] == "ok"
         assert (await kernel.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
         assert (await warmup_state(kernel))["thread"] is None
-        result = await kernel.execute("%%agent\nSay hello")
-        md = await transcript(kernel, display_id_of(result))
+        result = await kernel.execute("%%agent\nSay hello", timeout=60)
+        md = await transcript(kernel, display_id_of(result), timeout=60)  # it imports the SDK now
         assert "Hello without a warm-up." in md and "**Ended: `completed`**" in md
         assert eval(await kernel.value("_who.loaded_by"))["anthropic"] == ["MainThread"]  # the run's own import
     finally:
