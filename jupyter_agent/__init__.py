@@ -61,6 +61,9 @@ def unload_ipython_extension(ipython):  # noqa: D103 - `%unload_ext jupyter_agen
 
 def chat(*args, **kwargs):
     """Show the multi-turn chat widget in the notebook (see ``jupyter_agent.jupyter.chat``)."""
+    from .jupyter import warmup
+
+    warmup.wait()  # after `%load_ext`: join the background imports rather than race them
     from .jupyter.chat import chat as show_chat
 
     return show_chat(*args, **kwargs)

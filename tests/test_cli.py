@@ -13,6 +13,7 @@ import pytest
 
 from jupyter_agent.cli import main
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
+from tests.programs import installed, path_without_scripts
 
 
 def make_notebook(path: Path) -> Path:
@@ -139,6 +140,9 @@ def test_interactive_terminal_asks_for_approval(tmp_path, monkeypatch):
 
 
 def test_jupyter_finds_the_subcommand(tmp_path):
-    proc = subprocess.run(["jupyter", "agent", "run", "--help"], capture_output=True, text=True, timeout=60,
-                          env=clean_env(tmp_path))
-    assert proc.returncode == 0 and "usage: jupyter agent run" in proc.stdout
+    # the venv's own `jupyter`, called by its path with the venv off PATH (nothing activated
+    # it): it must still find `jupyter-agent`, which pip installed next to it
+    env = clean_env(tmp_path, PATH=path_without_scripts())
+    proc = subprocess.run([installed("jupyter"), "agent", "run", "--help"], capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert proc.returncode == 0 and "usage: jupyter agent run" in proc.stdout, proc.stderr

@@ -10,8 +10,9 @@ lost. There an input transformer rewrites the ``%%agent`` cell into ``await
 run_cell_awaiting(...)``: IPython runs it as a top-level ``await``, the event loop keeps
 driving the run, and the cell ends when the run does, transcript in its outputs.
 
-Loading is fast: nothing here imports ``anthropic``, ``ipywidgets`` or the loop; they
-load when the first run starts.
+Loading is fast: nothing here imports ``anthropic``, ``ipywidgets`` or the loop.
+``%load_ext`` starts a background warm-up that imports them while the person types the
+prompt (:mod:`.warmup`); a run started before it ended waits for it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
+from . import warmup
 from .config import PERMISSION_MODES, positive_int
 from .environment import resolve_transcript
 from ..redact import redact
@@ -141,6 +143,7 @@ class AgentMagics(Magics):
         """Parse, check and start; returns the run handle (raises UsageError, starts nothing,
         on bad input)."""
         args = cell_parser().parse_args(_split(line))
+        warmup.wait()  # a run that starts during the warm-up joins it, never imports beside it
         try:
             return self.session.start(
                 cell.strip("\n"), model=args.model, permission_mode=args.permission_mode,
@@ -265,12 +268,14 @@ async def run_cell_awaiting(line: str, cell: str) -> None:
 # -- extension entry points -----------------------------------------------------------------
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``."""
+    """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``, and start
+    loading what the first run needs in the background (the SDK takes seconds)."""
     session = get_session(ipython)
     ipython.register_magics(AgentMagics(ipython, session))
     cleanup = ipython.input_transformers_cleanup
     if _agent_transformer not in cleanup:
         cleanup.append(_agent_transformer)
+    warmup.start()
 
 
 def unload_ipython_extension(ipython: Any) -> None:

@@ -12,6 +12,11 @@ from jupyter_agent.testing import FakeMessagesAPI
 
 from .frontend import Frontend, isolated_env
 
+# Joins the background warm-up that %load_ext started (seconds on a loaded machine), so
+# that whichever test runs first does not spend its timeouts on it (tests/jupyter/test_warmup.py
+# tests the warm-up itself).
+WAIT_FOR_WARMUP = "__import__('jupyter_agent.jupyter.warmup', fromlist=['_']).wait()"
+
 
 @pytest.fixture(scope="module")
 def module_tmp(tmp_path_factory) -> Path:
@@ -48,5 +53,6 @@ async def kernel(api, module_tmp):
     frontend = await Frontend(module_tmp, env).start()
     result = await frontend.execute("%load_ext jupyter_agent")
     assert result["reply"]["status"] == "ok", result
+    await frontend.execute(WAIT_FOR_WARMUP, timeout=120)
     yield frontend
     await frontend.stop()

@@ -1,5 +1,5 @@
-"""Faults in a real kernel: interrupts, a closed widget, no API key, secrets, and the
-cost of `%load_ext`. Nothing may hang, no task may leak, the history stays valid."""
+"""Faults in a real kernel: interrupts, a closed widget, no API key, secrets. Nothing may
+hang, no task may leak, the history stays valid."""
 
 from __future__ import annotations
 
@@ -8,34 +8,24 @@ import pytest_asyncio
 
 from jupyter_agent.testing import response, text, tool_use
 
+from .conftest import WAIT_FOR_WARMUP
 from .frontend import Frontend, isolated_env
 from .test_kernel_magic import VIEW, display_id_of, transcript
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-LOAD = """\
-import sys, time
-_t = time.perf_counter()
-get_ipython().run_line_magic("load_ext", "jupyter_agent")
-_load_ms = (time.perf_counter() - _t) * 1000
-_heavy = sorted(m for m in ("anthropic", "ipywidgets", "jupyter_agent.loop.query", "pydantic") if m in sys.modules)
-"""
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def kernel(api, module_tmp):
-    """A fresh kernel whose first act is `%load_ext`, timed."""
+    """A fresh kernel whose first act is `%load_ext`."""
     frontend = await Frontend(module_tmp, isolated_env(module_tmp, **api.env())).start()
-    assert (await frontend.execute(LOAD))["reply"]["status"] == "ok"
+    assert (await frontend.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
+    await frontend.execute(WAIT_FOR_WARMUP, timeout=120)
     yield frontend
     await frontend.stop()
 
 
-async def test_load_ext_is_fast_and_imports_nothing_heavy(kernel):
-    load_ms = float(await kernel.value("_load_ms"))
-    print(f"%load_ext jupyter_agent: {load_ms:.1f} ms")
-    assert load_ms <= 100
-    assert await kernel.value("_heavy") == "[]"
+# What %load_ext imports, and in which thread: test_warmup.py. How long it takes is a
+# benchmark figure, not a timed test (python benchmarks/bench_first_run.py, target <= 100 ms).
 
 
 async def running_tasks(kernel) -> int:

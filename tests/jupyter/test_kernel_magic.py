@@ -5,6 +5,7 @@ conversation, and leaves a transcript in the cell when it ends."""
 from __future__ import annotations
 
 import pytest
+import pytest_asyncio
 
 from jupyter_agent.testing import response, text, tool_use
 
@@ -17,6 +18,21 @@ def display_id_of(result) -> str:
     shown = [o for o in result["outputs"] if o["msg_type"] == "display_data" and VIEW in o["data"]]
     assert len(shown) == 1, result["outputs"]
     return shown[0]["transient"]["display_id"]
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def kernel(kernel):
+    """The module's kernel as a new user finds it, whatever the tests before did: the
+    extension loaded, no run going, a new conversation, the default settings. Each test
+    makes the runs and settings it looks at itself (they pass alone and in any order)."""
+    assert (await kernel.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"  # no-op if loaded
+    await kernel.execute("%agent stop")
+    for _ in range(100):
+        if "running:         no" in (await kernel.execute("%agent"))["outputs"][0]["text"]:
+            break
+    reset = await kernel.execute("%agent new --permission-mode default --model '' --max-turns 0")
+    assert reset["reply"]["status"] == "ok", reset["outputs"]
+    return kernel
 
 
 async def transcript(kernel, display_id: str, timeout: float = 10) -> str:
@@ -141,15 +157,16 @@ async def test_bad_options_start_nothing(kernel):
         assert not [o for o in result["outputs"] if o["msg_type"] == "display_data"]
 
 
-async def test_line_magic_shows_and_sets_settings(kernel):
+async def test_line_magic_shows_and_sets_settings(kernel, script):
     out = (await kernel.execute("%agent --permission-mode acceptEdits --model claude-test-1"))["outputs"]
     text_out = out[0]["text"]
     assert "permission mode: acceptEdits" in text_out and "claude-test-1" in text_out
+    script(response(text("Hello from the settings test.")))
+    await transcript(kernel, display_id_of(await kernel.execute("%%agent\nSay hello for the runs table")))
     runs = (await kernel.execute("%agent runs"))["outputs"][0]["text"]
-    assert "completed" in runs and "Write hello to allowed.txt" in runs
+    assert "completed" in runs and "Say hello for the runs table" in runs
     help_text = (await kernel.execute("%agent --help"))["outputs"][0]["text"]
     assert "usage: %agent" in help_text and "--permission-mode" in help_text
-    await kernel.execute("%agent --permission-mode default --model ''")
 
 
 async def test_config_is_the_jupyter_way(kernel):
@@ -158,7 +175,6 @@ async def test_config_is_the_jupyter_way(kernel):
     assert "max turns:       7" in out
     assert await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
                               ".get_session().conversation.max_turns") == "7"
-    await kernel.execute("%config AgentConfig.max_turns = 0")
 
 
 async def test_fast_streaming_costs_about_one_widget_message_per_frame(kernel, script):
@@ -179,10 +195,14 @@ async def test_fast_streaming_costs_about_one_widget_message_per_frame(kernel, s
     assert end - start > 1.0 and len(during) <= (end - start) / 0.05 + 1, (len(during), end - start)
 
 
-async def test_unload_and_reload(kernel):
+async def test_unload_and_reload(kernel, script):
+    script(response(text("Before the reload.")))
+    await transcript(kernel, display_id_of(await kernel.execute("%%agent\nA run before the reload")))
     await kernel.execute("%unload_ext jupyter_agent")
     gone = await kernel.execute("%%agent\nhello")
     assert "Cell magic `%%agent` not found" in "".join(o.get("text", "") for o in gone["outputs"])
     assert (await kernel.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
     out = (await kernel.execute("%agent runs"))["outputs"][0]["text"]
-    assert "completed" in out  # the kernel's runs (and conversation) survive %reload_ext
+    assert "completed" in out and "A run before the reload" in out  # the kernel's runs survive
+    status = (await kernel.execute("%agent"))["outputs"][0]["text"]
+    assert "conversation:    2 messages, 1 runs" in status  # and so does the conversation

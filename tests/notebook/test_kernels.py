@@ -142,7 +142,11 @@ async def test_stop_interrupts_a_running_cell(folder, session):
 
 
 async def test_memory_notebook_runs_in_the_same_kernel(folder, session):
-    doc = MemoryNotebook(folder / "nb.ipynb", new_notebook(cells=[new_code_cell("print(shared_value)", id="m")]),
+    make_notebook(folder, "memory_value = 41")  # the file notebook leaves a value in its kernel
+    file_ctx = ctx_for(folder, session)
+    await call_tool(file_ctx, "Read", {"file_path": "nb.ipynb"})
+    assert not (await run(file_ctx, "c0")).get("is_error")
+    doc = MemoryNotebook(folder / "nb.ipynb", new_notebook(cells=[new_code_cell("print(memory_value)", id="m")]),
                          kernels=session["kernels"])
     ctx = ctx_for(folder, dict(session))
     register_document(ctx.session, doc)
