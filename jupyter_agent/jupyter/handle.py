@@ -21,7 +21,10 @@ from typing import Any, AsyncIterator, Callable
 from ..loop.state import Terminal
 from .redact import redact
 from .runmodel import RunModel
-from .transcript import transcript_bundle, transcript_markdown
+from .transcript import transcript_bundle, transcript_markdown, transcript_plain
+
+#: Least seconds between two refreshes of the live output's saved fallback.
+FALLBACK_REFRESH_S = 5.0
 
 
 class AgentRun:
@@ -45,6 +48,7 @@ class AgentRun:
         self._changed = asyncio.Event()
         self._done = asyncio.Event()
         self._displayed = False
+        self._refreshed = 0.0
         self.task: asyncio.Task | None = None
         self._ticker: asyncio.Task | None = None
 
@@ -135,6 +139,8 @@ class AgentRun:
                 self.events.append(event)
                 self._changed.set()
                 self.model.handle(event)
+                if type(event).__name__ == "RequestStart" and event.request_index > 1:
+                    self.refresh_fallback()
         except asyncio.CancelledError:
             # the kernel is going down, or someone cancelled the task: the loop's own
             # cleanup (answer open tool calls) ran when its generator was closed
@@ -148,12 +154,18 @@ class AgentRun:
     def _finish(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
+        if self._done.is_set():  # lost with its kernel: already finished and shown
+            return
         if self.broker is not None:
             self.broker.cancel_all("The run ended.")
         terminal = self.run.terminal
         if terminal is not None and not any(isinstance(e, Terminal) for e in self.events):
             self.events.append(terminal)
         self.model.finish(terminal, self.error)
+        self._ended()
+
+    def _ended(self) -> None:
+        """Show the end (widget footer, the cell's transcript) and tell the listeners."""
         if self.view is not None:
             self.view.finish()
         self._done.set()
@@ -180,15 +192,40 @@ class AgentRun:
         return transcript_markdown(self.model)
 
     def _bundle(self) -> dict[str, Any]:
+        """Live: the widget, plus the transcript so far as Markdown and plain text, which
+        a saved notebook keeps for viewers without widgets (GitHub, nbviewer, nbconvert).
+        Ended: the static transcript alone."""
         if self._done.is_set() or self.view is None or self.view.comm is None:
             return transcript_bundle(self.model)
         return {
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.view.model_id,
             },
-            "text/plain": "jupyter-agent run in progress (shown live in Jupyter; the transcript "
-                          "replaces this when it ends)",
+            "text/markdown": transcript_markdown(self.model),
+            "text/plain": transcript_plain(self.model),
         }
+
+    def refresh_fallback(self, force: bool = False) -> None:
+        """Bring the live output's saved fallback up to date (at most every few seconds,
+        at turn boundaries: each refresh redraws the widget view in the page)."""
+        now = asyncio.get_event_loop().time()
+        if not self._displayed or self._done.is_set() or (not force and now - self._refreshed < FALLBACK_REFRESH_S):
+            return
+        self._refreshed = now
+        self._update_display()
+
+    def lose(self, why: str = "The kernel is shutting down.") -> None:
+        """The kernel is going away (shutdown, restart): the run reads as interrupted and
+        the cell's live widget, which would show "model not found" once the kernel is
+        gone, is replaced by the transcript so far, now."""
+        if self._done.is_set():
+            return
+        self.model.lost = True
+        self.model.finish(None, why)
+        self.run.stop()
+        if self.broker is not None:
+            self.broker.closed = True
+        self._ended()
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

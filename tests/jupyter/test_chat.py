@@ -34,7 +34,7 @@ async def kernel(api, module_tmp):
 
 
 def ended(kernel, n: int) -> bool:
-    return kernel.widget_text().count("Ended: <code>") >= n
+    return kernel.widget_text().count('class="ja-end"') >= n
 
 
 def chat_outputs(result) -> tuple[str, str]:
@@ -77,7 +77,7 @@ async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, 
     kernel.click(allow)
     md = await transcript(kernel, transcript_id)
     # the ended turn is in the static transcript (secrets redacted) and no longer in the widget
-    assert "Write hi to chat.txt" in md and "Done." in md and "**Ended: `completed`**" in md
+    assert "Write hi to chat.txt" in md and "Done." in md and "✓ *Finished*" in md
     assert api.api_key not in md and "[redacted ANTHROPIC_API_KEY]" in md
     await kernel.until(lambda: "Writing chat.txt." not in shown_in(kernel, panel), 5, "the turn to leave the widget")
     # the status line is its own widget update, which may come a frame later
@@ -111,7 +111,7 @@ async def test_chat_stop_and_mode_switch(kernel, script):
     kernel.comm_msg(mode, {"method": "update", "state": {"index": 1}, "buffer_paths": []})
     out = (await kernel.execute("%agent"))["outputs"][0]["text"]
     assert "permission mode: acceptEdits" in out
-    before = kernel.widget_text().count("Ended: <code>")
+    before = kernel.widget_text().count('class="ja-end"')
     await send(kernel, "Talk for a while")
     await kernel.until(lambda: "Going on and on." in kernel.widget_text(), 10, "streaming in the chat")
     kernel.click(kernel.buttons("Stop")[0])
@@ -138,7 +138,7 @@ async def test_nbclient_keeps_the_chat_transcript_in_the_saved_notebook(tmp_path
     assert saved.cells[1].outputs[0]["text"] == "completed\n"
     record, widget = saved.cells[0].outputs
     md = record["data"]["text/markdown"]
-    assert "Say hello" in md and "Hello from the chat." in md and "**Ended: `completed`**" in md
+    assert "Say hello" in md and "Hello from the chat." in md and "✓ *Finished*" in md
     assert VIEW in widget["data"] and "transcript above" in widget["data"]["text/plain"]
     assert FAKE_SECRET not in path.read_text() and api.api_key not in path.read_text()
 

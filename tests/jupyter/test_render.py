@@ -106,7 +106,7 @@ def test_an_unfinished_tool_is_not_left_running_when_the_run_ends():
         model.handle(event)
     model.handle(ToolStart("t1", "NotebookRun", {}))
     model.finish(Terminal(TerminalReason.ABORTED_TOOLS, 1, "Stopped"))
-    assert model.tools()[0].state == "error"
+    assert model.tools()[0].state == "stopped"  # not "error": nothing failed, the run ended first
 
 
 def test_transcript_shows_everything_and_says_what_the_end_means():
@@ -120,7 +120,7 @@ def test_transcript_shows_everything_and_says_what_the_end_means():
     assert "<b>Edit</b> <code>src/app.py</code> — done" in md
     assert f"![image](data:image/png;base64,{PNG})" in md
     assert "server_tool_use block" in md
-    assert "**Ended: `completed`**" in md and "not a promise that the task is done" in md
+    assert "✓ *Finished*" in md and "not a promise" not in md  # a normal end: no lecture
     assert "mode `acceptEdits`" in md and "2 turns" in md and "$0.0123" in md
     bundle = transcript_bundle(model)
     assert set(bundle) == {"text/markdown", "text/plain"} and "completed" in bundle["text/plain"]
@@ -171,7 +171,7 @@ async def test_view_redraws_per_frame_not_per_token(monkeypatch):
     assert len(events) > 1000 and 5 < len(text_updates) <= frames + 1, (len(text_updates), frames)
     assert sent <= frames + 8, (sent, frames)  # + widget creation, header, footer
     assert output.outputs[0]["data"]["text/markdown"] == text  # all of it, as Markdown
-    assert "Ended" in view.footer.value and view.stop_button.disabled
+    assert "ja-end" in view.footer.value and view.stop_button.disabled
 
 
 async def test_view_shows_thinking_folded_and_unknown_blocks(monkeypatch):
