@@ -247,3 +247,17 @@ def test_no_key_message_fits_the_terminal(tmp_path):
     assert proc.returncode == 2
     assert "export ANTHROPIC_API_KEY" in proc.stderr and "--replay demo" in proc.stderr
     assert "%agent" not in proc.stderr and "getpass" not in proc.stderr  # no notebook instructions
+
+
+def test_a_replay_that_no_longer_matches_stops_and_says_so(tmp_path):
+    # the packaged demo, run a second time: notes.txt already says value = 2, so its Edit
+    # fails; the recorded "Done" would be false
+    make_notebook(tmp_path / "demo.ipynb")
+    (tmp_path / "notes.txt").write_text("# demo settings\nvalue = 2\n")
+    proc = jupyter_agent("run", "demo.ipynb", "--replay", "demo", "--permission-mode", "acceptEdits",
+                         cwd=tmp_path, env=clean_env(tmp_path))
+    assert proc.returncode == 1, proc.stderr  # model_error
+    assert "The replay stopped: it no longer matches this folder" in proc.stderr
+    assert "In the recording, Edit succeeded; it failed here" in proc.stderr
+    assert "Done: notes.txt now says" not in proc.stdout
+    assert (tmp_path / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
