@@ -40,6 +40,8 @@ class AgentRun:
         self.prompt = prompt
         self.interactive = interactive
         self.display_id = f"jupyter-agent-{uuid.uuid4().hex}"
+        #: the Conversation this run continues (set by the session)
+        self.conversation: Any = None
         self.events: list[Any] = []
         self.error: str | None = None
         self._tick_s = tick_s
