@@ -61,12 +61,13 @@ def end_title(terminal: Any) -> str:
     }.get(_reason(terminal), _reason(terminal))
 
 
-def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False) -> str:
+def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False, waiting: bool = False) -> str:
     """What happened and what to do; "" for a normal end (``completed``).
 
     ``stopped_calls``: the tool calls that got a "stopped" result, so Stop during
     streaming says what it did to them only when there were some. ``lost``: the kernel
-    went away while the run was going.
+    went away while the run was going. ``waiting``: it was stopped while a call waited
+    for the person's approval.
     """
     if lost or terminal is None:
         return ("The kernel was shut down or restarted while this run was going, so it was "
@@ -78,7 +79,8 @@ def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False
     if reason == "aborted_streaming":
         return "Stopped while the model was answering." + (calls if stopped_calls else "")
     if reason == "aborted_tools":
-        return "Stopped while tools were running." + (calls if stopped_calls else "")
+        where = "waiting for your approval" if waiting else "tools were running"
+        return f"Stopped while {where}." + (calls if stopped_calls else "")
     if reason == "max_turns":
         return (f"{terminal.message or 'The turn limit was reached.'} The last tools ran; the model was not "
                 "asked again. To go on, send another prompt, or raise the limit (--max-turns N; 0 = no limit).")

@@ -40,6 +40,9 @@ class ApprovalBroker:
         #: request id -> (request, card) of the cards showing: `%agent approvals` shows
         #: them again where the user can reach them
         self.cards: dict[int, tuple[ApprovalRequest, ApprovalCard]] = {}
+        #: called (loop thread) when a card shows: the run waits, a good moment to bring
+        #: the cell's saved fallback up to date (a save now keeps the transcript so far)
+        self.on_show: Any = None
         self.closed = False
 
     @property
@@ -66,6 +69,8 @@ class ApprovalBroker:
         self.cards[request.id] = (request, card)
         self.view.add_approval(card)
         self.model.set_status("waiting for approval")
+        if self.on_show is not None:
+            self.on_show()
         # answered, released, stopped or cancelled: the future says so, on the loop thread
         request.future.add_done_callback(lambda _f: self._settle(request, card, tool))
 

@@ -20,7 +20,8 @@ from .advice import end_explanation, end_title
 from .redact import redact
 from .runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, end_reason_text, relative
 from .transcript import (
-    STATE_ICONS, cache_line, cut_middle, format_usage, result_parts, stopped_calls, time_line, tool_label,
+    STATE_ICONS, cache_line, cut_middle, format_usage, result_parts, stopped_calls, stopped_waiting, time_line,
+    tool_label,
 )
 
 STATE_COLORS = {
@@ -147,16 +148,19 @@ def header_html(model: RunModel) -> str:
     status = f"waiting for your approval ({waiting})" if waiting and model.ended is None else model.status
     if model.lost:
         status = "interrupted: the kernel went away"
+    elif model.ended is not None:
+        status = ""  # the footer says how it ended
     return (f'<div style="font-size:12px;color:var(--jp-ui-font-color2,#555)" title="{esc(cache_line(model))}">'
             f"🤖 <b>{esc(model.model or '?')}</b> · mode <code>{esc(model.permission_mode)}</code> · "
             f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · "
-            f"{esc(time_line(model))} · <i>{esc(status)}</i></div>")
+            f"{esc(time_line(model))}{' · <i>' + esc(status) + '</i>' if status else ''}</div>")
 
 
 def footer_html(model: RunModel) -> str:
     """The end: a quiet line for a normal end; the reason and what to do for the others."""
     reason, _ = end_reason_text(model.terminal)
-    explanation = end_explanation(model.terminal, stopped_calls=stopped_calls(model), lost=model.lost)
+    explanation = end_explanation(model.terminal, stopped_calls=stopped_calls(model), lost=model.lost,
+                                  waiting=stopped_waiting(model))
     title = "Interrupted" if model.lost else end_title(model.terminal)
     if not explanation:
         return (f'<div class="ja-end" style="color:var(--jp-ui-font-color2,#555);font-size:12px;margin:2px 0">'
@@ -254,7 +258,7 @@ class ApprovalCard(w.VBox):
         self.always = w.Button(description="Always allow", button_style="info",
                                tooltip=f"Adds the rule {rules_text} for this session "
                                "(`%agent rules` lists and removes rules)",
-                               layout=w.Layout(width="auto"))
+                               layout=w.Layout(width="136px", min_width="136px"))
         # (the button's description is part of the public contract: the rule goes beside it)
         self.always_label = w.HTML(
             f'<span style="font-size:12px;color:var(--jp-ui-font-color1,#333)">→ adds <code>{esc(rules_text)}</code>: '

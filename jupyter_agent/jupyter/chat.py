@@ -9,13 +9,13 @@ bottom, one Stop; colours come from JupyterLab's theme variables, so it reads in
 and dark themes. Turns started from ``%%agent`` cells appear here too.
 
 A widget needs a kernel to render; a saved notebook must still show the chat. The
-panel is one output whose bundle carries, beside the widget, the whole chat as Markdown
-(refreshed with ``update_display`` as each turn ends): GitHub, nbviewer, nbconvert and
-headless runs (nbclient applies the update) show that. JupyterLab prefers the widget and
-shows "model not found" once the kernel is gone, so when the kernel shuts down or
-restarts the output is replaced by the Markdown alone (``AgentSession.install_shutdown_hook``).
-Re-running ``chat()`` keeps the history: the turns of the conversation still in the
-kernel, or, after a restart, the chat this cell had saved in the notebook file.
+panel is followed by its fallback output (``fallback.py``): the whole chat as Markdown,
+refreshed with ``update_display`` as each turn ends, hidden by its own stylesheet while
+the panel is alive and shown instead of it once the kernel is gone (a restart, a
+reopened notebook: no "model not found"). Headless runs (nbclient applies the update)
+and viewers without widgets show it too. Re-running ``chat()`` keeps the history: the
+turns of the conversation still in the kernel, or, after a restart, the chat this cell
+had saved in the notebook file.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import ipywidgets as w
 
 from .cards import esc
 from .config import PERMISSION_MODES
+from .fallback import Fallback, live_class
 from .redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
 from .transcript import transcript_markdown, transcript_plain
@@ -65,7 +66,7 @@ def chat_markdown(entries: list[tuple[str, Any]], earlier: str = "") -> str:
         turn += 1
         where = "" if here else " (from a %%agent cell)"
         md.append(f"---\n\n**🧑 you:** {handle.prompt}\n\n"
-                  + transcript_markdown(handle.model, title=f"agent · turn {turn}{where}"))
+                  + transcript_markdown(handle.model, title=f"agent · turn {turn}{where}", prompt=False))
     return redact("\n\n".join(md))
 
 
@@ -96,7 +97,8 @@ def saved_chat(notebook_path: str | None, cell_id: str | None) -> str:
         for output in cell.get("outputs") or []:
             md = (output.get("data") or {}).get("text/markdown")
             md = "".join(md) if isinstance(md, list) else md
-            if isinstance(md, str) and md.startswith(CHAT_TITLE):
+            if isinstance(md, str) and CHAT_TITLE in md:
+                md = md[md.index(CHAT_TITLE):]  # (after the fallback's stylesheet)
                 return md.split("\n\n", 1)[1] if "\n\n" in md else ""
     return ""
 
@@ -115,6 +117,7 @@ class ChatPanel(w.VBox):
         self._displayed = False
         self._sending = False  # set while send() starts a run: its turn is "here"
         self._live: list[Any] = []
+        self.fallback = Fallback(self.transcript_markdown, lambda: chat_plain(self.entries))
         conv = self.session.conversation
         self.mode = w.Dropdown(options=PERMISSION_MODES, value=conv.permission_mode,
                                description="Mode", layout=w.Layout(width="230px"))
@@ -145,7 +148,7 @@ class ChatPanel(w.VBox):
                           layout=w.Layout(align_items="flex-start", margin="8px 0 0 0"))
         super().__init__([header, self.earlier, self.turns, composer, self.status],
                          layout=w.Layout(border="1px solid var(--jp-border-color1,#ccc)", padding="8px"),
-                         _dom_classes=("ja-chat",))
+                         _dom_classes=("ja-chat", live_class(self.fallback.key)))
         self._restore_history()
         self.session.listeners.append(self._run_started)
         self.session.shutdown_listeners.append(self._kernel_going)
@@ -267,32 +270,24 @@ class ChatPanel(w.VBox):
         """The whole chat as Markdown (what a saved notebook shows without the kernel)."""
         return chat_markdown(self.entries, self._earlier_md)
 
-    def _bundle(self, with_widget: bool = True) -> dict[str, Any]:
-        bundle: dict[str, Any] = {"text/markdown": self.transcript_markdown(), "text/plain": chat_plain(self.entries)}
-        if with_widget and self.comm is not None:
-            bundle[VIEW] = {"version_major": 2, "version_minor": 0, "model_id": self.model_id}
-        return bundle
-
     def _ipython_display_(self) -> None:
-        """One output: the widget, with the chat's Markdown beside it for saved notebooks."""
+        """Two outputs: the widget, then its fallback (the chat as Markdown, seen only
+        without the kernel)."""
         from IPython.display import display
 
         self._displayed = True
-        display(self._bundle(), raw=True, display_id=self.display_id)
+        display({VIEW: {"version_major": 2, "version_minor": 0, "model_id": self.model_id},
+                 "text/plain": "jupyter-agent chat (live; the chat's transcript follows)"},
+                raw=True, display_id=self.display_id)
+        self.fallback.show()
 
-    def _update_record(self, with_widget: bool = True) -> None:
-        if not self._displayed:
-            return  # shown inside another widget, or not at all: nothing to update
-        from IPython.display import update_display
-
-        try:
-            update_display(self._bundle(with_widget), raw=True, display_id=self.display_id)
-        except Exception:  # no frontend (plain Python): the record is on self.entries
-            pass
+    def _update_record(self) -> None:
+        """The fallback follows the chat (a save keeps every ended turn)."""
+        self.fallback.update()
 
     def _kernel_going(self, why: str) -> None:
-        """The kernel shuts down or restarts: leave the Markdown alone in the output."""
-        self._update_record(with_widget=False)
+        """The kernel shuts down (e.g. nbclient's end): the fallback has every turn."""
+        self._update_record()
 
     def close(self) -> None:
         if self._run_started in self.session.listeners:

@@ -21,10 +21,11 @@ from typing import Any, AsyncIterator, Callable
 from ..loop.state import Terminal
 from .redact import redact
 from .runmodel import RunModel
-from .transcript import transcript_bundle, transcript_markdown, transcript_plain
+from .fallback import Fallback, live_class
+from .transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdown, transcript_plain
 
-#: Least seconds between two refreshes of the live output's saved fallback.
-FALLBACK_REFRESH_S = 5.0
+#: Least seconds between two refreshes of the live output's fallback.
+FALLBACK_REFRESH_S = 1.0
 
 
 class AgentRun:
@@ -51,6 +52,11 @@ class AgentRun:
         self._done = asyncio.Event()
         self._displayed = False
         self._refreshed = 0.0
+        #: the plain output after the widget, seen only if the kernel goes (fallback.py)
+        self.fallback = Fallback(lambda: transcript_markdown(self.model, unfinished=UNFINISHED_AS_LOST),
+                                 lambda: transcript_plain(self.model))
+        if view is not None:
+            view.add_class(live_class(self.fallback.key))
         self.task: asyncio.Task | None = None
         self._ticker: asyncio.Task | None = None
 
@@ -141,7 +147,7 @@ class AgentRun:
                 self.events.append(event)
                 self._changed.set()
                 self.model.handle(event)
-                if type(event).__name__ == "RequestStart" and event.request_index > 1:
+                if type(event).__name__ in ("ToolResult", "AssistantMessage", "RequestStart"):
                     self.refresh_fallback()
         except asyncio.CancelledError:
             # the kernel is going down, or someone cancelled the task: the loop's own
@@ -193,28 +199,28 @@ class AgentRun:
         """The run as Markdown (what the cell keeps when the run ends)."""
         return transcript_markdown(self.model)
 
+    def _live(self) -> bool:
+        return not self._done.is_set() and self.view is not None and self.view.comm is not None
+
     def _bundle(self) -> dict[str, Any]:
-        """Live: the widget, plus the transcript so far as Markdown and plain text, which
-        a saved notebook keeps for viewers without widgets (GitHub, nbviewer, nbconvert).
-        Ended: the static transcript alone."""
-        if self._done.is_set() or self.view is None or self.view.comm is None:
+        """Live: the widget (its fallback output follows it). Ended: the transcript."""
+        if not self._live():
             return transcript_bundle(self.model)
         return {
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.view.model_id,
             },
-            "text/markdown": transcript_markdown(self.model),
-            "text/plain": transcript_plain(self.model),
+            "text/plain": "jupyter-agent run (live; its transcript follows)",
         }
 
     def refresh_fallback(self, force: bool = False) -> None:
-        """Bring the live output's saved fallback up to date (at most every few seconds,
-        at turn boundaries: each refresh redraws the widget view in the page)."""
+        """Bring the fallback output up to date (at most once a second unless ``force``);
+        a notebook saved now keeps the transcript so far."""
         now = asyncio.get_event_loop().time()
         if not self._displayed or self._done.is_set() or (not force and now - self._refreshed < FALLBACK_REFRESH_S):
             return
         self._refreshed = now
-        self._update_display()
+        self.fallback.update()
 
     def lose(self, why: str = "The kernel is shutting down.") -> None:
         """The kernel is going away (shutdown, restart): the run reads as interrupted and
@@ -233,7 +239,10 @@ class AgentRun:
         from IPython.display import display
 
         self._displayed = True
+        live = self._live()
         display(self._bundle(), raw=True, display_id=self.display_id)
+        if live:
+            self.fallback.show()
 
     def _update_display(self) -> None:
         from IPython.display import update_display
@@ -242,3 +251,5 @@ class AgentRun:
             update_display(self._bundle(), raw=True, display_id=self.display_id)
         except Exception:  # no frontend (plain Python): the transcript is on the handle
             pass
+        if not self._live():
+            self.fallback.clear()

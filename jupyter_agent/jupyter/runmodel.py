@@ -73,6 +73,7 @@ class ToolItem(Item):
     exception: str = ""
     wait_s: float = 0.0
     waiting_since: float | None = None
+    started: bool = False  # the tool itself ran (a ToolStart came)
     cwd: Path | None = None
 
     @property
@@ -282,6 +283,7 @@ class RunModel:
             tool = self._tool(event.tool_use_id, event.name, event.input)
             tool.input = dict(event.input)
             tool.state = "running"
+            tool.started = True
             self.status = "running tools"
             self._emit("update", tool)
             self._header()

@@ -232,6 +232,8 @@ class AgentSession:
         handle = AgentRun(run, run_model, view=view, broker=broker, prompt=prompt,
                           interactive=not batch, on_end=ended)
         handle.conversation = conv
+        if broker is not None:
+            broker.on_show = lambda: handle.refresh_fallback(force=True)
         if view is not None:
             view._on_stop = handle.stop
             view._on_close = handle.stop

@@ -108,7 +108,7 @@ def header_line(model: RunModel) -> str:
     turns = model.turn_count
     return (f"model `{model.model or '?'}` · mode `{model.permission_mode or 'default'}` · "
             f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · {time_line(model)} "
-            f'<span title="{html.escape(cache_line(model))}">ⓘ</span>')
+            f'· <abbr title="{html.escape(cache_line(model))}">cache</abbr>')
 
 
 def tool_label(tool: ToolItem) -> str:
@@ -122,7 +122,7 @@ def tool_label(tool: ToolItem) -> str:
     times = []
     if tool.wait_s >= 0.05:
         times.append(f"waited {tool.wait_s:.1f} s for you")
-    if tool.duration_s and tool.state not in ("denied",):
+    if tool.duration_s and tool.started:
         times.append(f"ran {tool.run_s:.1f} s" if times else f"{tool.run_s:.1f} s")
     return " · ".join([label, *times])
 
@@ -166,25 +166,38 @@ def stopped_calls(model: RunModel) -> int:
     return sum(1 for t in model.tools() if t.state == "stopped")
 
 
+def stopped_waiting(model: RunModel) -> bool:
+    """Was the run stopped while a call waited for the person's approval?"""
+    return any(t.state == "stopped" and t.wait_s > 0 and not t.started for t in model.tools())
+
+
 def end_markdown(model: RunModel) -> str:
     """The end, said once: a quiet line for a normal end, the reason and what to do
     for the others."""
     reason, _ = end_reason_text(model.terminal)
-    explanation = end_explanation(model.terminal, stopped_calls=stopped_calls(model), lost=model.lost)
+    explanation = end_explanation(model.terminal, stopped_calls=stopped_calls(model), lost=model.lost,
+                                  waiting=stopped_waiting(model))
     if not explanation:
         return f"✓ *{end_title(model.terminal)}* (`{reason}`) · {time_line(model)}"
     title = "Interrupted" if model.lost else end_title(model.terminal)
     return f"**{title}** (`{'kernel lost' if model.lost else reason}`) — {explanation}"
 
 
-def transcript_markdown(model: RunModel, title: str = "jupyter-agent", *, header: bool = True) -> str:
-    """The whole run as Markdown, secrets redacted (so far, if it is still going)."""
+#: How a transcript of a run still going ends, when shown as a fallback: it is seen only
+#: when the run's kernel is gone (see ``fallback.py``), so the run was interrupted there.
+UNFINISHED_AS_LOST = ("**Interrupted** (`kernel lost`) — the kernel stopped or restarted before this "
+                      "run ended: this is its transcript up to then. Calls that had not finished did not run.")
+
+
+def transcript_markdown(model: RunModel, title: str = "jupyter-agent", *, header: bool = True,
+                        unfinished: str = "*… still running (this is the transcript so far)*",
+                        prompt: bool = True) -> str:
+    """The whole run as Markdown, secrets redacted (so far, ending with ``unfinished``,
+    if it is still going). ``prompt=False`` leaves the prompt out (the chat shows it)."""
     parts = [f"**🤖 {title}** · {header_line(model)}"] if header else []
-    parts += [md for md in (item_markdown(i) for i in model.items) if md.strip()]
-    if model.ended is not None:
-        parts.append(end_markdown(model))
-    else:
-        parts.append("*… still running (this is the transcript so far)*")
+    items = [i for i in model.items if prompt or not isinstance(i, PromptItem)]
+    parts += [md for md in (item_markdown(i) for i in items) if md.strip()]
+    parts.append(end_markdown(model) if model.ended is not None else unfinished)
     return redact("\n\n".join(parts))
 
 

@@ -38,19 +38,19 @@ def ended(kernel, n: int) -> bool:
 
 
 def chat_outputs(result) -> tuple[str, str]:
-    """The (display id, model id of the widget) of the one output a chat() cell showed:
-    the widget, with the chat's Markdown beside it for saved notebooks."""
+    """The (display id of the fallback, model id of the widget) a chat() cell showed: the
+    widget, then its fallback (the chat as Markdown, seen only without the kernel)."""
     shown = [o for o in result["outputs"] if o["msg_type"] == "display_data"]
-    assert len(shown) == 1 and VIEW in shown[0]["data"], shown
-    assert shown[0]["data"]["text/markdown"].startswith("**🤖 jupyter-agent chat**")
-    return shown[0]["transient"]["display_id"], shown[0]["data"][VIEW]["model_id"]
+    assert [VIEW in o["data"] for o in shown] == [True, False], shown
+    assert "**🤖 jupyter-agent chat**" in shown[1]["data"]["text/markdown"]
+    assert "<style>" in shown[1]["data"]["text/markdown"]  # hides itself while the panel lives
+    return shown[1]["transient"]["display_id"], shown[0]["data"][VIEW]["model_id"]
 
 
 async def record(kernel, display_id: str, n: int = 1, timeout: float = 10) -> str:
-    """The chat's Markdown once its ``n``-th update has come (the widget stays in it)."""
+    """The chat's Markdown once its fallback's ``n``-th update has come."""
     updates = await kernel.until(lambda: len(kernel.display_updates(display_id)) >= n and
                                  kernel.display_updates(display_id), timeout, f"update {n}")
-    assert VIEW in updates[-1]["data"]  # live, the output is still the panel
     return updates[-1]["data"]["text/markdown"]
 
 
@@ -153,10 +153,10 @@ async def test_nbclient_keeps_the_chat_transcript_in_the_saved_notebook(tmp_path
         nbformat.write(nb, path)
     saved = nbformat.read(path, as_version=4)
     assert saved.cells[1].outputs[0]["text"] == "completed\n"
-    [shown] = saved.cells[0].outputs
-    md = shown["data"]["text/markdown"]  # (nbclient applied the update at the turn's end)
+    widget, fallback = saved.cells[0].outputs
+    md = fallback["data"]["text/markdown"]  # (nbclient applied the update at the turn's end)
     assert "Say hello" in md and "Hello from the chat." in md and "✓ *Finished*" in md
-    assert VIEW in shown["data"] and "Hello from the chat." in shown["data"]["text/plain"]
+    assert VIEW in widget["data"] and "Hello from the chat." in fallback["data"]["text/plain"]
     assert FAKE_SECRET not in path.read_text() and api.api_key not in path.read_text()
 
 
