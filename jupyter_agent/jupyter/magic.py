@@ -197,9 +197,18 @@ def show_approvals(session: AgentSession) -> None:
     if not cards:
         print("No approvals are waiting.")
         return
+    from .fallback import Fallback, live_class
+    from .runmodel import tool_summary
+
     print(f"{len(cards)} approval{'s' if len(cards) != 1 else ''} waiting (run: {active.prompt[:60]!r}):")
-    for _request, card in cards:
+    for request, card in cards:
+        summary = tool_summary(request.tool_name, request.input, cwd=active.model.cwd)
+        # like every widget of the front, the card leaves a plain line for a lost kernel
+        fallback = Fallback(lambda r=request, s=summary: f"*(An approval card for {r.tool_name} `{s}` "
+                                                         "was shown here.)*")
+        card.add_class(live_class(fallback.key))
         display(card)
+        fallback.show()
 
 
 def rules_text(session: AgentSession) -> str:

@@ -77,6 +77,8 @@ async def test_pending_approvals_stay_reachable_and_rules_are_listed_and_removed
     shown = await kernel.execute("%agent approvals")
     assert "1 approval waiting" in shown["outputs"][0]["text"]
     assert any(VIEW in o.get("data", {}) for o in shown["outputs"])
+    # the card, like every widget shown, is followed by its plain fallback
+    assert "An approval card for Write `reach_a.txt` was shown here." in str(shown["outputs"][-1]["data"])
     await kernel.execute("from jupyter_agent.jupyter.session import get_session\n"
                          "_card = list(get_session().active.broker.cards.values())[0][1]")
     assert (await kernel.value("_card.model_id")).strip("'") == \
