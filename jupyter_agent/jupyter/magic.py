@@ -260,7 +260,16 @@ def status_text(session: AgentSession) -> str:
         f"  notebook:        {session.notebook_path() or 'unknown (set %config AgentConfig.notebook_path)'}",
     ]
     if conv is not None:
-        u = conv.usage
+        # counted from the streams of this conversation's runs here (a stopped or failed
+        # response still cost tokens); the conversation's own count has finished ones only
+        from ..loop.usage import Usage
+
+        u = Usage()
+        for handle in session.runs:
+            if getattr(handle, "conversation", None) is conv:
+                u.add(handle.model.total_usage)
+        if u.total_tokens < conv.usage.total_tokens:  # runs sent without this session
+            u = conv.usage
         lines.append(f"  conversation:    {len(conv.messages)} messages, {len(conv.runs)} runs, "
                      f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens, ≈ ${u.cost_usd:.4f}")
     else:

@@ -25,6 +25,7 @@ async def runs_line(kernel) -> str:
 async def test_stop_mid_answer_still_counts_the_tokens(kernel, script):
     script(response(text("Thinking out loud. " * 300), delay_s=0.01,
                     usage={"input_tokens": 2500, "output_tokens": 900}))
+    await kernel.execute("%agent new")
     result = await kernel.execute("%%agent\nTalk for a while")
     await kernel.until(lambda: "Thinking out loud." in kernel.widget_text(), 10, "streaming")
     kernel.click(kernel.buttons("Stop")[-1])
@@ -34,6 +35,8 @@ async def test_stop_mid_answer_still_counts_the_tokens(kernel, script):
     assert "**Stopped** (`aborted_streaming`) — Stopped while the model was answering." in md
     assert "tool call" not in md.split("(`aborted_streaming`)")[1]
     assert md.count("Stopped while the model") == 1
+    status = (await kernel.execute("%agent"))["outputs"][0]["text"]
+    assert "2,500 in" in status, status  # the conversation's spend too
     line = await runs_line(kernel)
     assert "aborted_streaming" in line and re.search(r"\s[1-9][\d,]*\s+\$0\.0[0-9]*[1-9]", line), line
 
