@@ -76,6 +76,7 @@ async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, 
            response(text(f"Done. (The key was {api.api_key}.)")),
            response(text("Your first message asked me to write chat.txt.")),
            response(text("Yes, this is the chat again.")))
+    await kernel.execute("%agent new")  # (a panel shows the conversation's earlier turns)
     result = await kernel.execute("jupyter_agent.chat()")
     assert result["reply"]["status"] == "ok", result["outputs"]
     transcript_id, panel = chat_outputs(result)
