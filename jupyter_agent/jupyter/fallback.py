@@ -59,6 +59,7 @@ class Fallback:
         self._plain = plain or (lambda: "")
         self.shown = False
         self.cleared = False
+        self._sent: dict[str, Any] | None = None
 
     def bundle(self) -> dict[str, Any]:
         md = self._markdown()
@@ -69,11 +70,14 @@ class Fallback:
         from IPython.display import display
 
         self.shown = True
-        display(self.bundle(), raw=True, display_id=self.display_id)
+        self._sent = self.bundle()
+        display(self._sent, raw=True, display_id=self.display_id)
 
     def update(self) -> None:
         if self.shown and not self.cleared:
-            self._send(self.bundle())
+            bundle = self.bundle()
+            if bundle != self._sent:  # (nothing new: no message)
+                self._send(bundle)
 
     def clear(self) -> None:
         """Nothing to fall back to any more (the widget's output is static now)."""
@@ -84,6 +88,7 @@ class Fallback:
     def _send(self, bundle: dict[str, Any]) -> None:
         from IPython.display import update_display
 
+        self._sent = bundle
         try:
             update_display(bundle, raw=True, display_id=self.display_id)
         except Exception:  # no frontend (plain Python)

@@ -25,7 +25,7 @@ from .fallback import Fallback, live_class
 from .transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdown, transcript_plain
 
 #: Least seconds between two refreshes of the live output's fallback.
-FALLBACK_REFRESH_S = 1.0
+FALLBACK_REFRESH_S = 2.0
 
 
 class AgentRun:
@@ -140,6 +140,7 @@ class AgentRun:
             await asyncio.sleep(self._tick_s)
             if self.view is not None and not self._done.is_set():
                 self.view.tick()
+                self.refresh_fallback()  # (streamed text reaches the fallback too)
 
     async def _drive(self) -> None:
         try:
@@ -214,7 +215,7 @@ class AgentRun:
         }
 
     def refresh_fallback(self, force: bool = False) -> None:
-        """Bring the fallback output up to date (at most once a second unless ``force``);
+        """Bring the fallback output up to date (at most every 2 s unless ``force``);
         a notebook saved now keeps the transcript so far."""
         now = asyncio.get_event_loop().time()
         if not self._displayed or self._done.is_set() or (not force and now - self._refreshed < FALLBACK_REFRESH_S):

@@ -18,6 +18,20 @@ from .test_kernel_magic import VIEW, display_id_of, transcript
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
+def kernel_widget(kernel, model_id: str) -> dict:
+    """A widget's state as the frontend saw it: opened, then updated (kept after a close)."""
+    state: dict = {}
+    for msg in kernel.messages:
+        content = msg["content"]
+        if content.get("comm_id") != model_id:
+            continue
+        if msg["msg_type"] == "comm_open":
+            state.update(content["data"]["state"])
+        elif msg["msg_type"] == "comm_msg" and content["data"].get("method") == "update":
+            state.update(content["data"]["state"])
+    return state
+
+
 async def runs_line(kernel) -> str:
     return (await kernel.execute("%agent runs"))["outputs"][0]["text"].strip().splitlines()[-1]
 
@@ -61,6 +75,16 @@ async def test_denied_is_denied_and_the_wait_is_apart(kernel, script, module_tmp
     await asyncio.sleep(0.6)  # a person reading the card
     kernel.click(deny)
     md = await transcript(kernel, display_id_of(result))
+    # live, the widget was followed by its fallback, which hides itself while the widget
+    # (its view carries the matching class) lives, and is emptied once the transcript is in
+    widget, fallback = [o for o in result["outputs"] if o["msg_type"] == "display_data"]
+    key = re.search(r'class="ja-fallback-(\w+)"', fallback["data"]["text/markdown"]).group(1)
+    assert f".ja-live-{key}" in fallback["data"]["text/markdown"]
+    view = kernel_widget(kernel, widget["data"][VIEW]["model_id"])
+    assert f"ja-live-{key}" in view.get("_dom_classes", ())
+    await kernel.until(lambda: kernel.display_updates(fallback["transient"]["display_id"])[-1:] and
+                       kernel.display_updates(fallback["transient"]["display_id"])[-1]["data"] == {"text/plain": ""},
+                       5, "the fallback emptied")
     assert "⛔ <b>Write</b> <code>denied.txt</code> — denied by you" in md  # relative, not "error"
     assert "— error" not in md
     assert re.search(r"\(([0-9.]+) s waiting for you\)", md) and float(
