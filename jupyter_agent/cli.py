@@ -18,12 +18,27 @@ import json
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any, TextIO
 
 from .jupyter.config import PERMISSION_MODES, positive_int
 from .redact import redact
-from .jupyter.environment import NO_KEY_MESSAGE, missing_key, prepare_replay_files, resolve_transcript
+from .jupyter.environment import missing_key, prepare_replay_files, resolve_transcript
+
+#: What a terminal user without a key reads (the notebook has its own wording).
+NO_KEY_MESSAGE_CLI = """\
+jupyter agent run: no Anthropic API key found, so nothing was started.
+
+To use Claude, set the key in the environment:
+    export ANTHROPIC_API_KEY=sk-ant-...
+To try it offline with a recorded run instead:
+    jupyter agent run NOTEBOOK --replay demo      (or the path of a recorded transcript .json)"""
+
+#: Answers to the approval prompt. Enter is "no" (the safe default, shown as [y/N]).
+YES = ("y", "yes", "ok", "okay", "allow", "sure")
+ALWAYS = ("a", "always")
+NO = ("", "n", "no", "deny", "nope")
 
 #: Exit status by end reason. 2 is also argparse's usage error.
 EXIT_CODES = {
@@ -37,6 +52,11 @@ EXIT_CODES = {
     "aborted_tools": 130,
 }
 EXIT_USAGE = 2
+
+
+def _turn_limit(text: str) -> int:
+    """``--max-turns``: a whole number; 0 means no limit (as in the notebook)."""
+    return 0 if text.strip() == "0" else positive_int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,10 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--permission-mode", choices=PERMISSION_MODES, default="default",
                      help="default: writes ask; acceptEdits: edits allowed; plan: no writes; "
                      "bypassPermissions: allow (safety paths and cell runs still ask)")
+    run.add_argument("--max-turns", type=_turn_limit, metavar="N", help="stop after N turns (0: no limit)")
     run.add_argument("--allow", action="append", default=[], metavar="RULE",
-                     help="an allow rule, e.g. 'NotebookRun' or 'Edit(src/**)' (repeatable); running cells "
-                     "asks in every mode unless a rule allows it")
-    run.add_argument("--max-turns", type=positive_int, metavar="N", help="stop after N turns")
+                     help="allow calls matching RULE without asking, e.g. 'Edit(src/**)' or "
+                     "'NotebookRun' (repeatable); running cells asks in every mode unless a rule allows it")
     run.add_argument("--cwd", metavar="DIR", help="working directory of the tools (default: here)")
     run.add_argument("--replay", metavar="PATH", help="offline: replay a recorded transcript "
                      "('demo' for the packaged one); also $JUPYTER_AGENT_REPLAY")
@@ -70,8 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
 class TerminalDisplay:
     """Prints a run's events: text to ``out`` as it streams, the rest to ``err``."""
 
-    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr, quiet: bool = False) -> None:
-        self.out, self.err, self.quiet = out, err, quiet
+    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr, quiet: bool = False,
+                 cwd: Path | None = None) -> None:
+        from .loop.usage import StreamUsage
+        from .model.pricing import cost_usd
+
+        self.out, self.err, self.quiet, self.cwd = out, err, quiet, cwd
+        #: spend counted from the stream: a run stopped mid-answer still shows its tokens
+        self.usage = StreamUsage(price=cost_usd)
+        self.stopped = 0
         self._pending = ""  # text not yet printed: held back to the last space, so a
         self._tools: dict[str, dict[str, Any]] = {}  # secret is never printed in halves
 
@@ -88,10 +115,12 @@ class TerminalDisplay:
             self._pending = self._pending[cut:]
 
     def handle(self, event: Any) -> None:
-        from .jupyter.runmodel import end_reason_text, tool_summary
+        from .jupyter.advice import end_explanation
+        from .jupyter.runmodel import end_reason_text, result_state, tool_summary
         from .loop import events as ev
         from .loop.state import Terminal
 
+        self.usage.observe(event)
         if isinstance(event, ev.RequestStart):
             self.note(f"── turn {event.turn_count} · request {event.request_index} · {event.model}")
         elif isinstance(event, ev.StreamEvent):
@@ -112,24 +141,30 @@ class TerminalDisplay:
         elif isinstance(event, ev.AssistantMessage):
             for block in event.tool_uses:
                 self._tools[block["id"]] = block
-                self.note(f"● {block['name']} {tool_summary(block['name'], block.get('input') or {})}")
+                self.note(f"● {block['name']} {tool_summary(block['name'], block.get('input') or {}, cwd=self.cwd)}")
         elif isinstance(event, ev.ToolResult):
             block = self._tools.get(event.tool_use_id, {})
-            summary = tool_summary(event.name, block.get("input") or {})
-            if event.is_error:
-                content = event.content if isinstance(event.content, str) else json.dumps(event.content)[:300]
-                self.note(f"  ✗ {event.name} {summary}: {content.strip().splitlines()[0] if content.strip() else 'error'}")
-            else:
+            summary = tool_summary(event.name, block.get("input") or {}, cwd=self.cwd)
+            state, exception = result_state(event.name, event.content, event.is_error)
+            content = event.content if isinstance(event.content, str) else json.dumps(event.content)[:300]
+            first = content.strip().splitlines()[0] if content.strip() else state
+            if state == "stopped":
+                self.stopped += 1
+            if state == "done":
                 self.note(f"  ✓ {event.name} {summary} ({event.duration_s:.1f} s)")
+            elif state == "raised":
+                self.note(f"  ⚠ {event.name} {summary}: ran, raised {exception}")
+            else:
+                icon = {"denied": "⛔", "stopped": "⏹"}.get(state, "✗")
+                self.note(f"  {icon} {event.name} {summary} {state}: {first}")
         elif isinstance(event, ev.Notice):
             self.note(f"ℹ {event.text}")
         elif isinstance(event, Terminal):
             self._flush_text(final=True)
-            reason, meaning = end_reason_text(event)
-            usage = event.usage
-            self.err.write(f"Ended: {reason} — {meaning}\n")
-            if event.error:
-                self.err.write(redact(f"Error: {event.message or event.error}\n"))
+            reason, _ = end_reason_text(event)
+            explanation = end_explanation(event, stopped_calls=self.stopped)
+            self.err.write(redact(f"Ended: {reason}" + (f" — {explanation}" if explanation else "") + "\n"))
+            usage = self.usage.total if self.usage.total.total_tokens else event.usage
             if usage is not None and not self.quiet:
                 self.err.write(f"turns {event.turn_count} · tokens in {usage.input_tokens:,} out "
                                f"{usage.output_tokens:,} cache read {usage.cache_read_input_tokens:,} "
@@ -137,9 +172,51 @@ class TerminalDisplay:
             self.err.flush()
 
 
-def terminal_approver(err: TextIO = sys.stderr, policy: Any = None) -> Any:
-    """``can_use_tool`` that asks on the terminal: y = allow, a = always, n = deny,
-    anything else = deny with that text as feedback to the model.
+def _read_line_in_daemon(loop: asyncio.AbstractEventLoop, stdin: TextIO) -> asyncio.Future:
+    """A line of ``stdin``, read on a daemon thread.
+
+    Not ``run_in_executor``: ``asyncio.run`` waits for its executor's threads at exit, so
+    after Ctrl-C a prompt blocked in ``readline`` kept the process alive until Enter.
+    A daemon thread dies with the process."""
+    future = loop.create_future()
+
+    def read() -> None:
+        try:
+            line = stdin.readline()
+        except Exception:  # stdin closed under us: treat as end of input
+            line = ""
+
+        def settle() -> None:
+            if not future.done():
+                future.set_result(line)
+
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop is gone: nobody waits for the answer
+            pass
+
+    threading.Thread(target=read, name="jupyter-agent prompt", daemon=True).start()
+    return future
+
+
+def interpret_answer(answer: str) -> tuple[str, str | None]:
+    """``(choice, feedback)`` for a typed answer: ``allow`` for y/yes/ok/allow,
+    ``always`` for a/always, ``deny`` for Enter/n/no/deny, else ``deny`` with the text
+    as feedback for the model."""
+    word = answer.strip()
+    if word.lower() in YES:
+        return "allow", None
+    if word.lower() in ALWAYS:
+        return "always", None
+    if word.lower() in NO:
+        return "deny", None
+    return "deny", word
+
+
+def terminal_approver(err: TextIO = sys.stderr, policy: Any = None, stdin: TextIO | None = None) -> Any:
+    """``can_use_tool`` that asks on the terminal: ``[y/N]``; y/yes/ok/allow allows,
+    a/always allows and adds the suggested rule, Enter/n/no/deny denies, anything else
+    denies with that text as feedback to the model (the prompt says so).
 
     It is a :class:`~jupyter_agent.permissions.ApprovalBroker` whose listener asks, one
     question at a time; a request that an earlier "always" (checked against ``policy``)
@@ -158,19 +235,42 @@ def terminal_approver(err: TextIO = sys.stderr, policy: Any = None) -> Any:
                              f"{json.dumps(request.input, indent=1, ensure_ascii=False)[:2000]}\n"))
             if request.diff:
                 err.write(redact(request.diff[:4000]) + "\n")
-            err.write("Allow? [y]es / [a]lways / [n]o, or type feedback to deny with it: ")
+            rules = ", ".join(request.suggested_rules or (request.tool_name,))
+            err.write(f"Allow? [y/N]  y/yes/ok = allow · a = always (adds {rules}) · Enter/n = deny · "
+                      "or type a note to deny with it: ")
             err.flush()
-            answer = (await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)).strip()
-            if answer.lower() in ("y", "yes"):
+            line = await _read_line_in_daemon(asyncio.get_running_loop(), stdin or sys.stdin)
+            choice, feedback = interpret_answer(line)
+            if choice == "allow":
                 request.allow()
-            elif answer.lower() in ("a", "always"):
+            elif choice == "always":
                 request.allow_always()
             else:
-                request.deny(None if answer.lower() in ("", "n", "no") else answer)
+                if feedback:
+                    err.write(redact(f"Denied; your note goes to the model: {feedback}\n"))
+                else:
+                    err.write("Denied.\n")
+                request.deny(feedback)
             await asyncio.wait({request.future}, timeout=1)  # the answer lands before the next question
 
     broker = ApprovalBroker(policy, on_request=ask_on_terminal)
     return broker
+
+
+def no_terminal_denier() -> Any:
+    """``can_use_tool`` without a terminal: deny every ask, and tell the model (and so the
+    log) how the person running the command can allow such calls next time."""
+    from .loop.permission_result import PermissionDeny
+
+    async def deny(tool_name: str, input: dict[str, Any], ask: Any) -> Any:
+        rules = " ".join(f"--allow '{r}'" for r in (getattr(ask, "suggested_rules", ()) or (tool_name,)))
+        return PermissionDeny(
+            f"{tool_name} needs approval ({ask.message}) and no one is at a terminal to give it, so it "
+            f"was not run. Whoever runs `jupyter agent run` can allow it with {rules}, or with "
+            "--permission-mode acceptEdits (edits) or --permission-mode bypassPermissions (everything), "
+            "or run it from a terminal to be asked.")
+
+    return deny
 
 
 async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -200,19 +300,29 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
         err.write("jupyter agent run: say what to do with -p PROMPT\n")
         return EXIT_USAGE
     if missing_key(args.model, replay):
-        err.write(NO_KEY_MESSAGE.replace("%agent --replay PATH", "jupyter agent run ... --replay PATH") + "\n")
+        err.write(NO_KEY_MESSAGE_CLI + "\n")
         return EXIT_USAGE
     if replay:
         for rel in prepare_replay_files(replay, cwd):
             err.write(f"(replay: wrote {rel}, which the recorded run expects)\n")
 
     interactive = sys.stdin.isatty()
-    conv = Conversation(model=args.model, permission_mode=args.permission_mode, cwd=cwd, allow=args.allow,
-                        max_turns=args.max_turns, notebook_path=str(notebook.resolve()), replay=replay)
-    display = TerminalDisplay(out, err, quiet=args.quiet)
+    try:
+        from .permissions import Rule
+
+        for rule in args.allow:
+            Rule.parse(rule)
+        conv = Conversation(model=args.model, permission_mode=args.permission_mode, cwd=cwd,
+                            max_turns=args.max_turns or None, notebook_path=str(notebook.resolve()),
+                            replay=replay, allow=tuple(args.allow))
+    except ValueError as exc:  # a bad --allow rule
+        err.write(f"jupyter agent run: {exc}\n")
+        return EXIT_USAGE
+    display = TerminalDisplay(out, err, quiet=args.quiet, cwd=conv.context.cwd)
     display.note(f"jupyter-agent · {conv.model_name} · mode {conv.permission_mode} · {notebook}"
-                 + ("" if interactive else " · approvals: none (not a terminal): asks are denied"))
-    run = conv.send(prompt, can_use_tool=terminal_approver(err, conv.permissions) if interactive else None)
+                 + ("" if interactive else " · not a terminal: asks are denied (see --allow, --permission-mode)"))
+    run = conv.send(prompt, can_use_tool=terminal_approver(err, conv.permissions) if interactive
+                    else no_terminal_denier())
     loop = asyncio.get_running_loop()
     stops = 0
 

@@ -50,7 +50,7 @@ def test_run_edits_the_notebook_streams_and_exits_by_end_reason(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Reading the notebook." in proc.stdout and "Set x to 2 in cell c1." in proc.stdout
     assert "● NotebookEdit" in proc.stderr and "✓ NotebookEdit" in proc.stderr
-    assert "Ended: completed" in proc.stderr and "not a promise" in proc.stderr
+    assert "Ended: completed" in proc.stderr and "not a promise" not in proc.stderr  # no lecture
     assert nbformat.read(nb, as_version=4).cells[0].source == "x = 2"
     assert "work.ipynb" in str(api.requests[0].body)  # the model knows the notebook
 
@@ -64,7 +64,10 @@ def test_without_a_terminal_asks_are_denied_and_max_turns_sets_the_status(tmp_pa
         proc = jupyter_agent("run", str(nb), "-p", "Set x to 3", "--max-turns", "1",
                              cwd=tmp_path, env=clean_env(tmp_path, **api.env()), stdin="")
     assert proc.returncode == 3, proc.stderr  # max_turns
-    assert "✗ NotebookEdit" in proc.stderr and "no one is here to give it" in proc.stderr
+    assert "⛔ NotebookEdit" in proc.stderr and "no one is at a terminal" in proc.stderr
+    # advice for whoever runs the command: its flags, not Python options
+    assert "--allow 'Edit(" in proc.stderr and "--permission-mode" in proc.stderr
+    assert "can_use_tool=" not in proc.stderr and "allow=(" not in proc.stderr
     assert "Ended: max_turns" in proc.stderr
     assert nbformat.read(nb, as_version=4).cells[0].source == "x = 1"
 
@@ -88,9 +91,10 @@ def test_replay_of_the_demo_runs_offline_with_no_key(tmp_path, how):
 @pytest.mark.parametrize("args, message", [
     (["run", "missing.ipynb", "-p", "hi"], "no such notebook"),
     (["run", "nb.ipynb", "-p", "hi", "--permission-mode", "yolo"], "invalid choice: 'yolo'"),
-    (["run", "nb.ipynb", "-p", "hi", "--max-turns", "0"], "must be at least 1"),
+    (["run", "nb.ipynb", "-p", "hi", "--max-turns", "-1"], "must be at least 1"),
+    (["run", "nb.ipynb", "-p", "hi", "--allow", "Edit("], "Invalid permission rule"),
     (["run", "nb.ipynb"], "say what to do with -p PROMPT"),
-    (["run", "nb.ipynb", "-p", "hi"], "No Anthropic API key found"),
+    (["run", "nb.ipynb", "-p", "hi"], "no Anthropic API key found"),
     (["run", "nb.ipynb", "-p", "hi", "--replay", "nope.json"], "no such transcript"),
 ])
 def test_bad_input_is_a_usage_error(tmp_path, args, message, monkeypatch, capsys):
@@ -100,6 +104,9 @@ def test_bad_input_is_a_usage_error(tmp_path, args, message, monkeypatch, capsys
         monkeypatch.delenv(key, raising=False)
     err = io.StringIO()
     with pytest.raises(SystemExit) if "invalid choice" in message or "at least" in message else _nothing():
+        if "--allow" in args:
+            for key, value in {"ANTHROPIC_API_KEY": "sk-test"}.items():
+                monkeypatch.setenv(key, value)
         code = main(args, out=io.StringIO(), err=err)
         assert code == 2
     assert message in err.getvalue() + capsys.readouterr().err
@@ -146,3 +153,115 @@ def test_jupyter_finds_the_subcommand(tmp_path):
     proc = subprocess.run([installed("jupyter"), "agent", "run", "--help"], capture_output=True, text=True,
                           timeout=60, env=env)
     assert proc.returncode == 0 and "usage: jupyter agent run" in proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("answer, choice, feedback", [
+    ("y", "allow", None), ("yes", "allow", None), ("OK", "allow", None), ("allow", "allow", None),
+    ("a", "always", None), ("always", "always", None),
+    ("", "deny", None), ("n", "deny", None), ("no", "deny", None), ("deny", "deny", None),
+    ("use x = 5 instead", "deny", "use x = 5 instead"),
+])
+def test_the_answers_people_type(answer, choice, feedback):
+    from jupyter_agent.cli import interpret_answer
+
+    assert interpret_answer(answer + "\n") == (choice, feedback)
+
+
+def _start_on_a_terminal(tmp_path, api, nb):
+    """`jupyter agent run` with a real pseudo-terminal as stdin (so it asks)."""
+    import pty
+
+    master, slave = pty.openpty()
+    code = "import sys; from jupyter_agent.cli import main; sys.exit(main())"
+    proc = subprocess.Popen([sys.executable, "-c", code, "run", str(nb), "-p", "Set x"], cwd=tmp_path,
+                            env=clean_env(tmp_path, **api.env()), stdin=slave, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    return proc, master
+
+
+def _read_until(stream, marker: str, timeout: float = 60) -> str:
+    import select
+    import time
+
+    seen, deadline = "", time.monotonic() + timeout
+    fd = stream.fileno()
+    while marker not in seen:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no {marker!r} in {seen!r}")
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            chunk = os.read(fd, 4096).decode(errors="replace")
+            if not chunk:
+                raise EOFError(seen)
+            seen += chunk
+    return seen
+
+
+def test_ok_at_the_terminal_prompt_allows(tmp_path):
+    nb = make_notebook(tmp_path / "work.ipynb")
+    with FakeMessagesAPI([
+        response(tool_use("Read", {"file_path": str(nb)}),
+                 tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "c1", "new_source": "x = 4"})),
+        response(text("Set.")),
+    ]) as api:
+        proc, master = _start_on_a_terminal(tmp_path, api, nb)
+        try:
+            asked = _read_until(proc.stderr, "or type a note to deny with it: ")
+            os.write(master, b"ok\n")
+            _, err = proc.communicate(timeout=60)
+        finally:
+            os.close(master)
+    assert "Allow? [y/N]" in asked and "Enter/n = deny" in asked and "y/yes/ok = allow" in asked
+    assert proc.returncode == 0, err
+    assert nbformat.read(nb, as_version=4).cells[0].source == "x = 4"
+
+
+def test_ctrl_c_at_the_prompt_exits_promptly(tmp_path):
+    import signal
+    import time
+
+    nb = make_notebook(tmp_path / "work.ipynb")
+    with FakeMessagesAPI([
+        response(tool_use("Read", {"file_path": str(nb)}),
+                 tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "c1", "new_source": "x = 4"})),
+    ]) as api:
+        proc, master = _start_on_a_terminal(tmp_path, api, nb)
+        try:
+            _read_until(proc.stderr, "or type a note to deny with it: ")
+            proc.send_signal(signal.SIGINT)
+            started = time.monotonic()
+            try:
+                _, err = proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise AssertionError("still running 15 s after Ctrl-C: the prompt thread kept it alive")
+            took = time.monotonic() - started
+        finally:
+            os.close(master)
+    # 130 = aborted; nothing was typed, nothing was written
+    assert proc.returncode == 130, err
+    assert took < 10, took
+    assert nbformat.read(nb, as_version=4).cells[0].source == "x = 1"
+
+
+def test_no_key_message_fits_the_terminal(tmp_path):
+    make_notebook(tmp_path / "nb.ipynb")
+    proc = jupyter_agent("run", "nb.ipynb", "-p", "hi", cwd=tmp_path, env=clean_env(tmp_path))
+    assert proc.returncode == 2
+    assert "export ANTHROPIC_API_KEY" in proc.stderr and "--replay demo" in proc.stderr
+    assert "%agent" not in proc.stderr and "getpass" not in proc.stderr  # no notebook instructions
+
+
+def test_a_replay_that_no_longer_matches_stops_and_says_so(tmp_path):
+    # the packaged demo, run a second time: notes.txt already says value = 2, so its Edit
+    # fails; the recorded "Done" would be false
+    make_notebook(tmp_path / "demo.ipynb")
+    (tmp_path / "notes.txt").write_text("# demo settings\nvalue = 2\n")
+    proc = jupyter_agent("run", "demo.ipynb", "--replay", "demo", "--permission-mode", "acceptEdits",
+                         cwd=tmp_path, env=clean_env(tmp_path))
+    assert proc.returncode == 1, proc.stderr  # model_error
+    assert "The replay stopped: it no longer matches this folder" in proc.stderr
+    assert "In the recording, Edit succeeded; it failed here" in proc.stderr
+    assert "Done: notes.txt now says" not in proc.stdout
+    assert (tmp_path / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"

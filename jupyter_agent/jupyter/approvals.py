@@ -37,6 +37,12 @@ class ApprovalBroker:
         self.requests = RequestBroker(policy, on_request=self._show, poll_s=poll_s)
         #: request id -> what Stop said, so the card shows it instead of "Denied by you."
         self._stopped: dict[int, str] = {}
+        #: request id -> (request, card) of the cards showing: `%agent approvals` shows
+        #: them again where the user can reach them
+        self.cards: dict[int, tuple[ApprovalRequest, ApprovalCard]] = {}
+        #: called (loop thread) when a card shows: the run waits, a good moment to bring
+        #: the cell's saved fallback up to date (a save now keeps the transcript so far)
+        self.on_show: Any = None
         self.closed = False
 
     @property
@@ -58,9 +64,13 @@ class ApprovalBroker:
             self.model.set_tool_state(tool, "approval")
         card = ApprovalCard(request.tool_name, request.input, request.message, request.diff,
                             tuple(request.suggested_rules),
-                            on_decide=lambda _card, choice, feedback: self._clicked(request, choice, feedback))
+                            on_decide=lambda _card, choice, feedback: self._clicked(request, choice, feedback),
+                            cwd=self.model.cwd)
+        self.cards[request.id] = (request, card)
         self.view.add_approval(card)
         self.model.set_status("waiting for approval")
+        if self.on_show is not None:
+            self.on_show()
         # answered, released, stopped or cancelled: the future says so, on the loop thread
         request.future.add_done_callback(lambda _f: self._settle(request, card, tool))
 
@@ -79,13 +89,14 @@ class ApprovalBroker:
         future = request.future
         result = None if future.cancelled() else future.result()
         text = self._decision_text(request, result)
-        self._stopped.pop(request.id, None)
+        stopped = result is None or self._stopped.pop(request.id, None) is not None
         card.settle(text)
         self.view.remove_approval(card)
         card.close()
+        self.cards.pop(request.id, None)
         if tool is not None:
-            self.model.set_tool_state(tool, "pending" if isinstance(result, PermissionAllow) else "error",
-                                      decision=text)
+            state = "pending" if isinstance(result, PermissionAllow) else "stopped" if stopped else "denied"
+            self.model.set_tool_state(tool, state, decision=text)
         if not self.pending and self.model.ended is None:
             self.model.set_status("running tools")
 

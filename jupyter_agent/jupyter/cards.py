@@ -10,18 +10,34 @@ from __future__ import annotations
 
 import html
 import json
+from pathlib import Path
 from typing import Any, Callable
 
 import ipywidgets as w
 
+from ..permissions import RULE_FAMILIES, Rule
+from .advice import end_explanation, end_title
 from ..redact import redact
-from .runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, end_reason_text
-from .transcript import STATE_ICONS, STATE_LABELS, cut_middle, format_usage, result_parts
+from .runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, end_reason_text, relative
+from .transcript import (
+    STATE_ICONS, cache_line, cut_middle, format_usage, result_parts, stopped_calls, stopped_waiting, time_line,
+    tool_label,
+)
 
 STATE_COLORS = {
     "input": "#888", "pending": "#888", "approval": "#d08700",
     "running": "#1a73e8", "done": "#188038", "error": "#c5221f",
+    "denied": "#a0522d", "stopped": "#888", "raised": "#d93025",
 }
+#: Syntax colours from JupyterLab's own editor theme, so code reads in light and dark themes.
+_CODE_STYLE = (
+    "<style>.ja-code .k,.ja-code .kn,.ja-code .kd,.ja-code .kc,.ja-code .ow{color:var(--jp-mirror-editor-keyword-color,#008000);font-weight:bold}"
+    ".ja-code .s,.ja-code .s1,.ja-code .s2,.ja-code .sd,.ja-code .sa,.ja-code .si{color:var(--jp-mirror-editor-string-color,#ba2121)}"
+    ".ja-code .mi,.ja-code .mf,.ja-code .m{color:var(--jp-mirror-editor-number-color,#080)}"
+    ".ja-code .c,.ja-code .c1,.ja-code .cm{color:var(--jp-mirror-editor-comment-color,#408080);font-style:italic}"
+    ".ja-code .nf,.ja-code .nc{color:var(--jp-mirror-editor-def-color,#00f)}"
+    ".ja-code .nb,.ja-code .bp{color:var(--jp-mirror-editor-builtin-color,#008000)}"
+    ".ja-code .o{color:var(--jp-mirror-editor-operator-color,#a2f)}</style>")
 _BOX = ("border:1px solid var(--jp-border-color2,#ddd);border-left:4px solid {color};"
         "border-radius:4px;padding:4px 8px;margin:3px 0;font-size:var(--jp-ui-font-size1,13px)")
 _PRE = ("white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto;margin:4px 0;"
@@ -47,14 +63,29 @@ def diff_html(diff: str) -> str:
     return f'<pre style="{_PRE}">' + "\n".join(lines) + "</pre>"
 
 
+def code_html(source: str, language: str = "python") -> str:
+    """Code as code: highlighted with Pygments (which ships with IPython), coloured by
+    JupyterLab's editor theme variables, line breaks kept."""
+    try:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import get_lexer_by_name
+
+        body = highlight(redact(cut_middle(source, 8000)), get_lexer_by_name(language),
+                         HtmlFormatter(nowrap=True))
+    except Exception:  # no such lexer, or Pygments missing: plain, escaped
+        body = esc(cut_middle(source, 8000))
+    return (f'{_CODE_STYLE}<pre class="ja-code" style="{_PRE};color:var(--jp-content-font-color1,#222);'
+            f'font-family:var(--jp-code-font-family,monospace)">{body}</pre>')
+
+
 def tool_html(tool: ToolItem) -> str:
-    """A tool card: name, summary, state; input and result folded."""
+    """A tool card: name, summary, state (with the wait and the run time apart); input
+    and result folded."""
     color = STATE_COLORS.get(tool.state, "#888")
-    label = STATE_LABELS.get(tool.state, tool.state)
-    took = f" · {tool.duration_s:.1f} s" if tool.duration_s else ""
     head = (f"<b>{STATE_ICONS.get(tool.state, '')} {esc(tool.name)}</b> "
             f"<code>{esc(tool.summary)}</code> "
-            f'<span style="color:{color}">{label}{took}</span>')
+            f'<span style="color:{color}">{esc(tool_label(tool))}</span>')
     parts = [head]
     if tool.state == "input" and tool.partial_json:
         parts.append(f'<span style="color:#888"> receiving input ({len(tool.partial_json)} chars)</span>')
@@ -74,9 +105,10 @@ def tool_html(tool: ToolItem) -> str:
                 body.append(f'<img src="{html.escape(value)}" style="max-width:100%">')
             else:
                 body.append(pre(value))
-        title = "error" if tool.state == "error" else "result"
+        title = {"error": "error", "denied": "why it did not run", "stopped": "why it did not finish",
+                 "raised": f"the cell raised {tool.exception}"}.get(tool.state, "result")
         # errors are shown open: they are what a person needs to see
-        open_ = " open" if tool.state == "error" else ""
+        open_ = " open" if tool.state in ("error", "raised") else ""
         parts.append(f"<details{open_}><summary>{title}</summary>{''.join(body)}</details>")
     return f'<div style="{_BOX.format(color=color)}">' + "".join(parts) + "</div>"
 
@@ -109,27 +141,98 @@ def prompt_html(item: PromptItem) -> str:
 
 
 def header_html(model: RunModel) -> str:
-    """Model, mode, turn count, tokens, cost, elapsed time, status."""
+    """Model, mode, turn count, tokens, cost, elapsed time (the wait for clicks apart),
+    status; the prompt-cache figures in the tooltip."""
     turns = model.turn_count
     waiting = sum(1 for t in model.tools() if t.state == "approval")
     status = f"waiting for your approval ({waiting})" if waiting and model.ended is None else model.status
-    return (f'<div style="font-size:12px;color:var(--jp-ui-font-color2,#555)">'
+    if model.lost:
+        status = "interrupted: the kernel went away"
+    elif model.ended is not None:
+        status = ""  # the footer says how it ended
+    return (f'<div style="font-size:12px;color:var(--jp-ui-font-color2,#555)" title="{esc(cache_line(model))}">'
             f"🤖 <b>{esc(model.model or '?')}</b> · mode <code>{esc(model.permission_mode)}</code> · "
             f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · "
-            f"{model.elapsed_s:.0f} s · <i>{esc(status)}</i></div>")
+            f"{esc(time_line(model))}{' · <i>' + esc(status) + '</i>' if status else ''}</div>")
 
 
 def footer_html(model: RunModel) -> str:
-    """The end reason, said plainly, with what it means."""
-    reason, meaning = end_reason_text(model.terminal)
-    ok = reason in ("completed", "max_turns")
-    color = "#188038" if ok else "#c5221f"
-    extra = ""
-    term = model.terminal
-    if term is not None and term.error:
-        extra = f"<div>{esc(term.error)}</div>"
-    return (f'<div style="{_BOX.format(color=color)}"><b>Ended: <code>{esc(reason)}</code></b> — '
-            f"{esc(meaning)}{extra}</div>")
+    """The end: a quiet line for a normal end; the reason and what to do for the others."""
+    reason, _ = end_reason_text(model.terminal)
+    explanation = end_explanation(model.terminal, stopped_calls=stopped_calls(model), lost=model.lost,
+                                  waiting=stopped_waiting(model))
+    title = "Interrupted" if model.lost else end_title(model.terminal)
+    if not explanation:
+        return (f'<div class="ja-end" style="color:var(--jp-ui-font-color2,#555);font-size:12px;margin:2px 0">'
+                f"✓ {esc(title)} <code>{esc(reason)}</code> · {esc(time_line(model))}</div>")
+    color = "#d08700" if reason in ("max_turns", "aborted_streaming", "aborted_tools") else "#c5221f"
+    return (f'<div class="ja-end" style="{_BOX.format(color=color)}"><b>{esc(title)}</b> '
+            f'<code>{esc("kernel lost" if model.lost else reason)}</code> — {esc(explanation)}</div>')
+
+
+def describe_rule(text: str, cwd: Path | str | None = None) -> str:
+    """What a permission rule allows, in words: "Edit, Write and NotebookEdit of any file
+    under this folder"."""
+    try:
+        rule = Rule.parse(text)
+    except ValueError:
+        return text
+    family = RULE_FAMILIES.get(rule.tool, (rule.tool,))
+    tools = family[0] if len(family) == 1 else ", ".join(family[:-1]) + " and " + family[-1]
+    if rule.pattern is None:
+        return f"every {tools} call"
+    pattern = relative(rule.pattern, cwd)
+    if pattern in ("./**", "**", "."):
+        return f"{tools} of any file in this folder and below"
+    return f"{tools} of {pattern}"
+
+
+def _notebook_position(notebook_path: str, cell_id: str, cwd: Path | str | None) -> str:
+    """"cell 3 of 7" for a NotebookRun card (read from the file: best effort)."""
+    if cell_id.startswith("cell-") and cell_id[5:].isdigit():
+        index = int(cell_id[5:])
+    else:
+        index = None
+    total = None
+    try:
+        import nbformat
+
+        path = Path(notebook_path).expanduser()
+        if not path.is_absolute() and cwd:
+            path = Path(cwd) / path
+        nb = nbformat.read(path, as_version=4)
+        total = len(nb.cells)
+        if index is None:
+            index = next((i for i, c in enumerate(nb.cells) if c.get("id") == cell_id), None)
+    except Exception:
+        pass
+    if index is None:
+        return f"cell {cell_id}"
+    return f"cell {index + 1}" + (f" of {total}" if total else "") + f" (id {cell_id})"
+
+
+def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None,
+                  cwd: Path | str | None = None) -> str:
+    """What an approval card shows: the question; for ``NotebookRun`` the cell's code,
+    highlighted, and its position; for edits the diff; the raw input folded."""
+    raw = f"<details><summary>raw input</summary>{pre(json.dumps(input, ensure_ascii=False, indent=1))}</details>"
+    where = relative(str(input.get("file_path") or input.get("notebook_path") or ""), cwd)
+    if tool_name == "NotebookRun":
+        cell = str(input.get("cell_id", ""))
+        position = _notebook_position(str(input.get("notebook_path", "")), cell, cwd)
+        head, _, source = message.partition(":\n")
+        title = f"<b>✋ Run {esc(position)} of <code>{esc(where)}</code>?</b>"
+        code = code_html(source) if source else pre("(the cell's code could not be read)")
+        return title + code + raw
+    title = f"<b>✋ Allow <code>{esc(tool_name)}</code>"
+    title += f" on <code>{esc(where)}</code>?</b>" if where else "?</b>"
+    body = [title, f'<div style="font-size:12px">{esc(relative(message, cwd))}</div>']
+    if diff:
+        body.append(diff_html(relative(diff, cwd)))
+        body.append(raw)
+    else:
+        body.append(pre(json.dumps(input, ensure_ascii=False, indent=1)))
+    return "".join(body)
 
 
 class ApprovalCard(w.VBox):
@@ -142,27 +245,32 @@ class ApprovalCard(w.VBox):
 
     def __init__(self, tool_name: str, input: dict[str, Any], message: str = "",
                  diff: str | None = None, rules: tuple[str, ...] = (),
-                 on_decide: Callable[["ApprovalCard", str, str], None] | None = None) -> None:
+                 on_decide: Callable[["ApprovalCard", str, str], None] | None = None,
+                 cwd: Path | str | None = None) -> None:
         self.tool_name = tool_name
-        self.rules = rules
+        self.rules = rules or (tool_name,)
         self._on_decide = on_decide
-        body = [f"<b>✋ Allow <code>{esc(tool_name)}</code>?</b> {esc(message)}",
-                pre(json.dumps(input, ensure_ascii=False, indent=1))]
-        if diff:
-            body.append(diff_html(diff))
-        always = f" (adds {', '.join(rules)})" if rules else ""
-        self.info = w.HTML("".join(body))
+        self.info = w.HTML(approval_html(tool_name, input, message, diff, cwd))
         self.feedback = w.Text(placeholder="Feedback for the model (sent with Deny)",
-                               layout=w.Layout(width="60%"))
+                               layout=w.Layout(width="40%", min_width="180px"))
         self.allow = w.Button(description="Allow", button_style="success", icon="check")
+        rules_text = ", ".join(self.rules)
         self.always = w.Button(description="Always allow", button_style="info",
-                               tooltip=f"Allow this and similar calls for the session{always}")
+                               tooltip=f"Adds the rule {rules_text} for this session "
+                               "(`%agent rules` lists and removes rules)",
+                               layout=w.Layout(width="136px", min_width="136px"))
+        # (the button's description is part of the public contract: the rule goes beside it)
+        self.always_label = w.HTML(
+            f'<span style="font-size:12px;color:var(--jp-ui-font-color1,#333)">→ adds <code>{esc(rules_text)}</code>: '
+            f"{esc('; '.join(describe_rule(r, cwd) for r in self.rules))}, for this session</span>")
         self.deny = w.Button(description="Deny", button_style="danger", icon="times")
         self.allow.on_click(lambda _b: self._decide("allow"))
         self.always.on_click(lambda _b: self._decide("always"))
         self.deny.on_click(lambda _b: self._decide("deny"))
         super().__init__(
-            [self.info, w.HBox([self.allow, self.always, self.deny, self.feedback])],
+            [self.info,
+             w.HBox([self.allow, self.always, self.always_label], layout=w.Layout(align_items="center")),
+             w.HBox([self.deny, self.feedback], layout=w.Layout(align_items="center"))],
             layout=w.Layout(border="2px solid #d08700", padding="4px", margin="4px 0"),
         )
 
@@ -179,6 +287,6 @@ class ApprovalCard(w.VBox):
         self.info.value = self.info.value + f"<div><i>{esc(text)}</i></div>"
 
     def close(self) -> None:
-        for child in (self.allow, self.always, self.deny, self.feedback, self.info):
+        for child in (self.allow, self.always, self.always_label, self.deny, self.feedback, self.info):
             child.close()
         super().close()

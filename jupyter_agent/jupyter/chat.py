@@ -1,132 +1,180 @@
 """The chat panel: ``jupyter_agent.chat()`` shows a multi-turn chat in the notebook.
 
 It is a view of the same conversation as the ``%%agent`` cells (one
-:class:`~.session.AgentSession` per kernel), drawn with the same renderer: each running turn
-is a :class:`~.runview.RunView`, with its approval cards and Stop. Turns started from
-``%%agent`` cells appear here too (a widget can be shown in several places).
+:class:`~.session.AgentSession` per kernel), drawn with the same renderer: the agent's
+side of each turn is a :class:`~.runview.RunView`, with its approval cards. It reads
+like the chats people know (jupyter-ai, notebook-intelligence): one header, the turns
+inside the panel with the user's messages told apart from the agent's, the input at the
+bottom, one Stop; colours come from JupyterLab's theme variables, so it reads in light
+and dark themes. Turns started from ``%%agent`` cells appear here too.
 
-A widget needs a kernel to render: a saved notebook (reopened, on GitHub, nbviewer,
-or executed headless) would show only "model not found". So the panel displays as two
-outputs: a static Markdown transcript (``display_id``), then the live widget. As each
-turn ends it leaves the widget and its Markdown joins the transcript via
-``update_display``, the way an ``%%agent`` cell's widget is replaced by its transcript
-(``handle.py``). Live, nothing is shown twice; saved, the transcript has every turn.
+A widget needs a kernel to render; a saved notebook must still show the chat. The
+panel is followed by its fallback output (``fallback.py``): the whole chat as Markdown,
+refreshed with ``update_display`` as each turn ends, hidden by its own stylesheet while
+the panel is alive and shown instead of it once the kernel is gone (a restart, a
+reopened notebook: no "model not found"). Headless runs (nbclient applies the update)
+and viewers without widgets show it too. Re-running ``chat()`` keeps the history: the
+turns of the conversation still in the kernel, or, after a restart, the chat this cell
+had saved in the notebook file.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
 
 from .cards import esc
 from .config import PERMISSION_MODES
+from .fallback import Fallback, live_class
 from ..redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
 from .transcript import transcript_markdown, transcript_plain
 
-#: What stands for the widget where widgets cannot render (consoles, GitHub's text view).
-WIDGET_PLAIN = ("jupyter-agent chat (the live panel needs a running kernel; the transcript "
-                "above shows the turns it ran)")
+VIEW = "application/vnd.jupyter.widget-view+json"
+#: The first line of a chat's Markdown record (how a re-created panel finds the old one).
+CHAT_TITLE = "**🤖 jupyter-agent chat**"
+
+_USER_STYLE = ("margin:10px 0 4px 15%;padding:6px 10px;border-radius:8px;white-space:pre-wrap;"
+               "background:var(--jp-layout-color2,#eef2f7);color:var(--jp-ui-font-color1,#222);"
+               "border:1px solid var(--jp-border-color2,#ddd);border-right:3px solid var(--jp-brand-color1,#1a73e8)")
+_AGENT_LABEL = ('<div style="margin:6px 0 0;font-size:12px;font-weight:bold;'
+                'color:var(--jp-ui-font-color2,#555)">🤖 agent</div>')
 
 
-def _bubble(text: str) -> w.HTML:
-    return w.HTML(
-        '<div style="margin:6px 0 2px auto;max-width:85%;padding:6px 10px;border-radius:10px;'
-        'background:var(--jp-brand-color3,#e3f0fd);white-space:pre-wrap;width:fit-content">'
-        f"🧑 {esc(text)}</div>")
+def user_bubble_html(text: str) -> str:
+    """The user's message, right of the agent's, in the theme's colours."""
+    return (f'<div class="ja-user" style="{_USER_STYLE}"><div style="font-size:11px;font-weight:bold;'
+            f'color:var(--jp-ui-font-color2,#555)">🧑 you</div>{esc(text)}</div>')
 
 
-def _history_html(messages: list[dict[str, Any]]) -> str:
-    """Earlier turns of the conversation, compactly (they ran before this panel existed)."""
-    rows = []
-    for message in messages:
-        content = message.get("content")
-        texts = [content] if isinstance(content, str) else [
-            b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
-        tools = [] if isinstance(content, str) else [
-            b.get("name", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
-        text = " ".join(t for t in texts if t).strip()
-        who = "🧑" if message.get("role") == "user" else "🤖"
-        if text:
-            rows.append(f"<div>{who} {esc(text[:600])}{'…' if len(text) > 600 else ''}</div>")
-        if tools:
-            rows.append(f"<div style='color:#888'>🔧 {esc(', '.join(tools))}</div>")
-    if not rows:
-        return ""
-    return ("<details><summary>Earlier in this conversation "
-            f"({len(messages)} messages)</summary>{''.join(rows)}</details>")
-
-
-def chat_transcript_bundle(entries: list[tuple[str, Any]]) -> dict[str, str]:
-    """The static record of a panel: every ended turn (Markdown via ``transcript.py``, so
-    redacted) and each "new conversation" note, plus a plain-text fallback.
-
-    ``entries`` are ``("turn", (handle, here))`` (``here``: sent from this panel) and
-    ``("note", text)``. Before the first turn ends the record is empty, so a fresh
-    panel adds no visible output.
-    """
-    if not entries:
-        return {"text/plain": ""}
-    md = ["**🤖 jupyter-agent chat** · the turns this panel ran (saved with the notebook)"]
-    plain = ["jupyter-agent chat"]
+def chat_markdown(entries: list[tuple[str, Any]], earlier: str = "") -> str:
+    """The whole chat as Markdown (redacted): ``earlier`` (a chat saved before a
+    restart), then each turn (``("turn", (handle, here))``) and note (``("note", text)``)."""
+    md = [f"{CHAT_TITLE} · the chat of this notebook (saved with it)"]
+    if earlier:
+        md.append(earlier)
     turn = 0
     for kind, value in entries:
         if kind == "note":
             md.append(f"---\n\n*{value}*")
-            plain.append(f"-- {value}")
             continue
         handle, here = value
         turn += 1
-        where = "" if here else " (started outside this panel)"
-        md.append(transcript_markdown(handle.model, title=f"Chat #{turn}{where}"))
-        plain.append(f"> {handle.prompt}\n{transcript_plain(handle.model)}")
-    return {"text/markdown": redact("\n\n".join(md)), "text/plain": redact("\n\n".join(plain))}
+        where = "" if here else " (from a %%agent cell)"
+        md.append(f"---\n\n**🧑 you:** {handle.prompt}\n\n"
+                  + transcript_markdown(handle.model, title=f"agent · turn {turn}{where}", prompt=False))
+    return redact("\n\n".join(md))
+
+
+def chat_plain(entries: list[tuple[str, Any]]) -> str:
+    plain = ["jupyter-agent chat"]
+    for kind, value in entries:
+        if kind == "note":
+            plain.append(f"-- {value}")
+        else:
+            plain.append(f"> {value[0].prompt}\n{transcript_plain(value[0].model)}")
+    return redact("\n\n".join(plain))
+
+
+def saved_chat(notebook_path: str | None, cell_id: str | None) -> str:
+    """The chat Markdown this cell had saved in the notebook file (before a kernel
+    restart), without its title line; "" if there is none."""
+    if not notebook_path or not cell_id:
+        return ""
+    try:
+        import nbformat
+
+        nb = nbformat.read(Path(notebook_path), as_version=4)
+    except Exception:  # unreadable, not saved yet: nothing to restore
+        return ""
+    for cell in nb.cells:
+        if cell.get("id") != cell_id:
+            continue
+        for output in cell.get("outputs") or []:
+            md = (output.get("data") or {}).get("text/markdown")
+            md = "".join(md) if isinstance(md, list) else md
+            if isinstance(md, str) and CHAT_TITLE in md:
+                md = md[md.index(CHAT_TITLE):]  # (after the fallback's stylesheet)
+                return md.split("\n\n", 1)[1] if "\n\n" in md else ""
+    return ""
 
 
 class ChatPanel(w.VBox):
-    """Conversation view, input box, Send, Stop, permission-mode switch, New; displayed,
-    also the static transcript of its ended turns (see module docstring)."""
+    """Header (model, mode, New), the turns, the input at the bottom with Send and Stop
+    (see module docstring)."""
 
     def __init__(self, session: AgentSession | None = None) -> None:
         self.session = session or get_session()
         self.loop = asyncio.get_event_loop()
         self.display_id = f"jupyter-agent-chat-{uuid.uuid4().hex}"
-        #: what the static transcript records, in order: ("turn", (handle, here)) once a
-        #: turn has ended, ("note", text) for a new conversation
+        #: what the Markdown record holds, in order: ("turn", (handle, here)) once a turn
+        #: has ended, ("note", text) for a new conversation
         self.entries: list[tuple[str, Any]] = []
         self._displayed = False
         self._sending = False  # set while send() starts a run: its turn is "here"
+        self._live: list[Any] = []
+        self.fallback = Fallback(self.transcript_markdown, lambda: chat_plain(self.entries))
         conv = self.session.conversation
         self.mode = w.Dropdown(options=PERMISSION_MODES, value=conv.permission_mode,
-                               description="Mode", layout=w.Layout(width="240px"))
+                               description="Mode", layout=w.Layout(width="230px"))
         self.mode.observe(self._mode_changed, names="value")
         self.new_button = w.Button(description="New conversation", icon="plus",
                                    layout=w.Layout(width="auto"))
-        self.title = w.HTML(f"<b>🤖 jupyter-agent chat</b> · <code>{esc(conv.model_name)}</code>")
-        self.turns = w.VBox([], layout=w.Layout(max_height="600px", overflow_y="auto"))
-        self.history = w.HTML(_history_html(conv.messages))
+        self.title = w.HTML(f'<b style="color:var(--jp-ui-font-color1,#222)">🤖 jupyter-agent chat</b> '
+                            f'<code>{esc(conv.model_name)}</code>')
+        self.earlier = w.Output(layout=w.Layout(display="none"))
+        self._earlier_md = ""
+        self.turns = w.VBox([])
         self.input = w.Textarea(placeholder="Ask the agent… (Send runs it on this notebook)",
-                                layout=w.Layout(width="100%", height="70px"))
-        self.send_button = w.Button(description="Send", button_style="primary", icon="paper-plane")
+                                layout=w.Layout(width="auto", height="64px", flex="1 1 auto"))
+        self.send_button = w.Button(description="Send", button_style="primary", icon="paper-plane",
+                                    layout=w.Layout(width="90px"))
         self.stop_button = w.Button(description="Stop", button_style="warning", icon="stop",
-                                    disabled=True)
+                                    layout=w.Layout(width="90px", display="none"))
         self.status = w.HTML("")
-        for button, handler in ((self.send_button, self._send), (self.stop_button, self._stop),
+        for button, handler in ((self.send_button, self._send_clicked), (self.stop_button, self._stop),
                                 (self.new_button, self._new)):
             # clicks may arrive on another thread: do the work on the event loop
             button.on_click(lambda _b, h=handler: self.loop.call_soon_threadsafe(h))
-        super().__init__([
-            w.HBox([self.title, self.mode, self.new_button],
-                   layout=w.Layout(justify_content="space-between", align_items="center")),
-            self.history, self.turns, self.input,
-            w.HBox([self.send_button, self.stop_button, self.status], layout=w.Layout(align_items="center")),
-        ], layout=w.Layout(border="1px solid var(--jp-border-color2,#ddd)", padding="6px"))
+        header = w.HBox([self.title, self.mode, self.new_button],
+                        layout=w.Layout(justify_content="space-between", align_items="center",
+                                        border_bottom="1px solid var(--jp-border-color2,#ddd)",
+                                        padding="0 0 4px 0"))
+        composer = w.HBox([self.input, w.VBox([self.send_button, self.stop_button])],
+                          layout=w.Layout(align_items="flex-start", margin="8px 0 0 0"))
+        super().__init__([header, self.earlier, self.turns, composer, self.status],
+                         layout=w.Layout(border="1px solid var(--jp-border-color1,#ccc)", padding="8px"),
+                         _dom_classes=("ja-chat", live_class(self.fallback.key)))
+        self._restore_history()
         self.session.listeners.append(self._run_started)
+        self.session.shutdown_listeners.append(self._kernel_going)
+        self.session.install_shutdown_hook()
         if self.session.active is not None and self.session.active.view is not None:
             self._run_started(self.session.active)
+
+    # -- history -------------------------------------------------------------------------
+    def _restore_history(self) -> None:
+        """Keep what came before: this conversation's ended turns (the kernel still has
+        them), else the chat this cell saved in the notebook before a restart."""
+        conv = self.session.conversation
+        for handle in self.session.runs:
+            if handle.done and getattr(handle, "conversation", None) is conv:
+                self._add_turn(handle, here=True, live=False)
+                self.entries.append(("turn", (handle, True)))
+        if self.entries:
+            return
+        cell_id = (self.session.parent_request().get("metadata") or {}).get("cellId")
+        earlier = saved_chat(self.session.notebook_path(), cell_id)
+        if earlier:
+            self._earlier_md = ("*Earlier in this chat (saved before the kernel restarted; the agent "
+                                "does not remember it):*\n\n" + earlier)
+            self.earlier.outputs = ({"output_type": "display_data", "metadata": {},
+                                     "data": {"text/markdown": self._earlier_md}},)
+            self.earlier.layout.display = None
 
     # -- sending -------------------------------------------------------------------------
     def send(self, prompt: str, *, batch: bool | None = None) -> Any:
@@ -141,7 +189,7 @@ class ChatPanel(w.VBox):
             self._sending = False
 
     # -- loop thread ---------------------------------------------------------------------
-    def _send(self) -> None:
+    def _send_clicked(self) -> None:
         prompt = self.input.value.strip()
         if not prompt:
             self._say("Write a message first.")
@@ -154,27 +202,34 @@ class ChatPanel(w.VBox):
             return
         self.input.value = ""
 
+    def _add_turn(self, handle: Any, *, here: bool, live: bool) -> None:
+        """The user's bubble and the agent's view of ``handle``, inside the panel."""
+        shown: list[w.Widget] = [w.HTML(user_bubble_html(handle.prompt)), w.HTML(_AGENT_LABEL)]
+        if handle.view is not None and handle.view.comm is not None:
+            if here:  # the panel's Stop is the one Stop of a turn sent from here
+                handle.view.stop_button.layout.display = "none"
+            shown.append(handle.view)
+        else:  # ran headless, or its view is gone: the static record
+            shown.append(w.Output(outputs=({"output_type": "display_data", "metadata": {}, "data": {
+                "text/markdown": transcript_markdown(handle.model, header=False)}},)))
+        self.turns.children = (*self.turns.children, *shown)
+        if live:
+            self._live = shown
+
     def _run_started(self, handle: Any) -> None:
-        """A run of the conversation started (here or in a cell): show it live as a turn;
-        when it ends, move it from the widget into the static transcript."""
+        """A run of the conversation started (here or in a cell): show it as a turn."""
         here = self._sending
-        shown: tuple[w.Widget, ...] = ()
-        if handle.view is not None:
-            shown = (_bubble(handle.prompt), handle.view)
-            self.turns.children = (*self.turns.children, *shown)
-        self._busy(True)
+        self._add_turn(handle, here=here, live=True)
+        self._busy(True, own_stop=here and handle.view is not None)
         self._say("")
 
         def ended(h: Any) -> None:
             self.entries.append(("turn", (h, here)))
-            # transcript first, then drop the live turn: no moment shows it twice or not at all
-            self._update_transcript()
-            if shown:
-                self.turns.children = tuple(c for c in self.turns.children if c not in shown)
-                shown[0].close()  # the bubble is ours; the view belongs to the run's handle
             self._busy(False)
-            reason = h.terminal.reason.value if h.terminal is not None else "error"
-            self._say(f"Turn ended: <code>{esc(reason)}</code> (the transcript above shows the turn).")
+            if h.terminal is None or h.terminal.reason.value != "completed":
+                reason = h.terminal.reason.value if h.terminal is not None else "interrupted"
+                self._say(f"The turn ended: <code>{esc(reason)}</code> (see its end above).")
+            self._update_record()
 
         handle.add_done_callback(ended)
 
@@ -187,56 +242,58 @@ class ChatPanel(w.VBox):
         except AgentBusy as exc:
             self._say(str(exc), error=True)
             return
-        for child in self.turns.children:
-            if isinstance(child, w.HTML):
-                child.close()
-        self.turns.children = ()
-        self.history.value = ""
-        if self.entries:
-            self.entries.append(("note", "New conversation: the agent did not see the turns above."))
-            self._update_transcript()
-        self._say("New conversation: the agent will not see the earlier turns.")
+        note = "New conversation: the agent does not see the turns above."
+        self.turns.children = (*self.turns.children, w.HTML(
+            f'<div style="margin:8px 0;text-align:center;font-size:12px;color:var(--jp-ui-font-color2,#555);'
+            f'border-top:1px dashed var(--jp-border-color2,#ccc)">{esc(note)}</div>'))
+        if self.entries or self._earlier_md:
+            self.entries.append(("note", note))
+            self._update_record()
+        self._say("")
 
     def _mode_changed(self, change: dict[str, Any]) -> None:
         self.session.set_defaults(permission_mode=change["new"])
 
-    def _busy(self, busy: bool) -> None:
+    def _busy(self, busy: bool, own_stop: bool = False) -> None:
         with self.send_button.hold_sync():
             self.send_button.disabled = busy
         self.stop_button.disabled = not busy
+        self.stop_button.layout.display = None if busy and own_stop else "none"
 
     def _say(self, text: str, error: bool = False) -> None:
-        color = "#c5221f" if error else "#666"
-        self.status.value = f'<span style="color:{color};white-space:pre-wrap">{text if not error else esc(text)}</span>'
+        color = "var(--jp-error-color1,#c5221f)" if error else "var(--jp-ui-font-color2,#666)"
+        self.status.value = (f'<span style="color:{color};white-space:pre-wrap;font-size:12px">'
+                             f"{text if not error else esc(text)}</span>") if text else ""
 
     # -- display -------------------------------------------------------------------------
-    def transcript_bundle(self) -> dict[str, str]:
-        """The static transcript as it stands (what the saved notebook keeps)."""
-        return chat_transcript_bundle(self.entries)
+    def transcript_markdown(self) -> str:
+        """The whole chat as Markdown (what a saved notebook shows without the kernel)."""
+        return chat_markdown(self.entries, self._earlier_md)
 
     def _ipython_display_(self) -> None:
-        """Two outputs: the static transcript (updated as turns end), then the widget."""
+        """Two outputs: the widget, then its fallback (the chat as Markdown, seen only
+        without the kernel)."""
         from IPython.display import display
 
         self._displayed = True
-        display(self.transcript_bundle(), raw=True, display_id=self.display_id)
-        display({"application/vnd.jupyter.widget-view+json": {
-            "version_major": 2, "version_minor": 0, "model_id": self.model_id},
-            "text/plain": WIDGET_PLAIN}, raw=True)
+        display({VIEW: {"version_major": 2, "version_minor": 0, "model_id": self.model_id},
+                 "text/plain": "jupyter-agent chat (live; the chat's transcript follows)"},
+                raw=True, display_id=self.display_id)
+        self.fallback.show()
 
-    def _update_transcript(self) -> None:
-        if not self._displayed:
-            return  # shown inside another widget, or not at all: nothing to update
-        from IPython.display import update_display
+    def _update_record(self) -> None:
+        """The fallback follows the chat (a save keeps every ended turn)."""
+        self.fallback.update()
 
-        try:
-            update_display(self.transcript_bundle(), raw=True, display_id=self.display_id)
-        except Exception:  # no frontend (plain Python): the record is on self.entries
-            pass
+    def _kernel_going(self, why: str) -> None:
+        """The kernel shuts down (e.g. nbclient's end): the fallback has every turn."""
+        self._update_record()
 
     def close(self) -> None:
         if self._run_started in self.session.listeners:
             self.session.listeners.remove(self._run_started)
+        if self._kernel_going in self.session.shutdown_listeners:
+            self.session.shutdown_listeners.remove(self._kernel_going)
         super().close()
 
 
@@ -244,7 +301,7 @@ def chat(show: bool = True, session: AgentSession | None = None) -> ChatPanel | 
     """Show the chat panel for this kernel's conversation (the one ``%%agent`` uses).
 
     ``chat()`` displays it; ``chat(show=False)`` returns the widget instead (displaying
-    it, e.g. as a cell's last expression, also shows its static transcript; use
+    it, e.g. as a cell's last expression, shows it with its Markdown record; use
     ``panel.send("...")`` to send a message from code).
     """
     panel = ChatPanel(session)

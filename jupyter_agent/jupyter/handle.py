@@ -21,7 +21,11 @@ from typing import Any, AsyncIterator, Callable
 from ..loop.state import Terminal
 from ..redact import redact
 from .runmodel import RunModel
-from .transcript import transcript_bundle, transcript_markdown
+from .fallback import Fallback, live_class
+from .transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdown, transcript_plain
+
+#: Least seconds between two refreshes of the live output's fallback.
+FALLBACK_REFRESH_S = 2.0
 
 
 class AgentRun:
@@ -37,6 +41,8 @@ class AgentRun:
         self.prompt = prompt
         self.interactive = interactive
         self.display_id = f"jupyter-agent-{uuid.uuid4().hex}"
+        #: the Conversation this run continues (set by the session)
+        self.conversation: Any = None
         self.events: list[Any] = []
         self.error: str | None = None
         self._tick_s = tick_s
@@ -45,6 +51,12 @@ class AgentRun:
         self._changed = asyncio.Event()
         self._done = asyncio.Event()
         self._displayed = False
+        self._refreshed = 0.0
+        #: the plain output after the widget, seen only if the kernel goes (fallback.py)
+        self.fallback = Fallback(lambda: transcript_markdown(self.model, unfinished=UNFINISHED_AS_LOST),
+                                 lambda: transcript_plain(self.model))
+        if view is not None:
+            view.add_class(live_class(self.fallback.key))
         self.task: asyncio.Task | None = None
         self._ticker: asyncio.Task | None = None
 
@@ -128,6 +140,7 @@ class AgentRun:
             await asyncio.sleep(self._tick_s)
             if self.view is not None and not self._done.is_set():
                 self.view.tick()
+                self.refresh_fallback()  # (streamed text reaches the fallback too)
 
     async def _drive(self) -> None:
         try:
@@ -135,6 +148,8 @@ class AgentRun:
                 self.events.append(event)
                 self._changed.set()
                 self.model.handle(event)
+                if type(event).__name__ in ("ToolResult", "AssistantMessage", "RequestStart"):
+                    self.refresh_fallback()
         except asyncio.CancelledError:
             # the kernel is going down, or someone cancelled the task: the loop's own
             # cleanup (answer open tool calls) ran when its generator was closed
@@ -148,12 +163,18 @@ class AgentRun:
     def _finish(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
+        if self._done.is_set():  # lost with its kernel: already finished and shown
+            return
         if self.broker is not None:
             self.broker.cancel_all("The run ended.")
         terminal = self.run.terminal
         if terminal is not None and not any(isinstance(e, Terminal) for e in self.events):
             self.events.append(terminal)
         self.model.finish(terminal, self.error)
+        self._ended()
+
+    def _ended(self) -> None:
+        """Show the end (widget footer, the cell's transcript) and tell the listeners."""
         if self.view is not None:
             self.view.finish()
         self._done.set()
@@ -179,22 +200,50 @@ class AgentRun:
         """The run as Markdown (what the cell keeps when the run ends)."""
         return transcript_markdown(self.model)
 
+    def _live(self) -> bool:
+        return not self._done.is_set() and self.view is not None and self.view.comm is not None
+
     def _bundle(self) -> dict[str, Any]:
-        if self._done.is_set() or self.view is None or self.view.comm is None:
+        """Live: the widget (its fallback output follows it). Ended: the transcript."""
+        if not self._live():
             return transcript_bundle(self.model)
         return {
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.view.model_id,
             },
-            "text/plain": "jupyter-agent run in progress (shown live in Jupyter; the transcript "
-                          "replaces this when it ends)",
+            "text/plain": "jupyter-agent run (live; its transcript follows)",
         }
+
+    def refresh_fallback(self, force: bool = False) -> None:
+        """Bring the fallback output up to date (at most every 2 s unless ``force``);
+        a notebook saved now keeps the transcript so far."""
+        now = asyncio.get_event_loop().time()
+        if not self._displayed or self._done.is_set() or (not force and now - self._refreshed < FALLBACK_REFRESH_S):
+            return
+        self._refreshed = now
+        self.fallback.update()
+
+    def lose(self, why: str = "The kernel is shutting down.") -> None:
+        """The kernel is going away (shutdown, restart): the run reads as interrupted and
+        the cell's live widget, which would show "model not found" once the kernel is
+        gone, is replaced by the transcript so far, now."""
+        if self._done.is_set():
+            return
+        self.model.lost = True
+        self.model.finish(None, why)
+        self.run.stop()
+        if self.broker is not None:
+            self.broker.closed = True
+        self._ended()
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         self._displayed = True
+        live = self._live()
         display(self._bundle(), raw=True, display_id=self.display_id)
+        if live:
+            self.fallback.show()
 
     def _update_display(self) -> None:
         from IPython.display import update_display
@@ -203,3 +252,5 @@ class AgentRun:
             update_display(self._bundle(), raw=True, display_id=self.display_id)
         except Exception:  # no frontend (plain Python): the transcript is on the handle
             pass
+        if not self._live():
+            self.fallback.clear()

@@ -53,8 +53,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _turn_limit(text: str) -> int:
-    value = positive_int(text) if text != "0" else 0
-    return value
+    """``--max-turns``: a whole number; 0 means no limit (in cells and in ``%agent``)."""
+    return positive_int(text) if text.strip() != "0" else 0
 
 
 def _directory(text: str) -> str:
@@ -75,8 +75,8 @@ def _transcript_file(text: str) -> str:
 
 def _add_common(parser: argparse.ArgumentParser, *, line: bool) -> None:
     parser.add_argument("--model", metavar="M", help="model id (e.g. claude-sonnet-4-5)")
-    parser.add_argument("--max-turns", metavar="N", type=_turn_limit if line else positive_int,
-                        help="stop after N turns" + (" (0: no limit)" if line else ""))
+    parser.add_argument("--max-turns", metavar="N", type=_turn_limit,
+                        help="stop after N turns (0: no limit)")
     parser.add_argument("--permission-mode", metavar="MODE", choices=PERMISSION_MODES,
                         help="one of: " + ", ".join(PERMISSION_MODES))
     parser.add_argument("--cwd", metavar="DIR", type=_directory,
@@ -103,9 +103,13 @@ def cell_parser() -> _Parser:
 def line_parser() -> _Parser:
     parser = _Parser(prog="%agent", add_help=True, description=(
         "Show or change the agent's settings. With no arguments: show them. "
-        "`new` starts a new conversation, `runs` lists past runs, `stop` stops the running one."))
-    parser.add_argument("action", nargs="?", choices=("status", "new", "runs", "stop"),
+        "`new` starts a new conversation, `runs` lists past runs, `stop` stops the running one, "
+        "`approvals` shows the approvals waiting for you, `rules` lists the permission rules "
+        "(`rules --remove N` removes rule N)."))
+    parser.add_argument("action", nargs="?", choices=("status", "new", "runs", "stop", "approvals", "rules"),
                         default="status")
+    parser.add_argument("--remove", metavar="N", type=positive_int,
+                        help="with `rules`: remove the session rule number N")
     _add_common(parser, line=True)
     return parser
 
@@ -169,11 +173,79 @@ class AgentMagics(Magics):
                 print("Stopping the run." if session.stop() else "No run is going.")
             elif args.action == "runs":
                 print(runs_table(session))
+            elif args.action == "approvals":
+                show_approvals(session)
+            elif args.action == "rules":
+                if args.remove is not None:
+                    print(remove_rule(session, args.remove))
+                print(rules_text(session))
             else:
                 print(status_text(session))
         except AgentBusy as exc:
             raise UsageError(str(exc)) from None
+        if args.remove is not None and args.action != "rules":
+            raise UsageError("--remove goes with `rules`: `%agent rules --remove N`.")
         return None
+
+
+def show_approvals(session: AgentSession) -> None:
+    """``%agent approvals``: show the cards still waiting (again), here. A card is one
+    widget: answering it in any of its places answers it everywhere (e.g. when the
+    ``%%agent`` cell that showed it first was deleted)."""
+    from IPython.display import display
+
+    active = session.active
+    broker = getattr(active, "broker", None) if active is not None and not active.done else None
+    cards = list(broker.cards.values()) if broker is not None else []
+    if not cards:
+        print("No approvals are waiting.")
+        return
+    from .fallback import Fallback, live_class
+    from .runmodel import tool_summary
+
+    print(f"{len(cards)} approval{'s' if len(cards) != 1 else ''} waiting (run: {active.prompt[:60]!r}):")
+    for request, card in cards:
+        summary = tool_summary(request.tool_name, request.input, cwd=active.model.cwd)
+        # like every widget of the front, the card leaves a plain line for a lost kernel
+        fallback = Fallback(lambda r=request, s=summary: f"*(An approval card for {r.tool_name} `{s}` "
+                                                         "was shown here.)*")
+        card.add_class(live_class(fallback.key))
+        display(card)
+        fallback.show()
+
+
+def rules_text(session: AgentSession) -> str:
+    """``%agent rules``: the permission rules of this session, numbered."""
+    conv = session._conversation
+    permissions = getattr(conv, "permissions", None)
+    if permissions is None:
+        return "No rules yet (the conversation has not started)."
+    lines = ["Permission rules (deny beats ask beats allow):"]
+    number = 0
+    for label, rules in (("session", permissions.session_allow), ("allow", permissions.allow),
+                         ("ask", permissions.ask), ("deny", permissions.deny)):
+        for rule in rules:
+            if label == "session":
+                number += 1
+                lines.append(f"  {number}. allow {rule}   (added with Always allow)")
+            else:
+                lines.append(f"     {label} {rule}")
+    if len(lines) == 1:
+        lines.append("  (none: every write and cell run asks, as the permission mode says)")
+    elif number:
+        lines.append("Remove a session rule with `%agent rules --remove N`.")
+    return redact("\n".join(lines))
+
+
+def remove_rule(session: AgentSession, number: int) -> str:
+    """Remove session rule ``number`` (1-based, as ``%agent rules`` numbers them)."""
+    conv = session._conversation
+    rules = getattr(getattr(conv, "permissions", None), "session_allow", [])
+    if not 1 <= number <= len(rules):
+        raise UsageError(f"There is no session rule {number}: `%agent rules` lists "
+                         f"{len(rules)} session rule{'s' if len(rules) != 1 else ''}.")
+    rule = rules.pop(number - 1)
+    return f"Removed the rule {rule}: such calls ask again."
 
 
 def status_text(session: AgentSession) -> str:
@@ -191,7 +263,16 @@ def status_text(session: AgentSession) -> str:
         f"  notebook:        {session.notebook_path() or 'unknown (set %config AgentConfig.notebook_path)'}",
     ]
     if conv is not None:
-        u = conv.usage
+        # counted from the streams of this conversation's runs here (a stopped or failed
+        # response still cost tokens); the conversation's own count has finished ones only
+        from ..loop.usage import Usage
+
+        u = Usage()
+        for handle in session.runs:
+            if getattr(handle, "conversation", None) is conv:
+                u.add(handle.model.total_usage)
+        if u.total_tokens < conv.usage.total_tokens:  # runs sent without this session
+            u = conv.usage
         lines.append(f"  conversation:    {len(conv.messages)} messages, {len(conv.runs)} runs, "
                      f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens, ≈ ${u.cost_usd:.4f}")
     else:

@@ -14,13 +14,16 @@ Listeners get ``(kind, item)`` with kind ``"add"``, ``"update"``, ``"remove"`` o
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from ..loop import events as ev
+from ..loop.permission_result import DENIED
 from ..loop.state import Terminal, TERMINAL_EXPLANATIONS
-from ..loop.usage import Usage
+from ..loop.usage import StreamUsage, Usage
 
 
 @dataclass(eq=False)
@@ -51,7 +54,12 @@ class ThinkingItem(Item):
 @dataclass(eq=False)
 class ToolItem(Item):
     """A tool call: ``state`` is ``input`` (still streaming), ``pending`` (decided, not
-    started), ``approval`` (waiting for a person), ``running``, ``done``, ``error``."""
+    started), ``approval`` (waiting for a person), ``running``, ``done``, ``error``,
+    ``denied`` (by a person or a rule), ``stopped`` (Stop, or the run ended first), or
+    ``raised`` (``NotebookRun``: the cell ran and raised ``exception``).
+
+    ``wait_s`` is the time spent waiting for a person's click; ``duration_s`` the
+    time the loop measured for the whole call, so the tool itself ran ``run_s``."""
 
     id: str = ""
     name: str = ""
@@ -62,10 +70,19 @@ class ToolItem(Item):
     duration_s: float = 0.0
     progress: list[Any] = field(default_factory=list)
     decision: str = ""
+    exception: str = ""
+    wait_s: float = 0.0
+    waiting_since: float | None = None
+    started: bool = False  # the tool itself ran (a ToolStart came)
+    cwd: Path | None = None
 
     @property
     def summary(self) -> str:
-        return tool_summary(self.name, self.input)
+        return tool_summary(self.name, self.input, cwd=self.cwd)
+
+    @property
+    def run_s(self) -> float:
+        return max(0.0, self.duration_s - self.wait_s)
 
 
 @dataclass(eq=False)
@@ -85,14 +102,25 @@ class NoticeItem(Item):
 _SUMMARY_KEYS = ("file_path", "notebook_path", "pattern", "path", "command", "url", "query")
 
 
-def tool_summary(name: str, input: dict[str, Any], width: int = 80) -> str:
-    """A one-line description of a call's input (the path, the pattern...)."""
+def relative(text: str, cwd: Path | str | None) -> str:
+    """``text`` with paths inside ``cwd`` shown relative to it (``/work/a/b.py`` -> ``b.py``)."""
+    if not cwd or not isinstance(text, str):
+        return text
+    root = str(cwd).rstrip("/")
+    if text == root:
+        return "."
+    return text.replace(root + "/", "") if root else text
+
+
+def tool_summary(name: str, input: dict[str, Any], width: int = 80, cwd: Path | str | None = None) -> str:
+    """A one-line description of a call's input (the path, the pattern...); paths inside
+    ``cwd`` are shown relative to it."""
     if not isinstance(input, dict):
         return ""
     parts = []
     for key in _SUMMARY_KEYS:
         if isinstance(input.get(key), str):
-            parts.append(input[key])
+            parts.append(relative(input[key], cwd))
             break
     for key in ("cell_id", "edit_mode"):
         if isinstance(input.get(key), str):
@@ -103,18 +131,72 @@ def tool_summary(name: str, input: dict[str, Any], width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+#: Results that mean "a person or a rule said no" / "the call never finished".
+_DENIED_STARTS = (DENIED.split(" STOP")[0][:60], "Permission to use ", "Not run: the user denied")
+_DENIED_PARTS = ("is not allowed in plan mode", "needs approval (", "A hook refused")
+_STOPPED_STARTS = ("Interrupted by user", "The run was stopped before", "(no result: the run ended",
+                   "Cancelled: the run was stopped")
+_RAISED = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning))\b")
+
+
+def _first_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            return block.get("text", "")
+    return ""
+
+
+def result_state(name: str, content: Any, is_error: bool) -> tuple[str, str]:
+    """``(state, exception)`` of a finished call, from its result: ``done``, ``error``,
+    ``denied``, ``stopped``, or ``raised`` with the exception's name (a ``NotebookRun``
+    cell that ran and raised is a result, not a failed call, yet it is no success)."""
+    text = _first_text(content)
+    if text.startswith(_STOPPED_STARTS):
+        return "stopped", ""
+    if is_error and (text.startswith(_DENIED_STARTS) or any(p in text for p in _DENIED_PARTS)):
+        return "denied", ""
+    if name == "NotebookRun" and "it raised an error" in text.split("\n", 1)[0]:
+        everything = "\n".join(v for k, v in _result_texts(content))
+        found = _RAISED.search(everything.split("\n", 1)[-1])
+        return "raised", found.group(1) if found else "an exception"
+    if name == "NotebookRun" and is_error and " was interrupted" in text.split("\n", 1)[0]:
+        return "stopped", ""
+    return ("error" if is_error else "done"), ""
+
+
+def _result_texts(content: Any) -> list[tuple[str, str]]:
+    if isinstance(content, str):
+        return [("text", content)]
+    return [("text", b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def _price(model: str, usage: Usage) -> float:
+    from ..model.pricing import cost_usd  # (no anthropic import: pricing is plain Python)
+
+    return cost_usd(model, usage)
+
+
 class RunModel:
     """The state of one run as the UI shows it, built from the run's events."""
 
-    def __init__(self, *, prompt: str = "", model: str = "", permission_mode: str = "") -> None:
+    def __init__(self, *, prompt: str = "", model: str = "", permission_mode: str = "",
+                 cwd: Path | str | None = None) -> None:
         self.items: list[Item] = []
         self.model = model
         self.permission_mode = permission_mode
+        self.cwd = Path(cwd) if cwd else None
         self.turn_count = 0
         self.requests = 0
-        self.usage = Usage()
-        #: usage of the response now streaming (not yet in ``usage``)
-        self.live_usage = Usage()
+        #: usage counted from the stream (``message_start``/``message_delta``), so a
+        #: response cut by Stop, a model error or a retry still counts
+        self.meter = StreamUsage(price=_price)
+        self._final_usage: Usage | None = None
+        #: seconds the run waited for a person's click (all approvals)
+        self.wait_s = 0.0
+        #: the kernel went away while the run was going (restart, shutdown)
+        self.lost = False
         self.started = time.monotonic()
         self.ended: float | None = None
         self.terminal: Terminal | None = None
@@ -152,10 +234,18 @@ class RunModel:
 
     @property
     def total_usage(self) -> Usage:
-        total = Usage()
-        total.add(self.usage)
-        total.add(self.live_usage)
-        return total
+        """Every token this run spent so far, finished responses or not."""
+        return self._final_usage if self._final_usage is not None else self.meter.total
+
+    @property
+    def usage(self) -> Usage:
+        """The run's usage (the same as :attr:`total_usage`)."""
+        return self.total_usage
+
+    @property
+    def live_usage(self) -> Usage:
+        """The usage of the response now streaming."""
+        return self.meter.current
 
     def tools(self) -> list[ToolItem]:
         return [i for i in self.items if isinstance(i, ToolItem)]
@@ -167,6 +257,7 @@ class RunModel:
     # -- events ----------------------------------------------------------------------
     def handle(self, event: Any) -> None:
         """Fold one event of the run into the model."""
+        self.meter.observe(event)
         if isinstance(event, ev.StreamEvent):
             self._stream(event)
         elif isinstance(event, ev.AssistantMessage):
@@ -192,6 +283,7 @@ class RunModel:
             tool = self._tool(event.tool_use_id, event.name, event.input)
             tool.input = dict(event.input)
             tool.state = "running"
+            tool.started = True
             self.status = "running tools"
             self._emit("update", tool)
             self._header()
@@ -202,7 +294,7 @@ class RunModel:
         elif isinstance(event, ev.ToolResult):
             tool = self._tool(event.tool_use_id, event.name)
             tool.result = event.content
-            tool.state = "error" if event.is_error else "done"
+            self._settle_tool(tool, event.content, event.is_error)
             tool.duration_s = event.duration_s
             self._emit("update", tool)
         elif isinstance(event, ev.UserMessage):
@@ -213,10 +305,16 @@ class RunModel:
             self.finish(event)
         # Checkpoints and anything unknown change nothing visible.
 
+    def _settle_tool(self, tool: ToolItem, content: Any, is_error: bool) -> None:
+        state, exception = result_state(tool.name, content, is_error)
+        if tool.state == "denied" and state == "error":
+            state = "denied"  # the person's Deny, whatever words the result carries
+        elif tool.state == "stopped" and state in ("denied", "error"):
+            state = "stopped"  # Stop answered its approval card with a deny
+        tool.state, tool.exception = state, exception
+
     def _stream(self, event: ev.StreamEvent) -> None:
-        snap_usage = event.snapshot.get("usage") if isinstance(event.snapshot, dict) else None
-        if event.type in ("message_start", "message_delta") and isinstance(snap_usage, dict):
-            self.live_usage = Usage.from_api(snap_usage)
+        if event.type in ("message_start", "message_delta"):
             self.status = "streaming"
             self._header()
         if event.index is None:
@@ -275,8 +373,6 @@ class RunModel:
                 self._current[index] = item
             self._update_block_item(item, block, {}, done=True)
         self._current = {}
-        self.usage.add(event.usage)
-        self.live_usage = Usage()
         self.status = "running tools" if event.tool_uses else "answered"
         self._header()
 
@@ -286,13 +382,12 @@ class RunModel:
             if isinstance(item, ToolItem):
                 self._tools.pop(item.id, None)
         self._current = {}
-        self.live_usage = Usage()
 
     def _tool(self, tool_use_id: str, name: str, input: Any = None) -> ToolItem:
         tool = self._tools.get(tool_use_id)
         if tool is None:
             tool = ToolItem("tool", id=tool_use_id, name=name,
-                            input=dict(input) if isinstance(input, dict) else {})
+                            input=dict(input) if isinstance(input, dict) else {}, cwd=self.cwd)
             self._tools[tool_use_id] = tool
             self._add(tool)
         return tool
@@ -306,9 +401,9 @@ class RunModel:
         for block in blocks:
             if block.get("type") == "tool_result":
                 tool = self._tools.get(block.get("tool_use_id", ""))
-                if tool is not None and tool.state not in ("done", "error"):
+                if tool is not None and tool.state in ("input", "pending", "approval", "running"):
                     tool.result = block.get("content")
-                    tool.state = "error" if block.get("is_error") else "done"
+                    self._settle_tool(tool, block.get("content"), bool(block.get("is_error")))
                     self._emit("update", tool)
             elif block.get("type") == "text" and block.get("text"):
                 label = "Loop note to the model" if event.synthetic else "User message"
@@ -324,6 +419,14 @@ class RunModel:
         return candidates[0] if candidates else None
 
     def set_tool_state(self, tool: ToolItem, state: str, decision: str = "") -> None:
+        now = time.monotonic()
+        if state == "approval" and tool.waiting_since is None:
+            tool.waiting_since = now
+        elif tool.state == "approval" and tool.waiting_since is not None:
+            waited = now - tool.waiting_since
+            tool.wait_s += waited
+            self.wait_s += waited
+            tool.waiting_since = None
         tool.state = state
         if decision:
             tool.decision = decision
@@ -340,14 +443,21 @@ class RunModel:
             return
         self.ended = time.monotonic()
         self.terminal = terminal
-        if terminal is not None and isinstance(terminal.usage, Usage):
-            self.usage = terminal.usage
-            self.live_usage = Usage()
+        if terminal is not None:
+            self.meter.observe(terminal)
+            counted = self.meter.total
+            # the loop counts finished responses only; the stream counted the rest too.
+            # (A model that reports no stream usage leaves only the loop's figure.)
+            if isinstance(terminal.usage, Usage) and terminal.usage.total_tokens > counted.total_tokens:
+                counted = terminal.usage
+            self._final_usage = counted
             self.turn_count = terminal.turn_count or self.turn_count
         for tool in self.tools():
             if tool.state in ("input", "pending", "approval", "running"):
-                tool.state = "error"
-                tool.result = tool.result or "(no result: the run ended)"
+                if tool.state == "approval":
+                    self.set_tool_state(tool, "stopped")
+                tool.state = "stopped"
+                tool.result = tool.result or "(no result: the run ended before this call finished)"
                 self._emit("update", tool)
         self.status = f"ended: {terminal.reason}" if terminal is not None else "ended"
         if error:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -38,8 +39,11 @@ class AgentSession:
         self.active: Any = None  # the AgentRun still going
         self.runs: list[Any] = []  # AgentRuns of this kernel, oldest first
         self._sigint_installed = False
+        self._shutdown_installed = False
         #: called with each new AgentRun (the chat panel shows runs started in cells)
         self.listeners: list[Any] = []
+        #: called when the kernel shuts down or restarts (chat panels leave their transcript)
+        self.shutdown_listeners: list[Any] = []
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path"])
 
@@ -195,7 +199,7 @@ class AgentSession:
             conv.notebook_path = self.notebook_path()
         batch = self.is_batch() if batch is None else batch
         run_model = RunModel(prompt=prompt, model=model or conv.model_name,
-                             permission_mode=permission_mode or conv.permission_mode)
+                             permission_mode=permission_mode or conv.permission_mode, cwd=conv.context.cwd)
         if conv.replay:
             for rel in prepare_replay_files(conv.replay, conv.context.cwd):
                 run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
@@ -206,6 +210,9 @@ class AgentSession:
 
             view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
             broker = ApprovalBroker(view, run_model, policy=conv.permissions)
+        saved_limit = conv.max_turns
+        if max_turns == 0:  # 0 = no limit for this run, whatever the session's default
+            conv.max_turns, max_turns = None, None
         try:
             run = conv.send(prompt, can_use_tool=broker.can_use_tool if broker else None,
                             max_turns=max_turns, model=model, permission_mode=permission_mode)
@@ -215,6 +222,8 @@ class AgentSession:
             if type(exc) is RuntimeError:  # the conversation's own "a run is still going"
                 raise AgentBusy(str(exc)) from None
             raise
+        finally:
+            conv.max_turns = saved_limit
 
         def ended(handle: Any) -> None:
             if self.active is handle:
@@ -222,12 +231,16 @@ class AgentSession:
 
         handle = AgentRun(run, run_model, view=view, broker=broker, prompt=prompt,
                           interactive=not batch, on_end=ended)
+        handle.conversation = conv
+        if broker is not None:
+            broker.on_show = lambda: handle.refresh_fallback(force=True)
         if view is not None:
             view._on_stop = handle.stop
             view._on_close = handle.stop
         self.active = handle
         self.runs.append(handle)
         self._install_interrupt_handler()
+        self.install_shutdown_hook()
         handle.start()
         for listener in list(self.listeners):
             listener(handle)
@@ -268,6 +281,51 @@ class AgentSession:
         kernel.saved_sigint_handler = on_sigint
         self._sigint_installed = True
 
+    # -- kernel shutdown / restart ---------------------------------------------------------
+    def install_shutdown_hook(self) -> None:
+        """Before the kernel shuts down or restarts, leave plain outputs behind.
+
+        A widget whose kernel is gone shows "Error displaying widget: model not found" in
+        JupyterLab, which then renders no other MIME type of that output (DESIGN §5). So
+        when a shutdown request arrives (JupyterLab's restart and shutdown send one), the
+        running run is marked interrupted and its output replaced by its transcript, and
+        every chat panel replaces its widget by its transcript, while iopub still carries
+        messages to the page. ``atexit`` does the same for other clean exits.
+        """
+        kernel = getattr(self.shell, "kernel", None)
+        if self._shutdown_installed or kernel is None or not hasattr(kernel, "do_shutdown"):
+            return
+        original = kernel.do_shutdown
+
+        def do_shutdown(restart: bool, *args: Any, **kwargs: Any) -> Any:
+            self.leave_plain_outputs("The kernel was restarted." if restart else "The kernel was shut down.")
+            return original(restart, *args, **kwargs)
+
+        do_shutdown._jupyter_agent_original = original  # type: ignore[attr-defined]
+        kernel.do_shutdown = do_shutdown
+        import atexit
+
+        atexit.register(self.leave_plain_outputs, "The kernel exited.")
+        self._shutdown_installed = True
+
+    def leave_plain_outputs(self, why: str) -> None:
+        """Replace every live widget output of this session by its static transcript."""
+        active = self.active
+        if active is not None and not active.done:
+            try:
+                active.lose(why)
+            except Exception:  # the kernel is going down: do what can be done
+                pass
+        for listener in list(self.shutdown_listeners):
+            try:
+                listener(why)
+            except Exception:
+                pass
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+
     def uninstall(self) -> None:
         """Undo :meth:`_install_interrupt_handler` (``%unload_ext``)."""
         kernel = getattr(self.shell, "kernel", None)
@@ -278,6 +336,14 @@ class AgentSession:
             if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is handler:
                 signal.signal(signal.SIGINT, previous)
         self._sigint_installed = False
+        shutdown = getattr(kernel, "do_shutdown", None)
+        original = getattr(shutdown, "_jupyter_agent_original", None)
+        if original is not None:
+            kernel.do_shutdown = original
+            import atexit
+
+            atexit.unregister(self.leave_plain_outputs)
+        self._shutdown_installed = False
 
 
 _sessions: dict[int, AgentSession] = {}

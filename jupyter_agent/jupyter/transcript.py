@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from .advice import end_explanation, end_title
 from ..redact import redact
 from .runmodel import (
     BlockItem,
@@ -36,8 +37,12 @@ STATE_LABELS = {
     "running": "running",
     "done": "done",
     "error": "error",
+    "denied": "denied",
+    "stopped": "stopped",
+    "raised": "ran, raised",
 }
-STATE_ICONS = {"input": "…", "pending": "…", "approval": "✋", "running": "⏳", "done": "✓", "error": "✗"}
+STATE_ICONS = {"input": "…", "pending": "…", "approval": "✋", "running": "⏳", "done": "✓", "error": "✗",
+               "denied": "⛔", "stopped": "⏹", "raised": "⚠"}
 NOTICE_ICONS = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}
 
 
@@ -89,25 +94,52 @@ def result_parts(content: Any) -> list[tuple[str, str]]:
 
 
 def format_usage(model: RunModel) -> str:
-    """One line: tokens in/out, cache read/write, estimated cost."""
+    """One line: tokens in/out and estimated cost (cache figures: :func:`cache_line`)."""
     u = model.total_usage
-    return (f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · "
-            f"cache read {u.cache_read_input_tokens:,} · write {u.cache_creation_input_tokens:,} · "
-            f"≈ ${u.cost_usd:.4f}")
+    return f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · ≈ ${u.cost_usd:.4f}"
+
+
+def cache_line(model: RunModel) -> str:
+    """The details a tooltip holds: prompt-cache reads and writes, requests."""
+    u = model.total_usage
+    return (f"prompt cache: read {u.cache_read_input_tokens:,} tokens, wrote "
+            f"{u.cache_creation_input_tokens:,} · {u.requests} request{'s' if u.requests != 1 else ''}")
+
+
+def time_line(model: RunModel) -> str:
+    """Elapsed time, with the time spent waiting for a person's click apart."""
+    if model.wait_s >= 0.05:
+        return f"{model.elapsed_s:.1f} s ({model.wait_s:.1f} s waiting for you)"
+    return f"{model.elapsed_s:.1f} s"
 
 
 def header_line(model: RunModel) -> str:
     turns = model.turn_count
     return (f"model `{model.model or '?'}` · mode `{model.permission_mode or 'default'}` · "
-            f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · {model.elapsed_s:.1f} s")
+            f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · {time_line(model)} "
+            f'· <abbr title="{html.escape(cache_line(model))}">cache</abbr>')
+
+
+def tool_label(tool: ToolItem) -> str:
+    """The state in words, with the exception a cell raised and the times: "ran, raised
+    NameError · waited 12.0 s for you · ran 0.3 s"."""
+    label = STATE_LABELS.get(tool.state, tool.state)
+    if tool.state == "raised":
+        label = f"ran, raised {tool.exception or 'an exception'}"
+    elif tool.state == "denied" and tool.decision.startswith("Denied by you"):
+        label = "denied by you"
+    times = []
+    if tool.wait_s >= 0.05:
+        times.append(f"waited {tool.wait_s:.1f} s for you")
+    if tool.duration_s and tool.started:
+        times.append(f"ran {tool.run_s:.1f} s" if times else f"{tool.run_s:.1f} s")
+    return " · ".join([label, *times])
 
 
 def tool_markdown(tool: ToolItem) -> str:
     """One tool call as a collapsible Markdown section."""
-    label = STATE_LABELS.get(tool.state, tool.state)
-    took = f", {tool.duration_s:.1f} s" if tool.duration_s else ""
     summary = (f"{STATE_ICONS.get(tool.state, '')} <b>{html.escape(tool.name)}</b> "
-               f"<code>{html.escape(tool.summary)}</code> — {label}{took}")
+               f"<code>{html.escape(tool.summary)}</code> — {tool_label(tool)}")
     body = ["Input:", "", fence(cut_middle(json.dumps(tool.input, ensure_ascii=False, indent=1)), "json")]
     if tool.decision:
         body += ["", f"*{tool.decision}*"]
@@ -115,7 +147,8 @@ def tool_markdown(tool: ToolItem) -> str:
         if kind == "image":
             body += ["", f"![image]({value})"]
         else:
-            body += ["", "Error:" if tool.state == "error" else "Result:", "", fence(cut_middle(value))]
+            body += ["", "Error:" if tool.state in ("error", "denied", "stopped") else "Result:", "",
+                     fence(cut_middle(value))]
     return f"<details><summary>{summary}</summary>\n\n" + "\n".join(body) + "\n\n</details>"
 
 
@@ -138,36 +171,55 @@ def item_markdown(item: Any) -> str:
     return ""
 
 
+def stopped_calls(model: RunModel) -> int:
+    return sum(1 for t in model.tools() if t.state == "stopped")
+
+
+def stopped_waiting(model: RunModel) -> bool:
+    """Was the run stopped while a call waited for the person's approval?"""
+    return any(t.state == "stopped" and t.wait_s > 0 and not t.started for t in model.tools())
+
+
 def end_markdown(model: RunModel) -> str:
-    reason, meaning = end_reason_text(model.terminal)
-    lines = [f"**Ended: `{reason}`** — {meaning}"]
-    term = model.terminal
-    if term is not None and term.error:
-        lines.append(f"\nError: {term.error}")
-    elif term is not None and term.message and reason != "completed":
-        # (for `completed` the message is the final answer, already shown above)
-        lines.append(f"\n{term.message}")
-    return "\n".join(lines)
+    """The end, said once: a quiet line for a normal end, the reason and what to do
+    for the others."""
+    reason, _ = end_reason_text(model.terminal)
+    explanation = end_explanation(model.terminal, stopped_calls=stopped_calls(model), lost=model.lost,
+                                  waiting=stopped_waiting(model))
+    if not explanation:
+        return f"✓ *{end_title(model.terminal)}* (`{reason}`) · {time_line(model)}"
+    title = "Interrupted" if model.lost else end_title(model.terminal)
+    return f"**{title}** (`{'kernel lost' if model.lost else reason}`) — {explanation}"
 
 
-def transcript_markdown(model: RunModel, title: str = "jupyter-agent") -> str:
-    """The whole run as Markdown, secrets redacted."""
-    parts = [f"**🤖 {title}** · {header_line(model)}"]
-    parts += [md for md in (item_markdown(i) for i in model.items) if md.strip()]
-    if model.ended is not None:
-        parts.append("---\n" + end_markdown(model))
+#: How a transcript of a run still going ends, when shown as a fallback: it is seen only
+#: when the run's kernel is gone (see ``fallback.py``), so the run was interrupted there.
+UNFINISHED_AS_LOST = ("**Interrupted** (`kernel lost`) — the kernel stopped or restarted before this "
+                      "run ended: this is its transcript up to then. Calls that had not finished did not run.")
+
+
+def transcript_markdown(model: RunModel, title: str = "jupyter-agent", *, header: bool = True,
+                        unfinished: str = "*… still running (this is the transcript so far)*",
+                        prompt: bool = True) -> str:
+    """The whole run as Markdown, secrets redacted (so far, ending with ``unfinished``,
+    if it is still going). ``prompt=False`` leaves the prompt out (the chat shows it)."""
+    parts = [f"**🤖 {title}** · {header_line(model)}"] if header else []
+    items = [i for i in model.items if prompt or not isinstance(i, PromptItem)]
+    parts += [md for md in (item_markdown(i) for i in items) if md.strip()]
+    parts.append(end_markdown(model) if model.ended is not None else unfinished)
     return redact("\n\n".join(parts))
 
 
 def transcript_plain(model: RunModel) -> str:
     """A short plain-text fallback (for consoles and ``text/plain``)."""
     reason, _ = end_reason_text(model.terminal)
+    reason = "interrupted (kernel lost)" if model.lost else reason if model.ended is not None else "running"
     lines = [f"jupyter-agent run: {reason} after {model.turn_count} turn(s), {format_usage(model)}"]
     for item in model.items:
         if isinstance(item, TextItem) and item.text.strip():
             lines.append(item.text.strip())
         elif isinstance(item, ToolItem):
-            lines.append(f"[{item.name} {item.summary}: {STATE_LABELS.get(item.state, item.state)}]")
+            lines.append(f"[{item.name} {item.summary}: {tool_label(item)}]")
     return redact("\n".join(lines))
 
 

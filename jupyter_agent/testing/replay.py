@@ -91,8 +91,48 @@ class ReplayModel:
                                          max_retries=0, stall_timeout_s=30)
         return self._model
 
+    def mismatch(self, request: ModelRequest) -> str | None:
+        """Why the replay no longer matches what happens here, or None.
+
+        A recorded answer is only true if the tool calls before it went as they did when
+        it was recorded: each succeeded, unless the transcript's response says
+        ``"tool_results": {"<tool_use id>": "error"}``. A result that differs (the
+        packaged demo in a folder whose ``notes.txt`` was already edited: its Edit fails)
+        means the next recorded answer would tell the user something false.
+        """
+        if self.played == 0 or not request.messages:
+            return None
+        previous = self.responses[self.played - 1]
+        expected = previous.get("tool_results") or {}
+        calls = {b.get("id"): b.get("name", "tool") for b in previous.get("content") or []
+                 if isinstance(b, dict) and b.get("type") == "tool_use"}
+        last = request.messages[-1]
+        content = last.get("content") if last.get("role") == "user" else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            tool_id = block.get("tool_use_id")
+            if tool_id not in calls:
+                continue
+            got = "error" if block.get("is_error") else "ok"
+            if got != expected.get(tool_id, "ok"):
+                detail = block.get("content")
+                if isinstance(detail, list):
+                    detail = " ".join(str(b.get("text", "")) for b in detail if isinstance(b, dict))
+                first = str(detail or "").strip().splitlines()[0][:200] if str(detail or "").strip() else ""
+                happened = f"failed here ({first})" if got == "error" else "succeeded here"
+                recorded = "succeeded" if got == "error" else "failed"
+                return (f"The replay stopped: it no longer matches this folder. In the recording, "
+                        f"{calls[tool_id]} {recorded}; it {happened}. Playing on would show recorded "
+                        f"answers that are not true here.")
+        return None
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        """Replay the next recorded response for ``request``."""
+        """Replay the next recorded response for ``request`` (a ``replay_mismatch``
+        :class:`ModelError` if the tool results no longer match the recording)."""
+        problem = self.mismatch(request)
+        if problem:
+            raise ModelError(problem, kind="replay_mismatch")
         if self.played >= len(self.responses):
             where = f" {self.source}" if isinstance(self.source, str) else ""
             raise ModelError(f"The replay transcript{where} has no more responses (it recorded "

@@ -34,15 +34,24 @@ async def kernel(api, module_tmp):
 
 
 def ended(kernel, n: int) -> bool:
-    return kernel.widget_text().count("Ended: <code>") >= n
+    return kernel.widget_text().count('class="ja-end"') >= n
 
 
 def chat_outputs(result) -> tuple[str, str]:
-    """The (display id of the static transcript, model id of the widget) a chat() cell showed."""
+    """The (display id of the fallback, model id of the widget) a chat() cell showed: the
+    widget, then its fallback (the chat as Markdown, seen only without the kernel)."""
     shown = [o for o in result["outputs"] if o["msg_type"] == "display_data"]
-    assert [VIEW in o["data"] for o in shown] == [False, True], shown  # transcript above the widget
-    assert shown[0]["data"] == {"text/plain": ""}  # nothing visible before a turn ends
-    return shown[0]["transient"]["display_id"], shown[1]["data"][VIEW]["model_id"]
+    assert [VIEW in o["data"] for o in shown] == [True, False], shown
+    assert "**🤖 jupyter-agent chat**" in shown[1]["data"]["text/markdown"]
+    assert "<style>" in shown[1]["data"]["text/markdown"]  # hides itself while the panel lives
+    return shown[1]["transient"]["display_id"], shown[0]["data"][VIEW]["model_id"]
+
+
+async def record(kernel, display_id: str, n: int = 1, timeout: float = 10) -> str:
+    """The chat's Markdown once its fallback's ``n``-th update has come."""
+    updates = await kernel.until(lambda: len(kernel.display_updates(display_id)) >= n and
+                                 kernel.display_updates(display_id), timeout, f"update {n}")
+    return updates[-1]["data"]["text/markdown"]
 
 
 def shown_in(kernel, model_id: str) -> str:
@@ -67,21 +76,26 @@ async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, 
            response(text(f"Done. (The key was {api.api_key}.)")),
            response(text("Your first message asked me to write chat.txt.")),
            response(text("Yes, this is the chat again.")))
+    await kernel.execute("%agent new")  # (a panel shows the conversation's earlier turns)
     result = await kernel.execute("jupyter_agent.chat()")
-    assert result["reply"]["status"] == "ok"
+    assert result["reply"]["status"] == "ok", result["outputs"]
     transcript_id, panel = chat_outputs(result)
     await send(kernel, "Write hi to chat.txt")
     allow = await kernel.button("Allow")
     await kernel.until(lambda: "Writing chat.txt." in shown_in(kernel, panel), 5, "the turn live in the widget")
-    assert not kernel.display_updates(transcript_id)  # not in the transcript while live
+    assert not kernel.display_updates(transcript_id)  # the record changes when a turn ends
+    # one Stop while the turn runs: the panel's, beside Send (the run's own is hidden)
+    stops = [c for c in kernel.of_model("ButtonModel") if kernel.widgets[c]["description"] == "Stop"
+             and (kernel.widgets[kernel.widgets[c]["layout"].removeprefix("IPY_MODEL_")].get("display") != "none")]
+    assert len(stops) == 1, stops
     kernel.click(allow)
-    md = await transcript(kernel, transcript_id)
-    # the ended turn is in the static transcript (secrets redacted) and no longer in the widget
-    assert "Write hi to chat.txt" in md and "Done." in md and "**Ended: `completed`**" in md
+    md = await record(kernel, transcript_id)
+    # the ended turn is in the saved record (secrets redacted) and stays in the panel
+    assert "**🧑 you:** Write hi to chat.txt" in md and "Done." in md and "✓ *Finished*" in md
     assert api.api_key not in md and "[redacted ANTHROPIC_API_KEY]" in md
-    await kernel.until(lambda: "Writing chat.txt." not in shown_in(kernel, panel), 5, "the turn to leave the widget")
-    # the status line is its own widget update, which may come a frame later
-    await kernel.until(lambda: "Turn ended: <code>completed" in shown_in(kernel, panel), 5, "the end status")
+    await kernel.until(lambda: 'class="ja-end"' in shown_in(kernel, panel), 5, "the end in the panel")
+    assert "Writing chat.txt." in shown_in(kernel, panel) and 'class="ja-user"' in shown_in(kernel, panel)
+    assert "Ended" not in shown_in(kernel, panel)  # a normal end: no lecture, no status line
     assert target.read_text() == "hi"
     # the model was told which notebook it lives in; ipython_config.py chose the model
     assert "analysis.ipynb" in str(api.requests[-2].body)
@@ -97,10 +111,14 @@ async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, 
     sent = str(api.requests[-1]["messages"])
     assert "Write hi to chat.txt" in sent and "What was my first message?" in sent
     # all three turns are in the transcript, the cell's one marked as such
-    await kernel.until(lambda: len(kernel.display_updates(transcript_id)) >= 3, 5, "the third update")
-    md = kernel.display_updates(transcript_id)[-1]["data"]["text/markdown"]
+    md = await record(kernel, transcript_id, 3)
     assert md.index("Write hi to chat.txt") < md.index("What was my first message?") < md.index("Is this the chat?")
-    assert "Chat #2 (started outside this panel)" in md and "Yes, this is the chat again." in md
+    assert "turn 2 (from a %%agent cell)" in md and "Yes, this is the chat again." in md
+    # chat() again keeps the conversation's turns (nothing erased)
+    again = await kernel.execute("jupyter_agent.chat()")
+    _, second = chat_outputs(again)
+    await kernel.until(lambda: "Yes, this is the chat again." in shown_in(kernel, second), 5, "the history")
+    assert "Write hi to chat.txt" in shown_in(kernel, second)
 
 
 async def test_chat_stop_and_mode_switch(kernel, script):
@@ -111,7 +129,7 @@ async def test_chat_stop_and_mode_switch(kernel, script):
     kernel.comm_msg(mode, {"method": "update", "state": {"index": 1}, "buffer_paths": []})
     out = (await kernel.execute("%agent"))["outputs"][0]["text"]
     assert "permission mode: acceptEdits" in out
-    before = kernel.widget_text().count("Ended: <code>")
+    before = kernel.widget_text().count('class="ja-end"')
     await send(kernel, "Talk for a while")
     await kernel.until(lambda: "Going on and on." in kernel.widget_text(), 10, "streaming in the chat")
     kernel.click(kernel.buttons("Stop")[0])
@@ -136,10 +154,10 @@ async def test_nbclient_keeps_the_chat_transcript_in_the_saved_notebook(tmp_path
         nbformat.write(nb, path)
     saved = nbformat.read(path, as_version=4)
     assert saved.cells[1].outputs[0]["text"] == "completed\n"
-    record, widget = saved.cells[0].outputs
-    md = record["data"]["text/markdown"]
-    assert "Say hello" in md and "Hello from the chat." in md and "**Ended: `completed`**" in md
-    assert VIEW in widget["data"] and "transcript above" in widget["data"]["text/plain"]
+    widget, fallback = saved.cells[0].outputs
+    md = fallback["data"]["text/markdown"]  # (nbclient applied the update at the turn's end)
+    assert "Say hello" in md and "Hello from the chat." in md and "✓ *Finished*" in md
+    assert VIEW in widget["data"] and "Hello from the chat." in fallback["data"]["text/plain"]
     assert FAKE_SECRET not in path.read_text() and api.api_key not in path.read_text()
 
 

@@ -42,10 +42,10 @@ def test_nbclient_runs_each_agent_cell_to_its_end_and_saves_the_transcript(tmp_p
     first = saved.cells[1].outputs
     assert len(first) == 1 and set(first[0]["data"]) == {"text/markdown", "text/plain"}
     md = first[0]["data"]["text/markdown"]
-    assert "Writing it." in md and "Wrote headless.txt." in md and "**Ended: `completed`**" in md
+    assert "Writing it." in md and "Wrote headless.txt." in md and "✓ *Finished*" in md
     # default mode, nobody to ask: the write is denied with a message that says why
     second = saved.cells[3].outputs[0]["data"]["text/markdown"]
     assert "needs approval" in second and "no one is here to give it" in second
-    assert "**Ended: `completed`**" in second and not blocked.exists()
+    assert "✓ *Finished*" in second and not blocked.exists()
     assert requests == 4
     assert api.api_key not in path.read_text()

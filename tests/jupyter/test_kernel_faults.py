@@ -39,7 +39,7 @@ async def test_kernel_interrupt_stops_a_run_waiting_for_a_click(kernel, script):
     await kernel.button("Allow")  # the run now waits for a click that never comes
     await kernel.km.interrupt_kernel()
     md = await transcript(kernel, display_id_of(result))
-    assert "**Ended: `aborted_tools`**" in md
+    assert "(`aborted_tools`)" in md
     assert await running_tasks(kernel) == 0
     assert (await kernel.execute("1 + 1"))["reply"]["status"] == "ok"  # the kernel is fine
 
@@ -89,7 +89,7 @@ async def test_no_api_key_gives_one_friendly_message_and_replay_works_offline(ke
         kernel.click(await kernel.button("Allow"))  # the Edit asks, as it would live
         md = await transcript(kernel, display_id_of(result))
         assert (module_tmp / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
-        assert "Replay: wrote notes.txt" in md and "**Ended: `completed`**" in md
+        assert "Replay: wrote notes.txt" in md and "✓ *Finished*" in md
     finally:
         await kernel.execute("os.environ['ANTHROPIC_API_KEY'] = _key\n%agent --replay ''")
 

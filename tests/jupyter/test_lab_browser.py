@@ -79,10 +79,11 @@ def test_agent_cell_in_jupyterlab(tmp_path):
                 page.wait_for_selector(".jp-Cell >> nth=0 >> text=[1]", timeout=30000)
                 page.keyboard.press("Shift+Enter")
                 page.wait_for_selector("button:has-text('Allow')", timeout=30000)
-                assert page.locator(".jp-OutputArea strong", has_text="write").count() == 1  # Markdown
+                strong = page.locator(".jp-OutputArea strong", has_text="write").all()
+                assert sum(1 for s in strong if s.is_visible()) == 1  # Markdown (the fallback is hidden)
                 assert not target.exists()
                 page.click("button:has-text('Allow')")
-                page.wait_for_selector("text=Ended:", timeout=30000)
+                page.wait_for_selector(".jp-Cell >> nth=1 >> text=Finished", timeout=30000)
                 output = page.locator(".jp-Cell >> nth=1").inner_text()
                 browser.close()
         finally:

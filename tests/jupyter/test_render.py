@@ -106,7 +106,7 @@ def test_an_unfinished_tool_is_not_left_running_when_the_run_ends():
         model.handle(event)
     model.handle(ToolStart("t1", "NotebookRun", {}))
     model.finish(Terminal(TerminalReason.ABORTED_TOOLS, 1, "Stopped"))
-    assert model.tools()[0].state == "error"
+    assert model.tools()[0].state == "stopped"  # not "error": nothing failed, the run ended first
 
 
 def test_transcript_shows_everything_and_says_what_the_end_means():
@@ -120,7 +120,7 @@ def test_transcript_shows_everything_and_says_what_the_end_means():
     assert "<b>Edit</b> <code>src/app.py</code> — done" in md
     assert f"![image](data:image/png;base64,{PNG})" in md
     assert "server_tool_use block" in md
-    assert "**Ended: `completed`**" in md and "not a promise that the task is done" in md
+    assert "✓ *Finished*" in md and "not a promise" not in md  # a normal end: no lecture
     assert "mode `acceptEdits`" in md and "2 turns" in md and "$0.0123" in md
     bundle = transcript_bundle(model)
     assert set(bundle) == {"text/markdown", "text/plain"} and "completed" in bundle["text/plain"]
@@ -171,7 +171,7 @@ async def test_view_redraws_per_frame_not_per_token(monkeypatch):
     assert len(events) > 1000 and 5 < len(text_updates) <= frames + 1, (len(text_updates), frames)
     assert sent <= frames + 8, (sent, frames)  # + widget creation, header, footer
     assert output.outputs[0]["data"]["text/markdown"] == text  # all of it, as Markdown
-    assert "Ended" in view.footer.value and view.stop_button.disabled
+    assert "ja-end" in view.footer.value and view.stop_button.disabled
 
 
 async def test_view_shows_thinking_folded_and_unknown_blocks(monkeypatch):
@@ -200,3 +200,37 @@ async def test_closing_the_view_mid_run_calls_back(monkeypatch):
     view = RunView(model, on_close=lambda: stopped.append(True))
     view.close()
     assert stopped == [True] and view.comm is None
+
+
+def test_a_cell_that_raised_says_so_with_the_exception_not_a_green_tick():
+    from jupyter_agent.notebook.document import Cell
+    from jupyter_agent.notebook.render import render_run
+    from jupyter_agent.jupyter.cards import tool_html
+    from jupyter_agent.jupyter.transcript import tool_markdown
+
+    cell = Cell(id="c7", index=2, cell_type="code", source="print(undefined_name)")
+    error = {"output_type": "error", "ename": "NameError", "evalue": "name 'undefined_name' is not defined",
+             "traceback": ["NameError: name 'undefined_name' is not defined"]}
+    content = render_run(cell, [error], 3, "error")  # what NotebookRun returns (not is_error)
+    model = RunModel(cwd="/work/project")
+    for event in response_events([{"type": "tool_use", "id": "t1", "name": "NotebookRun",
+                                   "input": {"notebook_path": "/work/project/a.ipynb", "cell_id": "c7"}}]):
+        model.handle(event)
+    model.handle(ToolResult("t1", "NotebookRun", {"type": "tool_result", "tool_use_id": "t1", "content": content}, 0.4))
+    tool = model.tools()[0]
+    assert tool.state == "raised" and tool.exception == "NameError"
+    card = tool_html(tool)
+    assert "ran, raised NameError" in card and "✓" not in card and "#188038" not in card  # no green tick
+    assert "<code>a.ipynb cell_id=c7</code>" in card  # relative to the working folder
+    assert "⚠ <b>NotebookRun</b> <code>a.ipynb cell_id=c7</code> — ran, raised NameError" in tool_markdown(tool)
+
+
+def test_the_header_keeps_cache_figures_in_a_tooltip():
+    from jupyter_agent.jupyter.cards import header_html
+
+    model = RunModel(model="claude-sonnet-4-5")
+    for event in [RequestStart(1, 1, "claude-sonnet-4-5", 1), *response_events([{"type": "text", "text": "hi"}])]:
+        model.handle(event)
+    html = header_html(model)
+    visible = html.split('">', 1)[1]
+    assert "cache" not in visible and 'title="prompt cache: read' in html

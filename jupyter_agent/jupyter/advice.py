@@ -1,0 +1,97 @@
+"""What a run's end means for the person who started it, in one place for every front
+(the notebook's footer and transcript, the chat, the terminal), so they say the same.
+
+A normal end (``completed``) needs no explanation; the others say what happened and,
+for the ones a person must act on (``max_turns``, ``model_error``, ``prompt_too_long``),
+what to do next. A model error carries the model layer's own advice (HTTP 401: "Check
+ANTHROPIC_API_KEY"); :func:`model_error_advice` adds what to do for the kinds whose
+message does not say it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: What to do after a model error of each kind (the model layer's message says what failed).
+MODEL_ERROR_ADVICE = {
+    "authentication": "Check ANTHROPIC_API_KEY: it is missing, mistyped or revoked.",
+    "permission": "Check that your API key may use this model, or pick another model.",
+    "not_found": "Check the model id and ANTHROPIC_BASE_URL.",
+    "rate_limit": "You hit the API's rate limit: wait a minute, then run the prompt again.",
+    "overloaded": "The API is overloaded: try again in a minute, or pick another model.",
+    "api_error": "The API failed on its side: try again in a minute.",
+    "stream_cut": "The connection broke mid-answer: check the network (and ANTHROPIC_BASE_URL), "
+                  "then run the prompt again.",
+    "stream_stalled": "The answer stalled: check the network, then run the prompt again.",
+    "connection": "Could not reach the API: check the network and ANTHROPIC_BASE_URL.",
+    "no_api_key": "Set ANTHROPIC_API_KEY, or use the offline replay model (--replay demo).",
+    "request_too_large": "The request is too large: start a new conversation or read less at once.",
+    "replay_exhausted": "The recorded run has no more answers: run live (with ANTHROPIC_API_KEY) "
+                        "to go further.",
+    "replay_mismatch": "The replayed run no longer matches what happened here: run it in a fresh "
+                       "folder, or run live.",
+}
+
+
+def model_error_advice(kind: str | None, message: str = "") -> str:
+    """What to do after a model error of ``kind`` ("" when ``message`` already says it)."""
+    advice = MODEL_ERROR_ADVICE.get(kind or "", MODEL_ERROR_ADVICE["api_error"])
+    if message and (advice in message or (kind == "authentication" and "ANTHROPIC_API_KEY" in message)):
+        return ""
+    return advice
+
+
+def _reason(terminal: Any) -> str:
+    return str(getattr(terminal.reason, "value", terminal.reason))
+
+
+def end_title(terminal: Any) -> str:
+    """A short headline for the end: "Finished", "Stopped", "Model error"..."""
+    if terminal is None:
+        return "Interrupted"
+    return {
+        "completed": "Finished",
+        "max_turns": "Turn limit reached",
+        "aborted_streaming": "Stopped",
+        "aborted_tools": "Stopped",
+        "model_error": "Model error",
+        "prompt_too_long": "Conversation too long",
+        "stop_hook_prevented": "Stopped by a hook",
+        "hook_stopped": "Stopped by a hook",
+    }.get(_reason(terminal), _reason(terminal))
+
+
+def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False, waiting: bool = False) -> str:
+    """What happened and what to do; "" for a normal end (``completed``).
+
+    ``stopped_calls``: the tool calls that got a "stopped" result, so Stop during
+    streaming says what it did to them only when there were some. ``lost``: the kernel
+    went away while the run was going. ``waiting``: it was stopped while a call waited
+    for the person's approval.
+    """
+    if lost or terminal is None:
+        return ("The kernel was shut down or restarted while this run was going, so it was "
+                "interrupted here. Its tool calls that had not finished did not run.")
+    reason = _reason(terminal)
+    calls = f" {stopped_calls} unfinished tool call{'s' if stopped_calls != 1 else ''} got a “stopped” result."
+    if reason == "completed":
+        return ""
+    if reason == "aborted_streaming":
+        return "Stopped while the model was answering." + (calls if stopped_calls else "")
+    if reason == "aborted_tools":
+        where = "waiting for your approval" if waiting else "tools were running"
+        return f"Stopped while {where}." + (calls if stopped_calls else "")
+    if reason == "max_turns":
+        return (f"{terminal.message or 'The turn limit was reached.'} The last tools ran; the model was not "
+                "asked again. To go on, send another prompt, or raise the limit (--max-turns N; 0 = no limit).")
+    if reason == "model_error":
+        message = (terminal.message or terminal.error or "The model request failed.").strip()
+        advice = model_error_advice(terminal.error, message)
+        return (f"{message}{' ' + advice if advice else ''} The history was repaired, so you can "
+                "send the prompt again.")
+    if reason == "prompt_too_long":
+        return ("The conversation is longer than the model's context window. Start a new one "
+                "(`%agent new`, or New conversation in the chat) or ask for less at once.")
+    from ..loop.state import TERMINAL_EXPLANATIONS
+
+    return terminal.message or TERMINAL_EXPLANATIONS.get(reason, "")

@@ -1,0 +1,95 @@
+"""A plain output beside each live widget, for when its kernel is gone.
+
+JupyterLab renders a widget output from its kernel's widget model. Once the kernel is
+restarted or gone (a reopened notebook), the view shows broken-link icons, or "Error
+displaying widget: model not found", and JupyterLab renders no other MIME type of that
+output (DESIGN §5). The kernel cannot fix that output afterwards: a restart from
+JupyterLab drops the page's routes for the old kernel's display updates before the
+kernel hears of it (measured: an ``update_display`` sent from ``do_shutdown`` never
+reaches the page).
+
+So every live widget the front displays is followed by a second output, its
+*fallback*: the Markdown transcript so far, kept up to date with ``update_display``.
+The fallback carries a small stylesheet (``:has()`` selectors, Chromium ≥ 105,
+Firefox ≥ 121, Safari ≥ 15.4) that
+
+* hides the fallback while its widget is alive (the widget's view carries the class
+  ``ja-live-<key>``, and ipywidgets marks a dead view ``jupyter-widgets-disconnected``), and
+* hides the widget's output (the output just before the fallback) whenever it does not
+  hold the live view: dead, "Loading widget..." forever, or "model not found".
+
+Live, only the widget shows; after a restart or a reopen, only the transcript. Where
+styles are not applied (an untrusted notebook's sanitized Markdown, GitHub), both show:
+the safe side. When the run ends, the widget output is replaced by the transcript and
+the fallback is emptied.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Callable
+
+
+def live_class(key: str) -> str:
+    """The DOM class the live widget's view carries."""
+    return f"ja-live-{key}"
+
+
+def style(key: str) -> str:
+    """The stylesheet of one fallback (see module docstring)."""
+    live, mark = f".ja-live-{key}", f".ja-fallback-{key}"
+    child = ".jp-OutputArea-child"
+    return (
+        "<style>"
+        f"{child}:has({live}:not(.jupyter-widgets-disconnected)) ~ {child}:has({mark}){{display:none}}"
+        f"{child}:has(+ {child} {mark}):not(:has({live}:not(.jupyter-widgets-disconnected))){{display:none}}"
+        "</style>"
+    )
+
+
+class Fallback:
+    """The fallback output of one widget: ``show()`` once after the widget's display,
+    ``update()`` as the content changes, ``clear()`` when the widget's output itself
+    has become static."""
+
+    def __init__(self, markdown: Callable[[], str], plain: Callable[[], str] | None = None) -> None:
+        self.key = uuid.uuid4().hex[:12]
+        self.display_id = f"jupyter-agent-fallback-{self.key}"
+        self._markdown = markdown
+        self._plain = plain or (lambda: "")
+        self.shown = False
+        self.cleared = False
+        self._sent: dict[str, Any] | None = None
+
+    def bundle(self) -> dict[str, Any]:
+        md = self._markdown()
+        return {"text/markdown": f'{style(self.key)}<span class="ja-fallback-{self.key}"></span>\n\n{md}',
+                "text/plain": self._plain()}
+
+    def show(self) -> None:
+        from IPython.display import display
+
+        self.shown = True
+        self._sent = self.bundle()
+        display(self._sent, raw=True, display_id=self.display_id)
+
+    def update(self) -> None:
+        if self.shown and not self.cleared:
+            bundle = self.bundle()
+            if bundle != self._sent:  # (nothing new: no message)
+                self._send(bundle)
+
+    def clear(self) -> None:
+        """Nothing to fall back to any more (the widget's output is static now)."""
+        if self.shown and not self.cleared:
+            self.cleared = True
+            self._send({"text/plain": ""})
+
+    def _send(self, bundle: dict[str, Any]) -> None:
+        from IPython.display import update_display
+
+        self._sent = bundle
+        try:
+            update_display(bundle, raw=True, display_id=self.display_id)
+        except Exception:  # no frontend (plain Python)
+            pass
