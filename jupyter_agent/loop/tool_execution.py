@@ -177,10 +177,10 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
 
 async def _prepare(tool: Tool, parsed: Any, context: ToolContext) -> str | None:
     """``validate_input``, then plan the call once (``context.prepared``); a problem's text, or None."""
-    problem = await tool.validate_input(parsed, context)
-    if problem:
-        return problem
     try:
+        problem = await tool.validate_input(parsed, context)
+        if problem:
+            return problem
         context.prepared = await tool.prepare(parsed, context)
         return context.prepared.problem
     except ToolError as exc:

@@ -64,7 +64,12 @@ def resolve_path(raw: object, cwd: Path | str, field: str = "file_path") -> Reso
     text = check_path_text(raw, field)
     expanded = os.path.expanduser(text)
     joined = os.path.join(os.fspath(cwd), expanded)
-    return ResolvedPath(raw=text, lexical=Path(os.path.normpath(joined)), real=Path(os.path.realpath(joined)))
+    try:
+        real = os.path.realpath(joined)
+    except OSError as exc:  # a component was swapped while it was being resolved (a symlink removed)
+        raise ToolError(f"{field} {text!r} changed while it was being resolved ({exc.strerror}); "
+                        "try again once it stays put.") from None
+    return ResolvedPath(raw=text, lexical=Path(os.path.normpath(joined)), real=Path(real))
 
 
 def is_within(path: Path | str, root: Path | str) -> bool:

@@ -97,6 +97,11 @@ class Boom(Tool):
     def is_read_only(self, input: Any) -> bool:
         return True
 
+    async def validate_input(self, input: EchoInput, context) -> str | None:
+        if input.text == "in validation":  # a bug (or a file swapped under it) while checking input
+            raise FileNotFoundError(2, "No such file or directory", "sub")
+        return None
+
     async def call(self, input: EchoInput, context) -> ToolOutput:
         if input.text == "expected":
             raise ToolError("the thing you asked for does not exist")

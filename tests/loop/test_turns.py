@@ -63,6 +63,7 @@ async def test_every_failure_is_an_error_result_with_the_same_id(tools):
         tool_use("Echo", {"txt": "typo"}),
         tool_use("Boom", {"text": "expected"}),
         tool_use("Boom", {"text": "surprise"}),
+        tool_use("Boom", {"text": "in validation"}),
         tool_use("Hang", {"seconds": 5}),
         tool_use("Quiet", {"text": ""}),
     ]
@@ -72,7 +73,7 @@ async def test_every_failure_is_an_error_result_with_the_same_id(tools):
         results = last_results(body(api, 1))
     assert terminal.reason == TerminalReason.COMPLETED
     assert set(results) == {c["id"] for c in calls}
-    unknown, typo, expected, surprise, hang, quiet = (results[c["id"]] for c in calls)
+    unknown, typo, expected, surprise, in_validation, hang, quiet = (results[c["id"]] for c in calls)
     assert unknown["is_error"] and "No such tool available: NoSuchTool" in unknown["content"]
     assert typo["is_error"]
     assert "required parameter `text` is missing" in typo["content"]
@@ -80,6 +81,7 @@ async def test_every_failure_is_an_error_result_with_the_same_id(tools):
     assert expected["is_error"] and expected["content"] == "the thing you asked for does not exist"
     assert surprise["is_error"] and "RuntimeError: kaboom" in surprise["content"]
     assert len(surprise["content"]) < 11_000 and "characters cut" in surprise["content"]
+    assert in_validation["is_error"] and "FileNotFoundError" in in_validation["content"]
     assert hang["is_error"] and "timed out after 0.2 s" in hang["content"]
     assert quiet["content"] == "(Quiet completed with no output)" and not quiet.get("is_error")
 
