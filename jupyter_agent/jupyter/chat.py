@@ -45,7 +45,8 @@ def _history_html(messages: list[dict[str, Any]]) -> str:
     for message in messages:
         content = message.get("content")
         texts = [content] if isinstance(content, str) else [
-            b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+            b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"
+            and not b.get("text", "").startswith("<system-reminder>")]  # context for the model, not said
         tools = [] if isinstance(content, str) else [
             b.get("name", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use"]
         text = " ".join(t for t in texts if t).strip()

@@ -207,7 +207,7 @@ class AgentSession:
             view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
             broker = ApprovalBroker(view, run_model, policy=conv.permissions)
         try:
-            run = conv.send(prompt, can_use_tool=broker.can_use_tool if broker else None,
+            run = conv.send(self.with_kernel_context(prompt), can_use_tool=broker.can_use_tool if broker else None,
                             max_turns=max_turns, model=model, permission_mode=permission_mode)
         except BaseException as exc:
             if view is not None:
@@ -232,6 +232,21 @@ class AgentSession:
         for listener in list(self.listeners):
             listener(handle)
         return handle
+
+    def with_kernel_context(self, prompt: str) -> str | list[dict[str, Any]]:
+        """The run's user message: the prompt, after a note listing the kernel's
+        variables (``kernel_context.py``: computed now, on the kernel thread, without
+        running the user's code). It goes with the prompt, not into the context put in
+        front of every request, so earlier requests' bytes stay the same (prompt cache)."""
+        if not self.config.kernel_variables:
+            return prompt
+        from .kernel_context import variables_reminder
+
+        reminder = variables_reminder(self.shell)
+        if not reminder:
+            return prompt
+        return [{"role": "user", "content": [{"type": "text", "text": reminder},
+                                             {"type": "text", "text": prompt}]}]
 
     def stop(self) -> bool:
         """Stop the running run, if any."""
