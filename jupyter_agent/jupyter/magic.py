@@ -268,6 +268,9 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``."""
     session = get_session(ipython)
     ipython.register_magics(AgentMagics(ipython, session))
+    from .panel_comm import register
+
+    register(ipython, session)  # the JupyterLab side panel's comm target
     cleanup = ipython.input_transformers_cleanup
     if _agent_transformer not in cleanup:
         cleanup.append(_agent_transformer)
@@ -280,6 +283,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     session = get_session(ipython)
     session.stop()
     session.uninstall()
+    from .panel_comm import unregister
+
+    unregister(ipython, session)
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("agent", None)
     ipython.magics_manager.registry.pop("AgentMagics", None)

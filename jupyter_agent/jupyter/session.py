@@ -40,6 +40,9 @@ class AgentSession:
         self._sigint_installed = False
         #: called with each new AgentRun (the chat panel shows runs started in cells)
         self.listeners: list[Any] = []
+        #: called with no argument after a new conversation started (the side panel clears)
+        self.reset_listeners: list[Any] = []
+        self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path"])
 
@@ -72,6 +75,8 @@ class AgentSession:
             raise AgentBusy("A run is still going: stop it (Stop button or `%agent stop`) first.")
         old, self._conversation = self._conversation, None
         self._close_later(old)
+        for listener in list(self.reset_listeners):
+            listener()
 
     def _close_later(self, conversation: Any) -> None:
         if conversation is None:
@@ -172,8 +177,9 @@ class AgentSession:
     # -- starting a run --------------------------------------------------------------------
     def start(self, prompt: str, *, model: str | None = None, permission_mode: str | None = None,
               max_turns: int | None = None, cwd: str | None = None, replay: str | None = None,
-              batch: bool | None = None, show_prompt: bool = False) -> Any:
-        """Start a run of the shared conversation; returns the :class:`AgentRun` at once."""
+              batch: bool | None = None, show_prompt: bool = False, view: bool = True) -> Any:
+        """Start a run of the shared conversation; returns the :class:`AgentRun` at once.
+        ``view=False``: no widget (the side panel draws the run and answers its asks)."""
         from .handle import AgentRun
         from .runmodel import RunModel
 
@@ -199,12 +205,14 @@ class AgentSession:
         if conv.replay:
             for rel in prepare_replay_files(conv.replay, conv.context.cwd):
                 run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
-        view = broker = None
+        want_view, view, broker = view, None, None
         if not batch:
             from .approvals import ApprovalBroker
-            from .runview import RunView
 
-            view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
+            if want_view:
+                from .runview import RunView
+
+                view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
             broker = ApprovalBroker(view, run_model, policy=conv.permissions)
         try:
             run = conv.send(self.with_kernel_context(prompt), can_use_tool=broker.can_use_tool if broker else None,
