@@ -266,10 +266,14 @@ async def run_cell_awaiting(line: str, cell: str) -> None:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``."""
-    session = get_session(ipython)
-    ipython.register_magics(AgentMagics(ipython, session))
+    from .bridge import start_bridge
+    from .live import tracker_for
     from .panel_comm import register
 
+    session = get_session(ipython)
+    ipython.register_magics(AgentMagics(ipython, session))
+    tracker_for(ipython)  # knows when a cell executes (a run through the page must not wait on it)
+    start_bridge(ipython)  # the live-notebook bridge to the JupyterLab page
     register(ipython, session)  # the JupyterLab side panel's comm target
     cleanup = ipython.input_transformers_cleanup
     if _agent_transformer not in cleanup:
@@ -280,11 +284,15 @@ def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext jupyter_agent``: remove the magics (IPython cannot unregister a
     Magics class), the transformer and the interrupt handler, and stop a run still
     going. The conversation stays, so ``%reload_ext`` continues it."""
+    from .bridge import stop_bridge
+    from .live import forget_tracker
+    from .panel_comm import unregister
+
     session = get_session(ipython)
     session.stop()
     session.uninstall()
-    from .panel_comm import unregister
-
+    stop_bridge()
+    forget_tracker(ipython)
     unregister(ipython, session)
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("agent", None)

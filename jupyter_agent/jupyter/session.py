@@ -205,6 +205,9 @@ class AgentSession:
         if conv.replay:
             for rel in prepare_replay_files(conv.replay, conv.context.cwd):
                 run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
+        from .live import bind_notebook  # the live page for this kernel's notebook, or a guard
+
+        bind_notebook(self, conv, run_model.notice, batch=batch)
         want_view, view, broker = view, None, None
         if not batch:
             from .approvals import ApprovalBroker

@@ -23,7 +23,21 @@ type JSONObject = Record<string, any>;
 
 /** The page's answer to one notebook's kernel. */
 class NotebookBridge {
-  constructor(readonly panel: NotebookPanel) {}
+  private comms = new Set<Kernel.IComm>();
+
+  constructor(readonly panel: NotebookPanel) {
+    // Say goodbye so the kernel fails a waiting request at once, not after a timeout.
+    const bye = () => this.bye();
+    panel.disposed.connect(bye);
+    window.addEventListener('beforeunload', bye);
+    panel.disposed.connect(() => window.removeEventListener('beforeunload', bye));
+  }
+
+  bye(): void {
+    const from = this.kernel?.clientId ?? '';
+    this.comms.forEach(comm => this.send(comm, { v: PROTOCOL_VERSION, op: 'bye', from }));
+    this.comms.clear();
+  }
 
   get kernel(): Kernel.IKernelConnection | null {
     return this.panel.sessionContext.session?.kernel ?? null;
@@ -42,7 +56,10 @@ class NotebookBridge {
     comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
       void this.handle(comm, clientId, msg.content.data);
     };
-    comm.onClose = () => undefined;
+    this.comms.add(comm);
+    comm.onClose = () => {
+      this.comms.delete(comm);
+    };
     if (sayHello) {
       this.send(comm, this.helloMessage());
     }
@@ -168,7 +185,7 @@ class NotebookBridge {
 
   private indexOf(id: unknown): number {
     if (typeof id !== 'string') {
-      throw new BridgeError(CODES.badRequest, 'a cell "id" (string) is required');
+      throw new BridgeError(CODES.badRequest, 'a "cell_id" (string) is required');
     }
     const index = (this.shared.cells as any[]).findIndex(cell => cell.id === id);
     if (index < 0) {
@@ -219,7 +236,7 @@ class NotebookBridge {
     }
     const source = req.source;
     const shared = this.shared;
-    const index = this.indexOf(req.id);
+    const index = this.indexOf(req.cell_id);
     const old = shared.cells[index];
     const type = typeof req.cell_type === 'string' ? req.cell_type : old.cell_type;
     if (type !== old.cell_type) {
@@ -244,7 +261,7 @@ class NotebookBridge {
   remove(req: IRequest): JSONObject {
     this.checkVersion(req);
     const shared = this.shared;
-    const index = this.indexOf(req.id);
+    const index = this.indexOf(req.cell_id);
     const json = shared.cells[index].toJSON();
     this.undoable(() => shared.deleteCell(index));
     return { cell: json, index, version: this.version() };
@@ -253,7 +270,7 @@ class NotebookBridge {
   /** Run one cell as Shift+Enter would, in this page's kernel; reply when it is done. */
   async run(req: IRequest): Promise<JSONObject> {
     this.checkVersion(req);
-    const index = this.indexOf(req.id);
+    const index = this.indexOf(req.cell_id);
     const notebook = this.panel.content;
     const widget = notebook.widgets[index];
     const kernel = this.kernel;
