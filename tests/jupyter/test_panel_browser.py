@@ -1,163 +1,113 @@
 """The side panel in real JupyterLab in real Chromium, with the fake Messages API as the
-model: type a prompt, watch the answer stream, approve the tool, see the result; switch
-notebooks and the panel follows the kernel; a kernel without the extension gets a hint.
+model: type a prompt in the panel, watch the answer stream, approve the edit and the run
+there, and see the new cell run in the page, in the user's kernel. Switching notebooks
+switches the kernel; a kernel without the extension gets a one-line hint.
 
 Screenshots (light and dark theme) go to $JUPYTER_AGENT_SCREENSHOTS
-(default /tmp/jupyter-agent-screenshots). Skipped unless JupyterLab, Python playwright
-and /usr/bin/chromium are installed (DESIGN §5: never download a browser).
+(/tmp/jupyter-agent-screenshots).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-import nbformat
 import pytest
 
-from jupyter_agent.testing import FakeMessagesAPI, response, text, thinking, tool_use
+from jupyter_agent.testing import response, text, thinking, tool_use
 
-CHROMIUM = "/usr/bin/chromium"
-HAVE_BROWSER = bool(Path(CHROMIUM).exists() and importlib.util.find_spec("jupyterlab")
-                    and importlib.util.find_spec("playwright"))
-if not HAVE_BROWSER and os.environ.get("JUPYTER_AGENT_REQUIRE_BROWSER"):
-    raise RuntimeError("JUPYTER_AGENT_REQUIRE_BROWSER is set but jupyterlab, playwright or "
-                       "/usr/bin/chromium is missing: `./dev test` installs them")
-pytestmark = pytest.mark.skipif(not HAVE_BROWSER,
-                                reason="needs jupyterlab, playwright and the Debian chromium package")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SHOTS = Path(os.environ.get("JUPYTER_AGENT_SCREENSHOTS", "/tmp/jupyter-agent-screenshots"))
+from .lab import HAVE_BROWSER, Lab, cell, cell_sources, require_browser, run_and_wait, screenshot, write_notebook
+
+require_browser()
+pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
+
 PANEL = "#jupyter-agent-panel"
 HINT = "Run %load_ext jupyter_agent in this notebook"
 
 
-def notebook(path: Path, sources: list[str]) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
+@pytest.fixture(scope="module")
+def lab(api, tmp_path_factory):
+    server = Lab(tmp_path_factory.mktemp("lab"), api.env())
+    yield server
+    server.close()
 
 
-def start_lab(tmp: Path, root: Path, env_extra: dict[str, str]) -> tuple[subprocess.Popen, int]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "JUPYTER_AGENT_", "JPY_"))}
-    env.update(env_extra)
-    for name in ("cfg/labconfig", "settings", "workspaces", "runtime", "ipython"):
-        (tmp / name).mkdir(parents=True, exist_ok=True)
-    (tmp / "cfg/labconfig/page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
-    env.update(JUPYTER_CONFIG_DIR=str(tmp / "cfg"), JUPYTERLAB_SETTINGS_DIR=str(tmp / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-               IPYTHONDIR=str(tmp / "ipython"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = open(tmp / "lab.log", "wb")
-    lab = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--port={port}",
-                            "--IdentityProvider.token=", f"--ServerApp.root_dir={root}",
-                            "--LabApp.expose_app_in_browser=True"],
-                           env=env, stdout=log, stderr=subprocess.STDOUT)
-    return lab, port
+def menu(page, *labels: str) -> None:
+    """Click through the menu bar, as a person would (Settings > Theme > ...)."""
+    page.locator(".lm-MenuBar-itemLabel").get_by_text(labels[0], exact=True).click()
+    for label in labels[1:-1]:
+        page.locator(".lm-Menu-itemLabel").get_by_text(label, exact=True).hover()
+    page.locator(".lm-Menu-itemLabel").get_by_text(labels[-1], exact=True).click()
 
 
-def run_cell(page, index: int) -> None:
-    page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
-    page.wait_for_selector(f".jp-Notebook .jp-Cell >> nth={index} >> .jp-InputPrompt >> text=/\\[\\d+\\]/",
-                           timeout=30000)
+def test_side_panel_round_trip(lab, script, api):
+    nb = lab.root / "agent.ipynb"
+    write_notebook(nb, ["x = 41", "%load_ext jupyter_agent"], ids=["setx", "load"])
+    write_notebook(lab.root / "plain.ipynb", ["1 + 1"])
+    script(
+        response(thinking("The user wants x + 1 printed."), text("I'll **add** a cell that prints `x + 1`."),
+                 tool_use("Read", {"file_path": str(nb)}), delay_s=0.01),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "load", "new_source": "print(x + 1)",
+                                           "cell_type": "code", "edit_mode": "insert"})),
+        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "cell-2"})),
+        response(text("Done: the new cell printed *42*."), delay_s=0.01),
+    )
+    page = lab.open("agent.ipynb")
+    try:
+        page.click(f"li[data-id='{PANEL[1:]}']")  # the sidebar tab opens the panel
+        panel = page.locator(PANEL)
+        panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)  # not loaded yet
+        run_and_wait(page, 0)
+        run_and_wait(page, 1)
+        panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)  # connected once the cell ran
+        assert panel.locator(".jp-AgentPanel-mode").input_value() == "default"
 
+        panel.locator(".jp-AgentPanel-input").fill("Add a cell that prints x+1 and run it")
+        panel.locator(".jp-AgentPanel-input").press("Enter")
+        approval = panel.locator(".jp-AgentPanel-approval")
+        approval.wait_for(timeout=30000)
+        assert "print(x + 1)" in approval.inner_text() and len(cell_sources(page)) == 3  # nothing before Allow
+        # (3: Shift+Enter on the last cell added an empty one)
+        assert "Add a cell that prints x+1" in panel.locator(".jp-AgentPanel-prompt").inner_text()
+        assert panel.locator(".jp-AgentPanel-text strong", has_text="add").count() == 1  # Markdown rendered
+        assert panel.locator(".jp-AgentPanel-thinking details").count() == 1  # folded
+        assert panel.locator(".jp-AgentPanel-state-done[data-tool='Read']").count() == 1
+        assert panel.locator(".jp-AgentPanel-state-approval[data-tool='NotebookEdit']").count() == 1
+        screenshot(page, "panel_approval_light")
+        approval.get_by_role("button", name="Allow", exact=True).click()
+        page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 4")
+        assert cell_sources(page)[2] == "print(x + 1)"  # the edit is in the page, live
+        approval = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
+        approval.wait_for(timeout=30000)
+        approval.get_by_role("button", name="Allow", exact=True).click()
+        cell(page, 2).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=30000)  # the user's kernel
+        panel.locator(".jp-AgentPanel-runFooter", has_text="Ended:").wait_for(timeout=30000)
+        footer = panel.locator(".jp-AgentPanel-runFooter").inner_text()
+        assert "completed" in footer and "4 turns" in footer and "out" in footer and "$" in footer
+        assert panel.locator(".jp-AgentPanel-state-done").count() == 3
+        assert panel.locator(".jp-AgentPanel-decision", has_text="Allowed by you.").count() == 2
+        assert panel.locator(".jp-AgentPanel-text em", has_text="42").count() == 1
+        assert "$" in panel.locator(".jp-AgentPanel-usage").inner_text()
+        assert panel.locator(".jp-AgentPanel-approval").count() == 0
+        assert "42" in str(api.requests[-1]["messages"][-1]["content"])  # the run's output reached the model
+        screenshot(page, "panel_done_light")
 
-def shot(page, name: str) -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path))
-    return path
+        menu(page, "Settings", "Theme", "JupyterLab Dark")
+        page.wait_for_selector("body[data-jp-theme-light='false']", state="attached", timeout=30000)
+        page.wait_for_timeout(500)
+        screenshot(page, "panel_done_dark")
 
-
-def open_notebook(page, name: str) -> None:
-    page.evaluate("name => window.jupyterapp.commands.execute('docmanager:open', {path: name})", name)
-    page.wait_for_selector(f".jp-mod-current .jp-Notebook, .lm-DockPanel-tabBar .lm-mod-current >> text={name}",
-                           timeout=30000)
-
-
-def test_side_panel_round_trip(tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    root = tmp_path / "root"
-    root.mkdir()
-    target = root / "panel.txt"
-    notebook(root / "agent.ipynb", ["%load_ext jupyter_agent", "x = 41"])
-    notebook(root / "plain.ipynb", ["1 + 1"])
-    with FakeMessagesAPI([
-        response(thinking("The user wants a file."), text("I'll **write** `panel.txt` for you."),
-                 tool_use("Write", {"file_path": str(target), "content": "from the panel"}), delay_s=0.01),
-        response(text("Done: `panel.txt` says *from the panel*."), delay_s=0.01),
-    ]) as api:
-        lab, port = start_lab(tmp_path, root, api.env())
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-                page = browser.new_page(viewport={"width": 1400, "height": 900})
-                for _ in range(150):  # the server takes a few seconds to listen
-                    try:
-                        page.goto(f"http://127.0.0.1:{port}/lab/tree/agent.ipynb")
-                        break
-                    except Exception:
-                        time.sleep(0.2)
-                page.wait_for_selector("text=| Idle", timeout=60000)
-                page.click(f"li[data-id='{PANEL[1:]}']")  # the sidebar tab opens the panel
-                panel = page.locator(PANEL)
-                panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)  # not loaded yet
-                run_cell(page, 0)
-                run_cell(page, 1)
-                # after the cell ran, the panel connects by itself
-                panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)
-                assert panel.locator(".jp-AgentPanel-mode").input_value() == "default"
-                panel.locator(".jp-AgentPanel-input").fill("Write 'from the panel' to panel.txt")
-                panel.locator(".jp-AgentPanel-input").press("Enter")
-                approval = panel.locator(".jp-AgentPanel-approval")
-                approval.wait_for(timeout=30000)
-                assert "panel.txt" in approval.inner_text() and not target.exists()
-                assert panel.locator(".jp-AgentPanel-text strong", has_text="write").count() == 1  # Markdown
-                assert panel.locator(".jp-AgentPanel-thinking details, .jp-AgentPanel-thinking i").count() == 1
-                assert panel.locator(".jp-AgentPanel-state-approval").count() == 1
-                assert "Write 'from the panel' to panel.txt" in panel.locator(".jp-AgentPanel-prompt").inner_text()
-                shot(page, "panel-approval-light")
-                approval.get_by_role("button", name="Allow", exact=True).click()
-                panel.locator(".jp-AgentPanel-runFooter", has_text="Ended:").wait_for(timeout=30000)
-                assert target.read_text() == "from the panel"
-                footer = panel.locator(".jp-AgentPanel-runFooter").inner_text()
-                assert "completed" in footer and "out" in footer  # tokens and cost
-                assert panel.locator(".jp-AgentPanel-state-done").count() == 1
-                assert "Allowed by you." in panel.locator(".jp-AgentPanel-tool").inner_text()
-                assert panel.locator(".jp-AgentPanel-text em", has_text="from the panel").count() == 1
-                assert "$" in panel.locator(".jp-AgentPanel-usage").inner_text()
-                assert panel.locator(".jp-AgentPanel-approval").count() == 0
-                shot(page, "panel-done-light")
-                page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', "
-                              "{theme: 'JupyterLab Dark'})")
-                page.wait_for_selector("body[data-jp-theme-light='false']", state="attached", timeout=30000)
-                time.sleep(0.5)
-                shot(page, "panel-done-dark")
-                # another notebook, whose kernel has not loaded the extension: a one-line hint
-                open_notebook(page, "plain.ipynb")
-                panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)
-                assert "plain.ipynb" in panel.locator(".jp-AgentPanel-title").inner_text()
-                assert panel.locator(".jp-AgentPanel-run").count() == 0
-                shot(page, "panel-hint-dark")
-                # back to the first notebook: its kernel's conversation is there again
-                open_notebook(page, "agent.ipynb")
-                panel.locator(".jp-AgentPanel-run").first.wait_for(timeout=30000)
-                assert "Done: panel.txt says" in panel.inner_text()
-                panel.get_by_role("button", name="New conversation").click()
-                panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)
-                assert panel.locator(".jp-AgentPanel-run").count() == 0
-                browser.close()
-        finally:
-            lab.terminate()
-            lab.wait(10)
+        # another notebook, whose kernel has not loaded the extension: the panel follows, with a hint
+        page.locator(".jp-DirListing-itemText", has_text="plain.ipynb").dblclick()
+        panel.locator(".jp-AgentPanel-title", has_text="plain.ipynb").wait_for(timeout=30000)
+        panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)
+        assert panel.locator(".jp-AgentPanel-run").count() == 0
+        screenshot(page, "panel_hint_dark")
+        # back to the first notebook: its kernel's conversation is there again
+        page.locator(".lm-DockPanel-tabBar .lm-TabBar-tabLabel", has_text="agent.ipynb").click()
+        panel.locator(".jp-AgentPanel-run").first.wait_for(timeout=30000)
+        assert "Done: the new cell printed 42." in panel.inner_text()
+        panel.get_by_role("button", name="New conversation").click()
+        panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)
+        assert panel.locator(".jp-AgentPanel-run").count() == 0
+    finally:
+        screenshot(page, "panel_end")
+        page.context.close()
+        lab.shutdown_kernels()
