@@ -13,7 +13,8 @@ import pytest
 
 from jupyter_agent.testing import response, text, thinking, tool_use
 
-from .lab import HAVE_BROWSER, Lab, cell, cell_sources, require_browser, run_and_wait, screenshot, write_notebook
+from .lab import HAVE_BROWSER, Lab, cell, cell_sources, require_browser, run_and_wait, screenshot, wait_idle, \
+    write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
@@ -107,6 +108,12 @@ def test_side_panel_round_trip(lab, script, api):
         panel.get_by_role("button", name="New conversation").click()
         panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)
         assert panel.locator(".jp-AgentPanel-run").count() == 0
+        # a kernel restart forgets %load_ext: the panel says so instead of hanging
+        menu(page, "Kernel", "Restart Kernel…")
+        page.locator(".jp-Dialog-button.jp-mod-accept", has_text="Restart").click()
+        panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)
+        wait_idle(page)  # the restarted kernel is up, and the panel's retry was refused too
+        panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)
     finally:
         screenshot(page, "panel_end")
         page.context.close()
