@@ -100,6 +100,8 @@ async def test_a_panel_prompt_streams_asks_and_runs_the_tool_in_the_shared_conve
            response(text("Written."), delay_s=0.005))
     header = panel.view()["session"]
     assert header["permission_mode"] == "default" and header["busy"] is False and "default" in header["modes"]
+    other = Panel(kernel).open()  # a second tab on the same kernel sees the same run
+    await kernel.until(lambda: any(d["type"] == "state" for d in other.received()), 10, "the other tab's state")
     panel.send(op="send", prompt="Write hi to from_panel.txt")
     await kernel.until(lambda: panel.view()["approvals"], 10, "the approval in the panel")
     ask = panel.view()["approvals"][0]
@@ -126,6 +128,11 @@ async def test_a_panel_prompt_streams_asks_and_runs_the_tool_in_the_shared_conve
     await kernel.until(lambda: len(panel.headers()) == 2 and panel.headers()[1]["ended"], 10, "the cell's run")
     assert "Write hi to from_panel.txt" in str(api.requests[-1]["messages"][0])
     assert panel.headers()[1]["origin"] == "cell"  # a cell's run shows in the panel too
+    assert [h["reason"] for h in other.headers()] == ["completed", "completed"]
+    # `%agent new` in a cell clears every panel
+    await kernel.execute("%agent new")
+    await kernel.until(lambda: panel.received()[-1]["type"] == "state" and not panel.view()["runs"]
+                       and not other.view()["runs"], 5, "cleared panels")
 
 
 async def test_deny_with_feedback_and_always_allow_from_the_panel(kernel, panel, script, module_tmp, api):
