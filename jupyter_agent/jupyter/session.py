@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import AgentConfig
-from .environment import NO_KEY_MESSAGE, NOTEBOOK_ENV, missing_key, prepare_replay_files, resolve_notebook_path
+from .environment import (NO_KEY_MESSAGE, NOTEBOOK_ENV, REPLAY_ENV, missing_key, prepare_replay_files,
+                          resolve_notebook_path)
 
 
 class AgentBusy(RuntimeError):
@@ -202,8 +203,10 @@ class AgentSession:
         batch = self.is_batch() if batch is None else batch
         run_model = RunModel(prompt=prompt, model=model or conv.model_name,
                              permission_mode=permission_mode or conv.permission_mode)
-        if conv.replay:
-            for rel in prepare_replay_files(conv.replay, conv.context.cwd):
+        # a replay, set here or by $JUPYTER_AGENT_REPLAY (./dev demo offline): its files first
+        replay = conv.replay or (os.environ.get(REPLAY_ENV) if model is None and conv.model_spec is None else None)
+        if replay:
+            for rel in prepare_replay_files(replay, conv.context.cwd):
                 run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
         from .live import bind_notebook  # the live page for this kernel's notebook, or a guard
 

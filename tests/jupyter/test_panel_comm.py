@@ -11,6 +11,7 @@ import pytest_asyncio
 
 from jupyter_agent.jupyter.panel_comm import TARGET
 from jupyter_agent.testing import response, text, thinking, tool_use
+from jupyter_agent.testing.transcript import DEMO_TRANSCRIPT
 
 from .frontend import Frontend, isolated_env
 
@@ -213,3 +214,27 @@ async def test_a_kernel_without_the_extension_closes_the_panel_comm(module_tmp, 
         await bare.until(again.closed, 10, "the comm closed at unload")
     finally:
         await bare.stop()
+
+
+async def test_offline_as_dev_demo_starts_it_the_panel_replays_the_demo(module_tmp):
+    """No API key, JUPYTER_AGENT_REPLAY set (what ./dev demo does offline): a prompt from the
+    panel replays the recorded session on real files, and the panel says it is a replay."""
+    work = module_tmp / "offline"
+    work.mkdir()
+    env = isolated_env(work, JUPYTER_AGENT_REPLAY=str(DEMO_TRANSCRIPT))
+    offline = await Frontend(work, env).start()
+    try:
+        await offline.execute("%load_ext jupyter_agent")
+        panel = Panel(offline).open()
+        await offline.until(lambda: any(d["type"] == "state" for d in panel.received()), 10, "the state")
+        assert panel.view()["session"]["replay"] == DEMO_TRANSCRIPT.name
+        panel.send(op="send", prompt="Show me what you can do")
+        await offline.until(lambda: panel.view()["approvals"], 20, "the replayed edit's approval")
+        assert "value = 1" in (work / "notes.txt").read_text()  # the file the recorded run expects
+        panel.send(op="approve", request=panel.view()["approvals"][0]["id"], choice="allow")
+        await offline.until(lambda: panel.headers() and panel.headers()[0]["ended"], 20, "the end")
+        assert panel.headers()[0]["reason"] == "completed"
+        assert "value = 2" in (work / "notes.txt").read_text()
+        assert "Replay: wrote notes.txt" in str(panel.items("notice"))
+    finally:
+        await offline.stop()
