@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..notebook.document import NotebookError, StaleNotebookError
-
 TARGET = "jupyter_agent.bridge"
 PROTOCOL_VERSION = 1
 #: Operations the page answers (labextension/src/protocol.ts: OPS).
@@ -47,8 +45,11 @@ NOT_ANSWERING = (
     "the open notebook.")
 
 
-class BridgeError(NotebookError):
-    """A request the page refused or could not answer; ``code`` is the protocol's."""
+class BridgeError(Exception):
+    """A request the page refused or could not answer; ``code`` is the protocol's
+    (``stale`` when the document changed since the caller read it). The live backend
+    turns it into the notebook errors the tools report. (Nothing here imports the
+    notebook package: ``%load_ext`` starts the bridge and must stay fast.)"""
 
     def __init__(self, message: str, code: str = "failed") -> None:
         super().__init__(message)
@@ -217,9 +218,6 @@ class KernelBridge:
             return
         if data.get("ok") is True and isinstance(data.get("result"), dict):
             outcome: Any = data["result"]
-        elif data.get("code") == "stale":
-            outcome = StaleNotebookError(
-                f"{data.get('error') or 'The notebook changed since it was read.'} Read it again before editing it.")
         else:
             outcome = BridgeError(str(data.get("error") or "the page refused the request"),
                                   str(data.get("code") or "failed"))
@@ -363,3 +361,52 @@ def stop_bridge() -> None:
     if _bridge is not None:
         _bridge.close()
     _bridge = None
+
+
+class ExecutionTracker:
+    """Knows whether a cell is executing in this kernel (IPython's pre/post_run_cell): a
+    cell run through the page would queue behind it forever (DESIGN §5)."""
+
+    def __init__(self, shell: Any) -> None:
+        self.depth = 0
+        self._lock = threading.Lock()
+        self.shell = shell
+        shell.events.register("pre_run_cell", self._pre)
+        shell.events.register("post_run_cell", self._post)
+
+    def _pre(self, *args: Any) -> None:
+        with self._lock:
+            self.depth += 1
+
+    def _post(self, *args: Any) -> None:
+        with self._lock:
+            self.depth = max(0, self.depth - 1)
+
+    def busy(self) -> bool:
+        return self.depth > 0
+
+    def remove(self) -> None:
+        for name, fn in (("pre_run_cell", self._pre), ("post_run_cell", self._post)):
+            try:
+                self.shell.events.unregister(name, fn)
+            except ValueError:
+                pass
+
+
+_trackers: dict[int, ExecutionTracker] = {}
+
+
+def tracker_for(shell: Any) -> ExecutionTracker | None:
+    """The shell's tracker, registered on first use (``%load_ext``)."""
+    if shell is None or not hasattr(shell, "events"):
+        return None
+    key = id(shell)
+    if key not in _trackers:
+        _trackers[key] = ExecutionTracker(shell)
+    return _trackers[key]
+
+
+def forget_tracker(shell: Any) -> None:
+    tracker = _trackers.pop(id(shell), None)
+    if tracker is not None:
+        tracker.remove()

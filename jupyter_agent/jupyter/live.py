@@ -18,13 +18,13 @@ a cell below" lands below it.
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
-from ..notebook import register_document
-from ..notebook.live_backend import GuardedNotebook, LiveNotebook
-from .bridge import get_bridge, mismatch_message
+from .bridge import get_bridge, mismatch_message, tracker_for
+
+# The notebook package (nbformat, jsonschema) is imported only when a notebook is bound:
+# a run start must stay quick where there is none (a console, a kernel without a page).
 
 #: How long a run start waits for the page's hello (it comes with %load_ext's comm).
 HELLO_WAIT_S = 2.0
@@ -41,53 +41,6 @@ BATCH = (
     "Edits and runs of {path} are refused: this notebook is being executed by a batch runner "
     "(nbclient, papermill or `jupyter execute`), which owns it and writes it when it finishes, so a "
     "change written now would be lost. Let the agent write to another notebook or file instead.")
-
-
-class ExecutionTracker:
-    """Knows whether a cell is executing in this kernel (IPython's pre/post_run_cell)."""
-
-    def __init__(self, shell: Any) -> None:
-        self.depth = 0
-        self._lock = threading.Lock()
-        shell.events.register("pre_run_cell", self._pre)
-        shell.events.register("post_run_cell", self._post)
-        self.shell = shell
-
-    def _pre(self, *args: Any) -> None:
-        with self._lock:
-            self.depth += 1
-
-    def _post(self, *args: Any) -> None:
-        with self._lock:
-            self.depth = max(0, self.depth - 1)
-
-    def busy(self) -> bool:
-        return self.depth > 0
-
-    def remove(self) -> None:
-        for name, fn in (("pre_run_cell", self._pre), ("post_run_cell", self._post)):
-            try:
-                self.shell.events.unregister(name, fn)
-            except ValueError:
-                pass
-
-
-_trackers: dict[int, ExecutionTracker] = {}
-
-
-def tracker_for(shell: Any) -> ExecutionTracker | None:
-    if shell is None or not hasattr(shell, "events"):
-        return None
-    key = id(shell)
-    if key not in _trackers:
-        _trackers[key] = ExecutionTracker(shell)
-    return _trackers[key]
-
-
-def forget_tracker(shell: Any) -> None:
-    tracker = _trackers.pop(id(shell), None)
-    if tracker is not None:
-        tracker.remove()
 
 
 def _kernel_cwd() -> Path:
@@ -116,9 +69,17 @@ def executing_notebook(cell_source: str, directory: Path) -> Path | None:
 
 
 def _unbind(session_dict: dict[str, Any]) -> None:
+    """Forget the documents bound for the previous run (each run decides again)."""
     documents = session_dict.get("notebook_documents", {})
-    for key in [k for k, d in documents.items() if isinstance(d, (LiveNotebook, GuardedNotebook))]:
+    for key in [k for k, d in documents.items() if getattr(d, "bound_by_run", False)]:
         del documents[key]
+
+
+def _register(tool_session: dict[str, Any], document: Any) -> None:
+    from ..notebook import register_document
+
+    document.bound_by_run = True
+    register_document(tool_session, document)
 
 
 def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch: bool) -> str:
@@ -136,7 +97,9 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
         path = Path(own) if own else executing_notebook(code, _kernel_cwd())
         if path is None:
             return "none"
-        register_document(tool_session, GuardedNotebook(path, BATCH.format(path=path)))
+        from ..notebook.live_backend import GuardedNotebook
+
+        _register(tool_session, GuardedNotebook(path, BATCH.format(path=path)))
         return "batch"
     bridge = get_bridge()
     client_id = (parent.get("header") or {}).get("session") or ""
@@ -149,16 +112,20 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
         path = page.notebook_path(_kernel_cwd()) if page is not None else None
         path = path or (Path(own) if own else None)
         if path is not None:
+            from ..notebook.live_backend import LiveNotebook
+
             tracker = tracker_for(agent_session.shell)
-            register_document(tool_session, LiveNotebook(
+            _register(tool_session, LiveNotebook(
                 path, bridge, client_id, is_busy=tracker.busy if tracker else None,
                 absent=NO_PAGE.format(path=path), hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message))
             if conversation.notebook_path is None:
                 conversation.notebook_path = str(path)
             return "live" if page is not None else "waiting"
     if own:
+        from ..notebook.live_backend import GuardedNotebook
+
         reason = NO_PAGE.format(path=own)
-        register_document(tool_session, GuardedNotebook(own, reason))
+        _register(tool_session, GuardedNotebook(own, reason))
         if not getattr(agent_session, "_no_page_said", False):
             agent_session._no_page_said = True
             notices(reason)

@@ -266,8 +266,7 @@ async def run_cell_awaiting(line: str, cell: str) -> None:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``."""
-    from .bridge import start_bridge
-    from .live import tracker_for
+    from .bridge import start_bridge, tracker_for
     from .panel_comm import register
 
     session = get_session(ipython)
@@ -284,8 +283,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext jupyter_agent``: remove the magics (IPython cannot unregister a
     Magics class), the transformer and the interrupt handler, and stop a run still
     going. The conversation stays, so ``%reload_ext`` continues it."""
-    from .bridge import stop_bridge
-    from .live import forget_tracker
+    from .bridge import forget_tracker, stop_bridge
     from .panel_comm import unregister
 
     session = get_session(ipython)

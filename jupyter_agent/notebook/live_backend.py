@@ -30,6 +30,7 @@ from .document import (
     NotebookError,
     NotebookSnapshot,
     RunResult,
+    StaleNotebookError,
     find_cell_index,
     kernel_name_of,
     notebook_language,
@@ -72,7 +73,16 @@ class LiveNotebook(NotebookDocument):
     async def _ask(self, op: str, **arguments: Any) -> dict[str, Any]:
         if not await self.answering():
             raise NotebookError(self.absent or "")
-        return await self.bridge.request(self.client_id, op, **arguments)
+        try:
+            return await self.bridge.request(self.client_id, op, **arguments)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the bridge's refusals, as the tools' notebook errors
+            if getattr(exc, "code", None) == "stale":
+                raise StaleNotebookError() from None
+            if getattr(exc, "code", None) is not None:
+                raise NotebookError(str(exc)) from None
+            raise
 
     async def snapshot(self) -> NotebookSnapshot:
         if not await self.answering():

@@ -22,8 +22,12 @@ import { BridgeError, CODES, IRequest, PROTOCOL_VERSION, TARGET, checkRequest } 
 type JSONObject = Record<string, any>;
 
 /** The page's answer to one notebook's kernel. */
+/** Bridges running a cell for the agent right now. */
+const running = new Set<NotebookBridge>();
+
 class NotebookBridge {
   private comms = new Set<Kernel.IComm>();
+  private runs = 0;
 
   constructor(readonly panel: NotebookPanel) {
     // Say goodbye so the kernel fails a waiting request at once, not after a timeout.
@@ -278,11 +282,20 @@ class NotebookBridge {
       throw new BridgeError(CODES.noKernel, 'the notebook has no kernel in the page');
     }
     const wasEditing = notebook.mode === 'edit';
-    const running = NotebookActions.runCells(notebook, [widget], this.panel.sessionContext);
+    const execution = NotebookActions.runCells(notebook, [widget], this.panel.sessionContext);
     if (wasEditing) {
       notebook.mode = 'edit'; // runCells switches to command mode; keep the user typing
     }
-    const ok = await running;
+    this.runs++;
+    running.add(this);
+    let ok: boolean;
+    try {
+      ok = await execution;
+    } finally {
+      if (--this.runs === 0) {
+        running.delete(this);
+      }
+    }
     const json = widget.model.toJSON() as JSONObject;
     const outputs = (json.outputs as JSONObject[]) ?? [];
     const error = outputs.find(o => o.output_type === 'error');
@@ -301,6 +314,24 @@ class NotebookBridge {
       version: this.version()
     };
   }
+}
+
+/**
+ * The run widget's Stop (class jupyter-agent-stop) cannot reach the kernel while a cell
+ * the agent started through this page is executing there: the click waits behind the
+ * cell. So a click on it also interrupts that cell, as the toolbar's stop button would.
+ */
+function interruptOnStop(event: MouseEvent): void {
+  const target = event.target as HTMLElement | null;
+  const stop = target?.closest?.('.jupyter-agent-stop');
+  if (!stop) {
+    return;
+  }
+  running.forEach(bridge => {
+    if (bridge.panel.node.contains(stop)) {
+      void bridge.kernel?.interrupt();
+    }
+  });
 }
 
 /**
@@ -346,6 +377,7 @@ export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker):
     onKernel();
   };
 
+  document.addEventListener('click', interruptOnStop, true);
   tracker.forEach(connect);
   tracker.widgetAdded.connect((_, panel) => connect(panel));
   void app;

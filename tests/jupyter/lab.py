@@ -128,7 +128,9 @@ class Lab:
         """A new page showing notebook ``name``, its kernel idle."""
         context = context or self.browser.new_context(viewport={"width": 1200, "height": 1000})
         page = context.new_page()
-        page.goto(f"{self.url}/lab/tree/{name}")
+        # A workspace of its own, reset: only this notebook open, whatever ran before.
+        self._pages = getattr(self, "_pages", 0) + 1
+        page.goto(f"{self.url}/lab/workspaces/t{self._pages}/tree/{name}?reset")
         wait_idle(page)
         return page
 

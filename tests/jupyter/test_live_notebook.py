@@ -31,16 +31,23 @@ def lab(api, tmp_path_factory):
 
 
 @pytest.fixture
-def page_of(lab):
-    """Open notebooks in pages; close them and the kernels after the test."""
-    contexts = []
+def page_of(lab, request):
+    """Open notebooks in pages; screenshot them (the test's end state), close them and
+    stop the kernels after the test."""
+    contexts, pages = [], []
 
     def open_page(name, context=None):
         page = lab.open(name, context)
         contexts.append(page.context)
+        pages.append(page)
         return page
 
     yield open_page
+    for i, page in enumerate(pages):
+        try:
+            screenshot(page, f"{request.node.name}-{i}")
+        except Exception:
+            pass
     for ctx in contexts:
         try:
             ctx.close()
@@ -98,3 +105,150 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
     on_disk = saved(lab, "scenario.ipynb")
     assert [c.source for c in on_disk.cells][3] == "print(x + 1)"
     assert any("42" in "".join(o.get("text", "")) for o in on_disk.cells[3].outputs)
+
+
+def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=()):
+    """A notebook: load the extension, an %%agent cell (id "agent"), then ``extra`` cells."""
+    path = lab.root / name
+    flag = f" --permission-mode {mode}" if mode else ""
+    write_notebook(path, ["%load_ext jupyter_agent", f"%%agent{flag}\n{prompt}", *extra],
+                   ids=["load", "agent", *[f"u{i}" for i in range(len(extra))]])
+    return path
+
+
+def _tool_results(api):
+    """Every tool_result block the model was sent, as text."""
+    blocks = []
+    for message in api.requests[-1].body["messages"]:
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            if block.get("type") == "tool_result":
+                blocks.append(json.dumps(block.get("content")))
+    return blocks
+
+
+def test_an_agent_insert_is_one_undo_step(lab, page_of, script):
+    nb = _agent_notebook(lab, "undo.ipynb", "add a cell", extra=["y = 1"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent", "new_source": "z = 2",
+                                           "cell_type": "code", "edit_mode": "insert"})),
+        response(text("Added.")),
+    )
+    page = page_of("undo.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    page.wait_for_selector("text=Ended:", timeout=30000)
+    assert cell_sources(page) == ["%load_ext jupyter_agent", "%%agent --permission-mode bypassPermissions\nadd a cell",
+                                  "z = 2", "y = 1"]
+    page.keyboard.press("Escape")
+    page.keyboard.press("z")  # command mode: undo the last cell operation
+    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 3")
+    assert cell_sources(page)[2] == "y = 1"  # the agent's cell is gone, the user's cells stay
+    page.keyboard.press("Shift+z")  # and redo brings it back
+    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 4")
+    screenshot(page, "live_undo")
+
+
+def test_an_edit_is_refused_when_the_user_typed_in_the_cell_since_the_read(lab, page_of, script, api):
+    nb = _agent_notebook(lab, "stale.ipynb", "change the cell", mode="default", extra=["a = 1"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "u0", "new_source": "a = 100"})),
+        response(text("The notebook changed; I will read it again.")),
+    )
+    page = page_of("stale.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    button(page, "Allow").wait_for(timeout=30000)
+    editor = cell(page, 2).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # mine")
+    click_button(page, "Allow")
+    page.wait_for_selector("text=Ended:", timeout=30000)
+    screenshot(page, "live_stale")
+    assert cell_sources(page)[2] == "a = 1  # mine"  # the user's typing stays
+    assert any("modified since read" in r or "changed" in r for r in _tool_results(api)), _tool_results(api)
+
+
+def test_deny_with_feedback_changes_nothing_and_tells_the_model(lab, page_of, script, api):
+    nb = _agent_notebook(lab, "deny.ipynb", "add a cell", mode="default")
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent", "new_source": "import os",
+                                           "cell_type": "code", "edit_mode": "insert"})),
+        response(text("Understood, no imports.")),
+    )
+    page = page_of("deny.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    button(page, "Deny").wait_for(timeout=30000)
+    page.get_by_placeholder("Feedback for the model (sent with Deny)").fill("no imports please")
+    page.keyboard.press("Tab")
+    click_button(page, "Deny")
+    page.wait_for_selector("text=Ended:", timeout=30000)
+    screenshot(page, "live_deny")
+    assert len(cell_sources(page)) == 2
+    assert any("no imports please" in r for r in _tool_results(api)), _tool_results(api)
+
+
+def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
+    nb = _agent_notebook(lab, "stop.ipynb", "run a long cell", extra=["import time; time.sleep(60); print('slept')"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
+    )
+    page = page_of("stop.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=30000)
+    started = time.monotonic()
+    click_button(page, "Stop")
+    page.wait_for_selector("text=Ended:", timeout=20000)
+    assert time.monotonic() - started < 10
+    screenshot(page, "live_stop")
+    assert "KeyboardInterrupt" in cell(page, 2).inner_text()
+    assert "slept" not in cell(page, 2).inner_text()
+    assert "aborted" in cell(page, 1).inner_text()
+
+
+def test_two_tabs_only_the_page_that_started_the_run_answers(lab, page_of, script):
+    nb = _agent_notebook(lab, "tabs.ipynb", "add a cell")
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent", "new_source": "from_a = 1",
+                                           "cell_type": "code", "edit_mode": "insert"})),
+        response(text("Added.")),
+    )
+    first = page_of("tabs.ipynb")
+    run_and_wait(first, 0)  # the kernel greets this page
+    second = page_of("tabs.ipynb")  # another tab on the same kernel, opened later
+    run_cell(second, 1)  # the run starts from the second tab
+    second.wait_for_selector("text=Ended:", timeout=30000)
+    screenshot(second, "live_two_tabs_b")
+    screenshot(first, "live_two_tabs_a")
+    assert "from_a = 1" in cell_sources(second)
+    assert len(cell_sources(first)) == 2  # the other tab was not touched
+
+
+def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, api):
+    nb = _agent_notebook(lab, "reload.ipynb", "run a cell", extra=["import time; time.sleep(3)"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
+        response(text("The page went away.")),
+    )
+    page = page_of("reload.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=30000)
+    page.reload()
+    started = time.monotonic()
+    deadline = started + 30
+    while api.pending and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert api.pending == 0, "the run did not go on after the page reload"
+    assert time.monotonic() - started < 20
+    errors = [r for r in _tool_results(api) if "stopped answering" in r]
+    assert errors, _tool_results(api)
+    screenshot(page, "live_reload")
