@@ -104,7 +104,10 @@ export class AgentSidePanel extends Widget {
   private kernel: Kernel.IKernelConnection | null = null;
   private comm: Kernel.IComm | null = null;
   private connected = false;
-  private lastTry = 0;
+  /** A cell ran since the last idle: it may have been `%load_ext jupyter_agent`. */
+  private cellRan = false;
+  /** A cell finished while an attempt to connect was on its way: try again if refused. */
+  private retryIfRefused = false;
   private runs = new Map<string, IRunView>();
   private readonly title_: HTMLElement;
   private readonly meta: HTMLElement;
@@ -174,6 +177,7 @@ export class AgentSidePanel extends Widget {
     if (this.notebook) {
       this.notebook.sessionContext.kernelChanged.disconnect(this.onKernelChanged, this);
       this.notebook.sessionContext.statusChanged.disconnect(this.onStatus, this);
+      this.notebook.sessionContext.iopubMessage.disconnect(this.onIOPub, this);
     }
     this.notebook = panel;
     this.disconnect();
@@ -185,6 +189,7 @@ export class AgentSidePanel extends Widget {
     this.title_.textContent = `jupyter-agent · ${panel.context.path.split('/').pop()}`;
     panel.sessionContext.kernelChanged.connect(this.onKernelChanged, this);
     panel.sessionContext.statusChanged.connect(this.onStatus, this);
+    panel.sessionContext.iopubMessage.connect(this.onIOPub, this);
     void panel.sessionContext.ready.then(() => {
       if (this.notebook === panel) {
         this.connect();
@@ -197,13 +202,28 @@ export class AgentSidePanel extends Widget {
     this.connect();
   }
 
-  /** After each execution the kernel may have loaded the extension: try again. */
+  private onIOPub(_: unknown, msg: KernelMessage.IMessage): void {
+    if (msg.header.msg_type === 'execute_input') {
+      this.cellRan = true;
+    }
+  }
+
+  /** After each cell the kernel may have loaded the extension: try again. Only cells
+   * count: the kernel's busy/idle around a refused comm must not start another try. */
   private onStatus(_: unknown, status: string): void {
     if (status === 'restarting' || status === 'dead') {
       this.disconnect();
       this.showDisconnected('The kernel is restarting. ' + HINT);
-    } else if (status === 'idle' && !this.connected && Date.now() - this.lastTry > 500) {
-      this.connect();
+    } else if (status === 'idle' && this.cellRan) {
+      this.cellRan = false;
+      if (this.connected) {
+        return;
+      }
+      if (this.comm) {
+        this.retryIfRefused = true; // an earlier try is on its way; it may predate the cell
+      } else {
+        this.connect();
+      }
     }
   }
 
@@ -211,6 +231,7 @@ export class AgentSidePanel extends Widget {
     const comm = this.comm;
     this.comm = null;
     this.connected = false;
+    this.retryIfRefused = false;
     this.kernel = null;
     if (comm && !comm.isDisposed) {
       try {
@@ -236,7 +257,6 @@ export class AgentSidePanel extends Widget {
       );
       return;
     }
-    this.lastTry = Date.now();
     this.kernel = kernel;
     let comm: Kernel.IComm;
     try {
@@ -257,6 +277,10 @@ export class AgentSidePanel extends Widget {
         this.comm = null;
         this.connected = false;
         this.showDisconnected(HINT);
+        if (this.retryIfRefused) {
+          this.retryIfRefused = false;
+          this.connect();
+        }
       }
     };
     void comm.open({ v: PANEL_PROTOCOL, op: 'hello' }).done.catch(() => undefined);
@@ -307,6 +331,7 @@ export class AgentSidePanel extends Widget {
       for (const run of data.runs ?? []) {
         this.drawRun(run);
       }
+      this.approvals.textContent = ''; // a state starts over (another kernel's asks may share ids)
       this.drawApprovals(data.approvals ?? []);
       if (!(data.runs ?? []).length) {
         this.conversation.appendChild(
@@ -361,6 +386,9 @@ export class AgentSidePanel extends Widget {
 
   private drawRun(run: JSONObject): void {
     const header = run.header;
+    // keep following the end, unless the user scrolled up to read
+    const box = this.conversation;
+    const follow = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
     let view = this.runs.get(header.id);
     if (!view) {
       this.conversation.querySelector('.jp-AgentPanel-empty')?.remove();
@@ -394,7 +422,9 @@ export class AgentSidePanel extends Widget {
       }
     }
     this.drawFooter(view);
-    this.conversation.scrollTop = this.conversation.scrollHeight;
+    if (follow) {
+      this.conversation.scrollTop = this.conversation.scrollHeight;
+    }
   }
 
   private drawFooter(view: IRunView): void {
@@ -537,9 +567,18 @@ export class AgentSidePanel extends Widget {
     }
   }
 
+  /** One card per pending ask; a card already shown stays as it is (with what was typed in it). */
   private drawApprovals(approvals: JSONObject[]): void {
-    this.approvals.textContent = '';
+    const pending = new Set(approvals.map(a => String(a.id)));
+    for (const card of Array.from(this.approvals.children) as HTMLElement[]) {
+      if (!pending.has(card.dataset.request ?? '')) {
+        card.remove();
+      }
+    }
     for (const ask of approvals) {
+      if (this.approvals.querySelector(`[data-request="${String(ask.id)}"]`)) {
+        continue;
+      }
       const card = el('div', 'jp-AgentPanel-approval');
       card.dataset.request = String(ask.id);
       const title = el('div', 'jp-AgentPanel-approvalTitle');

@@ -108,6 +108,19 @@ def test_side_panel_round_trip(lab, script, api):
         panel.get_by_role("button", name="New conversation").click()
         panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)
         assert panel.locator(".jp-AgentPanel-run").count() == 0
+        # Deny with a note: nothing is written, the model reads the note
+        script(response(tool_use("Write", {"file_path": str(lab.root / "no.txt"), "content": "x"})),
+               response(text("Understood: I will not write no.txt.")))
+        panel.locator(".jp-AgentPanel-input").fill("Write x to no.txt")
+        panel.get_by_role("button", name="Send", exact=True).click()
+        approval = panel.locator(".jp-AgentPanel-approval")
+        approval.locator(".jp-AgentPanel-feedback").fill("Not now, thanks.")
+        approval.get_by_role("button", name="Deny", exact=True).click()
+        panel.locator(".jp-AgentPanel-runFooter", has_text="Ended:").wait_for(timeout=30000)
+        assert not (lab.root / "no.txt").exists()
+        assert "Denied by you: Not now, thanks." in panel.locator(".jp-AgentPanel-tool").inner_text()
+        assert "Not now, thanks." in str(api.requests[-1]["messages"][-1]["content"])
+        assert "Add a cell that prints" not in str(api.requests[-1]["messages"])  # a new conversation
         # a kernel restart forgets %load_ext: the panel says so instead of hanging
         menu(page, "Kernel", "Restart Kernel…")
         page.locator(".jp-Dialog-button.jp-mod-accept", has_text="Restart").click()
