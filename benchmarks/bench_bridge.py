@@ -49,7 +49,7 @@ async def _ops(doc, repeat, results, run=True):
     await _timed(results, "read", doc.snapshot, max(5, repeat // 3))
     await _timed(results, "version", doc.version, repeat)
     # the edits time one call each; the version read before it is the tool's own check
-    for name, fn in (("insert", insert), ("replace", replace), ("delete", delete)):
+    for name in ("insert", "replace", "delete"):
         for _ in range(repeat):
             v = await doc.version()
             t = time.perf_counter()
@@ -82,7 +82,15 @@ async def _bench(repeat):
         side.pop("_new", None)
     Path("bench-result.json").write_text(json.dumps(out))
 
-_bench_task = asyncio.get_running_loop().create_task(_bench(REPEAT))
+async def _guarded(repeat):
+    try:
+        await _bench(repeat)
+    except BaseException as exc:
+        import traceback
+        Path("bench-result.json").write_text(json.dumps({"error": traceback.format_exc()}))
+        raise
+
+_bench_task = asyncio.get_running_loop().create_task(_guarded(REPEAT))
 '''
 
 
@@ -103,7 +111,10 @@ def measure(nodelay: bool, cells: int, repeat: int) -> dict:
             time.sleep(0.5)
         if not result.exists():
             raise SystemExit(f"no result; cell 1 shows: {cell(page, 1).inner_text()[-2000:]}")
-        return json.loads(result.read_text())
+        data = json.loads(result.read_text())
+        if "error" in data:
+            raise SystemExit(data["error"])
+        return data
     finally:
         lab.close()
 
