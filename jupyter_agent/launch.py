@@ -44,13 +44,15 @@ def lab_command(argv: list[str] | None = None, environ: dict[str, str] | None = 
     parser.add_argument("--no-browser", action="store_true", help="start JupyterLab without opening a browser")
     parser.add_argument("--terminal", action="store_true",
                         help="run the terminal demo instead (an agent edits and runs a notebook; no browser)")
-    parser.add_argument("--notebooks", default="notebooks", help="folder to open (default: ./notebooks)")
+    parser.add_argument("--notebooks", help="folder to open (default: ./notebooks, made if missing)")
     parser.add_argument("--port", type=int, help="port of the server (default: JupyterLab's)")
     parser.add_argument("--replay", help="offline transcript to replay when no API key is set "
                         "(default: the packaged demo)")
     args, rest = parser.parse_known_args(argv)
     env = dict(os.environ if environ is None else environ)
-    folder = Path(args.notebooks).expanduser().resolve()
+    folder = Path(args.notebooks or "notebooks").expanduser().resolve()
+    if args.notebooks is None:
+        folder.mkdir(exist_ok=True)
     if not folder.is_dir():
         parser.error(f"no folder {folder}: run ./dev demo from the repository, or give --notebooks DIR")
 

@@ -20,6 +20,7 @@ nothing from IPython or comm.
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ from .document import (
     notebook_language,
 )
 from .file_backend import FileNotebook
+
+_POSITION_ID = re.compile(r"^cell-\d+$")
 
 
 class LiveNotebook(NotebookDocument):
@@ -101,7 +104,10 @@ class LiveNotebook(NotebookDocument):
         return str((await self._ask("version")).get("version") or "")
 
     async def _real_id(self, cell_id: str, expected_version: str | None) -> str:
-        """``cell-N`` -> the id of the cell at N, in the snapshot the caller saw."""
+        """``cell-N`` -> the id of the cell at N, in the snapshot the caller saw. Any other id
+        goes as it is: the page finds it, or says it is not there (one request, not two)."""
+        if not _POSITION_ID.match(cell_id):
+            return cell_id
         last = self._last
         if last is None or (expected_version is not None and last.version != expected_version):
             last = await self.snapshot()

@@ -359,7 +359,9 @@ export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker):
       kernel.registerCommTarget(TARGET, (comm: Kernel.IComm) => bridge.attach(comm, true));
       // A kernel that loaded the extension before this page opened has its target
       // registered: say hello from here. Without it, the kernel just closes the comm.
-      void kernel.requestKernelInfo().then(() => {
+      // kernel.info resolves once the connection has the kernel's info (requestKernelInfo
+      // made here, before the connection is up, never resolves).
+      void kernel.info.then(() => {
         if (kernel.isDisposed || panel.isDisposed) {
           return;
         }

@@ -56,6 +56,20 @@ def page_of(lab, request):
     lab.shutdown_kernels()
 
 
+@pytest.fixture
+def script(api):
+    """``script(*responses)``; the test fails if any is left unused, and what is left is
+    cleared so the next test on the shared server starts clean."""
+    def add(*responses):
+        api.add(*responses)
+
+    yield add
+    left = api.pending
+    api._script.clear()
+    assert left == 0, f"{left} scripted responses were not requested"
+    assert not api.rejections, [r.error for r in api.rejections]
+
+
 def saved(lab, name):
     return nbformat.read(lab.root / name, as_version=4)
 
@@ -80,16 +94,16 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
     run_and_wait(page, 0)
     run_and_wait(page, 1)
     run_cell(page, 2)
-    button(page, "Allow").wait_for(timeout=30000)
+    button(page, "Allow").wait_for(timeout=60000)
     assert len(cell_sources(page)) == 4  # nothing inserted before Allow
     click_button(page, "Allow")
     page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 5")
     assert cell_sources(page)[3] == "print(x + 1)"  # right under the %%agent cell
-    button(page, "Allow").wait_for(timeout=30000)
+    button(page, "Allow").wait_for(timeout=60000)
     click_button(page, "Allow")
-    cell(page, 3).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=30000)
+    cell(page, 3).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=60000)
     try:
-        page.wait_for_selector("text=Ended:", timeout=30000)
+        page.wait_for_selector("text=Ended:", timeout=60000)
     finally:
         screenshot(page, "live_scenario")
     assert "42" in cell(page, 3).locator(".jp-OutputArea").inner_text()
@@ -137,7 +151,7 @@ def test_an_agent_insert_is_one_undo_step(lab, page_of, script):
     page = page_of("undo.ipynb")
     run_and_wait(page, 0)
     run_cell(page, 1)
-    page.wait_for_selector("text=Ended:", timeout=30000)
+    page.wait_for_selector("text=Ended:", timeout=60000)
     assert cell_sources(page) == ["%load_ext jupyter_agent", "%%agent --permission-mode bypassPermissions\nadd a cell",
                                   "z = 2", "y = 1"]
     page.keyboard.press("Escape")
@@ -159,13 +173,13 @@ def test_an_edit_is_refused_when_the_user_typed_in_the_cell_since_the_read(lab, 
     page = page_of("stale.ipynb")
     run_and_wait(page, 0)
     run_cell(page, 1)
-    button(page, "Allow").wait_for(timeout=30000)
+    button(page, "Allow").wait_for(timeout=60000)
     editor = cell(page, 2).locator(".cm-content")
     editor.click()
     page.keyboard.press("End")
     page.keyboard.type("  # mine")
     click_button(page, "Allow")
-    page.wait_for_selector("text=Ended:", timeout=30000)
+    page.wait_for_selector("text=Ended:", timeout=60000)
     screenshot(page, "live_stale")
     assert cell_sources(page)[2] == "a = 1  # mine"  # the user's typing stays
     assert any("modified since read" in r or "changed" in r for r in _tool_results(api)), _tool_results(api)
@@ -182,13 +196,13 @@ def test_deny_with_feedback_changes_nothing_and_tells_the_model(lab, page_of, sc
     page = page_of("deny.ipynb")
     run_and_wait(page, 0)
     run_cell(page, 1)
-    button(page, "Deny").wait_for(timeout=30000)
+    button(page, "Deny").wait_for(timeout=60000)
     page.get_by_placeholder("Feedback for the model (sent with Deny)").fill("no imports please")
     page.keyboard.press("Tab")
     click_button(page, "Deny")
-    page.wait_for_selector("text=Ended:", timeout=30000)
+    page.wait_for_selector("text=Ended:", timeout=60000)
     screenshot(page, "live_deny")
-    assert len(cell_sources(page)) == 2
+    assert not any("import os" in source for source in cell_sources(page))
     assert any("no imports please" in r for r in _tool_results(api)), _tool_results(api)
 
 
@@ -201,14 +215,14 @@ def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
     page = page_of("stop.ipynb")
     run_and_wait(page, 0)
     run_cell(page, 1)
-    cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=30000)
+    cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=60000)
     started = time.monotonic()
     click_button(page, "Stop")
     page.wait_for_selector("text=Ended:", timeout=20000)
     assert time.monotonic() - started < 10
     screenshot(page, "live_stop")
-    assert "KeyboardInterrupt" in cell(page, 2).inner_text()
-    assert "slept" not in cell(page, 2).inner_text()
+    output = cell(page, 2).locator(".jp-OutputArea").inner_text()
+    assert "KeyboardInterrupt" in output and "slept" not in output
     assert "aborted" in cell(page, 1).inner_text()
 
 
@@ -224,7 +238,7 @@ def test_two_tabs_only_the_page_that_started_the_run_answers(lab, page_of, scrip
     run_and_wait(first, 0)  # the kernel greets this page
     second = page_of("tabs.ipynb")  # another tab on the same kernel, opened later
     run_cell(second, 1)  # the run starts from the second tab
-    second.wait_for_selector("text=Ended:", timeout=30000)
+    second.wait_for_selector("text=Ended:", timeout=60000)
     screenshot(second, "live_two_tabs_b")
     screenshot(first, "live_two_tabs_a")
     assert "from_a = 1" in cell_sources(second)
@@ -241,7 +255,7 @@ def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, 
     page = page_of("reload.ipynb")
     run_and_wait(page, 0)
     run_cell(page, 1)
-    cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=30000)
+    cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=60000)
     page.reload()
     started = time.monotonic()
     deadline = started + 30
