@@ -402,9 +402,13 @@ def _plain(exc: Exception) -> bool:
 def _env_replay() -> str | None:
     import os
 
-    from .environment import REPLAY_ENV
+    from .environment import REPLAY_ENV, resolve_transcript
 
-    return os.environ.get(REPLAY_ENV) or None
+    replay = os.environ.get(REPLAY_ENV) or None
+    try:
+        return resolve_transcript(replay) if replay else None
+    except FileNotFoundError:
+        return replay
 
 
 def _name(path: str) -> str:

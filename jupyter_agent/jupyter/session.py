@@ -18,7 +18,7 @@ from typing import Any
 
 from .config import AgentConfig
 from .environment import (NO_KEY_MESSAGE, NOTEBOOK_ENV, REPLAY_ENV, missing_key, prepare_replay_files,
-                          resolve_notebook_path)
+                          resolve_notebook_path, resolve_transcript)
 
 
 class AgentBusy(RuntimeError):
@@ -206,6 +206,10 @@ class AgentSession:
         # a replay, set here or by $JUPYTER_AGENT_REPLAY (./dev demo offline): its files first
         replay = conv.replay or (os.environ.get(REPLAY_ENV) if model is None and conv.model_spec is None else None)
         if replay:
+            try:
+                replay = resolve_transcript(replay)  # a packaged name ("demo") or a path
+            except FileNotFoundError:
+                pass  # the model says so when it is made
             for rel in prepare_replay_files(replay, conv.context.cwd):
                 run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
         from .live import bind_notebook  # the live page for this kernel's notebook, or a guard

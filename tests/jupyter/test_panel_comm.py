@@ -221,7 +221,7 @@ async def test_offline_as_dev_demo_starts_it_the_panel_replays_the_demo(module_t
     panel replays the recorded session on real files, and the panel says it is a replay."""
     work = module_tmp / "offline"
     work.mkdir()
-    env = isolated_env(work, JUPYTER_AGENT_REPLAY=str(DEMO_TRANSCRIPT))
+    env = isolated_env(work, JUPYTER_AGENT_REPLAY="demo")  # a packaged transcript's name works too
     offline = await Frontend(work, env).start()
     try:
         await offline.execute("%load_ext jupyter_agent")
