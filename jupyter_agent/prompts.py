@@ -27,7 +27,7 @@ not retry the same call: ask the user what they want instead, or take the feedba
 """
 
 
-def user_context(cwd: Path, notebook_path: str | None = None) -> dict[str, str]:
+def user_context(cwd: Path, notebook_path: str | None = None, agent_cell_id: str | None = None) -> dict[str, str]:
     """What the model should know about where it is (seed: ``prependUserContext``)."""
     context = {
         "workingDirectory": str(cwd),
@@ -38,4 +38,8 @@ def user_context(cwd: Path, notebook_path: str | None = None) -> dict[str, str]:
         context["notebook"] = (
             f"The user is working in the notebook {notebook_path}. 'This notebook' means that file."
         )
+        if agent_cell_id:
+            context["notebook"] += (
+                f' The user\'s request comes from its %%agent cell, id "{agent_cell_id}": "below" or '
+                f'"after this cell" means NotebookEdit with edit_mode=insert and cell_id "{agent_cell_id}".')
     return context

@@ -30,7 +30,7 @@ class ApprovalBroker:
     only the clicked card is allowed.
     """
 
-    def __init__(self, view: RunView, model: RunModel, poll_s: float = 0.1, policy: Any = None) -> None:
+    def __init__(self, view: RunView | None, model: RunModel, poll_s: float = 0.1, policy: Any = None) -> None:
         self.view = view
         self.model = model
         self.policy = policy
@@ -62,12 +62,14 @@ class ApprovalBroker:
         tool = self.model.find_tool_for_approval(request.tool_name, request.input)
         if tool is not None:
             self.model.set_tool_state(tool, "approval")
-        card = ApprovalCard(request.tool_name, request.input, request.message, request.diff,
-                            tuple(request.suggested_rules),
-                            on_decide=lambda _card, choice, feedback: self._clicked(request, choice, feedback),
-                            cwd=self.model.cwd)
+        card = None
+        if self.view is not None:  # without a view (the side panel) the request is answered there
+            card = ApprovalCard(request.tool_name, request.input, request.message, request.diff,
+                                tuple(request.suggested_rules),
+                                on_decide=lambda _card, choice, feedback: self._clicked(request, choice, feedback),
+                                cwd=self.model.cwd)
+            self.view.add_approval(card)
         self.cards[request.id] = (request, card)
-        self.view.add_approval(card)
         self.model.set_status("waiting for approval")
         if self.on_show is not None:
             self.on_show()
@@ -85,14 +87,15 @@ class ApprovalBroker:
             request.deny(feedback)
 
     # -- loop thread: the request is done -------------------------------------------------
-    def _settle(self, request: ApprovalRequest, card: ApprovalCard, tool: ToolItem | None) -> None:
+    def _settle(self, request: ApprovalRequest, card: ApprovalCard | None, tool: ToolItem | None) -> None:
         future = request.future
         result = None if future.cancelled() else future.result()
         text = self._decision_text(request, result)
         stopped = result is None or self._stopped.pop(request.id, None) is not None
-        card.settle(text)
-        self.view.remove_approval(card)
-        card.close()
+        if card is not None and self.view is not None:
+            card.settle(text)
+            self.view.remove_approval(card)
+            card.close()
         self.cards.pop(request.id, None)
         if tool is not None:
             state = "pending" if isinstance(result, PermissionAllow) else "stopped" if stopped else "denied"

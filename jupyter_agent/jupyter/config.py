@@ -62,6 +62,12 @@ class AgentConfig(Configurable):
         help="Seconds between widget updates while text streams (one update per frame, "
         "not one per token).",
     ).tag(config=True)
+    kernel_variables = Bool(
+        True,
+        help="Tell the agent, at the start of each run, the kernel's variables (names, "
+        "types, shapes, data frame columns; values of short scalars), found without "
+        "running any of their code.",
+    ).tag(config=True)
     stop_on_interrupt = Bool(
         True,
         help="A kernel interrupt while the kernel is idle stops the running agent run.",

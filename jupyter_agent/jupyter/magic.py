@@ -196,7 +196,7 @@ def show_approvals(session: AgentSession) -> None:
 
     active = session.active
     broker = getattr(active, "broker", None) if active is not None and not active.done else None
-    cards = list(broker.cards.values()) if broker is not None else []
+    cards = [(r, c) for r, c in broker.cards.values() if c is not None] if broker is not None else []
     if not cards:
         print("No approvals are waiting.")
         return
@@ -351,8 +351,14 @@ async def run_cell_awaiting(line: str, cell: str) -> None:
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``, and start
     loading what the first run needs in the background (the SDK takes seconds)."""
+    from .bridge import start_bridge, tracker_for
+    from .panel_comm import register
+
     session = get_session(ipython)
     ipython.register_magics(AgentMagics(ipython, session))
+    tracker_for(ipython)  # knows when a cell executes (a run through the page must not wait on it)
+    start_bridge(ipython)  # the live-notebook bridge to the JupyterLab page
+    register(ipython, session)  # the JupyterLab side panel's comm target
     cleanup = ipython.input_transformers_cleanup
     if _agent_transformer not in cleanup:
         cleanup.append(_agent_transformer)
@@ -363,9 +369,15 @@ def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext jupyter_agent``: remove the magics (IPython cannot unregister a
     Magics class), the transformer and the interrupt handler, and stop a run still
     going. The conversation stays, so ``%reload_ext`` continues it."""
+    from .bridge import forget_tracker, stop_bridge
+    from .panel_comm import unregister
+
     session = get_session(ipython)
     session.stop()
     session.uninstall()
+    stop_bridge()
+    forget_tracker(ipython)
+    unregister(ipython, session)
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("agent", None)
     ipython.magics_manager.registry.pop("AgentMagics", None)

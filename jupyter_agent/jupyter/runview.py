@@ -68,6 +68,9 @@ class RunView(w.VBox):
                                     tooltip="Abort the run (every open tool call gets a result)",
                                     layout=w.Layout(width="auto", flex="0 0 auto"))
         self.stop_button.on_click(lambda _b: self.loop.call_soon_threadsafe(self._stop_clicked))
+        # The labextension interrupts a cell the agent runs through the page when this is
+        # clicked: the click itself waits in the kernel until that cell ends.
+        self.stop_button.add_class("jupyter-agent-stop")
         self.body = w.VBox([])
         self.approvals = w.VBox([])
         self.footer = w.HTML("")

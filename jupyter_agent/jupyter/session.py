@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import AgentConfig
-from .environment import NO_KEY_MESSAGE, NOTEBOOK_ENV, missing_key, prepare_replay_files, resolve_notebook_path
+from .environment import (NO_KEY_MESSAGE, NOTEBOOK_ENV, REPLAY_ENV, missing_key, prepare_replay_files,
+                          resolve_notebook_path, resolve_transcript)
 
 
 class AgentBusy(RuntimeError):
@@ -44,6 +45,9 @@ class AgentSession:
         self.listeners: list[Any] = []
         #: called when the kernel shuts down or restarts (chat panels leave their transcript)
         self.shutdown_listeners: list[Any] = []
+        #: called with no argument after a new conversation started (the side panel clears)
+        self.reset_listeners: list[Any] = []
+        self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path"])
 
@@ -76,6 +80,8 @@ class AgentSession:
             raise AgentBusy("A run is still going: stop it (Stop button or `%agent stop`) first.")
         old, self._conversation = self._conversation, None
         self._close_later(old)
+        for listener in list(self.reset_listeners):
+            listener()
 
     def _close_later(self, conversation: Any) -> None:
         if conversation is None:
@@ -176,8 +182,9 @@ class AgentSession:
     # -- starting a run --------------------------------------------------------------------
     def start(self, prompt: str, *, model: str | None = None, permission_mode: str | None = None,
               max_turns: int | None = None, cwd: str | None = None, replay: str | None = None,
-              batch: bool | None = None, show_prompt: bool = False) -> Any:
-        """Start a run of the shared conversation; returns the :class:`AgentRun` at once."""
+              batch: bool | None = None, show_prompt: bool = False, view: bool = True) -> Any:
+        """Start a run of the shared conversation; returns the :class:`AgentRun` at once.
+        ``view=False``: no widget (the side panel draws the run and answers its asks)."""
         from .handle import AgentRun
         from .runmodel import RunModel
 
@@ -200,21 +207,32 @@ class AgentSession:
         batch = self.is_batch() if batch is None else batch
         run_model = RunModel(prompt=prompt, model=model or conv.model_name,
                              permission_mode=permission_mode or conv.permission_mode, cwd=conv.context.cwd)
-        if conv.replay:
-            for rel in prepare_replay_files(conv.replay, conv.context.cwd):
+        # a replay, set here or by $JUPYTER_AGENT_REPLAY (./dev demo offline): its files first
+        replay = conv.replay or (os.environ.get(REPLAY_ENV) if model is None and conv.model_spec is None else None)
+        if replay:
+            try:
+                replay = resolve_transcript(replay)  # a packaged name ("demo") or a path
+            except FileNotFoundError:
+                pass  # the model says so when it is made
+            for rel in prepare_replay_files(replay, conv.context.cwd):
                 run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
-        view = broker = None
+        from .live import bind_notebook  # the live page for this kernel's notebook, or a guard
+
+        bind_notebook(self, conv, run_model.notice, batch=batch)
+        want_view, view, broker = view, None, None
         if not batch:
             from .approvals import ApprovalBroker
-            from .runview import RunView
 
-            view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
+            if want_view:
+                from .runview import RunView
+
+                view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
             broker = ApprovalBroker(view, run_model, policy=conv.permissions)
         saved_limit = conv.max_turns
         if max_turns == 0:  # 0 = no limit for this run, whatever the session's default
             conv.max_turns, max_turns = None, None
         try:
-            run = conv.send(prompt, can_use_tool=broker.can_use_tool if broker else None,
+            run = conv.send(self.with_kernel_context(prompt), can_use_tool=broker.can_use_tool if broker else None,
                             max_turns=max_turns, model=model, permission_mode=permission_mode)
         except BaseException as exc:
             if view is not None:
@@ -245,6 +263,21 @@ class AgentSession:
         for listener in list(self.listeners):
             listener(handle)
         return handle
+
+    def with_kernel_context(self, prompt: str) -> str | list[dict[str, Any]]:
+        """The run's user message: the prompt, after a note listing the kernel's
+        variables (``kernel_context.py``: computed now, on the kernel thread, without
+        running the user's code). It goes with the prompt, not into the context put in
+        front of every request, so earlier requests' bytes stay the same (prompt cache)."""
+        if not self.config.kernel_variables:
+            return prompt
+        from .kernel_context import variables_reminder
+
+        reminder = variables_reminder(self.shell)
+        if not reminder:
+            return prompt
+        return [{"role": "user", "content": [{"type": "text", "text": reminder},
+                                             {"type": "text", "text": prompt}]}]
 
     def stop(self) -> bool:
         """Stop the running run, if any."""

@@ -406,7 +406,7 @@ def query(
         tools=list(tools),
         context=context,
         system=system,
-        user_context=user_context(context.cwd, notebook_path),
+        user_context=user_context(context.cwd, notebook_path, context.session.get("agent_cell_id")),
         max_turns=max_turns,
         can_use_tool=can_use_tool,
         hooks=Hooks.coerce(hooks),

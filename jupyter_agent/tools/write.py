@@ -105,6 +105,10 @@ class Write(FileEditTool):
             return error
         path = self.resolve(input, context)
         if is_notebook_path(path.real):
+            if str(path.real) in context.session.get("notebook_documents", {}):
+                # the open notebook (a page, or an editor that would overwrite the file)
+                return ("This notebook is open in the user's editor: writing the whole file would be lost "
+                        "or would lose the user's work. Change it cell by cell with NotebookEdit.")
             try:
                 validate_notebook(json.loads(input.content))
             except (ValueError, NotebookError) as exc:

@@ -1,0 +1,153 @@
+"""Live-notebook bridge latency (issue 10), against the file backend, in one run.
+
+    python benchmarks/bench_bridge.py [--cells 2000] [--repeat 25]
+
+Starts JupyterLab twice (the package's server extension sets TCP_NODELAY on kernel
+websockets; the second server runs with JUPYTER_AGENT_NODELAY=0) and opens a notebook of
+``--cells`` cells in Debian's chromium. A background task in the page's kernel (the kernel
+idle, as during an agent run) times each operation through the bridge: read (the whole
+notebook), version, insert, replace, delete, and a trivial cell's run; then the same
+operations on a copy of the file through the file backend (runs in a kernel it starts).
+
+Targets: median insert or replace <= 20 ms; a trivial cell's run <= 150 ms; read of a
+2,000-cell open notebook <= 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.jupyter.lab import Lab, cell, run_and_wait, run_cell, write_notebook  # noqa: E402
+
+KERNEL_BENCH = r'''
+import asyncio, json, shutil, statistics, time
+from pathlib import Path
+from jupyter_agent.jupyter.bridge import get_bridge
+from jupyter_agent.notebook import FileNotebook, KernelPool
+from jupyter_agent.notebook.live_backend import LiveNotebook
+
+_client = get_ipython().kernel.get_parent()["header"]["session"]
+_path = Path("bench.ipynb").resolve()
+
+async def _timed(results, name, fn, repeat):
+    for _ in range(repeat):
+        t = time.perf_counter()
+        await fn()
+        results.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+
+async def _ops(doc, repeat, results, run=True):
+    snap = await doc.snapshot()
+    scratch = snap.cells[2].id
+    await _timed(results, "read", doc.snapshot, max(5, repeat // 3))
+    await _timed(results, "version", doc.version, repeat)
+    # the edits time one call each; the version read before it is the tool's own check
+    for name in ("insert", "replace", "delete"):
+        for _ in range(repeat):
+            v = await doc.version()
+            t = time.perf_counter()
+            if name == "insert":
+                r = await doc.insert_cell(3, "code", "1 + 1", expected_version=v)
+                results.setdefault("_new", []).append(r.cell.id)
+            elif name == "replace":
+                await doc.replace_cell(scratch, f"1 + {time.time_ns() % 97}", expected_version=v)
+            else:
+                await doc.delete_cell(results["_new"].pop(), expected_version=v)
+            results.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+    if run:
+        await doc.run_cell(scratch, timeout=60)  # warm (the file backend starts its kernel)
+        await _timed(results, "run", lambda: doc.run_cell(scratch, timeout=60), repeat)
+
+async def _bench(repeat):
+    out = {}
+    live = LiveNotebook(_path, get_bridge(), _client)
+    out["live"] = {}
+    await _ops(live, repeat, out["live"])
+    copy = _path.with_name("bench-copy.ipynb")
+    shutil.copyfile(_path, copy)
+    pool = KernelPool(transport="ipc")
+    try:
+        out["file"] = {}
+        await _ops(FileNotebook(copy, kernels=pool), repeat, out["file"])
+    finally:
+        await pool.aclose()
+    for side in out.values():
+        side.pop("_new", None)
+    Path("bench-result.json").write_text(json.dumps(out))
+
+async def _guarded(repeat):
+    try:
+        await _bench(repeat)
+    except BaseException as exc:
+        import traceback
+        Path("bench-result.json").write_text(json.dumps({"error": traceback.format_exc()}))
+        raise
+
+_bench_task = asyncio.get_running_loop().create_task(_guarded(REPEAT))
+'''
+
+
+def measure(nodelay: bool, cells: int, repeat: int) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-bridge-"))
+    env = {} if nodelay else {"JUPYTER_AGENT_NODELAY": "0"}
+    lab = Lab(tmp, env)
+    try:
+        sources = ["%load_ext jupyter_agent", KERNEL_BENCH.replace("REPEAT", str(repeat)), "1 + 1"]
+        sources += [f"# cell {i}\nvalue_{i} = {i} * 2" for i in range(cells - len(sources))]
+        write_notebook(lab.root / "bench.ipynb", sources)
+        page = lab.open("bench.ipynb")
+        run_and_wait(page, 0)
+        run_cell(page, 1)
+        result = lab.root / "bench-result.json"
+        deadline = time.monotonic() + 900
+        while not result.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if not result.exists():
+            raise SystemExit(f"no result; cell 1 shows: {cell(page, 1).inner_text()[-2000:]}")
+        data = json.loads(result.read_text())
+        if "error" in data:
+            raise SystemExit(data["error"])
+        return data
+    finally:
+        lab.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cells", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=25)
+    args = parser.parse_args()
+    rows = {}
+    for nodelay in (True, False):
+        print(f"measuring with TCP_NODELAY {'on' if nodelay else 'off'} ...", flush=True)
+        data = measure(nodelay, args.cells, args.repeat)
+        rows[f"bridge, TCP_NODELAY {'on' if nodelay else 'off'}"] = data["live"]
+        if nodelay:
+            rows["file backend"] = data["file"]
+    ops = ("read", "version", "insert", "replace", "delete", "run")
+    print(f"median (max) ms per operation, {args.cells}-cell notebook, {args.repeat} repeats")
+    print(f"{'':32}" + "".join(f"{op:>16}" for op in ops))
+    for name, data in rows.items():
+        line = f"{name:32}"
+        for op in ops:
+            values = data.get(op) or []
+            line += f"{statistics.median(values):9.1f} ({max(values):4.0f})" if values else f"{'-':>16}"
+        print(line)
+    live = rows["bridge, TCP_NODELAY on"]
+    checks = [("median insert <= 20 ms", statistics.median(live["insert"]) <= 20),
+              ("median replace <= 20 ms", statistics.median(live["replace"]) <= 20),
+              ("median trivial run <= 150 ms", statistics.median(live["run"]) <= 150),
+              (f"median read of {args.cells} cells <= 300 ms", statistics.median(live["read"]) <= 300)]
+    for label, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'}  {label}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,412 @@
+"""The live-notebook bridge, kernel side: a comm to the JupyterLab page (DESIGN §5).
+
+The page side is ``labextension/src/bridge.ts``; the protocol's names are defined once
+here and once in ``labextension/src/protocol.ts``.
+
+* ``%load_ext`` starts a :class:`KernelBridge`: it registers :data:`TARGET` with the
+  kernel's comm manager (pages that open later, or reload, open a comm to it) and
+  opens one comm to the pages already open (they registered the target). Every page
+  answers with a hello: its connection's ``clientId`` (the ``session`` of the execute
+  requests it sends) and the notebook it shows.
+* :meth:`KernelBridge.request` sends ``{v, id, to, op, ...}`` and waits for the reply
+  with that id. ``to`` names one page: the one whose ``clientId`` sent the request that
+  started the run; other tabs ignore it.
+* Replies may arrive on another thread (JupyterLab 4.6 can send comm messages on a
+  subshell), so everything the comm receives goes to the loop through
+  ``loop.call_soon_threadsafe``. A reply that comes after its request gave up (a
+  timeout, a stopped run) is dropped; a malformed or unknown message gets an error
+  reply and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TARGET = "jupyter_agent.bridge"
+PROTOCOL_VERSION = 1
+#: Operations the page answers (labextension/src/protocol.ts: OPS).
+OPS = ("hello", "version", "read", "insert", "replace", "delete", "run")
+#: Messages the page sends without being asked.
+PAGE_EVENTS = ("hello", "bye")
+#: Seconds a request other than "run" may take before the page counts as gone.
+REQUEST_TIMEOUT_S = 5.0
+#: While a cell runs through the page, how often the page is asked whether it is still there.
+PING_INTERVAL_S = 2.0
+
+NOT_ANSWERING = (
+    "The notebook page that started this run stopped answering (it was reloaded or closed, or "
+    "its kernel restarted), so nothing more was applied to it. Run the %%agent cell again from "
+    "the open notebook.")
+
+
+class BridgeError(Exception):
+    """A request the page refused or could not answer; ``code`` is the protocol's
+    (``stale`` when the document changed since the caller read it). The live backend
+    turns it into the notebook errors the tools report. (Nothing here imports the
+    notebook package: ``%load_ext`` starts the bridge and must stay fast.)"""
+
+    def __init__(self, message: str, code: str = "failed") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class PageGone(BridgeError):
+    """The page did not answer in time, said goodbye, or its comm closed."""
+
+    def __init__(self, message: str = NOT_ANSWERING) -> None:
+        super().__init__(message, "gone")
+
+
+@dataclass
+class Page:
+    """One browser page (tab) showing a notebook on this kernel."""
+
+    client_id: str
+    comm: Any
+    path: str = ""
+    server_root: str = ""
+    version: str = ""
+    app: str = ""
+    protocol: Any = PROTOCOL_VERSION
+    seen: float = field(default_factory=time.monotonic)
+    gone: bool = False
+
+    @property
+    def compatible(self) -> bool:
+        return self.protocol == PROTOCOL_VERSION
+
+    def notebook_path(self, kernel_cwd: Path | None = None) -> Path | None:
+        """The notebook's absolute path, from the server root the page reports."""
+        if not self.path:
+            return None
+        if self.server_root:
+            return (Path(self.server_root).expanduser() / self.path).resolve()
+        if kernel_cwd is not None:  # a server started in the notebook's folder or above it
+            for base in (kernel_cwd, *kernel_cwd.parents):
+                candidate = base / self.path
+                if candidate.exists():
+                    return candidate.resolve()
+        return None
+
+
+@dataclass
+class _Pending:
+    future: asyncio.Future
+    loop: asyncio.AbstractEventLoop
+    client_id: str
+
+
+class KernelBridge:
+    """The kernel's end of the bridge: pages by client id, and requests in flight."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, Page] = {}
+        self._pending: dict[str, _Pending] = {}
+        self._late: set[str] = set()  # ids of requests that gave up: drop their replies
+        self._ids = itertools.count(1)
+        self._comms: list[Any] = []  # strong references: a Comm's __del__ closes it
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._hello_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self.protocol_errors: list[str] = []  # what malformed messages the pages sent
+        self.mismatch_said = False
+        self.started = False
+
+    # -- lifetime ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Register the target and greet the pages that are already open."""
+        import comm
+
+        try:
+            self._loop = asyncio.get_event_loop()
+        except RuntimeError:
+            self._loop = None
+        manager = comm.get_comm_manager()
+        manager.register_target(TARGET, self._on_page_open)
+        self.open_broadcast()
+        self.started = True
+
+    def open_broadcast(self) -> None:
+        """Open a comm to every page whose extension registered the target."""
+        import comm
+
+        # Looked up at call time: ipykernel replaces create_comm when it starts.
+        broadcast = comm.create_comm(target_name=TARGET, data={"v": PROTOCOL_VERSION, "op": "open"})
+        broadcast.on_msg(lambda msg, c=broadcast: self._receive(c, msg))
+        broadcast.on_close(lambda msg, c=broadcast: self._closed(c))
+        self._comms.append(broadcast)
+
+    def close(self) -> None:
+        """Close every comm and fail what is waiting (``%unload_ext``)."""
+        import comm
+
+        try:
+            comm.get_comm_manager().unregister_target(TARGET, self._on_page_open)
+        except Exception:
+            pass
+        for c in list(self._comms):
+            try:
+                c.close()
+            except Exception:
+                pass
+        self._comms.clear()
+        for client_id in list(self.pages):
+            self._forget(client_id, "the extension was unloaded")
+        self.started = False
+
+    def _on_page_open(self, c: Any, msg: dict[str, Any]) -> None:
+        """A page opened its own comm (it loaded after %load_ext): its hello is the open data."""
+        self._comms.append(c)
+        c.on_msg(lambda m, c=c: self._receive(c, m))
+        c.on_close(lambda m, c=c: self._closed(c))
+        self._receive(c, msg)
+
+    # -- receiving (any thread) ------------------------------------------------------------
+    def _receive(self, c: Any, msg: dict[str, Any]) -> None:
+        data = (msg.get("content") or {}).get("data")
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._dispatch, c, data)
+        else:
+            self._dispatch(c, data)
+
+    def _dispatch(self, c: Any, data: Any) -> None:
+        if not isinstance(data, dict):
+            return self._refuse(c, None, "bad_request", "a bridge message must be a JSON object")
+        if "re" in data:
+            return self._settle(data)
+        op = data.get("op")
+        if op == "hello" and isinstance(data.get("result"), dict):
+            return self._hello(c, data)
+        if op == "bye":
+            return self._forget(str(data.get("from") or ""), "the page closed the notebook")
+        if op == "open":
+            return None  # our own broadcast open, echoed: nothing to answer
+        self._refuse(c, data.get("id"), "unknown_op", f"the kernel does not answer {op!r} messages")
+
+    def _refuse(self, c: Any, request_id: Any, code: str, error: str) -> None:
+        self.protocol_errors.append(error)
+        try:
+            c.send({"v": PROTOCOL_VERSION, "re": request_id, "ok": False, "code": code, "error": error})
+        except Exception:
+            pass
+
+    def _hello(self, c: Any, data: dict[str, Any]) -> None:
+        client_id = str(data.get("from") or "")
+        info = data["result"]
+        if not client_id:
+            return self._refuse(c, None, "bad_request", "a hello needs the page's client id in 'from'")
+        self.pages[client_id] = Page(
+            client_id=client_id, comm=c, path=str(info.get("path") or ""),
+            server_root=str(info.get("server_root") or ""), version=str(info.get("version") or ""),
+            app=str(info.get("app") or ""), protocol=data.get("v"))
+        for loop, event in list(self._hello_waiters):
+            loop.call_soon_threadsafe(event.set)
+
+    def _settle(self, data: dict[str, Any]) -> None:
+        request_id = str(data.get("re"))
+        with self._lock:
+            pending = self._pending.pop(request_id, None)
+        if pending is None:
+            self._late.discard(request_id)  # late (the request gave up) or not ours: drop it
+            return
+        if data.get("ok") is True and isinstance(data.get("result"), dict):
+            outcome: Any = data["result"]
+        else:
+            outcome = BridgeError(str(data.get("error") or "the page refused the request"),
+                                  str(data.get("code") or "failed"))
+        pending.loop.call_soon_threadsafe(_resolve, pending.future, outcome)
+
+    def _closed(self, c: Any) -> None:
+        for client_id, page in list(self.pages.items()):
+            if page.comm is c:
+                self._forget(client_id, "the page closed its connection")
+        if c in self._comms:
+            self._comms.remove(c)
+
+    def _forget(self, client_id: str, why: str) -> None:
+        page = self.pages.pop(client_id, None)
+        if page is not None:
+            page.gone = True
+        with self._lock:
+            doomed = [rid for rid, p in self._pending.items() if p.client_id == client_id]
+            failed = [self._pending.pop(rid) for rid in doomed]
+        for p in failed:
+            p.loop.call_soon_threadsafe(_resolve, p.future, PageGone(f"{NOT_ANSWERING} ({why})"))
+
+    # -- asking ------------------------------------------------------------------------------
+    async def wait_for_page(self, client_id: str, timeout: float) -> Page | None:
+        """The page with this client id, waiting up to ``timeout`` s for its hello."""
+        deadline = time.monotonic() + timeout
+        loop = asyncio.get_running_loop()
+        event = asyncio.Event()
+        entry = (loop, event)
+        self._hello_waiters.append(entry)
+        try:
+            while client_id not in self.pages:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                event.clear()
+                try:
+                    await asyncio.wait_for(event.wait(), min(remaining, 0.1))
+                except asyncio.TimeoutError:
+                    pass
+            return self.pages[client_id]
+        finally:
+            self._hello_waiters.remove(entry)
+
+    async def request(self, client_id: str, op: str, *, timeout: float | None = REQUEST_TIMEOUT_S,
+                      abort: asyncio.Event | None = None, **arguments: Any) -> dict[str, Any]:
+        """Send one request to one page and return its result (raises on a refusal).
+
+        ``timeout=None`` waits as long as the page keeps answering pings (a cell run).
+        """
+        if {"v", "id", "to", "op"} & arguments.keys():
+            raise ValueError(f"request arguments may not use the envelope's names: {sorted(arguments)}")
+        page = self.pages.get(client_id)
+        if page is None or page.gone:
+            raise PageGone()
+        if not page.compatible:
+            raise BridgeError(mismatch_message(page.protocol), "version")
+        loop = asyncio.get_running_loop()
+        request_id = f"k{next(self._ids)}"
+        future = loop.create_future()
+        with self._lock:
+            self._pending[request_id] = _Pending(future, loop, client_id)
+        try:
+            page.comm.send({"v": PROTOCOL_VERSION, "id": request_id, "to": client_id, "op": op, **arguments})
+        except Exception as exc:
+            self._give_up(request_id)
+            raise PageGone(f"{NOT_ANSWERING} ({exc})") from None
+        try:
+            return await self._await_reply(future, request_id, client_id, op, timeout, abort)
+        finally:
+            self._give_up(request_id)
+
+    async def _await_reply(self, future: asyncio.Future, request_id: str, client_id: str, op: str,
+                           timeout: float | None, abort: asyncio.Event | None) -> dict[str, Any]:
+        started = time.monotonic()
+        next_ping = started + PING_INTERVAL_S
+        while True:
+            # Wake up often: a Stop (the abort flag) is only noticed then (DESIGN §4).
+            done, _ = await asyncio.wait({future}, timeout=0.1)
+            if done:
+                outcome = future.result()
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                return outcome
+            if abort is not None and abort.is_set():
+                raise asyncio.CancelledError()
+            now = time.monotonic()
+            if timeout is not None and now - started > timeout:
+                raise PageGone(f"{NOT_ANSWERING} (no answer to {op!r} within {timeout:.0f} s)")
+            if timeout is None and now >= next_ping:
+                # A long run: make sure the page is still there (a reload orphans the comm).
+                await self.request(client_id, "version", timeout=REQUEST_TIMEOUT_S)
+                next_ping = time.monotonic() + PING_INTERVAL_S
+
+    def _give_up(self, request_id: str) -> None:
+        with self._lock:
+            if self._pending.pop(request_id, None) is not None:
+                self._late.add(request_id)
+
+
+def _resolve(future: asyncio.Future, outcome: Any) -> None:
+    if not future.done():
+        future.set_result(outcome)
+
+
+def mismatch_message(protocol: Any) -> str:
+    return (f"The JupyterLab page speaks bridge protocol {protocol!r}, this kernel's jupyter-agent speaks "
+            f"{PROTOCOL_VERSION}: install the same jupyter-agent version for the server and the kernel, "
+            "then reload the page. Until then the agent edits no open notebook.")
+
+
+# -- one bridge per kernel -------------------------------------------------------------------
+
+_bridge: KernelBridge | None = None
+
+
+def get_bridge() -> KernelBridge | None:
+    """The kernel's bridge, if ``%load_ext`` started one."""
+    return _bridge
+
+
+def start_bridge(shell: Any) -> KernelBridge | None:
+    """Start the bridge when there is a kernel with comms (not in terminal IPython)."""
+    global _bridge
+    if getattr(shell, "kernel", None) is None:
+        return None
+    if _bridge is not None and _bridge.started:
+        _bridge.open_broadcast()  # %reload_ext: greet pages again
+        return _bridge
+    bridge = KernelBridge()
+    try:
+        bridge.start()
+    except Exception:
+        return None
+    _bridge = bridge
+    return bridge
+
+
+def stop_bridge() -> None:
+    global _bridge
+    if _bridge is not None:
+        _bridge.close()
+    _bridge = None
+
+
+class ExecutionTracker:
+    """Knows whether a cell is executing in this kernel (IPython's pre/post_run_cell): a
+    cell run through the page would queue behind it forever (DESIGN §5)."""
+
+    def __init__(self, shell: Any) -> None:
+        self.depth = 0
+        self._lock = threading.Lock()
+        self.shell = shell
+        shell.events.register("pre_run_cell", self._pre)
+        shell.events.register("post_run_cell", self._post)
+
+    def _pre(self, *args: Any) -> None:
+        with self._lock:
+            self.depth += 1
+
+    def _post(self, *args: Any) -> None:
+        with self._lock:
+            self.depth = max(0, self.depth - 1)
+
+    def busy(self) -> bool:
+        return self.depth > 0
+
+    def remove(self) -> None:
+        for name, fn in (("pre_run_cell", self._pre), ("post_run_cell", self._post)):
+            try:
+                self.shell.events.unregister(name, fn)
+            except ValueError:
+                pass
+
+
+_trackers: dict[int, ExecutionTracker] = {}
+
+
+def tracker_for(shell: Any) -> ExecutionTracker | None:
+    """The shell's tracker, registered on first use (``%load_ext``)."""
+    if shell is None or not hasattr(shell, "events"):
+        return None
+    key = id(shell)
+    if key not in _trackers:
+        _trackers[key] = ExecutionTracker(shell)
+    return _trackers[key]
+
+
+def forget_tracker(shell: Any) -> None:
+    tracker = _trackers.pop(id(shell), None)
+    if tracker is not None:
+        tracker.remove()

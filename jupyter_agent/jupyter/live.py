@@ -1,0 +1,133 @@
+"""Which document the tools use for the kernel's own notebook, decided when a run starts.
+
+* A page answers for the session that started the run (the JupyterLab extension is
+  there): the tools get a :class:`LiveNotebook` for the notebook that page shows. Reads,
+  edits and runs go through that page, in this kernel. Other notebooks stay files.
+* No page answers, but the kernel knows its notebook (VS Code, Colab, an old JupyterLab,
+  the extension disabled): editing the file would be overwritten by the editor's next
+  save, so edits and runs of that notebook are refused with what to do (said once per
+  kernel in the run's view, and in every refused tool result). Other files work.
+* Executed headless (nbclient, papermill, ``jupyter execute``): the executor owns the
+  notebook and writes it when it finishes, so the notebook being executed is guarded
+  the same way. It is found by the ``%%agent`` cell's source when no path is known.
+
+The ``%%agent`` cell's id (the execute request's ``cellId``) goes to the model, so "add
+a cell below" lands below it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .bridge import get_bridge, mismatch_message, tracker_for
+
+# The notebook package (nbformat, jsonschema) is imported only when a notebook is bound:
+# a run start must stay quick where there is none (a console, a kernel without a page).
+
+#: How long a run start waits for the page's hello (it comes with %load_ext's comm).
+HELLO_WAIT_S = 2.0
+
+NO_PAGE = (
+    "Edits and runs of {path} are refused: no JupyterLab page with the jupyter-agent extension "
+    "answers for this notebook (an editor such as VS Code or Colab, an older JupyterLab, or the "
+    "extension disabled), and a change written to the file would be overwritten by the editor's next "
+    "save. Open the notebook in JupyterLab 4.6+ or Notebook 7 with jupyter-agent installed (check "
+    "`jupyter labextension list`), reload the page, and run the %%agent cell again; or let the agent "
+    "work on another notebook or file.")
+
+BATCH = (
+    "Edits and runs of {path} are refused: this notebook is being executed by a batch runner "
+    "(nbclient, papermill or `jupyter execute`), which owns it and writes it when it finishes, so a "
+    "change written now would be lost. Let the agent write to another notebook or file instead.")
+
+
+def _kernel_cwd() -> Path:
+    return Path.cwd().resolve()
+
+
+def executing_notebook(cell_source: str, directory: Path) -> Path | None:
+    """The notebook in ``directory`` with a cell whose source is ``cell_source`` (headless runs
+    do not tell the kernel which notebook they execute)."""
+    wanted = cell_source.strip()
+    if not wanted:
+        return None
+    for path in sorted(directory.glob("*.ipynb")):
+        try:
+            if path.stat().st_size > 32 * 1024 * 1024:
+                continue
+            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for cell in cells if isinstance(cells, list) else []:
+            source = cell.get("source") if isinstance(cell, dict) else None
+            text = "".join(source) if isinstance(source, list) else source if isinstance(source, str) else ""
+            if text.strip() == wanted:
+                return path.resolve()
+    return None
+
+
+def _unbind(session_dict: dict[str, Any]) -> None:
+    """Forget the documents bound for the previous run (each run decides again)."""
+    documents = session_dict.get("notebook_documents", {})
+    for key in [k for k, d in documents.items() if getattr(d, "bound_by_run", False)]:
+        del documents[key]
+
+
+def _register(tool_session: dict[str, Any], document: Any) -> None:
+    from ..notebook import register_document
+
+    document.bound_by_run = True
+    register_document(tool_session, document)
+
+
+def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch: bool) -> str:
+    """Register the document the tools use for this kernel's notebook; returns the mode
+    (``live``, ``waiting`` (live once the page's hello comes), ``guarded``, ``batch`` or
+    ``none``). ``notices(text)`` shows a line to the user."""
+    tool_session = conversation.context.session
+    _unbind(tool_session)
+    parent = agent_session.parent_request()
+    cell_id = (parent.get("metadata") or {}).get("cellId")
+    tool_session["agent_cell_id"] = cell_id if isinstance(cell_id, str) and cell_id else None
+    own = agent_session.notebook_path()
+    if batch:
+        code = (parent.get("content") or {}).get("code") or ""
+        path = Path(own) if own else executing_notebook(code, _kernel_cwd())
+        if path is None:
+            return "none"
+        from ..notebook.live_backend import GuardedNotebook
+
+        _register(tool_session, GuardedNotebook(path, BATCH.format(path=path)))
+        return "batch"
+    bridge = get_bridge()
+    client_id = (parent.get("header") or {}).get("session") or ""
+    if bridge is not None and client_id:
+        page = bridge.pages.get(client_id)
+        if page is not None and not page.compatible:
+            if not bridge.mismatch_said:
+                bridge.mismatch_said = True
+                notices(mismatch_message(page.protocol))
+        path = page.notebook_path(_kernel_cwd()) if page is not None else None
+        path = path or (Path(own) if own else None)
+        if path is not None:
+            from ..notebook.live_backend import LiveNotebook
+
+            tracker = tracker_for(agent_session.shell)
+            _register(tool_session, LiveNotebook(
+                path, bridge, client_id, is_busy=tracker.busy if tracker else None,
+                absent=NO_PAGE.format(path=path), hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message))
+            if conversation.notebook_path is None:
+                conversation.notebook_path = str(path)
+            return "live" if page is not None else "waiting"
+    if own:
+        from ..notebook.live_backend import GuardedNotebook
+
+        reason = NO_PAGE.format(path=own)
+        _register(tool_session, GuardedNotebook(own, reason))
+        if not getattr(agent_session, "_no_page_said", False):
+            agent_session._no_page_said = True
+            notices(reason)
+        return "guarded"
+    return "none"

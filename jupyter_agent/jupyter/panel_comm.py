@@ -1,0 +1,444 @@
+"""The kernel side of the JupyterLab side panel (``labextension/src/panel.ts``).
+
+The panel opens a comm to :data:`TARGET`, registered at ``%load_ext`` (a kernel without
+the extension closes the comm, and the panel shows a one-line hint). Over it the panel
+drives this kernel's :class:`~.session.AgentSession`: the same conversation as
+``%%agent`` cells and ``chat()``.
+
+Page -> kernel, ``{"v": 1, "op": ...}``: ``hello`` (send the whole state), ``send``
+(``prompt``), ``stop``, ``new`` (a new conversation), ``mode`` (``mode``), ``approve``
+(``request``, ``choice``: allow | always | deny, ``feedback``).
+
+Kernel -> page, ``{"v": 1, "type": ...}``: ``state`` (everything: the session's header,
+the conversation's runs with all their items, the pending approvals), ``update`` (what
+changed since the last message: the header, changed items and the new order of a run's
+items, the approvals), ``error`` (``text``: a refused request, said in the panel).
+
+The runs are drawn from the same :class:`~.runmodel.RunModel` the widgets use (items as
+plain data, nothing refolded), coalesced to one message per frame by a
+:class:`~.frames.FrameScheduler`, whatever the token rate. Every string passes through
+:func:`redact`. Comm messages may arrive on another thread (a JupyterLab subshell): each
+hops to the kernel's event loop first.
+
+Loading stays cheap: the loop, the run model and ipywidgets load when a panel connects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from typing import Any
+
+from .frames import FrameScheduler
+from .redact import redact
+
+TARGET = "jupyter_agent.panel"
+PROTOCOL_VERSION = 1
+OPS = ("hello", "send", "stop", "new", "mode", "approve")
+#: Longest text of one tool input or result part sent to the panel (cut in the middle).
+MAX_PART = 6000
+#: Settings shown in the panel's header: a change (``%agent --...``, ``%config``) redraws it.
+_SETTINGS = ("model", "permission_mode", "replay", "max_turns")
+
+
+def _cut(text: str, limit: int = MAX_PART) -> str:
+    from .transcript import cut_middle
+
+    return redact(cut_middle(text, limit))
+
+
+def item_json(item: Any, key: str) -> dict[str, Any]:
+    """One item of a run as the panel draws it."""
+    from .runmodel import BlockItem, NoticeItem, PromptItem, TextItem, ThinkingItem, ToolItem
+    from .transcript import STATE_LABELS, result_parts
+
+    if isinstance(item, ToolItem):
+        progress = item.progress[-1] if item.progress and item.state == "running" else None
+        return {"key": key, "kind": "tool", "id": item.id, "name": item.name,
+                "summary": redact(item.summary), "state": item.state,
+                "label": STATE_LABELS.get(item.state, item.state), "decision": redact(item.decision),
+                "duration_s": round(item.duration_s, 2),
+                "input": _cut(json.dumps(item.input, ensure_ascii=False, indent=1, default=str)) if item.input else "",
+                "receiving": len(item.partial_json) if item.state == "input" else 0,
+                "progress": _cut(progress if isinstance(progress, str) else json.dumps(progress, default=str))
+                if progress is not None else "",
+                "result": [[kind, value if kind == "image" else _cut(value)]
+                           for kind, value in result_parts(item.result)]}
+    if isinstance(item, TextItem):
+        return {"key": key, "kind": "text", "text": redact(item.text), "done": item.done}
+    if isinstance(item, ThinkingItem):
+        return {"key": key, "kind": "thinking", "text": redact(item.text), "done": item.done,
+                "redacted": item.redacted}
+    if isinstance(item, NoticeItem):
+        return {"key": key, "kind": "notice", "level": item.level, "text": redact(item.text)}
+    if isinstance(item, PromptItem):
+        return {"key": key, "kind": "prompt", "text": redact(item.text)}
+    if isinstance(item, BlockItem):
+        return {"key": key, "kind": "block", "block_type": item.block_type,
+                "json": _cut(json.dumps(item.block, ensure_ascii=False, indent=1, default=str))}
+    return {"key": key, "kind": "unknown"}
+
+
+def _usage_json(usage: Any) -> dict[str, Any]:
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cache_read_input_tokens": usage.cache_read_input_tokens,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+            "cost_usd": round(usage.cost_usd, 6)}
+
+
+class _Watched:
+    """A run the panels show: its items' keys, and what changed since the last frame."""
+
+    def __init__(self, handle: Any, origin: str) -> None:
+        self.handle = handle
+        self.origin = origin
+        self.keys: dict[int, str] = {}
+        self._next = itertools.count(1)
+        self.dirty: dict[int, Any] = {}
+        self.order_changed = True
+        self.header_changed = True
+
+    def key(self, item: Any) -> str:
+        if id(item) not in self.keys:
+            self.keys[id(item)] = f"{self.handle.display_id}-{next(self._next)}"
+        return self.keys[id(item)]
+
+    def header(self) -> dict[str, Any]:
+        from .runmodel import end_reason_text
+
+        model = self.handle.model
+        waiting = sum(1 for t in model.tools() if t.state == "approval")
+        header = {"id": self.handle.display_id, "origin": self.origin, "model": model.model,
+                  "permission_mode": model.permission_mode, "turns": model.turn_count,
+                  "status": f"waiting for your approval ({waiting})" if waiting and model.ended is None
+                  else model.status, "usage": _usage_json(model.total_usage),
+                  "ended": model.ended is not None, "reason": "", "meaning": "", "error": ""}
+        if model.ended is not None:
+            reason, meaning = end_reason_text(model.terminal)
+            term = model.terminal
+            header.update(reason=reason, meaning=meaning,
+                          error=redact(getattr(term, "error", None) or self.handle.error or ""))
+        return header
+
+    def full(self) -> dict[str, Any]:
+        items = self.handle.model.items
+        return {"header": self.header(), "items": [item_json(i, self.key(i)) for i in items],
+                "order": [self.key(i) for i in items]}
+
+    def changes(self) -> dict[str, Any] | None:
+        if not (self.dirty or self.order_changed or self.header_changed):
+            return None
+        items = self.handle.model.items
+        live = {id(i) for i in items}
+        out: dict[str, Any] = {"header": self.header(),
+                               "items": [item_json(i, self.key(i)) for k, i in self.dirty.items() if k in live]}
+        if self.order_changed:
+            out["order"] = [self.key(i) for i in items]
+        self.dirty.clear()
+        self.order_changed = self.header_changed = False
+        return out
+
+
+class PanelHub:
+    """Every side panel connected to one kernel, and the runs they show."""
+
+    def __init__(self, session: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.session = session
+        self.loop = loop or asyncio.get_event_loop()
+        self.comms: list[Any] = []
+        self.frames = FrameScheduler(session.config.frame_interval, self.loop)
+        self.runs: dict[str, _Watched] = {}
+        self.approvals: dict[int, tuple[Any, Any]] = {}  # request id -> (request, handle)
+        self._approvals_changed = False
+        self._session_changed = False
+        self._sending = False
+        self.messages_sent = 0
+        session.listeners.append(self._run_started)
+        session.reset_listeners.append(self._conversation_reset)
+        session.config.observe(self._settings_changed, names=list(_SETTINGS))
+
+    # -- comms (any thread) -------------------------------------------------------------
+    def open(self, comm: Any, open_msg: dict[str, Any]) -> None:
+        """The comm target's handler: a panel connected."""
+        comm.on_msg(lambda msg: self._soon(self._on_msg, comm, msg))
+        comm.on_close(lambda _msg: self._soon(self._closed, comm))
+        self._soon(self._opened, comm)
+
+    def _soon(self, fn: Any, *args: Any) -> None:
+        try:
+            self.loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the kernel's loop is closed: it is going down
+            pass
+
+    # -- the loop thread ----------------------------------------------------------------
+    def _opened(self, comm: Any) -> None:
+        self.comms.append(comm)
+        self._send(comm, self.state())
+
+    def _closed(self, comm: Any) -> None:
+        if comm in self.comms:
+            self.comms.remove(comm)
+
+    def _send(self, comm: Any, data: dict[str, Any]) -> None:
+        try:
+            comm.send({"v": PROTOCOL_VERSION, **data})
+            self.messages_sent += 1
+        except Exception:  # a comm closed under us: the panel reconnects when it can
+            self._closed(comm)
+
+    def _broadcast(self, data: dict[str, Any]) -> None:
+        for comm in list(self.comms):
+            self._send(comm, data)
+
+    def _error(self, comm: Any, text: str) -> None:
+        self._send(comm, {"type": "error", "text": redact(text)})
+
+    def _on_msg(self, comm: Any, msg: dict[str, Any]) -> None:
+        data = (msg.get("content") or {}).get("data")
+        if not isinstance(data, dict) or data.get("op") not in OPS:
+            op = data.get("op") if isinstance(data, dict) else None
+            self._error(comm, f"The panel sent an unknown request ({op!r}); nothing was done. "
+                              "Reload the page if jupyter-agent was just updated.")
+            return
+        if data.get("v") != PROTOCOL_VERSION:
+            self._error(comm, f"The panel speaks protocol version {data.get('v')!r} and this kernel's "
+                              f"jupyter-agent speaks {PROTOCOL_VERSION}: install the same version in the "
+                              "kernel and the server, then reload the page.")
+            return
+        try:
+            getattr(self, f"_op_{data['op']}")(comm, data)
+        except Exception as exc:  # a refused request is said in the panel, never raised here
+            self._error(comm, f"{type(exc).__name__}: {exc}" if not _plain(exc) else str(exc))
+
+    def _op_hello(self, comm: Any, data: dict[str, Any]) -> None:
+        self._send(comm, self.state())
+
+    def _op_send(self, comm: Any, data: dict[str, Any]) -> None:
+        prompt = data.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            self._error(comm, "Write a message first.")
+            return
+        self._sending = True
+        try:
+            # a panel's click means a person is here: approvals are asked in the panel
+            self.session.start(prompt.strip(), batch=False, view=False)
+        finally:
+            self._sending = False
+
+    def _op_stop(self, comm: Any, data: dict[str, Any]) -> None:
+        self.session.stop()
+
+    def _op_new(self, comm: Any, data: dict[str, Any]) -> None:
+        self.session.new_conversation()  # tells _conversation_reset
+
+    def _conversation_reset(self) -> None:
+        """A new conversation (from a panel, ``%agent new`` or ``chat()``): panels clear."""
+        self.runs.clear()
+        self.approvals.clear()
+        self._broadcast(self.state())
+
+    def _settings_changed(self, _change: Any) -> None:
+        self._mark_session()
+
+    def _op_mode(self, comm: Any, data: dict[str, Any]) -> None:
+        self.session.set_defaults(permission_mode=str(data.get("mode")))
+
+    def _op_approve(self, comm: Any, data: dict[str, Any]) -> None:
+        entry = self.approvals.get(data.get("request"))  # type: ignore[arg-type]
+        if entry is None or entry[0].done:
+            self._error(comm, "That approval was already answered (or its run ended).")
+            return
+        request, choice = entry[0], data.get("choice")
+        feedback = data.get("feedback") if isinstance(data.get("feedback"), str) else ""
+        if choice == "allow":
+            request.allow()
+        elif choice == "always":
+            request.allow_always()
+        elif choice == "deny":
+            request.deny(feedback)
+        else:
+            self._error(comm, f"Unknown answer {choice!r}: use allow, always or deny.")
+
+    # -- what the panels show -------------------------------------------------------------
+    def session_header(self) -> dict[str, Any]:
+        from ..conversation import PERMISSION_MODES
+        from ..loop.usage import Usage
+
+        session = self.session
+        conv = session.conversation
+        usage = Usage()
+        usage.add(conv.usage)
+        active = session.active
+        if active is not None and not active.done:
+            usage.add(active.model.total_usage)
+        replay = conv.replay or (None if conv.model_ready or isinstance(conv.model_spec, str)
+                                 else _env_replay())
+        return {"model": conv.model_name, "permission_mode": conv.permission_mode,
+                "modes": list(PERMISSION_MODES), "replay": redact(_name(replay)) if replay else "",
+                "busy": active is not None and not active.done,
+                "notebook": redact(session.notebook_path() or ""), "usage": _usage_json(usage),
+                "turns": sum(w.handle.model.turn_count for w in self.runs.values())}
+
+    def state(self) -> dict[str, Any]:
+        self._adopt_runs()
+        return {"type": "state", "session": self.session_header(),
+                "runs": [w.full() for w in self.runs.values()],
+                "approvals": self.approvals_json()}
+
+    def approvals_json(self) -> list[dict[str, Any]]:
+        out = []
+        for request, handle in self.approvals.values():
+            if request.done:
+                continue
+            out.append({"id": request.id, "run": handle.display_id, "tool": request.tool_name,
+                        "message": redact(request.message or ""), "diff": _cut(request.diff or ""),
+                        "input": _cut(json.dumps(request.input, ensure_ascii=False, indent=1, default=str)),
+                        "rules": [redact(r) for r in request.suggested_rules] or [request.tool_name]})
+        return out
+
+    def _adopt_runs(self) -> None:
+        """Show every run of the current conversation (those that ran before a panel
+        connected too); forget runs of an earlier conversation."""
+        conv = self.session._conversation
+        current = set(map(id, conv.runs)) if conv is not None else set()
+        for handle in self.session.runs:
+            if id(handle.run) in current and handle.display_id not in self.runs:
+                self._watch(handle, "cell")
+        for key in [k for k, w in self.runs.items() if id(w.handle.run) not in current]:
+            del self.runs[key]
+
+    # -- runs -----------------------------------------------------------------------------
+    def _run_started(self, handle: Any) -> None:
+        """A run of this kernel's conversation started (a panel, a cell or chat())."""
+        if handle.display_id not in self.runs:
+            self._watch(handle, "panel" if self._sending else "cell")
+        self._adopt_runs()
+        self._mark_session()
+
+    def _watch(self, handle: Any, origin: str) -> None:
+        watched = self.runs[handle.display_id] = _Watched(handle, origin)
+        for item in handle.model.items:  # what it had before we listened (the prompt)
+            watched.dirty[id(item)] = item
+        handle.model.listen(lambda kind, item: self._model_changed(watched, kind, item))
+        handle.add_done_callback(lambda _h: self._run_ended(watched))
+        broker = getattr(handle.broker, "requests", None)
+        if broker is not None:
+            broker.listeners.append(lambda request: self._approval_asked(request, handle))
+            for request in list(broker.pending):
+                self._approval_asked(request, handle)
+
+    def _model_changed(self, watched: _Watched, kind: str, item: Any) -> None:
+        if kind in ("add", "remove"):
+            watched.order_changed = True
+        if kind in ("add", "update") and item is not None:
+            watched.dirty[id(item)] = item
+        watched.header_changed = True
+        self._mark()
+
+    def _run_ended(self, watched: _Watched) -> None:
+        watched.header_changed = True
+        self._mark_session()
+        self.frames.flush()  # the end is shown at once
+
+    def _approval_asked(self, request: Any, handle: Any) -> None:
+        self.approvals[request.id] = (request, handle)
+        self._approvals_changed = True
+        request.future.add_done_callback(lambda _f: self._approval_settled(request))
+        self._mark()
+
+    def _approval_settled(self, request: Any) -> None:
+        self.approvals.pop(request.id, None)
+        self._approvals_changed = True
+        self._mark()
+
+    def _mark_session(self) -> None:
+        self._session_changed = True
+        self._mark()
+
+    def _mark(self) -> None:
+        self.frames.mark("panel", self._flush)
+
+    def _flush(self) -> None:
+        """One message per frame with everything that changed."""
+        runs = []
+        for watched in self.runs.values():
+            changes = watched.changes()
+            if changes is not None:
+                runs.append(changes)
+        if not (runs or self._approvals_changed or self._session_changed) or not self.comms:
+            self._approvals_changed = self._session_changed = False
+            return
+        update: dict[str, Any] = {"type": "update", "session": self.session_header(), "runs": runs,
+                                  "run_ids": list(self.runs)}
+        if self._approvals_changed:
+            update["approvals"] = self.approvals_json()
+        self._approvals_changed = self._session_changed = False
+        self._broadcast(update)
+
+    def close(self) -> None:
+        """Stop listening (``%unload_ext``); connected panels are told by the comm's close."""
+        for listeners, fn in ((self.session.listeners, self._run_started),
+                              (self.session.reset_listeners, self._conversation_reset)):
+            if fn in listeners:
+                listeners.remove(fn)
+        self.session.config.unobserve(self._settings_changed, names=list(_SETTINGS))
+        self.frames.close()
+        for comm in list(self.comms):
+            try:
+                comm.close()
+            except Exception:
+                pass
+        self.comms.clear()
+
+
+def _plain(exc: Exception) -> bool:
+    """Errors whose message is written for the user (said as is)."""
+    from .session import AgentBusy, NoApiKey
+
+    return isinstance(exc, (AgentBusy, NoApiKey, ValueError))
+
+
+def _env_replay() -> str | None:
+    import os
+
+    from .environment import REPLAY_ENV, resolve_transcript
+
+    replay = os.environ.get(REPLAY_ENV) or None
+    try:
+        return resolve_transcript(replay) if replay else None
+    except FileNotFoundError:
+        return replay
+
+
+def _name(path: str) -> str:
+    from pathlib import Path
+
+    return Path(path).name
+
+
+def register(shell: Any, session: Any) -> PanelHub | None:
+    """Register :data:`TARGET` on ``shell``'s kernel (``%load_ext``); once per session."""
+    kernel = getattr(shell, "kernel", None)
+    manager = getattr(kernel, "comm_manager", None)
+    if manager is None:
+        return None  # terminal IPython: no frontend can open a panel
+    hub = getattr(session, "panel_hub", None)
+    if hub is None:
+        hub = session.panel_hub = PanelHub(session)
+    manager.register_target(TARGET, hub.open)
+    return hub
+
+
+def unregister(shell: Any, session: Any) -> None:
+    """Undo :func:`register` (``%unload_ext``)."""
+    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
+    if manager is not None:
+        try:
+            manager.unregister_target(TARGET, None)
+        except Exception:
+            pass
+    hub = getattr(session, "panel_hub", None)
+    if hub is not None:
+        hub.close()
+        session.panel_hub = None

@@ -1,0 +1,102 @@
+"""``./dev demo``: JupyterLab on ``notebooks/``, ready to use, online or offline.
+
+It opens the start-here notebook (``notebooks/*start*.ipynb``, else the folder). With
+``ANTHROPIC_API_KEY`` set, the agent talks to Claude. Without a key it runs offline: every
+kernel the server starts gets ``JUPYTER_AGENT_REPLAY`` (the packaged demo transcript, or
+the one given with ``--replay``), so ``%%agent``, ``chat()`` and the side panel replay a
+recorded session through the project's fake Messages API, and the launcher says so.
+``--no-browser`` starts the server without opening a browser; ``--terminal`` runs the
+terminal demo instead (``jupyter_agent.demo``). Other options go to JupyterLab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+from .jupyter.environment import REPLAY_ENV, resolve_transcript
+
+DESCRIPTION = ("Set up, then open JupyterLab on notebooks/ (offline with the replay model when "
+               "ANTHROPIC_API_KEY is unset). Other options go to JupyterLab.")
+OFFLINE = ("No ANTHROPIC_API_KEY: running OFFLINE with the replay model. Every agent run "
+           "replays a recorded session ({transcript}); nothing goes to the network. "
+           "Set ANTHROPIC_API_KEY and run this again to use Claude.")
+ONLINE = "ANTHROPIC_API_KEY is set: the agent talks to Claude ({model})."
+REPLAYING = "JUPYTER_AGENT_REPLAY is set: the agent replays {transcript} (offline)."
+
+
+def start_notebook(folder: Path) -> Path | None:
+    """The notebook to open first: ``start-here.ipynb``, else the first ``*start*.ipynb``."""
+    preferred = folder / "start-here.ipynb"
+    if preferred.is_file():
+        return preferred
+    found = sorted(p for p in folder.glob("*.ipynb") if "start" in p.name.lower())
+    return found[0] if found else None
+
+
+def lab_command(argv: list[str] | None = None, environ: dict[str, str] | None = None,
+                ) -> tuple[list[str], dict[str, str], str]:
+    """What ``./dev demo`` runs: (command, environment, what to tell the user)."""
+    parser = argparse.ArgumentParser(prog="./dev demo", description=DESCRIPTION)
+    parser.add_argument("--no-browser", action="store_true", help="start JupyterLab without opening a browser")
+    parser.add_argument("--terminal", action="store_true",
+                        help="run the terminal demo instead (an agent edits and runs a notebook; no browser)")
+    parser.add_argument("--notebooks", help="folder to open (default: ./notebooks, made if missing)")
+    parser.add_argument("--port", type=int, help="port of the server (default: JupyterLab's)")
+    parser.add_argument("--replay", help="offline transcript to replay when no API key is set "
+                        "(default: the packaged demo)")
+    args, rest = parser.parse_known_args(argv)
+    env = dict(os.environ if environ is None else environ)
+    folder = Path(args.notebooks or "notebooks").expanduser().resolve()
+    if args.notebooks is None:
+        folder.mkdir(exist_ok=True)
+    if not folder.is_dir():
+        parser.error(f"no folder {folder}: run ./dev demo from the repository, or give --notebooks DIR")
+
+    if env.get(REPLAY_ENV):
+        note = REPLAYING.format(transcript=env[REPLAY_ENV])
+    elif env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"):
+        from .model.anthropic_model import DEFAULT_MODEL
+
+        note = ONLINE.format(model=env.get("JUPYTER_AGENT_MODEL") or DEFAULT_MODEL)
+    else:
+        try:
+            transcript = resolve_transcript(args.replay or "demo")
+        except FileNotFoundError as exc:
+            parser.error(str(exc))
+        env[REPLAY_ENV] = transcript
+        note = OFFLINE.format(transcript=Path(transcript).name)
+
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={folder}"]
+    start = start_notebook(folder)
+    if start is not None:
+        cmd.append(f"--LabApp.default_url=/lab/tree/{start.name}")
+    if args.no_browser:
+        cmd.append("--no-browser")
+    if args.port:
+        cmd.append(f"--port={args.port}")
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in rest:
+        cmd.append("--allow-root")  # containers run as root; JupyterLab refuses without it
+    note = f"jupyter-agent: JupyterLab on {folder}\n" + "\n".join(textwrap.wrap(note, 78))
+    return cmd + rest, env, note
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--terminal" in argv:
+        from .demo import main as terminal_demo
+
+        argv.remove("--terminal")
+        return terminal_demo(argv)
+    cmd, env, note = lab_command(argv)
+    banner = "=" * 78
+    print(f"{banner}\n{note}\n{banner}", flush=True)
+    os.execve(sys.executable, cmd, env)  # JupyterLab takes over this process (Ctrl+C stops it)
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,199 @@
+"""The notebook open in a JupyterLab page, reached over the bridge (DESIGN §5).
+
+:class:`LiveNotebook` implements :class:`NotebookDocument` with requests to one page
+(the page whose connection started the run): reads show what the user sees, unsaved
+edits included; edits go into the page's document (shown at once, one undo step each,
+saved as a person's edits are); a run is the page's Shift+Enter, in the user's kernel.
+
+The page checks ``expected_version`` (a hash of the cells' ids, types and sources) right
+before it applies a change, so an edit never races with the user's typing.
+
+:class:`GuardedNotebook` is the policy for the kernel's own notebook when no page
+answers for it (VS Code, Colab, the extension missing) or when a batch executor owns it:
+reads come from the file, every edit or run is refused with what to do instead, so no
+agent edit is written to disk behind an editor that would overwrite it.
+
+The bridge object is duck-typed (``request(client_id, op, ...)``), so this module imports
+nothing from IPython or comm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+from .cells import cell_view
+from .document import (
+    EditResult,
+    NotebookDocument,
+    NotebookError,
+    NotebookSnapshot,
+    RunResult,
+    StaleNotebookError,
+    find_cell_index,
+    kernel_name_of,
+    notebook_language,
+)
+from .file_backend import FileNotebook
+
+_POSITION_ID = re.compile(r"^cell-\d+$")
+
+
+class LiveNotebook(NotebookDocument):
+    """The open notebook of one page, edited and run through that page."""
+
+    live = True
+
+    def __init__(self, path: Path | str, bridge: Any, client_id: str, *, is_busy: Any = None,
+                 absent: str = "", hello_wait: float = 2.0, describe_mismatch: Any = None) -> None:
+        self.path = Path(path)
+        self.bridge = bridge
+        self.client_id = client_id
+        #: () -> True while a cell executes in this kernel: a run through the page would
+        #: queue behind it forever (DESIGN §5, the deadlock)
+        self.is_busy = is_busy or (lambda: False)
+        #: what every edit says when no page answers (the page is waited for once)
+        self.absent_reason = absent
+        self.hello_wait = hello_wait
+        self.describe_mismatch = describe_mismatch or (lambda protocol: f"bridge protocol {protocol!r} differs")
+        self._checked = False
+        self.absent: str | None = None
+        self._last: NotebookSnapshot | None = None
+
+    async def answering(self) -> bool:
+        """Whether the page answers (waited for once: its hello may still be on its way)."""
+        if not self._checked:
+            page = await self.bridge.wait_for_page(self.client_id, self.hello_wait)
+            self._checked = True
+            if page is None:
+                self.absent = self.absent_reason or "No notebook page answers for this notebook."
+            elif not page.compatible:
+                self.absent = self.describe_mismatch(page.protocol)
+        return self.absent is None
+
+    async def _ask(self, op: str, **arguments: Any) -> dict[str, Any]:
+        if not await self.answering():
+            raise NotebookError(self.absent or "")
+        try:
+            return await self.bridge.request(self.client_id, op, **arguments)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the bridge's refusals, as the tools' notebook errors
+            if getattr(exc, "code", None) == "stale":
+                raise StaleNotebookError() from None
+            if getattr(exc, "code", None) is not None:
+                raise NotebookError(str(exc)) from None
+            raise
+
+    async def snapshot(self) -> NotebookSnapshot:
+        if not await self.answering():
+            return await FileNotebook(self.path).snapshot()  # reading the file loses nothing
+        result = await self._ask("read")
+        metadata = result.get("metadata") or {}
+        cells = result.get("cells") or []
+        snapshot = NotebookSnapshot(
+            path=self.path, cells=tuple(cell_view(c, i, True) for i, c in enumerate(cells)),
+            version=str(result.get("version") or ""), language=notebook_language(metadata),
+            kernel_name=kernel_name_of(metadata))
+        self._last = snapshot
+        return snapshot
+
+    async def version(self) -> str:
+        return str((await self._ask("version")).get("version") or "")
+
+    async def _real_id(self, cell_id: str, expected_version: str | None) -> str:
+        """``cell-N`` -> the id of the cell at N, in the snapshot the caller saw. Any other id
+        goes as it is: the page finds it, or says it is not there (one request, not two)."""
+        if not _POSITION_ID.match(cell_id):
+            return cell_id
+        last = self._last
+        if last is None or (expected_version is not None and last.version != expected_version):
+            last = await self.snapshot()
+        return last.cells[find_cell_index(last.cells, cell_id)].id
+
+    def _edit_result(self, result: dict[str, Any]) -> EditResult:
+        self._last = None
+        cell = cell_view(result.get("cell") or {}, int(result.get("index") or 0), True)
+        return EditResult(cell=cell, version=str(result.get("version") or ""))
+
+    async def insert_cell(self, index: int, cell_type: str, source: str, *,
+                          expected_version: str | None = None) -> EditResult:
+        return self._edit_result(await self._ask(
+            "insert", index=index, cell_type=cell_type, source=source, expected_version=expected_version))
+
+    async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
+                           expected_version: str | None = None) -> EditResult:
+        real = await self._real_id(cell_id, expected_version)
+        return self._edit_result(await self._ask(
+            "replace", cell_id=real, source=source, cell_type=cell_type, expected_version=expected_version))
+
+    async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
+        real = await self._real_id(cell_id, expected_version)
+        return self._edit_result(await self._ask("delete", cell_id=real, expected_version=expected_version))
+
+    async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
+                       expected_version: str | None = None) -> RunResult:
+        if self.is_busy():
+            raise NotebookError(
+                "A cell is executing in this kernel right now (a cell that awaits the agent, or "
+                "`%%agent --wait`), and a run through the page would wait behind it forever. Cells of "
+                "the open notebook run only from an agent run started by a plain %%agent cell.")
+        real = await self._real_id(cell_id, expected_version)
+        try:
+            result = await asyncio.wait_for(
+                self._ask("run", cell_id=real, expected_version=expected_version, timeout=None, abort=abort), timeout)
+        except asyncio.TimeoutError:
+            raise NotebookError(
+                f"The cell ran longer than {timeout:.0f} s. It may still be running in the page: interrupt "
+                "the kernel there if it should stop.") from None
+        except asyncio.CancelledError:
+            if abort is not None and abort.is_set():
+                cell = (self._last.find(real) if self._last else cell_view({"id": real}, 0, True))
+                return RunResult(cell=cell, outputs=[], execution_count=None, status="interrupted",
+                                 saved=False, note="Stopped by the user while the cell was running in the page.")
+            raise
+        self._last = None
+        cell = cell_view(result.get("cell") or {}, int(result.get("index") or 0), True)
+        outputs = [o for o in result.get("outputs") or [] if isinstance(o, dict)]
+        count = result.get("execution_count")
+        return RunResult(cell=cell, outputs=outputs, execution_count=count if isinstance(count, int) else None,
+                         status=str(result.get("status") or "ok"), version=str(result.get("version") or ""),
+                         saved=True, note="Ran in the user's kernel, through the open notebook page.")
+
+
+class GuardedNotebook(FileNotebook):
+    """The kernel's own notebook while something else owns it: readable, never changed."""
+
+    live = False
+
+    def __init__(self, path: Path | str, reason: str, kernels: Any = None) -> None:
+        super().__init__(path, kernels=kernels)
+        self.reason = reason
+
+    def _refuse(self) -> None:
+        raise NotebookError(self.reason)
+
+    async def insert_cell(self, index: int, cell_type: str, source: str, *,
+                          expected_version: str | None = None) -> EditResult:
+        self._refuse()
+        raise AssertionError
+
+    async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
+                           expected_version: str | None = None) -> EditResult:
+        self._refuse()
+        raise AssertionError
+
+    async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
+        self._refuse()
+        raise AssertionError
+
+    async def set_outputs(self, *args: Any, **kwargs: Any) -> EditResult:
+        self._refuse()
+        raise AssertionError
+
+    async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
+                       expected_version: str | None = None) -> RunResult:
+        self._refuse()
+        raise AssertionError

@@ -1,0 +1,386 @@
+/**
+ * The live-notebook bridge, page side (DESIGN §5).
+ *
+ * The kernel (jupyter_agent.jupyter.bridge) opens a comm to TARGET on %load_ext; this
+ * page registers that target on every notebook's kernel, and also opens a comm itself
+ * when a notebook's kernel connects (a page loaded after %load_ext, or reloaded). Each
+ * comm is answered with a hello that says who this page is (its connection's clientId,
+ * the session of its execute requests) and which notebook it shows. Requests carry
+ * `to`: the clientId of the page that started the agent's run; other pages ignore them.
+ *
+ * Every edit goes through the notebook's shared model, so it shows at once, is saved
+ * as a person's edit would be, and is exactly one undo step (stopCapturing around it).
+ * Runs use NotebookActions.runCells: the Shift+Enter path.
+ */
+
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { PageConfig } from '@jupyterlab/coreutils';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
+import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { BridgeError, CODES, IRequest, PROTOCOL_VERSION, TARGET, checkRequest } from './protocol';
+
+type JSONObject = Record<string, any>;
+
+/** The page's answer to one notebook's kernel. */
+/** Bridges running a cell for the agent right now. */
+const running = new Set<NotebookBridge>();
+
+class NotebookBridge {
+  private comms = new Set<Kernel.IComm>();
+  private runs = 0;
+
+  constructor(readonly panel: NotebookPanel) {
+    // Say goodbye so the kernel fails a waiting request at once, not after a timeout.
+    const bye = () => this.bye();
+    panel.disposed.connect(bye);
+    window.addEventListener('beforeunload', bye);
+    panel.disposed.connect(() => window.removeEventListener('beforeunload', bye));
+  }
+
+  bye(): void {
+    const from = this.kernel?.clientId ?? '';
+    this.comms.forEach(comm => this.send(comm, { v: PROTOCOL_VERSION, op: 'bye', from }));
+    this.comms.clear();
+  }
+
+  get kernel(): Kernel.IKernelConnection | null {
+    return this.panel.sessionContext.session?.kernel ?? null;
+  }
+
+  /** The unsolicited hello: who this page is and what it shows. */
+  helloMessage(): JSONObject {
+    return { v: PROTOCOL_VERSION, op: 'hello', from: this.kernel?.clientId ?? '', result: this.hello() };
+  }
+
+  /** Serve a comm: answer each request addressed to this page (and say hello first
+   * when the kernel opened it). */
+  attach(comm: Kernel.IComm, sayHello: boolean): void {
+    const clientId = this.kernel?.clientId ?? '';
+    // Never return the promise from onMsg: the page would stop handling kernel messages.
+    comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
+      void this.handle(comm, clientId, msg.content.data);
+    };
+    this.comms.add(comm);
+    comm.onClose = () => {
+      this.comms.delete(comm);
+    };
+    if (sayHello) {
+      this.send(comm, this.helloMessage());
+    }
+  }
+
+  private send(comm: Kernel.IComm, data: JSONObject): void {
+    if (comm.isDisposed) {
+      return;
+    }
+    try {
+      comm.send(data as any);
+    } catch (err) {
+      console.warn('jupyter-agent: could not answer the kernel', err);
+    }
+  }
+
+  private async handle(comm: Kernel.IComm, clientId: string, data: unknown): Promise<void> {
+    const req = data as IRequest;
+    if (req && typeof req === 'object' && 're' in (req as any)) {
+      return; // a reply echoed back to us by another page: nothing to do
+    }
+    const problem = checkRequest(data);
+    const re = req && typeof req === 'object' && typeof req.id === 'string' ? req.id : null;
+    if (problem) {
+      this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: false, ...problem });
+      return;
+    }
+    if (req.to !== undefined && req.to !== clientId) {
+      return; // another tab's run: only the page that started it answers
+    }
+    try {
+      const result = await this.answer(req);
+      this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: true, result });
+    } catch (err) {
+      const code = err instanceof BridgeError ? err.code : CODES.failed;
+      const error = err instanceof Error ? err.message : String(err);
+      this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: false, code, error });
+    }
+  }
+
+  private answer(req: IRequest): Promise<JSONObject> | JSONObject {
+    switch (req.op) {
+      case 'hello':
+        return this.hello();
+      case 'version':
+        return { version: this.version() };
+      case 'read':
+        return this.read();
+      case 'insert':
+        return this.insert(req);
+      case 'replace':
+        return this.replace(req);
+      case 'delete':
+        return this.remove(req);
+      case 'run':
+        return this.run(req);
+    }
+    throw new BridgeError(CODES.unknownOp, `unknown operation ${String(req.op)}`);
+  }
+
+  // -- the document ----------------------------------------------------------------
+  private get shared(): any {
+    const model = this.panel.content.model;
+    if (!model) {
+      throw new BridgeError(CODES.failed, 'the notebook is not loaded in the page');
+    }
+    return model.sharedModel;
+  }
+
+  hello(): JSONObject {
+    return {
+      path: this.panel.context.path,
+      server_root: PageConfig.getOption('serverRoot'),
+      version: this.version(),
+      dirty: this.panel.context.model.dirty,
+      app: PageConfig.getOption('appName') || 'JupyterLab',
+      protocol: PROTOCOL_VERSION
+    };
+  }
+
+  /** A hash of the cells' ids, types and sources: what an agent edit must not race with.
+   * Outputs and execution counts are left out (running a cell is not an edit). */
+  version(): string {
+    let h = 0x811c9dc5;
+    const mix = (text: string) => {
+      for (let i = 0; i < text.length; i++) {
+        h ^= text.charCodeAt(i);
+        h = Math.imul(h, 0x01000193);
+      }
+      h ^= 0x1f;
+      h = Math.imul(h, 0x01000193);
+    };
+    const cells = this.shared.cells as any[];
+    for (const cell of cells) {
+      mix(cell.id);
+      mix(cell.cell_type);
+      mix(cell.getSource());
+    }
+    return `live-${cells.length}-${(h >>> 0).toString(16)}`;
+  }
+
+  read(): JSONObject {
+    const shared = this.shared;
+    const cells = (shared.cells as any[]).map(cell => cell.toJSON());
+    const metadata = shared.getMetadata();
+    return {
+      path: this.panel.context.path,
+      version: this.version(),
+      cells,
+      metadata: { kernelspec: metadata.kernelspec, language_info: metadata.language_info }
+    };
+  }
+
+  private checkVersion(req: IRequest): void {
+    const expected = req.expected_version;
+    if (typeof expected === 'string' && expected !== this.version()) {
+      throw new BridgeError(
+        CODES.stale,
+        'The notebook was changed in the page since it was read (the user typed, or cells moved).'
+      );
+    }
+  }
+
+  private indexOf(id: unknown): number {
+    if (typeof id !== 'string') {
+      throw new BridgeError(CODES.badRequest, 'a "cell_id" (string) is required');
+    }
+    const index = (this.shared.cells as any[]).findIndex(cell => cell.id === id);
+    if (index < 0) {
+      throw new BridgeError(CODES.notFound, `Cell with ID "${id}" not found in the open notebook.`);
+    }
+    return index;
+  }
+
+  /** One agent edit is one undo step: close the step before and after it. */
+  private undoable<T>(edit: () => T, cellIndex?: number): T {
+    const shared = this.shared;
+    const managers = [shared.undoManager];
+    const cell = cellIndex !== undefined ? shared.cells[cellIndex] : undefined;
+    if (cell?.undoManager && cell.undoManager !== shared.undoManager) {
+      managers.push(cell.undoManager);
+    }
+    managers.forEach(m => m?.stopCapturing());
+    let result: T | undefined;
+    shared.transact(() => {
+      result = edit();
+    });
+    managers.forEach(m => m?.stopCapturing());
+    return result as T;
+  }
+
+  insert(req: IRequest): JSONObject {
+    this.checkVersion(req);
+    const shared = this.shared;
+    const index = req.index;
+    const count = (shared.cells as any[]).length;
+    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > count) {
+      throw new BridgeError(CODES.badRequest, `insert position must be 0..${count}`);
+    }
+    const type = req.cell_type === 'markdown' || req.cell_type === 'raw' ? req.cell_type : 'code';
+    if (typeof req.source !== 'string') {
+      throw new BridgeError(CODES.badRequest, 'insert needs a string "source"');
+    }
+    const cell = this.undoable(() =>
+      shared.insertCell(index, { cell_type: type, source: req.source, metadata: {} })
+    );
+    return { cell: cell.toJSON(), index, version: this.version() };
+  }
+
+  replace(req: IRequest): JSONObject {
+    this.checkVersion(req);
+    if (typeof req.source !== 'string') {
+      throw new BridgeError(CODES.badRequest, 'replace needs a string "source"');
+    }
+    const source = req.source;
+    const shared = this.shared;
+    const index = this.indexOf(req.cell_id);
+    const old = shared.cells[index];
+    const type = typeof req.cell_type === 'string' ? req.cell_type : old.cell_type;
+    if (type !== old.cell_type) {
+      // A cell cannot change type in place: swap it for a new one with the same id.
+      this.undoable(() => {
+        const json = old.toJSON();
+        shared.deleteCell(index);
+        shared.insertCell(index, { id: json.id, cell_type: type, source, metadata: json.metadata ?? {} });
+      });
+    } else {
+      this.undoable(() => {
+        old.setSource(source);
+        if (old.cell_type === 'code') {
+          old.clearOutputs?.('jupyter-agent') ?? old.setOutputs([]);
+          old.execution_count = null;
+        }
+      }, index);
+    }
+    return { cell: shared.cells[index].toJSON(), index, version: this.version() };
+  }
+
+  remove(req: IRequest): JSONObject {
+    this.checkVersion(req);
+    const shared = this.shared;
+    const index = this.indexOf(req.cell_id);
+    const json = shared.cells[index].toJSON();
+    this.undoable(() => shared.deleteCell(index));
+    return { cell: json, index, version: this.version() };
+  }
+
+  /** Run one cell as Shift+Enter would, in this page's kernel; reply when it is done. */
+  async run(req: IRequest): Promise<JSONObject> {
+    this.checkVersion(req);
+    const index = this.indexOf(req.cell_id);
+    const notebook = this.panel.content;
+    const widget = notebook.widgets[index];
+    const kernel = this.kernel;
+    if (!kernel) {
+      throw new BridgeError(CODES.noKernel, 'the notebook has no kernel in the page');
+    }
+    const wasEditing = notebook.mode === 'edit';
+    const execution = NotebookActions.runCells(notebook, [widget], this.panel.sessionContext);
+    if (wasEditing) {
+      notebook.mode = 'edit'; // runCells switches to command mode; keep the user typing
+    }
+    this.runs++;
+    running.add(this);
+    let ok: boolean;
+    try {
+      ok = await execution;
+    } finally {
+      if (--this.runs === 0) {
+        running.delete(this);
+      }
+    }
+    const json = widget.model.toJSON() as JSONObject;
+    const outputs = (json.outputs as JSONObject[]) ?? [];
+    const error = outputs.find(o => o.output_type === 'error');
+    let status = ok ? 'ok' : 'error';
+    if (error && error.ename === 'KeyboardInterrupt') {
+      status = 'interrupted';
+    } else if (error) {
+      status = 'error';
+    }
+    return {
+      cell: json,
+      index,
+      outputs,
+      execution_count: json.execution_count ?? null,
+      status,
+      version: this.version()
+    };
+  }
+}
+
+/**
+ * The run widget's Stop (class jupyter-agent-stop) cannot reach the kernel while a cell
+ * the agent started through this page is executing there: the click waits behind the
+ * cell. So a click on it also interrupts that cell, as the toolbar's stop button would.
+ */
+function interruptOnStop(event: MouseEvent): void {
+  const target = event.target as HTMLElement | null;
+  const stop = target?.closest?.('.jupyter-agent-stop');
+  if (!stop) {
+    return;
+  }
+  running.forEach(bridge => {
+    if (bridge.panel.node.contains(stop)) {
+      void bridge.kernel?.interrupt();
+    }
+  });
+}
+
+/**
+ * Registers the bridge on every notebook's kernel and opens it from the page's side
+ * when a kernel connects.
+ */
+export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker): void {
+  const registered = new WeakSet<Kernel.IKernelConnection>();
+
+  const connect = (panel: NotebookPanel) => {
+    const bridge = new NotebookBridge(panel);
+    const onKernel = () => {
+      const kernel = panel.sessionContext.session?.kernel;
+      if (!kernel || registered.has(kernel)) {
+        return;
+      }
+      registered.add(kernel);
+      if (!kernel.handleComms) {
+        // Only the first connection to a kernel in a page handles comms (DESIGN §5).
+        console.warn(
+          `jupyter-agent: ${panel.context.path}'s kernel connection does not handle comms (another view opened it first); the agent cannot reach this notebook live.`
+        );
+        return;
+      }
+      kernel.registerCommTarget(TARGET, (comm: Kernel.IComm) => bridge.attach(comm, true));
+      // A kernel that loaded the extension before this page opened has its target
+      // registered: say hello from here. Without it, the kernel just closes the comm.
+      // kernel.info resolves once the connection has the kernel's info (requestKernelInfo
+      // made here, before the connection is up, never resolves).
+      void kernel.info.then(() => {
+        if (kernel.isDisposed || panel.isDisposed) {
+          return;
+        }
+        try {
+          const comm = kernel.createComm(TARGET);
+          bridge.attach(comm, false);
+          void comm.open(bridge.helloMessage() as any);
+        } catch (err) {
+          console.debug('jupyter-agent: bridge not opened', err);
+        }
+      });
+    };
+    panel.sessionContext.kernelChanged.connect(onKernel);
+    void panel.sessionContext.ready.then(onKernel);
+    onKernel();
+  };
+
+  document.addEventListener('click', interruptOnStop, true);
+  tracker.forEach(connect);
+  tracker.widgetAdded.connect((_, panel) => connect(panel));
+  void app;
+}

@@ -1,0 +1,142 @@
+"""The bridge protocol and the "no page" policies in a real kernel, with the test playing
+the JupyterLab page over the comm (fast; the browser tests cover the real page).
+
+* malformed and unknown messages get an error reply and change nothing;
+* a page that says goodbye fails the waiting tool at once, with a clear error;
+* the kernel's own notebook with no page answering: edits are refused, the file stays;
+* headless (nbclient): the executor owns the notebook, the agent's edit of it is refused,
+  the run ends, nothing hangs and the saved notebook keeps the transcript.
+"""
+
+from __future__ import annotations
+
+import time
+
+import nbformat
+import pytest
+import pytest_asyncio
+from nbclient import NotebookClient
+
+from jupyter_agent.jupyter.bridge import PROTOCOL_VERSION, TARGET
+from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
+
+from .frontend import Frontend, isolated_env
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def kernel(api, module_tmp):
+    """A kernel that believes it serves ``own.ipynb`` (as jupyter_server tells it)."""
+    own = module_tmp / "own.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("a = 1")])
+    nb.cells[0].id = "first"
+    nbformat.write(nb, own)
+    env = isolated_env(module_tmp, **api.env(), JPY_SESSION_NAME=str(own))
+    frontend = await Frontend(module_tmp, env).start()
+    assert (await frontend.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
+    yield frontend
+    await frontend.stop()
+
+
+def bridge_comm(kernel) -> str:
+    opens = [m for m in kernel.messages if m["msg_type"] == "comm_open"
+             and m["content"].get("target_name") == TARGET]
+    assert opens, "the kernel did not open the bridge comm on %load_ext"
+    return opens[-1]["content"]["comm_id"]
+
+
+def replies(kernel, comm_id: str) -> list[dict]:
+    return [m["content"]["data"] for m in kernel.messages if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id and "re" in m["content"]["data"]]
+
+
+def requests(kernel, comm_id: str) -> list[dict]:
+    return [m["content"]["data"] for m in kernel.messages if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id and "op" in m["content"]["data"]]
+
+
+async def test_malformed_and_unknown_messages_get_an_error_reply(kernel):
+    comm_id = bridge_comm(kernel)
+    kernel.comm_msg(comm_id, "not an object")
+    kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "id": "q1", "op": "explode"})
+    got = await kernel.until(lambda: len(replies(kernel, comm_id)) >= 2 and replies(kernel, comm_id), 10,
+                             "two error replies")
+    assert got[0]["ok"] is False and got[0]["code"] == "bad_request"
+    assert got[1] == {"v": PROTOCOL_VERSION, "re": "q1", "ok": False, "code": "unknown_op",
+                      "error": "the kernel does not answer 'explode' messages"}
+    assert (await kernel.execute("1 + 1"))["reply"]["status"] == "ok"  # the kernel is fine
+
+
+async def test_a_page_that_leaves_fails_the_waiting_tool_at_once(kernel, script, module_tmp, api):
+    comm_id = bridge_comm(kernel)
+    me = kernel.kc.session.session  # the session of our execute requests: "this page"
+    own = module_tmp / "own.ipynb"
+    kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "op": "hello", "from": me, "result": {
+        "path": "own.ipynb", "server_root": str(module_tmp), "version": "v1"}})
+    script(response(tool_use("Read", {"file_path": str(own)})),
+           response(text("The page left.")))
+    await kernel.execute("%agent new")
+    await kernel.execute("%%agent --permission-mode bypassPermissions\nread it")
+    read = await kernel.until(lambda: [r for r in requests(kernel, comm_id) if r.get("op") == "read"], 10,
+                              "the read request")
+    assert read[0]["to"] == me
+    started = time.monotonic()
+    kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "op": "bye", "from": me})
+    await kernel.until(lambda: api.pending == 0 and "The page left." in kernel.widget_text(), 10, "the run's end")
+    assert time.monotonic() - started < 3
+    sent = str(api.requests[-1].body["messages"][-1])
+    assert "stopped answering" in sent and "the page closed the notebook" in sent
+
+
+async def test_no_page_answering_refuses_edits_of_the_kernels_own_notebook(kernel, script, module_tmp, api):
+    own = module_tmp / "own.ipynb"
+    before = own.read_bytes()
+    script(response(tool_use("Read", {"file_path": str(own)})),
+           response(tool_use("NotebookEdit", {"notebook_path": str(own), "cell_id": "first", "new_source": "a = 2"})),
+           response(tool_use("Write", {"file_path": str(own), "content": before.decode()})),
+           response(text("I cannot edit it here.")))
+    await kernel.execute("%agent new")
+    mine = kernel.kc.session.session
+    kernel.kc.session.session = "another-frontend-without-the-extension"
+    try:
+        await kernel.execute("%%agent --permission-mode bypassPermissions\nchange a")
+        await kernel.until(lambda: api.pending == 0 and "I cannot edit it here." in kernel.widget_text(), 20,
+                           "the run's end")
+    finally:
+        kernel.kc.session.session = mine
+    sent = str(api.requests[-1].body["messages"])
+    assert "no JupyterLab page with the jupyter-agent extension answers" in sent
+    assert "Change it cell by cell with NotebookEdit" in sent  # the whole-file Write is refused too
+    assert own.read_bytes() == before
+    assert "are refused" in kernel.widget_text()  # said to the user, not only to the model
+
+
+def test_headless_execution_owns_the_notebook_nothing_lost_no_deadlock(tmp_path, monkeypatch):
+    path = tmp_path / "batch.ipynb"
+    with FakeMessagesAPI([
+        response(tool_use("Read", {"file_path": str(path)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "tail", "new_source": "x = 2"})),
+        response(text("This notebook is being executed; I left it alone.")),
+    ]) as api:
+        for key, value in isolated_env(tmp_path, **api.env()).items():
+            monkeypatch.setenv(key, value)
+        nb = nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell("%load_ext jupyter_agent"),
+            nbformat.v4.new_code_cell("%%agent --permission-mode bypassPermissions\nchange the last cell"),
+            nbformat.v4.new_code_cell("x = 1"),
+        ])
+        nb.cells[2].id = "tail"
+        nbformat.write(nb, path)
+        started = time.monotonic()
+        NotebookClient(nb, timeout=60, kernel_name="python3",
+                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+        nbformat.write(nb, path)  # what `jupyter execute --inplace` does at the end
+        seconds = time.monotonic() - started
+        sent = str(api.requests[-1].body["messages"])
+    saved = nbformat.read(path, as_version=4)
+    assert seconds < 50
+    assert "being executed by a batch runner" in sent
+    assert saved.cells[2].source == "x = 1"
+    md = saved.cells[1].outputs[0]["data"]["text/markdown"]
+    assert "I left it alone." in md and "**Ended: `completed`**" in md

@@ -1,0 +1,268 @@
+"""The live notebook in real JupyterLab in real Chromium: the agent reads, edits and runs
+the notebook the user has open, in the user's kernel, through the labextension's bridge.
+
+One JupyterLab server and browser for the module; each test opens its own notebook.
+Screenshots of each test's end state go to $JUPYTER_AGENT_SCREENSHOTS
+(/tmp/jupyter-agent-screenshots).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import nbformat
+import pytest
+
+from jupyter_agent.testing import text, tool_use, response
+
+from .livelab import HAVE_BROWSER, Lab, button, cell, cell_sources, click_button, require_browser, run_and_wait, \
+    run_cell, screenshot, write_notebook
+
+require_browser()
+pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
+
+
+@pytest.fixture(scope="module")
+def lab(api, tmp_path_factory):
+    server = Lab(tmp_path_factory.mktemp("lab"), api.env())
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def page_of(lab, request):
+    """Open notebooks in pages; screenshot them (the test's end state), close them and
+    stop the kernels after the test."""
+    contexts, pages = [], []
+
+    def open_page(name, context=None):
+        page = lab.open(name, context)
+        contexts.append(page.context)
+        pages.append(page)
+        return page
+
+    yield open_page
+    for i, page in enumerate(pages):
+        try:
+            screenshot(page, f"{request.node.name}-{i}")
+        except Exception:
+            pass
+    for ctx in contexts:
+        try:
+            ctx.close()
+        except Exception:
+            pass
+    lab.shutdown_kernels()
+
+
+@pytest.fixture
+def script(api):
+    """``script(*responses)``; the test fails if any is left unused, and what is left is
+    cleared so the next test on the shared server starts clean."""
+    def add(*responses):
+        api.add(*responses)
+
+    yield add
+    left = api.pending
+    api._script.clear()
+    assert left == 0, f"{left} scripted responses were not requested"
+    assert not api.rejections, [r.error for r in api.rejections]
+
+
+def saved(lab, name):
+    return nbformat.read(lab.root / name, as_version=4)
+
+
+def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, script, api):
+    """The issue's scenario: the new cell appears under the %%agent cell without a reload,
+    waits for Allow, runs in the user's kernel (x is 41 there) and shows 42; Ctrl+S brings
+    no dialog and the saved file has the cell and its output."""
+    nb = lab.root / "scenario.ipynb"
+    write_notebook(nb, ["x = 41", "%load_ext jupyter_agent",
+                        "%%agent\nadd a cell that prints x+1 and run it", "# The end"],
+                   ids=["setx", "load", "agentcell", "theend"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agentcell",
+                                           "new_source": "print(x + 1)", "cell_type": "code",
+                                           "edit_mode": "insert"})),
+        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "cell-3"})),
+        response(text("Done: the new cell printed 42.")),
+    )
+    page = page_of("scenario.ipynb")
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    run_cell(page, 2)
+    button(page, "Allow").wait_for(timeout=60000)
+    assert len(cell_sources(page)) == 4  # nothing inserted before Allow
+    click_button(page, "Allow")
+    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 5")
+    assert cell_sources(page)[3] == "print(x + 1)"  # right under the %%agent cell
+    button(page, "Allow").wait_for(timeout=60000)
+    click_button(page, "Allow")
+    cell(page, 3).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=60000)
+    try:
+        page.wait_for_selector("text=Ended:", timeout=60000)
+    finally:
+        screenshot(page, "live_scenario")
+    assert "42" in cell(page, 3).locator(".jp-OutputArea").inner_text()
+    assert "[4]" in cell(page, 3).locator(".jp-InputPrompt").inner_text()  # ran in the user's kernel
+    # The tool result the model got carries the page's output.
+    results = json.dumps(api.requests[-1].body["messages"][-1])
+    assert "42" in results and "NameError" not in results
+    page.locator(".jp-Notebook").click(position={"x": 5, "y": 5})
+    page.keyboard.press("Control+s")
+    time.sleep(1.0)
+    assert page.locator(".jp-Dialog").count() == 0  # no "File Changed" Overwrite/Revert
+    screenshot(page, "live_scenario")
+    on_disk = saved(lab, "scenario.ipynb")
+    assert [c.source for c in on_disk.cells][3] == "print(x + 1)"
+    assert any("42" in "".join(o.get("text", "")) for o in on_disk.cells[3].outputs)
+
+
+def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=()):
+    """A notebook: load the extension, an %%agent cell (id "agent"), then ``extra`` cells."""
+    path = lab.root / name
+    flag = f" --permission-mode {mode}" if mode else ""
+    write_notebook(path, ["%load_ext jupyter_agent", f"%%agent{flag}\n{prompt}", *extra],
+                   ids=["load", "agent", *[f"u{i}" for i in range(len(extra))]])
+    return path
+
+
+def _tool_results(api):
+    """Every tool_result block the model was sent, as text."""
+    blocks = []
+    for message in api.requests[-1].body["messages"]:
+        for block in message.get("content") if isinstance(message.get("content"), list) else []:
+            if block.get("type") == "tool_result":
+                blocks.append(json.dumps(block.get("content")))
+    return blocks
+
+
+def test_an_agent_insert_is_one_undo_step(lab, page_of, script):
+    nb = _agent_notebook(lab, "undo.ipynb", "add a cell", extra=["y = 1"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent", "new_source": "z = 2",
+                                           "cell_type": "code", "edit_mode": "insert"})),
+        response(text("Added.")),
+    )
+    page = page_of("undo.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    page.wait_for_selector("text=Ended:", timeout=60000)
+    assert cell_sources(page) == ["%load_ext jupyter_agent", "%%agent --permission-mode bypassPermissions\nadd a cell",
+                                  "z = 2", "y = 1"]
+    page.keyboard.press("Escape")
+    page.keyboard.press("z")  # command mode: undo the last cell operation
+    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 3")
+    assert cell_sources(page)[2] == "y = 1"  # the agent's cell is gone, the user's cells stay
+    page.keyboard.press("Shift+z")  # and redo brings it back
+    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 4")
+    screenshot(page, "live_undo")
+
+
+def test_an_edit_is_refused_when_the_user_typed_in_the_cell_since_the_read(lab, page_of, script, api):
+    nb = _agent_notebook(lab, "stale.ipynb", "change the cell", mode="default", extra=["a = 1"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "u0", "new_source": "a = 100"})),
+        response(text("The notebook changed; I will read it again.")),
+    )
+    page = page_of("stale.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    button(page, "Allow").wait_for(timeout=60000)
+    editor = cell(page, 2).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # mine")
+    click_button(page, "Allow")
+    page.wait_for_selector("text=Ended:", timeout=60000)
+    screenshot(page, "live_stale")
+    assert cell_sources(page)[2] == "a = 1  # mine"  # the user's typing stays
+    assert any("modified since read" in r or "changed" in r for r in _tool_results(api)), _tool_results(api)
+
+
+def test_deny_with_feedback_changes_nothing_and_tells_the_model(lab, page_of, script, api):
+    nb = _agent_notebook(lab, "deny.ipynb", "add a cell", mode="default")
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent", "new_source": "import os",
+                                           "cell_type": "code", "edit_mode": "insert"})),
+        response(text("Understood, no imports.")),
+    )
+    page = page_of("deny.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    button(page, "Deny").wait_for(timeout=60000)
+    page.get_by_placeholder("Feedback for the model (sent with Deny)").fill("no imports please")
+    page.keyboard.press("Tab")
+    click_button(page, "Deny")
+    page.wait_for_selector("text=Ended:", timeout=60000)
+    screenshot(page, "live_deny")
+    assert not any("import os" in source for source in cell_sources(page))
+    assert any("no imports please" in r for r in _tool_results(api)), _tool_results(api)
+
+
+def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
+    nb = _agent_notebook(lab, "stop.ipynb", "run a long cell", extra=["import time; time.sleep(60); print('slept')"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
+    )
+    page = page_of("stop.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=60000)
+    started = time.monotonic()
+    click_button(page, "Stop")
+    page.wait_for_selector("text=Ended:", timeout=20000)
+    assert time.monotonic() - started < 10
+    screenshot(page, "live_stop")
+    output = cell(page, 2).locator(".jp-OutputArea").inner_text()
+    assert "KeyboardInterrupt" in output and "slept" not in output
+    assert "aborted" in cell(page, 1).inner_text()
+
+
+def test_two_tabs_only_the_page_that_started_the_run_answers(lab, page_of, script):
+    nb = _agent_notebook(lab, "tabs.ipynb", "add a cell")
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent", "new_source": "from_a = 1",
+                                           "cell_type": "code", "edit_mode": "insert"})),
+        response(text("Added.")),
+    )
+    first = page_of("tabs.ipynb")
+    run_and_wait(first, 0)  # the kernel greets this page
+    second = page_of("tabs.ipynb")  # another tab on the same kernel, opened later
+    run_cell(second, 1)  # the run starts from the second tab
+    second.wait_for_selector("text=Ended:", timeout=60000)
+    screenshot(second, "live_two_tabs_b")
+    screenshot(first, "live_two_tabs_a")
+    assert "from_a = 1" in cell_sources(second)
+    assert len(cell_sources(first)) == 2  # the other tab was not touched
+
+
+def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, api):
+    nb = _agent_notebook(lab, "reload.ipynb", "run a cell", extra=["import time; time.sleep(3)"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
+        response(text("The page went away.")),
+    )
+    page = page_of("reload.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=60000)
+    page.reload()
+    started = time.monotonic()
+    deadline = started + 30
+    while api.pending and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert api.pending == 0, "the run did not go on after the page reload"
+    assert time.monotonic() - started < 20
+    errors = [r for r in _tool_results(api) if "stopped answering" in r]
+    assert errors, _tool_results(api)
+    screenshot(page, "live_reload")

@@ -1,0 +1,240 @@
+"""The side panel's kernel side, in a real kernel, the test playing the panel: it opens
+the ``jupyter_agent.panel`` comm, drives the kernel's one conversation, and gets the
+runs as plain data, one message per frame."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import pytest_asyncio
+
+from jupyter_agent.jupyter.panel_comm import TARGET
+from jupyter_agent.testing import response, text, thinking, tool_use
+from jupyter_agent.testing.transcript import DEMO_TRANSCRIPT
+
+from .frontend import Frontend, isolated_env
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SECRET = "sk-ant-api03-panelsecretvalue123456"
+
+
+class Panel:
+    """What the page's side panel does with the comm, over the kernel's channels."""
+
+    def __init__(self, kernel: Frontend) -> None:
+        self.kernel = kernel
+        self.comm_id = uuid.uuid4().hex
+
+    def open(self) -> "Panel":
+        kc = self.kernel.kc
+        kc.shell_channel.send(kc.session.msg("comm_open", {
+            "comm_id": self.comm_id, "target_name": TARGET, "data": {}}))
+        return self
+
+    def send(self, **data) -> None:
+        self.kernel.comm_msg(self.comm_id, {"v": 1, **data})
+
+    def received(self) -> list[dict]:
+        return [m["content"]["data"] for m in self.kernel.messages
+                if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == self.comm_id]
+
+    def closed(self) -> bool:
+        return any(m["msg_type"] == "comm_close" and m["content"]["comm_id"] == self.comm_id
+                   for m in self.kernel.messages)
+
+    def view(self) -> dict:
+        """The panel's picture of the kernel, folded from every message so far (as panel.ts does)."""
+        picture: dict = {"session": {}, "runs": {}, "order": [], "approvals": [], "errors": []}
+        for data in self.received():
+            if data["type"] == "state":
+                picture["runs"], picture["order"] = {}, []
+                picture["approvals"] = data["approvals"]
+                for run in data["runs"]:
+                    self._merge(picture, run)
+            elif data["type"] == "update":
+                for run in data["runs"]:
+                    self._merge(picture, run)
+                for rid in [r for r in picture["runs"] if r not in data["run_ids"]]:
+                    del picture["runs"][rid]
+                if "approvals" in data:
+                    picture["approvals"] = data["approvals"]
+            elif data["type"] == "error":
+                picture["errors"].append(data["text"])
+            picture["session"] = data.get("session", picture["session"])
+        return picture
+
+    @staticmethod
+    def _merge(picture: dict, run: dict) -> None:
+        rid = run["header"]["id"]
+        entry = picture["runs"].setdefault(rid, {"items": {}, "order": []})
+        entry["header"] = run["header"]
+        for item in run["items"]:
+            entry["items"][item["key"]] = item
+        if "order" in run:
+            entry["order"] = run["order"]
+
+    def items(self, kind: str | None = None) -> list[dict]:
+        out = []
+        for run in self.view()["runs"].values():
+            out += [run["items"][k] for k in run["order"] if kind is None or run["items"][k]["kind"] == kind]
+        return out
+
+    def headers(self) -> list[dict]:
+        return [r["header"] for r in self.view()["runs"].values()]
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def panel(kernel):
+    await kernel.execute("%agent new")
+    p = Panel(kernel).open()
+    await kernel.until(lambda: any(d["type"] == "state" for d in p.received()), 10, "the panel's first state")
+    yield p
+
+
+async def test_a_panel_prompt_streams_asks_and_runs_the_tool_in_the_shared_conversation(kernel, panel, script,
+                                                                                       module_tmp, api):
+    target = module_tmp / "from_panel.txt"
+    script(response(thinking("Where to write?"), text("I'll write **the file**."),
+                    tool_use("Write", {"file_path": str(target), "content": "hi"}), delay_s=0.005),
+           response(text("Written."), delay_s=0.005))
+    header = panel.view()["session"]
+    assert header["permission_mode"] == "default" and header["busy"] is False and "default" in header["modes"]
+    other = Panel(kernel).open()  # a second tab on the same kernel sees the same run
+    await kernel.until(lambda: any(d["type"] == "state" for d in other.received()), 10, "the other tab's state")
+    panel.send(op="send", prompt="Write hi to from_panel.txt")
+    await kernel.until(lambda: panel.view()["approvals"], 10, "the approval in the panel")
+    ask = panel.view()["approvals"][0]
+    assert ask["tool"] == "Write" and "from_panel.txt" in ask["input"] and ask["rules"]
+    assert not target.exists()
+    kinds = [i["kind"] for i in panel.items()]
+    assert kinds[:3] == ["prompt", "thinking", "text"] and "tool" in kinds
+    assert panel.items("text")[0]["text"] == "I'll write **the file**."
+    assert panel.items("tool")[0]["state"] == "approval"
+    assert panel.headers()[0]["origin"] == "panel" and panel.view()["session"]["busy"]
+    panel.send(op="approve", request=ask["id"], choice="allow")
+    await kernel.until(lambda: panel.headers() and panel.headers()[0]["ended"], 10, "the end of the run")
+    assert target.read_text() == "hi"
+    tool = panel.items("tool")[0]
+    assert tool["state"] == "done" and tool["decision"] == "Allowed by you." and tool["result"]
+    run = panel.headers()[0]
+    assert run["reason"] == "completed" and run["usage"]["output_tokens"] > 0
+    assert panel.view()["approvals"] == [] and panel.items("text")[-1]["text"] == "Written."
+    session = panel.view()["session"]
+    assert session["usage"]["output_tokens"] >= run["usage"]["output_tokens"] and not session["busy"]
+    # the same conversation as %%agent cells: the next cell's request carries the panel's turn
+    script(response(text("You asked me to write hi.")))
+    await kernel.execute("%%agent\nWhat did I ask?")
+    await kernel.until(lambda: len(panel.headers()) == 2 and panel.headers()[1]["ended"], 10, "the cell's run")
+    assert "Write hi to from_panel.txt" in str(api.requests[-1]["messages"][0])
+    assert panel.headers()[1]["origin"] == "cell"  # a cell's run shows in the panel too
+    assert [h["reason"] for h in other.headers()] == ["completed", "completed"]
+    # `%agent new` in a cell clears every panel
+    await kernel.execute("%agent new")
+    await kernel.until(lambda: panel.received()[-1]["type"] == "state" and not panel.view()["runs"]
+                       and not other.view()["runs"], 5, "cleared panels")
+
+
+async def test_deny_with_feedback_and_always_allow_from_the_panel(kernel, panel, script, module_tmp, api):
+    a, b = module_tmp / "p_a.txt", module_tmp / "p_b.txt"
+    script(response(tool_use("Write", {"file_path": str(a), "content": "1"})),
+           response(tool_use("Write", {"file_path": str(b), "content": "2"})),
+           response(tool_use("Write", {"file_path": str(a), "content": "3"})),
+           response(text("Done.")))
+    panel.send(op="send", prompt="Write them")
+    await kernel.until(lambda: panel.view()["approvals"], 10, "the first approval")
+    panel.send(op="approve", request=panel.view()["approvals"][0]["id"], choice="deny",
+               feedback="Use p_b.txt instead.")
+    await kernel.until(lambda: panel.view()["approvals"] and
+                       "p_b.txt" in panel.view()["approvals"][0]["input"], 10, "the second approval")
+    assert "Use p_b.txt instead." in str(api.requests[-1]["messages"][-1]["content"])
+    panel.send(op="approve", request=panel.view()["approvals"][0]["id"], choice="always")
+    await kernel.until(lambda: panel.headers() and panel.headers()[0]["ended"], 10, "the end")
+    assert b.read_text() == "2" and a.read_text() == "3"  # the third write asked nobody
+    decisions = [t["decision"] for t in panel.items("tool")]
+    assert decisions[0] == "Denied by you: Use p_b.txt instead." and decisions[1].startswith("Always allowed")
+
+
+async def test_stop_new_conversation_and_mode_from_the_panel(kernel, panel, script):
+    script(response(text("A long answer. " * 200), delay_s=0.01, chunk_chars=4))  # 750 deltas, ~7.5 s
+    panel.send(op="mode", mode="plan")
+    await kernel.until(lambda: panel.view()["session"]["permission_mode"] == "plan", 5, "the mode")
+    assert (await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+                               ".get_session().conversation.permission_mode")) == "'plan'"
+    panel.send(op="send", prompt="Talk")
+    await kernel.until(lambda: panel.items("text") and "A long answer." in panel.items("text")[0]["text"],
+                       10, "streamed text")
+    updates = len([d for d in panel.received() if d["type"] == "update"])
+    await kernel.until(lambda: len(panel.items("text")[0]["text"]) > 600, 10, "150 more deltas")
+    # ~150 deltas in ~1.5 s: one message per frame (60 ms), not one per delta
+    streamed = len([d for d in panel.received() if d["type"] == "update"]) - updates
+    assert streamed < 50, streamed
+    panel.send(op="send", prompt="Again")  # one run at a time: refused, said in the panel
+    await kernel.until(lambda: panel.view()["errors"], 5, "the refusal")
+    assert "still going" in panel.view()["errors"][-1]
+    panel.send(op="stop")
+    await kernel.until(lambda: panel.headers() and panel.headers()[0]["ended"], 10, "the stop")
+    assert panel.headers()[0]["reason"] == "aborted_streaming"
+    panel.send(op="new")
+    await kernel.until(lambda: panel.received()[-1]["type"] == "state" and not panel.view()["runs"], 5,
+                       "the cleared panel")
+    panel.send(op="mode", mode="default")
+    await kernel.until(lambda: panel.view()["session"]["permission_mode"] == "default", 5, "the mode back")
+
+
+async def test_bad_requests_are_refused_and_secrets_never_sent(kernel, panel, script, module_tmp):
+    panel.send(op="format_disk")
+    kernel.comm_msg(panel.comm_id, {"v": 99, "op": "send", "prompt": "x"})
+    panel.send(op="approve", request=12345, choice="allow")
+    await kernel.until(lambda: len(panel.view()["errors"]) == 3, 5, "three refusals")
+    first, second, third = panel.view()["errors"]
+    assert "unknown request ('format_disk')" in first and "protocol version 99" in second
+    assert "already answered" in third
+    secret_file = module_tmp / "env.txt"
+    secret_file.write_text(f"ANTHROPIC_API_KEY={SECRET}\n")
+    script(response(tool_use("Read", {"file_path": str(secret_file)})), response(text(f"The key is {SECRET}.")))
+    panel.send(op="send", prompt=f"Read env.txt, my key is {SECRET}")
+    await kernel.until(lambda: panel.headers() and panel.headers()[0]["ended"], 10, "the end")
+    sent = str(panel.received())
+    assert SECRET not in sent and "[redacted" in sent
+
+
+async def test_a_kernel_without_the_extension_closes_the_panel_comm(module_tmp, api):
+    env = isolated_env(module_tmp / "bare", **api.env())
+    bare = await Frontend(module_tmp, env).start()
+    try:
+        panel = Panel(bare).open()
+        await bare.until(panel.closed, 10, "the comm to be closed")
+        assert panel.received() == []
+        await bare.execute("%load_ext jupyter_agent")  # then the panel's next try connects
+        again = Panel(bare).open()
+        await bare.until(lambda: any(d["type"] == "state" for d in again.received()), 10, "the state")
+        await bare.execute("%unload_ext jupyter_agent")
+        await bare.until(again.closed, 10, "the comm closed at unload")
+    finally:
+        await bare.stop()
+
+
+async def test_offline_as_dev_demo_starts_it_the_panel_replays_the_demo(module_tmp):
+    """No API key, JUPYTER_AGENT_REPLAY set (what ./dev demo does offline): a prompt from the
+    panel replays the recorded session on real files, and the panel says it is a replay."""
+    work = module_tmp / "offline"
+    work.mkdir()
+    env = isolated_env(work, JUPYTER_AGENT_REPLAY="demo")  # a packaged transcript's name works too
+    offline = await Frontend(work, env).start()
+    try:
+        await offline.execute("%load_ext jupyter_agent")
+        panel = Panel(offline).open()
+        await offline.until(lambda: any(d["type"] == "state" for d in panel.received()), 10, "the state")
+        assert panel.view()["session"]["replay"] == DEMO_TRANSCRIPT.name
+        panel.send(op="send", prompt="Show me what you can do")
+        await offline.until(lambda: panel.view()["approvals"], 20, "the replayed edit's approval")
+        assert "value = 1" in (work / "notes.txt").read_text()  # the file the recorded run expects
+        panel.send(op="approve", request=panel.view()["approvals"][0]["id"], choice="allow")
+        await offline.until(lambda: panel.headers() and panel.headers()[0]["ended"], 20, "the end")
+        assert panel.headers()[0]["reason"] == "completed"
+        assert "value = 2" in (work / "notes.txt").read_text()
+        assert "Replay: wrote notes.txt" in str(panel.items("notice"))
+    finally:
+        await offline.stop()

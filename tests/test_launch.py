@@ -1,0 +1,108 @@
+"""The README's main job, ``./dev demo``: JupyterLab on ``notebooks/`` at the start-here
+notebook, offline with the replay model (and saying so) when no API key is set."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from jupyter_agent.jupyter.environment import REPLAY_ENV
+from jupyter_agent.launch import lab_command
+from jupyter_agent.testing.transcript import DEMO_TRANSCRIPT
+
+KEY = "sk-ant-api03-launchtestsecret0123456789"
+
+
+def notebooks(tmp_path: Path) -> Path:
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for name in ("01-the-loop.ipynb", "start-here.ipynb"):
+        nbformat.write(nbformat.v4.new_notebook(), folder / name)
+    return folder
+
+
+def test_without_a_key_it_runs_offline_with_the_replay_model_and_says_so(tmp_path):
+    folder = notebooks(tmp_path)
+    cmd, env, note = lab_command(["--notebooks", str(folder)], environ={"PATH": "/usr/bin"})
+    assert env[REPLAY_ENV] == str(DEMO_TRANSCRIPT)  # every kernel the server starts replays
+    assert "OFFLINE" in note and "replay" in note and "ANTHROPIC_API_KEY" in note
+    assert cmd[1:3] == ["-m", "jupyterlab"] and f"--ServerApp.root_dir={folder}" in cmd
+    assert "--LabApp.default_url=/lab/tree/start-here.ipynb" in cmd and "--no-browser" not in cmd
+    cmd, _, _ = lab_command(["--notebooks", str(folder), "--no-browser", "--port", "9999", "--ServerApp.ip=0.0.0.0"],
+                            environ={})
+    assert "--no-browser" in cmd and "--port=9999" in cmd and cmd[-1] == "--ServerApp.ip=0.0.0.0"
+
+
+def test_with_a_key_it_uses_claude_and_never_prints_the_key(tmp_path):
+    folder = notebooks(tmp_path)
+    cmd, env, note = lab_command(["--notebooks", str(folder)], environ={"ANTHROPIC_API_KEY": KEY})
+    assert REPLAY_ENV not in env and env["ANTHROPIC_API_KEY"] == KEY
+    assert "Claude" in note and KEY not in note and KEY not in " ".join(cmd)
+
+
+def test_a_missing_folder_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        lab_command(["--notebooks", str(tmp_path / "nope")], environ={})
+    assert "no folder" in capsys.readouterr().err
+
+
+def test_the_terminal_demo_is_still_reachable(tmp_path, monkeypatch, capsys):
+    from jupyter_agent.launch import main
+
+    for var in ("IPYTHONDIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR", "JUPYTER_CONFIG_DIR"):
+        monkeypatch.setenv(var, str(tmp_path / var.lower()))
+    assert main(["--terminal", "--workspace", str(tmp_path / "ws"), "--yes"]) == 0
+    assert "average sale: 111.50" in capsys.readouterr().out
+
+
+def test_it_starts_jupyterlab_on_the_start_here_notebook_without_a_browser(tmp_path):
+    folder = notebooks(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "JUPYTER_AGENT_", "JPY_"))}
+    for name in ("cfg", "data", "runtime", "settings", "workspaces"):
+        (tmp_path / name).mkdir()
+    env.update(JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), BROWSER="false")
+    proc = subprocess.Popen([sys.executable, "-m", "jupyter_agent.launch", "--notebooks", str(folder),
+                             "--no-browser", "--port", str(port), "--IdentityProvider.token="],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines = [proc.stdout.readline()]
+        while not lines[-1].startswith("=") or len(lines) == 1:
+            lines.append(proc.stdout.readline())
+        banner = " ".join(" ".join(lines).split())
+        assert "OFFLINE with the replay model" in banner and str(folder) in banner
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents") as r:
+                    listing = json.loads(r.read())
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert proc.poll() is None and time.monotonic() < deadline, "JupyterLab did not start"
+                time.sleep(0.3)
+        assert {c["name"] for c in listing["content"]} == {"01-the-loop.ipynb", "start-here.ipynb"}
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/") as r:  # follows the redirect
+            assert r.url.endswith("/lab/tree/start-here.ipynb") and r.status == 200
+        # the server (so each kernel it starts) has the replay model; the launcher became it
+        environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
+        assert f"{REPLAY_ENV}={DEMO_TRANSCRIPT}".encode() in environ
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
