@@ -30,7 +30,7 @@ import re
 import types
 from typing import Any, Mapping
 
-from .redact import redact
+from ..redact import redact
 
 #: The ``type`` descriptors: calling them directly bypasses anything a metaclass defines.
 _NAME_OF = type.__dict__["__qualname__"].__get__

@@ -31,7 +31,7 @@ import json
 from typing import Any
 
 from .frames import FrameScheduler
-from .redact import redact
+from ..redact import redact
 
 TARGET = "jupyter_agent.panel"
 PROTOCOL_VERSION = 1
