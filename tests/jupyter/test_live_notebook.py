@@ -111,6 +111,8 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
     # The tool result the model got carries the page's output.
     results = json.dumps(api.requests[-1].body["messages"][-1])
     assert "42" in results and "NameError" not in results
+    # the model was told which cell is the %%agent cell, so "below" is right under it
+    assert 'cell, id \\"agentcell\\"' in json.dumps(api.requests[-4].body["messages"])
     page.locator(".jp-Notebook").click(position={"x": 5, "y": 5})
     page.keyboard.press("Control+s")
     time.sleep(1.0)
@@ -207,7 +209,7 @@ def test_deny_with_feedback_changes_nothing_and_tells_the_model(lab, page_of, sc
 
 
 def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
-    nb = _agent_notebook(lab, "stop.ipynb", "run a long cell", extra=["import time; time.sleep(60); print('slept')"])
+    nb = _agent_notebook(lab, "stop.ipynb", "run a long cell", extra=["import time; time.sleep(60); print('done ' + 'sleeping')"])
     script(
         response(tool_use("Read", {"file_path": str(nb)})),
         response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
@@ -222,7 +224,7 @@ def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
     assert time.monotonic() - started < 10
     screenshot(page, "live_stop")
     output = cell(page, 2).locator(".jp-OutputArea").inner_text()
-    assert "KeyboardInterrupt" in output and "slept" not in output
+    assert "KeyboardInterrupt" in output and "done sleeping" not in output
     assert "aborted" in cell(page, 1).inner_text()
 
 
