@@ -268,3 +268,30 @@ def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, 
     errors = [r for r in _tool_results(api) if "stopped answering" in r]
     assert errors, _tool_results(api)
     screenshot(page, "live_reload")
+
+
+def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, script):
+    """A restart ends the run with the kernel; after `%load_ext` in the new kernel the page
+    (whose comm target survives the restart) answers again."""
+    import urllib.request
+
+    nb = _agent_notebook(lab, "restart.ipynb", "add a cell")
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent",
+                                           "new_source": "after_restart = 1", "cell_type": "code",
+                                           "edit_mode": "insert"})),
+        response(text("Added.")),
+    )
+    page = page_of("restart.ipynb")
+    run_and_wait(page, 0)
+    with urllib.request.urlopen(f"{lab.url}/api/kernels") as r:
+        kernel_id = json.loads(r.read())[0]["id"]
+    urllib.request.urlopen(urllib.request.Request(
+        f"{lab.url}/api/kernels/{kernel_id}/restart", method="POST", data=b"")).close()
+    time.sleep(2)
+    page.wait_for_selector("text=| Idle", timeout=60000)
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    page.wait_for_selector("text=Ended:", timeout=60000)
+    assert "after_restart = 1" in cell_sources(page)
