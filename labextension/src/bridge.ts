@@ -144,9 +144,29 @@ class NotebookBridge {
     };
   }
 
+  private cachedVersion: string | null = null;
+  private watchedDoc: any = null;
+
   /** A hash of the cells' ids, types and sources: what an agent edit must not race with.
-   * Outputs and execution counts are left out (running a cell is not an edit). */
+   * Outputs and execution counts are left out (running a cell is not an edit). Kept until
+   * the document changes (any Yjs update), so a check costs nothing on an unchanged
+   * notebook of thousands of cells. */
   version(): string {
+    const ydoc = this.shared.ydoc;
+    if (ydoc !== this.watchedDoc) {
+      this.watchedDoc = ydoc;
+      this.cachedVersion = null;
+      ydoc?.on?.('update', () => {
+        this.cachedVersion = null;
+      });
+    }
+    if (this.cachedVersion === null || !ydoc) {
+      this.cachedVersion = this.computeVersion();
+    }
+    return this.cachedVersion;
+  }
+
+  private computeVersion(): string {
     let h = 0x811c9dc5;
     const mix = (text: string) => {
       for (let i = 0; i < text.length; i++) {

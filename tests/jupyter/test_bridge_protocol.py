@@ -10,6 +10,7 @@ the JupyterLab page over the comm (fast; the browser tests cover the real page).
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import nbformat
@@ -22,7 +23,7 @@ from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 
 from .frontend import Frontend, isolated_env
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -56,6 +57,7 @@ def requests(kernel, comm_id: str) -> list[dict]:
             and m["content"]["comm_id"] == comm_id and "op" in m["content"]["data"]]
 
 
+@in_module_loop
 async def test_malformed_and_unknown_messages_get_an_error_reply(kernel):
     comm_id = bridge_comm(kernel)
     kernel.comm_msg(comm_id, "not an object")
@@ -68,6 +70,7 @@ async def test_malformed_and_unknown_messages_get_an_error_reply(kernel):
     assert (await kernel.execute("1 + 1"))["reply"]["status"] == "ok"  # the kernel is fine
 
 
+@in_module_loop
 async def test_a_page_that_leaves_fails_the_waiting_tool_at_once(kernel, script, module_tmp, api):
     comm_id = bridge_comm(kernel)
     me = kernel.kc.session.session  # the session of our execute requests: "this page"
@@ -89,6 +92,7 @@ async def test_a_page_that_leaves_fails_the_waiting_tool_at_once(kernel, script,
     assert "stopped answering" in sent and "the page closed the notebook" in sent
 
 
+@in_module_loop
 async def test_no_page_answering_refuses_edits_of_the_kernels_own_notebook(kernel, script, module_tmp, api):
     own = module_tmp / "own.ipynb"
     before = own.read_bytes()
@@ -140,3 +144,66 @@ def test_headless_execution_owns_the_notebook_nothing_lost_no_deadlock(tmp_path,
     assert saved.cells[2].source == "x = 1"
     md = saved.cells[1].outputs[0]["data"]["text/markdown"]
     assert "I left it alone." in md and "**Ended: `completed`**" in md
+
+
+async def _serve_page(kernel, comm_id: str, me: str, cells: list[dict]) -> None:
+    """Answer the kernel's requests as a page showing ``cells`` would (read and version)."""
+    answered: set[str] = set()
+    while True:
+        for req in requests(kernel, comm_id):
+            if req.get("to") != me or req.get("id") in answered:
+                continue
+            answered.add(req["id"])
+            result = {"version": "v1", "cells": cells, "path": "own.ipynb", "metadata": {}}
+            kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "re": req["id"], "from": me, "ok": True,
+                                      "result": result})
+        await asyncio.sleep(0.02)
+
+
+@in_module_loop
+async def test_no_run_through_the_page_from_a_busy_cell(kernel, script, module_tmp, api):
+    """`%%agent --wait` keeps its cell busy: a run through the page would queue behind it
+    forever (DESIGN §5), so NotebookRun says why instead, and nothing deadlocks."""
+    comm_id = bridge_comm(kernel)
+    me = kernel.kc.session.session
+    own = module_tmp / "own.ipynb"
+    kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "op": "hello", "from": me, "result": {
+        "path": "own.ipynb", "server_root": str(module_tmp), "version": "v1"}})
+    cells = [{"id": "first", "cell_type": "code", "source": "a = 1", "outputs": [], "metadata": {},
+              "execution_count": None}]
+    page = asyncio.ensure_future(_serve_page(kernel, comm_id, me, cells))
+    script(response(tool_use("Read", {"file_path": str(own)})),
+           response(tool_use("NotebookRun", {"notebook_path": str(own), "cell_id": "first"})),
+           response(text("Could not run it from here.")))
+    try:
+        await kernel.execute("%agent new")
+        result = await kernel.execute("%%agent --wait --permission-mode bypassPermissions\nrun it", timeout=40)
+    finally:
+        page.cancel()
+    assert result["reply"]["status"] == "ok" and result["seconds"] < 30
+    assert not [r for r in requests(kernel, comm_id) if r.get("op") == "run"]  # never asked the page
+    assert "A cell is executing in this kernel right now" in str(api.requests[-1].body["messages"])
+
+
+@in_module_loop
+async def test_a_page_speaking_another_protocol_version_is_told_and_never_edited(
+        kernel, script, module_tmp, api):
+    comm_id = bridge_comm(kernel)
+    me = kernel.kc.session.session
+    own = module_tmp / "own.ipynb"
+    before = own.read_bytes()
+    kernel.comm_msg(comm_id, {"v": 99, "op": "hello", "from": me, "result": {
+        "path": "own.ipynb", "server_root": str(module_tmp), "version": "v1"}})
+    await asyncio.sleep(0.3)
+    edit = {"notebook_path": str(own), "cell_id": "first", "new_source": "a = 3"}
+    script(response(tool_use("Read", {"file_path": str(own)})), response(tool_use("NotebookEdit", edit)),
+           response(text("The page is too old.")),
+           response(tool_use("NotebookEdit", edit)), response(text("Still too old.")))
+    await kernel.execute("%agent new")
+    for prompt, left, answer in (("edit it", 2, "The page is too old."), ("again", 0, "Still too old.")):
+        await kernel.execute(f"%%agent --permission-mode bypassPermissions\n{prompt}")
+        await kernel.until(lambda: api.pending == left and answer in kernel.widget_text(), 20, "the run's end")
+        await asyncio.sleep(0.3)  # the run ends after its last answer
+    assert "speaks bridge protocol 99" in str(api.requests[-1].body["messages"])
+    assert own.read_bytes() == before
+    assert "speaks bridge protocol 99" in kernel.widget_text()  # the user was told, in the run's view

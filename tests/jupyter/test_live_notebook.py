@@ -111,6 +111,8 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
     # The tool result the model got carries the page's output.
     results = json.dumps(api.requests[-1].body["messages"][-1])
     assert "42" in results and "NameError" not in results
+    # the model was told which cell is the %%agent cell, so "below" is right under it
+    assert 'cell, id \\"agentcell\\"' in json.dumps(api.requests[-4].body["messages"])
     page.locator(".jp-Notebook").click(position={"x": 5, "y": 5})
     page.keyboard.press("Control+s")
     time.sleep(1.0)
@@ -207,7 +209,7 @@ def test_deny_with_feedback_changes_nothing_and_tells_the_model(lab, page_of, sc
 
 
 def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
-    nb = _agent_notebook(lab, "stop.ipynb", "run a long cell", extra=["import time; time.sleep(60); print('slept')"])
+    nb = _agent_notebook(lab, "stop.ipynb", "run a long cell", extra=["import time; time.sleep(60); print('done ' + 'sleeping')"])
     script(
         response(tool_use("Read", {"file_path": str(nb)})),
         response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
@@ -222,7 +224,7 @@ def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
     assert time.monotonic() - started < 10
     screenshot(page, "live_stop")
     output = cell(page, 2).locator(".jp-OutputArea").inner_text()
-    assert "KeyboardInterrupt" in output and "slept" not in output
+    assert "KeyboardInterrupt" in output and "done sleeping" not in output
     assert "aborted" in cell(page, 1).inner_text()
 
 
@@ -266,3 +268,30 @@ def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, 
     errors = [r for r in _tool_results(api) if "stopped answering" in r]
     assert errors, _tool_results(api)
     screenshot(page, "live_reload")
+
+
+def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, script):
+    """A restart ends the run with the kernel; after `%load_ext` in the new kernel the page
+    (whose comm target survives the restart) answers again."""
+    import urllib.request
+
+    nb = _agent_notebook(lab, "restart.ipynb", "add a cell")
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent",
+                                           "new_source": "after_restart = 1", "cell_type": "code",
+                                           "edit_mode": "insert"})),
+        response(text("Added.")),
+    )
+    page = page_of("restart.ipynb")
+    run_and_wait(page, 0)
+    with urllib.request.urlopen(f"{lab.url}/api/kernels") as r:
+        kernel_id = json.loads(r.read())[0]["id"]
+    urllib.request.urlopen(urllib.request.Request(
+        f"{lab.url}/api/kernels/{kernel_id}/restart", method="POST", data=b"")).close()
+    time.sleep(2)
+    page.wait_for_selector("text=| Idle", timeout=60000)
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    page.wait_for_selector("text=Ended:", timeout=60000)
+    assert "after_restart = 1" in cell_sources(page)
