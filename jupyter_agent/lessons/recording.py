@@ -19,6 +19,12 @@ class Timed:
 
     t: float
     event: Any
+    #: when it happened, if the event says (``ToolStart.started_at``), else when it arrived
+    happened: float | None = None
+
+    @property
+    def at(self) -> float:
+        return self.happened if self.happened is not None else self.t
 
 
 @dataclass
@@ -59,8 +65,14 @@ class Recording:
             self._paused_total += time.perf_counter() - self._paused_since
             self._paused_since = None
 
+    def loop_time(self, perf: float) -> float:
+        """A ``time.perf_counter()`` reading as loop seconds."""
+        now = self.now()
+        return min(max(now - (time.perf_counter() - perf), 0.0), now)
+
     def add(self, event: Any) -> Timed:
-        timed = Timed(self.now(), event)
+        started = getattr(event, "started_at", None)
+        timed = Timed(self.now(), event, self.loop_time(started) if isinstance(started, float) else None)
         self.events.append(timed)
         return timed
 

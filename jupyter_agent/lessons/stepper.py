@@ -162,10 +162,11 @@ class Stepper:
             callback(self)
 
     # -- moving --------------------------------------------------------------------------
-    async def step(self) -> Snapshot | None:
+    async def step(self, *, wait_for_approvals: bool = False) -> Snapshot | None:
         """The next snapshot: a recorded one after going back, else pull the loop to its next step.
 
-        Returns early (same snapshot) if an approval is waiting: see :attr:`pending_approvals`.
+        Returns early (same snapshot) if an approval is waiting (see :attr:`pending_approvals`),
+        unless ``wait_for_approvals``: then it waits until someone answers.
         """
         if self.position < len(self._snapshots) - 1:
             self.position += 1
@@ -176,7 +177,7 @@ class Stepper:
         if self._pull is None:
             self._pull = asyncio.ensure_future(self._pull_next())
         while True:
-            if self.pending_approvals:
+            if self.pending_approvals and not wait_for_approvals:
                 self._approval_waiting.set()
             else:
                 self._approval_waiting.clear()
@@ -189,7 +190,7 @@ class Stepper:
                 break
             for _ in range(3):  # an answer given in code settles on the next loop iterations
                 await asyncio.sleep(0)
-            if self.pending_approvals:
+            if self.pending_approvals and not wait_for_approvals:
                 self._changed()  # an approval is waiting: the step returns, the loop waits
                 return self.current
         pull, self._pull = self._pull, None
@@ -198,22 +199,23 @@ class Stepper:
         self._changed()
         return self.current
 
-    async def next_turn(self) -> Snapshot | None:
-        """Step until step 1 of the next turn (or the end). Stops early for an approval."""
+    async def next_turn(self, *, wait_for_approvals: bool = False) -> Snapshot | None:
+        """Step until step 1 of the next turn (or the end). Stops early for an approval
+        unless ``wait_for_approvals``."""
         start = self.current
         while True:
             before = self.position, len(self._snapshots)
-            snap = await self.step()
+            snap = await self.step(wait_for_approvals=wait_for_approvals)
             if snap is None or snap.ended or (snap.step == 1 and snap is not start):
                 return snap
             if (self.position, len(self._snapshots)) == before:  # waiting for an approval
                 return snap
 
-    async def run_to_end(self) -> Snapshot | None:
-        """Step until the run ends. Stops early for an approval."""
+    async def run_to_end(self, *, wait_for_approvals: bool = False) -> Snapshot | None:
+        """Step until the run ends. Stops early for an approval unless ``wait_for_approvals``."""
         while True:
             before = self.position, len(self._snapshots)
-            snap = await self.step()
+            snap = await self.step(wait_for_approvals=wait_for_approvals)
             if snap is None or snap.ended or (self.position, len(self._snapshots)) == before:
                 return snap
 
