@@ -124,6 +124,9 @@ class Snapshot:
     t: float = 0.0
     events: tuple[str, ...] = ()
     extra: FrozenDict = field(default_factory=lambda: FrozenDict())
+    #: what changed since the snapshot before it: view name -> indices of new items,
+    #: and "fields" -> names of changed State fields (see :func:`changes`)
+    changed: FrozenDict = field(default_factory=lambda: FrozenDict())
 
     @property
     def ended(self) -> bool:
@@ -139,6 +142,15 @@ class Snapshot:
     def end_row(self) -> tuple[str, str] | None:
         """The article's table row for this end reason (condition, what the code does)."""
         return END_TABLE.get(self.end_reason) if self.end_reason else None
+
+    @property
+    def message_count(self) -> int:
+        return len(self.state_messages)
+
+    def _repr_html_(self) -> str:
+        from .render import snapshot_html
+
+        return snapshot_html(self)
 
     def views(self) -> dict[str, Any]:
         """The four collections a lesson looks at, plus ``State.messages``, as plain data."""
@@ -164,3 +176,18 @@ class Snapshot:
         for block in self.tool_results:
             results.setdefault(block.get("tool_use_id"), block)
         return [Pair(i, b.get("name", ""), b.get("input"), results.get(i)) for i, b in uses.items()]
+
+
+LIST_VIEWS = ("state_messages", "messages_for_query", "assistant_messages", "tool_results")
+STATE_FIELDS = ("turn_count", "transition", "message_count", "needs_follow_up", "step_name")
+
+
+def changes(before: Snapshot | None, after: Snapshot) -> FrozenDict:
+    """What ``after`` holds that ``before`` did not: new/changed items of each list view
+    (by position) and the State fields whose value differs."""
+    out: dict[str, Any] = {}
+    for name in LIST_VIEWS:
+        old, new = (getattr(before, name) if before else ()), getattr(after, name)
+        out[name] = tuple(i for i, item in enumerate(new) if i >= len(old) or old[i] != item)
+    out["fields"] = tuple(f for f in STATE_FIELDS if before is None or getattr(before, f) != getattr(after, f))
+    return FrozenDict(out)

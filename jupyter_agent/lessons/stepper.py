@@ -25,6 +25,7 @@ Import-light: no ipywidgets, no IPython, no anthropic.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, Callable
 
 from ..loop.events import (
@@ -33,7 +34,7 @@ from ..loop.events import (
 )
 from ..loop.state import Terminal
 from .recording import Recording
-from .snapshot import FrozenDict, Snapshot, freeze
+from .snapshot import FrozenDict, Snapshot, changes, freeze
 
 
 def describe(event: Any) -> str | None:
@@ -305,6 +306,8 @@ class Stepper:
         ))
 
     def _add(self, snapshot: Snapshot) -> None:
+        previous = self._snapshots[-1] if self._snapshots else None
+        snapshot = dataclasses.replace(snapshot, changed=changes(previous, snapshot))
         self._snapshots.append(snapshot)
         self._pending_lines = []
 
