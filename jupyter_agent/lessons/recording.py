@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,15 @@ class Recording:
         now = self.now()
         return min(max(now - (time.perf_counter() - perf), 0.0), now)
 
+    def of_type(self, kind: type) -> list[Any]:
+        """The recorded events of one type, in arrival order."""
+        return [timed.event for timed in self.events if isinstance(timed.event, kind)]
+
+    @property
+    def terminal(self) -> Any:
+        """The run's ``Terminal`` (its last event), or None."""
+        return self.events[-1].event if self.events and type(self.events[-1].event).__name__ == "Terminal" else None
+
     def add(self, event: Any) -> Timed:
         started = getattr(event, "started_at", None)
         timed = Timed(self.now(), event, self.loop_time(started) if isinstance(started, float) else None)
@@ -95,14 +104,20 @@ class Recording:
         request.future.add_done_callback(answered)
 
 
-async def record_run(run: Any, recording: Recording | None = None) -> Recording:
+async def record_run(run: Any, recording: Recording | None = None, *,
+                     stop_when: Callable[[Any], bool] | None = None) -> Recording:
     """Drive ``run`` to its end, noting when each event arrived; returns the recording.
 
-    To time approvals too, add ``recording.watch_approval`` to the approval broker's
-    listeners before calling this.
+    ``stop_when(event)``: press Stop (``run.stop()``) at the first event it accepts (a
+    lesson uses it to stop while the model streams, or while a tool runs). To time
+    approvals too, add ``recording.watch_approval`` to the approval broker's listeners.
     """
     recording = recording if recording is not None else Recording()
     recording.now()  # start the clock before the first request
+    stopped = False
     async for event in run:
         recording.add(event)
+        if stop_when is not None and not stopped and stop_when(event):
+            stopped = True
+            run.stop()
     return recording
