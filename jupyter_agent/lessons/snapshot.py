@@ -143,6 +143,11 @@ class Snapshot:
         """The article's table row for this end reason (condition, what the code does)."""
         return END_TABLE.get(self.end_reason) if self.end_reason else None
 
+    def __repr__(self) -> str:
+        return (f"<Snapshot {self.index} {self.title}: turn_count={self.turn_count} "
+                f"transition={self.transition} messages={self.message_count} "
+                f"needs_follow_up={self.needs_follow_up}>")
+
     @property
     def message_count(self) -> int:
         return len(self.state_messages)
