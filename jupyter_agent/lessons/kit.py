@@ -46,6 +46,8 @@ class Lesson:
         ``options`` go to :class:`~jupyter_agent.model.AnthropicModel` (``max_retries``,
         ``fallback_model``, ...).
         """
+        import anthropic  # noqa: F401 - load the SDK now (~2 s), or a timeline counts it as model time
+
         from ..model import AnthropicModel
 
         if self.live:

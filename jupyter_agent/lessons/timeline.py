@@ -148,7 +148,7 @@ def to_svg(timeline: Timeline, width: int = 880) -> str:
     """The timeline as a standalone SVG document."""
     label_w, row_h, top = 190, 22, 34
     rows = timeline.spans
-    height = top + row_h * len(rows) + 46
+    height = top + row_h * len(rows) + 62
     scale = (width - label_w - 20) / max(timeline.end, 1e-3)
 
     def x(t: float) -> float:
@@ -160,7 +160,8 @@ def to_svg(timeline: Timeline, width: int = 880) -> str:
     for i, (n, start, stop) in enumerate(timeline.turns):
         out.append(f'<rect x="{x(start):.1f}" y="{top - 18}" width="{max(x(stop) - x(start), 1):.1f}" '
                    f'height="{row_h * len(rows) + 22}" fill="{"#f3f6fa" if i % 2 == 0 else "#e8eef6"}"/>')
-        out.append(f'<text x="{x(start) + 4:.1f}" y="{top - 5}" fill="#555">turn {n}</text>')
+        if x(stop) - x(start) > 44:  # a turn too thin for its label keeps the band only
+            out.append(f'<text x="{x(start) + 4:.1f}" y="{top - 5}" fill="#555">turn {n}</text>')
     for i, span in enumerate(rows):
         y = top + i * row_h
         color = _COLORS.get(span.status) if span.status in ("error", "not run", "retried", "aborted", "deny") \
@@ -191,6 +192,8 @@ def to_svg(timeline: Timeline, width: int = 880) -> str:
         out.append(f'<text x="{width - 20}" y="14" text-anchor="end" fill="#222" font-weight="bold">end: '
                    f'{escape(timeline.end_reason)}</text>')
     out.append(f'<text x="6" y="{axis_y + 28}" fill="#555">bars: model streaming (blue), tool running '
-               f'(green), approval (amber), error (red); ticks: tool_use block complete; dashed: response ended</text>')
+               f'(green), approval (amber), error (red); dashed: a response ended</text>')
+    out.append(f'<text x="6" y="{axis_y + 44}" fill="#555">ticks on a request: a tool_use block became complete; '
+               f'on a tool: its tool_result was handed back to the loop; diamond: answered without running</text>')
     out.append("</svg>")
     return "\n".join(out)
