@@ -1,8 +1,9 @@
 """A finished run as a picture: model streaming, tool executions, approvals, turns.
 
 Built from a :class:`~.recording.Recording` (events with arrival times). Displayed in a
-notebook it is ``image/svg+xml``, so it is saved with the notebook and renders without
-a kernel (and in an untrusted notebook: the frontend shows SVG as an image).
+notebook it is ``image/svg+xml`` plus the same SVG as an HTML ``<img>`` (which JupyterLab
+still shows in an untrusted notebook), so it saves with the notebook and renders there
+without a kernel.
 
 Reading it: each ``request N`` row is one streamed response, from the request to the
 complete assistant message; a dashed line marks where that response ended. Each tool
@@ -15,6 +16,7 @@ Amber bars are approvals waited on. Shaded bands are turns.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
@@ -74,6 +76,15 @@ class Timeline:
 
     def _repr_svg_(self) -> str:
         return to_svg(self)
+
+    def _repr_html_(self) -> str:
+        # The same picture as an <img> with a data: URI. JupyterLab shows an untrusted
+        # notebook's SVG output as "Cannot display an untrusted SVG", but keeps an HTML
+        # <img> (its sanitizer checks the scheme of href/cite only), so a saved or
+        # downloaded notebook still shows the timeline.
+        data = base64.b64encode(to_svg(self).encode()).decode()
+        return f'<img alt="timeline of the run" src="data:image/svg+xml;base64,{data}"/>'
+
 
 
 def build_timeline(recording: Recording) -> Timeline:

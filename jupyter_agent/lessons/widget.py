@@ -25,6 +25,13 @@ from .timeline import build_timeline
 BUTTONS = ("Next step", "Next turn", "Run to end", "Back")
 
 
+class _Panel(w.VBox):
+    """The widget's box; its text form is what a frontend shows when the widget cannot render."""
+
+    def __repr__(self) -> str:
+        return "Lesson stepper (a live widget; the last state it showed is saved as HTML below)"
+
+
 class StepperView:
     """A widget over a :class:`~.stepper.Stepper` (see module doc).
 
@@ -65,7 +72,7 @@ class StepperView:
         self.pairs = w.HTML()
         self.events = w.HTML()
         self.approvals = w.VBox()
-        self.box = w.VBox([
+        self.box = _Panel([
             self.header, self.diagram, w.HBox(list(self.buttons.values())), self.status, self.approvals,
             self.end, self.state, self.views, w.HTML("<b>tool_use ↔ tool_result</b>"), self.pairs, self.events,
         ], layout=w.Layout(border="1px solid #ccc", padding="6px"))
