@@ -55,25 +55,30 @@ def _env(tmp: Path) -> dict[str, str]:
 
 
 class Lab:
-    """A JupyterLab server on a free port, serving ``root``."""
+    """A JupyterLab (or Notebook 7: ``app="notebook"``) server on a free port, serving ``root``."""
 
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, env: dict[str, str], app: str = "jupyterlab") -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
+        self.app = app
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--port={self.port}",
+            [sys.executable, "-m", app, "--allow-root", "--no-browser", f"--port={self.port}",
              "--IdentityProvider.token=", f"--ServerApp.root_dir={root}"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def open(self, page, name: str) -> None:
+        where = "lab/tree" if self.app == "jupyterlab" else "notebooks"
         for _ in range(300):  # the server takes a few seconds to listen
             try:
-                page.goto(f"http://127.0.0.1:{self.port}/lab/tree/{name}")
+                page.goto(f"http://127.0.0.1:{self.port}/{where}/{name}")
                 break
             except Exception:
                 time.sleep(0.2)
-        page.wait_for_selector("text=| Idle", timeout=90000)
+        if self.app == "jupyterlab":
+            page.wait_for_selector("text=| Idle", timeout=90000)
+        else:  # Notebook 7 has no status bar: its toolbar's kernel indicator says idle
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
 
     def close(self) -> None:
         self.proc.terminate()
@@ -166,3 +171,41 @@ def test_stepper_widget_and_timeline_live_then_saved_and_reopened(tmp_path):
         lab.close()
     assert "Ended: completed" in reopened_text and "toolu_browser_1" in reopened_text
     assert "turn_count" in reopened_text
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.skipif(not importlib.util.find_spec("notebook"), reason="needs the notebook (7) package")
+def test_stepper_widget_in_notebook_7(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    shots = Path(os.environ.get("SHOTS") or tmp_path)
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SETUP)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, root / "lesson.ipynb")
+    server = Lab(root, _env(tmp_path), app="notebook")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 1200})
+            server.open(page, "lesson.ipynb")
+            page.click(".jp-Cell >> nth=0")
+            page.keyboard.press("Shift+Enter")
+            try:
+                page.wait_for_selector(".jupyter-widgets button:has-text('Next step')", timeout=90000)
+            except Exception:
+                page.screenshot(path=str(shots / "lessons-notebook7-failed.png"), full_page=True)
+                raise
+            _click(page, "Next step", "1")
+            _click(page, "Next turn", "1")  # step 1 of turn 2
+            page.wait_for_selector(".jupyter-widgets :text('toolu_browser_1') >> visible=true", timeout=30000)
+            _click(page, "Run to end", "end")
+            page.wait_for_selector(".jupyter-widgets :text('Ended:') >> visible=true", timeout=30000)
+            text = page.locator(".jp-Cell >> nth=0").inner_text()
+            assert not page.locator("[class*='ja-lesson-static']").first.is_visible()
+            page.screenshot(path=str(shots / "lessons-notebook7.png"), full_page=True)
+            browser.close()
+    finally:
+        server.close()
+    assert "Ended: completed" in text and "turn_count" in text
