@@ -46,30 +46,25 @@ class Lesson:
         ``options`` go to :class:`~jupyter_agent.model.AnthropicModel` (``max_retries``,
         ``fallback_model``, ...).
         """
-        import anthropic  # noqa: F401 - load the SDK now (~2 s), or a timeline counts it as model time
-
         from ..model import AnthropicModel
 
         if self.live:
-            return AnthropicModel(**options)
+            model = AnthropicModel(**options)
+        else:
+            model = self.fake_api(script).model(**options)
+        model._sdk()  # load the SDK now (~2 s), or a timeline would count its import as model time
+        return model
+
+    def fake_api(self, script: Any = ()) -> Any:
+        """A started :class:`~jupyter_agent.testing.FakeMessagesAPI` answering ``script``
+        (offline), or ``None`` live: for the article's minimal loop over a bare SDK client."""
+        if self.live:
+            return None
         from ..testing import FakeMessagesAPI
 
         self.api = FakeMessagesAPI(list(script), strict=False).start()
         self._apis.append(self.api)
-        return self.api.model(**options)
-
-    def client(self, script: Any = ()) -> Any:
-        """A bare ``anthropic.AsyncAnthropic`` (for the article's minimal loop): pointed at
-        a fake API with ``script`` offline, at the real API live."""
-        import anthropic
-
-        if self.live:
-            return anthropic.AsyncAnthropic()
-        from ..testing import FAKE_API_KEY, FakeMessagesAPI
-
-        self.api = FakeMessagesAPI(list(script), strict=False).start()
-        self._apis.append(self.api)
-        return anthropic.AsyncAnthropic(base_url=self.api.base_url, api_key=FAKE_API_KEY, max_retries=0)
+        return self.api
 
     @property
     def model_id(self) -> str:
