@@ -145,3 +145,19 @@ async def test_close_stops_a_run_paused_between_steps(workdir):
         assert stepper.ended and stepper.current.end_reason in ("aborted_tools", "aborted_streaming")
         # every tool_use has its tool_result in the final history
         assert all(p.result is not None for p in stepper.current.pairs())
+
+
+async def test_next_turn_and_run_to_end_stop_early_for_an_approval(workdir):
+    target = workdir / "out.txt"
+    write = tool_use("Write", {"file_path": str(target), "content": "x"})
+    with FakeMessagesAPI([response(write), response(text("done"))]) as api:
+        stepper = _start(api, workdir, prompt="write x")
+        assert (await stepper.next_turn()).step == 1  # not started: the first step 1
+        snap = await asyncio.wait_for(stepper.next_turn(), 10)
+        assert snap.step == 2 and len(stepper.pending_approvals) == 1  # stopped inside the turn
+        snap = await asyncio.wait_for(stepper.run_to_end(), 10)
+        assert snap.step == 2 and not snap.ended  # still waiting: nothing moved
+        stepper.pending_approvals[0].allow_always()
+        end = await asyncio.wait_for(stepper.run_to_end(), 10)
+        assert end.end_reason == "completed" and target.read_text() == "x"
+        assert [a.outcome for a in stepper.recording.approvals] == ["always"]
