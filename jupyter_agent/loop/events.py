@@ -11,6 +11,7 @@ if you keep it past the next event.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -98,6 +99,9 @@ class ToolStart:
     tool_use_id: str
     name: str
     input: dict[str, Any]
+    #: ``time.perf_counter()`` when the tool started. The event reaches the consumer with
+    #: the next stream event, which can be much later (a timeline needs the real start).
+    started_at: float = field(default_factory=time.perf_counter, compare=False)
 
 
 @dataclass(frozen=True)
