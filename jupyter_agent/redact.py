@@ -24,22 +24,30 @@ _SECRET_SHAPES = (
 #: tests, or flags like ``1``, would otherwise blank out ordinary words).
 MIN_SECRET_LEN = 12
 
-_cache: tuple[tuple[tuple[str, str], ...], list[tuple[str, str]]] | None = None
+_cache: tuple[dict[Any, Any], list[tuple[str, str]]] | None = None
+
+
+def _environ_now() -> dict[Any, Any]:
+    # os.environ's own dict (CPython keeps it as ``_data``): comparing it with the copy taken
+    # last time is one C-level dict comparison, where rebuilding and sorting every
+    # (name, value) pair cost that work twice per frame while a run streams.
+    return getattr(os.environ, "_data", os.environ)
 
 
 def _secret_values() -> list[tuple[str, str]]:
-    """(value, name) pairs of secret-looking environment variables, longest first."""
+    """(value, name) pairs of secret-looking environment variables, longest first; worked
+    out again only when the environment changed since the last call."""
     global _cache
-    items = tuple(sorted(os.environ.items()))
-    if _cache is not None and _cache[0] == items:
+    environ = _environ_now()
+    if _cache is not None and _cache[0] == environ:
         return _cache[1]
     found = [
         (value, name)
-        for name, value in items
+        for name, value in os.environ.items()
         if _SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LEN
     ]
     found.sort(key=lambda p: -len(p[0]))
-    _cache = (items, found)
+    _cache = (dict(environ), found)
     return found
 
 
