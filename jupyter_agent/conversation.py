@@ -14,9 +14,8 @@ from typing import Any
 from .loop.events import AssistantMessage
 from .loop.hooks import Hooks
 from .loop.messages import create_user_message, ensure_tool_result_pairing
-from .loop.model_resolution import resolve_model
+from .agent import query, resolve_model
 from .loop.model_protocol import Model
-from .loop.query import query
 from .loop.run import QueryRun
 from .loop.usage import Usage
 from .tools.base import ToolContext
