@@ -180,13 +180,6 @@ class Conversation:
                 return AssistantMessage(message, Usage(), "", None).text
         return ""
 
-    def reset(self) -> None:
-        """Start a new conversation: forget the history (kernels and settings stay)."""
-        if self.running is not None:
-            raise RuntimeError("Stop the running run before starting a new conversation.")
-        self.messages = []
-        self.context.read_file_state.clear()
-
     async def aclose(self) -> None:
         """Stop any run and shut down the kernels this conversation started."""
         if self.running is not None:
