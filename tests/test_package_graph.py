@@ -8,15 +8,17 @@ strings (``importlib.import_module``) are not seen; only the package root and
 A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``agent``,
 ``cli``, ...). The rule, lowest first:
 
-- ``loop`` and ``prompts`` import nothing of ours;
-- ``model``, ``notebook`` import ``loop``; ``tools`` imports ``loop`` and ``notebook`` (the
-  notebook tools and Read/Edit of a ``.ipynb`` work on ``NotebookDocument``);
-  ``permissions`` imports ``loop`` and ``tools`` (rules read a call's paths the way the
-  tools resolve them: ``tools/paths.py``). Never the reverse: that would be a cycle;
+- ``loop``, ``prompts`` and ``redact`` import nothing of ours;
+- ``model`` imports ``loop``; ``notebook`` imports ``loop`` (and ``redact``); ``tools``
+  imports those and ``notebook`` (the notebook tools and Read/Edit of a ``.ipynb`` work on
+  ``NotebookDocument``); ``safety`` and ``permissions`` import ``loop`` and ``tools``
+  (rules read a call's paths the way the tools resolve them: ``tools/paths.py``), and
+  ``permissions`` imports ``safety``. Never the reverse: that would be a cycle;
 - ``agent`` (``query()``, the wiring) imports those; ``conversation`` imports them and ``agent``;
 - ``jupyter`` and ``cli`` (the fronts) import anything below, not each other;
-- the package root (the public API) imports those; ``demo`` imports them too, and
-  ``testing`` anything. Nothing imports these three.
+- entry points (``demo``, ``launch``, ``server_extension``), the ``lessons`` and the
+  package root (the public API) import those; ``testing`` imports anything. Only
+  ``lessons`` (offline, against the fake API) imports ``testing``.
 """
 
 from __future__ import annotations
@@ -28,22 +30,28 @@ from collections import defaultdict
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "jupyter_agent"
 ROOT = "jupyter_agent"
 
-_MIDDLE = {"loop", "prompts", "model", "notebook", "tools", "permissions"}
+_MIDDLE = {"loop", "prompts", "redact", "model", "notebook", "tools", "safety", "permissions"}
 _WIRING = _MIDDLE | {"agent", "conversation"}
 _FRONTS = _WIRING | {"jupyter", "cli"}
-#: unit -> the units it may import (besides itself).
+#: unit -> the units it may import (besides itself). ``redact``, ``safety``, ``lessons``,
+#: ``launch`` and ``server_extension`` are being added on other branches as this is written.
 ALLOWED: dict[str, set[str]] = {
     "loop": set(),
     "prompts": set(),
+    "redact": set(),
     "model": {"loop"},
-    "notebook": {"loop"},
-    "tools": {"loop", "notebook"},
-    "permissions": {"loop", "tools"},
+    "notebook": {"loop", "redact"},
+    "tools": {"loop", "notebook", "redact"},
+    "safety": {"loop", "tools"},
+    "permissions": {"loop", "tools", "safety"},
     "agent": _MIDDLE,
     "conversation": _MIDDLE | {"agent"},
     "jupyter": _WIRING,
     "cli": _WIRING,
+    "server_extension": _FRONTS,
     "demo": _FRONTS,
+    "launch": _FRONTS | {"demo"},
+    "lessons": _FRONTS | {"testing"},
     "testing": _FRONTS | {"demo", ROOT},
     ROOT: _FRONTS,
 }
