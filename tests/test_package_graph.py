@@ -67,6 +67,7 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     ("jupyter_agent.loop.tool_execution", "jupyter_agent.tools.base"),
     ("jupyter_agent.notebook.document", "jupyter_agent.tools.base"),
     ("jupyter_agent.notebook.file_backend", "jupyter_agent.tools.fileio"),
+    ("jupyter_agent.notebook.file_backend", "jupyter_agent.tools.filestat"),
     # To be removed when replay and recorded transcripts become product code outside
     # testing/ (issue 9).
     ("jupyter_agent.agent", "jupyter_agent.testing.replay"),
@@ -76,7 +77,7 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     # listen to a view model that lives outside jupyter/).
     ("jupyter_agent.cli", "jupyter_agent.jupyter.config"),
     ("jupyter_agent.cli", "jupyter_agent.jupyter.environment"),
-    ("jupyter_agent.cli", "jupyter_agent.jupyter.redact"),
+    ("jupyter_agent.cli", "jupyter_agent.jupyter.advice"),
     ("jupyter_agent.cli", "jupyter_agent.jupyter.runmodel"),
 }
 
