@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
@@ -37,6 +37,24 @@ class AgentConfig(Configurable):
     max_turns = Int(
         0, help="Stop after this many turns (0: no limit).",
     ).tag(config=True)
+    allow = List(
+        Unicode(), default_value=[],
+        help="Allow rules, e.g. ['NotebookRun'] or ['Edit(src/**)']: matching calls run "
+        "without asking (deny rules and safety paths still win). Running cells asks in every "
+        "mode unless a rule allows it, so unattended runs need 'NotebookRun' here.",
+    ).tag(config=True)
+
+    @validate("allow")
+    def _valid_rules(self, proposal: dict) -> list:
+        from ..permissions import Rule
+
+        for text in proposal["value"]:
+            try:
+                Rule.parse(text)
+            except ValueError as exc:
+                raise TraitError(f"AgentConfig.allow: {exc}") from None
+        return proposal["value"]
+
     cwd = Unicode(
         "", help="Working directory of the agent's tools (empty: the kernel's).",
     ).tag(config=True)

@@ -49,7 +49,7 @@ class AgentSession:
         self.reset_listeners: list[Any] = []
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.config.observe(self._config_changed, names=[
-            "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path"])
+            "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow"])
 
     # -- the conversation ---------------------------------------------------------------
     @property
@@ -70,6 +70,7 @@ class AgentSession:
             max_turns=cfg.max_turns or None,
             notebook_path=self.notebook_path(),
             replay=cfg.replay or None,
+            allow=tuple(cfg.allow),
         )
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return Conversation(**kwargs)
@@ -120,6 +121,8 @@ class AgentSession:
             conv.max_turns = new or None
         elif name == "notebook_path":
             conv.notebook_path = self.notebook_path()
+        elif name == "allow":  # rules added to the running conversation (remove: %agent rules --remove)
+            conv.permissions.add_session_rules(new)
         else:
             self._reconcile()
 

@@ -176,10 +176,12 @@ async def test_no_run_through_the_page_from_a_busy_cell(kernel, script, module_t
            response(tool_use("NotebookRun", {"notebook_path": str(own), "cell_id": "first"})),
            response(text("Could not run it from here.")))
     try:
+        await kernel.execute('%config AgentConfig.allow = ["NotebookRun"]')  # runs ask in every mode otherwise
         await kernel.execute("%agent new")
         result = await kernel.execute("%%agent --wait --permission-mode bypassPermissions\nrun it", timeout=40)
     finally:
         page.cancel()
+        await kernel.execute("%config AgentConfig.allow = []")
     assert result["reply"]["status"] == "ok" and result["seconds"] < 30
     assert not [r for r in requests(kernel, comm_id) if r.get("op") == "run"]  # never asked the page
     assert "A cell is executing in this kernel right now" in str(api.requests[-1].body["messages"])

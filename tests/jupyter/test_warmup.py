@@ -94,7 +94,7 @@ async def test_a_run_started_during_the_warm_up_waits_for_it_and_works(fresh_ker
     assert result["reply"]["status"] == "ok", result["outputs"]
     assert eval(await kernel.value("_warm_at_cell_start[-2]")) is True  # (-1 is this value's cell)
     md = await transcript(kernel, display_id_of(result), timeout=60)
-    assert "Hello after the warm-up." in md and "**Ended: `completed`**" in md
+    assert "Hello after the warm-up." in md and "✓ *Finished* (`completed`)" in md
     loaded_by = eval(await kernel.value("_who.loaded_by"))
     assert loaded_by["anthropic"] == ["jupyter-agent-warmup"]  # loaded once, in the background
     assert (await kernel.execute("1 + 1"))["reply"]["status"] == "ok"  # the kernel is fine
@@ -110,7 +110,7 @@ async def test_the_warm_up_can_be_turned_off(api, script, tmp_path):
         assert (await warmup_state(kernel))["thread"] is None
         result = await kernel.execute("%%agent\nSay hello", timeout=60)
         md = await transcript(kernel, display_id_of(result), timeout=60)  # it imports the SDK now
-        assert "Hello without a warm-up." in md and "**Ended: `completed`**" in md
+        assert "Hello without a warm-up." in md and "✓ *Finished* (`completed`)" in md
         assert eval(await kernel.value("_who.loaded_by"))["anthropic"] == ["MainThread"]  # the run's own import
     finally:
         await kernel.stop()
