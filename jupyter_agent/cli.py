@@ -22,18 +22,10 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-from .jupyter.config import PERMISSION_MODES, positive_int
+from .jupyter.config import positive_int
+from .loop.permission_result import PERMISSION_MODES
 from .redact import redact
-from .jupyter.environment import missing_key, prepare_replay_files, resolve_transcript
-
-#: What a terminal user without a key reads (the notebook has its own wording).
-NO_KEY_MESSAGE_CLI = """\
-jupyter agent run: no Anthropic API key found, so nothing was started.
-
-To use Claude, set the key in the environment:
-    export ANTHROPIC_API_KEY=sk-ant-...
-To try it offline with a recorded run instead:
-    jupyter agent run NOTEBOOK --replay demo      (or the path of a recorded transcript .json)"""
+from .jupyter.environment import missing_key, no_key_message, prepare_replay_files, resolve_transcript
 
 #: Answers to the approval prompt. Enter is "no" (the safe default, shown as [y/N]).
 YES = ("y", "yes", "ok", "okay", "allow", "sure")
@@ -300,7 +292,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
         err.write("jupyter agent run: say what to do with -p PROMPT\n")
         return EXIT_USAGE
     if missing_key(args.model, replay):
-        err.write(NO_KEY_MESSAGE_CLI + "\n")
+        err.write(no_key_message("terminal") + "\n")
         return EXIT_USAGE
     if replay:
         for rel in prepare_replay_files(replay, cwd):

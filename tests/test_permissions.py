@@ -257,25 +257,39 @@ async def test_a_ui_thread_can_answer(ws):
     assert not result.get("is_error") and (ws / "t.txt").read_text() == "t"
 
 
-async def test_awaiting_a_request_wakes_periodically_and_a_cancelled_wait_ends_it(monkeypatch):
-    """A kernel interrupt is only noticed when the loop wakes (DESIGN §4): the wait must not
-    block on the Future alone. Cancelling the wait cancels the request, so a UI learns of it."""
-    assert ApprovalBroker().poll_s <= 0.1
-    timeouts, real_wait = [], asyncio.wait
+async def test_awaiting_a_request_wakes_on_the_answer_with_no_polling(monkeypatch):
+    """The wait is the Future itself: no periodic wake-ups while nobody clicks, an answer
+    from another thread (a JupyterLab subshell) wakes it, and cancelling the wait (what
+    the loop's Stop does to the tool call) cancels the request, so a UI learns of it."""
+    polls, real_wait, real_sleep = [], asyncio.wait, asyncio.sleep
 
     def counting_wait(*args, **kwargs):
-        timeouts.append(kwargs.get("timeout"))
+        polls.append(("wait", kwargs.get("timeout")))
         return real_wait(*args, **kwargs)
 
-    monkeypatch.setattr(asyncio, "wait", counting_wait)
+    def counting_sleep(delay, *args, **kwargs):
+        polls.append(("sleep", delay))
+        return real_sleep(delay, *args, **kwargs)
+
     seen = []
-    broker = ApprovalBroker(on_request=seen.append, poll_s=0.01)
+    broker = ApprovalBroker(on_request=seen.append)
     waiting = asyncio.ensure_future(broker("Write", {"file_path": "x"}, PermissionAsk("Write x")))
-    await asyncio.sleep(0.15)
-    assert len(timeouts) >= 5 and set(timeouts) == {0.01}
-    waiting.cancel()
-    await asyncio.gather(waiting, return_exceptions=True)
-    assert seen[0].future.cancelled() and broker.pending == []
+    await real_sleep(0)
+    monkeypatch.setattr(asyncio, "wait", counting_wait)
+    monkeypatch.setattr(asyncio, "sleep", counting_sleep)
+    await real_sleep(0.1)
+    assert seen and not waiting.done() and polls == []
+    clicker = threading.Thread(target=seen[0].allow)
+    clicker.start()
+    clicker.join()
+    assert await asyncio.wait_for(waiting, 2) == PermissionAllow()
+    assert polls == [] and broker.pending == []
+
+    stopped = asyncio.ensure_future(broker("Write", {"file_path": "y"}, PermissionAsk("Write y")))
+    await real_sleep(0)
+    stopped.cancel()
+    await asyncio.gather(stopped, return_exceptions=True)
+    assert seen[1].future.cancelled() and broker.pending == [] and polls == []
 
 
 async def test_allow_always_without_a_policy_answers_only_that_request():

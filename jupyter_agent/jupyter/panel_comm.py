@@ -262,7 +262,7 @@ class PanelHub:
 
     # -- what the panels show -------------------------------------------------------------
     def session_header(self) -> dict[str, Any]:
-        from ..conversation import PERMISSION_MODES
+        from ..loop.permission_result import PERMISSION_MODES
         from ..loop.usage import Usage
 
         session = self.session
