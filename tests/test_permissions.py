@@ -292,6 +292,30 @@ async def test_awaiting_a_request_wakes_on_the_answer_with_no_polling(monkeypatc
     assert seen[1].future.cancelled() and broker.pending == [] and polls == []
 
 
+async def test_stopping_a_run_that_waits_for_an_approval_ends_it_at_once(fake_api_env, tmp_path):
+    """run.stop() reaches a pending approval without any polling: the abort cancels the
+    tool call, whose wait cancels the request; the call gets its one tool_result and the
+    run ends ``aborted_tools`` with nothing written."""
+    from jupyter_agent import query
+    from jupyter_agent.testing import response, tool_use
+
+    fake_api_env.add(response(tool_use("Write", {"file_path": str(tmp_path / "w.txt"), "content": "x"})))
+    seen = []
+    run = query("Write it", cwd=str(tmp_path), can_use_tool=ApprovalBroker(on_request=seen.append))
+    ending = asyncio.ensure_future(run.wait())
+    for _ in range(500):
+        if seen:
+            break
+        await asyncio.sleep(0.01)
+    assert seen and not ending.done()
+    run.stop()
+    terminal = await asyncio.wait_for(ending, 5)
+    assert terminal.reason.value == "aborted_tools" and seen[0].future.cancelled()
+    results = [b for m in run.state.messages if isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert len(results) == 1 and not (tmp_path / "w.txt").exists()
+
+
 async def test_allow_always_without_a_policy_answers_only_that_request():
     broker = ApprovalBroker(on_request=lambda request: None)
     asks = [asyncio.ensure_future(broker("Write", {"file_path": name}, PermissionAsk("w"))) for name in "ab"]
