@@ -43,15 +43,16 @@ _SETTINGS = ("model", "permission_mode", "replay", "max_turns")
 
 
 def _cut(text: str, limit: int = MAX_PART) -> str:
-    from .transcript import cut_middle
+    from .transcript import redact_and_cut
 
-    return redact(cut_middle(text, limit))
+    return redact(redact_and_cut(text, limit))
 
 
 def item_json(item: Any, key: str) -> dict[str, Any]:
     """One item of a run as the panel draws it."""
     from .runmodel import BlockItem, NoticeItem, PromptItem, TextItem, ThinkingItem, ToolItem
-    from .transcript import STATE_LABELS, result_parts
+    from .labels import STATE_LABELS
+    from .transcript import result_parts
 
     if isinstance(item, ToolItem):
         progress = item.progress[-1] if item.progress and item.state == "running" else None
@@ -105,7 +106,7 @@ class _Watched:
         return self.keys[id(item)]
 
     def header(self) -> dict[str, Any]:
-        from .runmodel import end_reason_text
+        from .labels import end_reason_text
 
         model = self.handle.model
         waiting = sum(1 for t in model.tools() if t.state == "approval")
