@@ -249,16 +249,9 @@ def terminal_approver(err: TextIO = sys.stderr, policy: Any = None, stdin: TextI
             err.flush()
             line = await _read_line_in_daemon(asyncio.get_running_loop(), stdin or sys.stdin)
             choice, feedback = interpret_answer(line)
-            if choice == "allow":
-                request.allow()
-            elif choice == "always":
-                request.allow_always()
-            else:
-                if feedback:
-                    err.write(redact(f"Denied; your note goes to the model: {feedback}\n"))
-                else:
-                    err.write("Denied.\n")
-                request.deny(feedback)
+            if choice == "deny":
+                err.write(redact(f"Denied; your note goes to the model: {feedback}\n") if feedback else "Denied.\n")
+            request.answer(choice, feedback)
             await asyncio.wait({request.future}, timeout=1)  # the answer lands before the next question
 
     broker = ApprovalBroker(policy, on_request=ask_on_terminal)

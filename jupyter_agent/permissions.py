@@ -359,6 +359,18 @@ class ApprovalRequest:
         else:
             self._resolve(PermissionDeny(DENIED, interrupt=True))
 
+    def answer(self, choice: str, feedback: str | None = None) -> None:
+        """Answer with a button's or a prompt's word: ``allow``, ``always`` or ``deny``
+        (``feedback`` goes with a deny). Any other word is refused."""
+        if choice == "allow":
+            self.allow()
+        elif choice == "always":
+            self.allow_always()
+        elif choice == "deny":
+            self.deny(feedback)
+        else:
+            raise ValueError(f"Unknown answer {choice!r}: use allow, always or deny.")
+
     async def wait(self) -> PermissionAllow | PermissionDeny:
         """The decision, as soon as it is given (cancelling the wait cancels the request)."""
         return await self.future

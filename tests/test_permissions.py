@@ -410,3 +410,24 @@ async def test_notebook_run_asks_in_every_mode_unless_a_rule_allows_it(ws):
     allowed = ctx_for(ws, "bypassPermissions", allow=["NotebookRun(n.ipynb)"])
     assert isinstance(await decide(allowed, NotebookRun(), run), PermissionAllow)
     assert isinstance(await decide(ctx_for(ws, "plan"), NotebookRun(), run), PermissionDeny)
+
+
+async def test_a_request_is_answered_by_the_word_every_front_sends():
+    """Cards, the side panel, the lessons' widget and the terminal answer through
+    ``request.answer(word, feedback)``: one mapping, and an unknown word answers nothing."""
+    seen = []
+    broker = ApprovalBroker(on_request=seen.append)
+    asks = [asyncio.ensure_future(broker("Write", {"file_path": n}, PermissionAsk("w"))) for n in "abc"]
+    for _ in range(100):
+        if len(seen) == 3:
+            break
+        await asyncio.sleep(0.01)
+    with pytest.raises(ValueError, match="use allow, always or deny"):
+        seen[0].answer("maybe")
+    assert not seen[0].done
+    seen[0].answer("allow")
+    seen[1].answer("always")
+    seen[2].answer("deny", "use tabs")
+    first, second, third = [await asyncio.wait_for(a, 2) for a in asks]
+    assert first == PermissionAllow() and second.always == ("Write",)
+    assert isinstance(third, PermissionDeny) and "use tabs" in third.message and not third.interrupt

@@ -67,7 +67,7 @@ class ApprovalCards:
         if self.view is not None:  # without a view (the side panel) the request is answered there
             card = ApprovalCard(request.tool_name, request.input, request.message, request.diff,
                                 tuple(request.suggested_rules),
-                                on_decide=lambda _card, choice, feedback: self._clicked(request, choice, feedback),
+                                on_decide=lambda _card, choice, feedback: request.answer(choice, feedback),
                                 cwd=self.model.cwd)
             self.view.add_approval(card)
         self.cards[request.id] = (request, card)
@@ -76,16 +76,6 @@ class ApprovalCards:
             self.on_show()
         # answered, released, stopped or cancelled: the future says so, on the loop thread
         request.future.add_done_callback(lambda _f: self._settle(request, card, tool))
-
-    # -- the widget callback's thread (any thread): the request hops to the loop -------
-    @staticmethod
-    def _clicked(request: ApprovalRequest, choice: str, feedback: str) -> None:
-        if choice == "allow":
-            request.allow()
-        elif choice == "always":
-            request.allow_always()
-        else:
-            request.deny(feedback)
 
     # -- loop thread: the request is done -------------------------------------------------
     def _settle(self, request: ApprovalRequest, card: ApprovalCard | None, tool: ToolItem | None) -> None:

@@ -252,14 +252,10 @@ class PanelHub:
             return
         request, choice = entry[0], data.get("choice")
         feedback = data.get("feedback") if isinstance(data.get("feedback"), str) else ""
-        if choice == "allow":
-            request.allow()
-        elif choice == "always":
-            request.allow_always()
-        elif choice == "deny":
-            request.deny(feedback)
-        else:
-            self._error(comm, f"Unknown answer {choice!r}: use allow, always or deny.")
+        try:
+            request.answer(str(choice), feedback)
+        except ValueError as exc:  # a word the panel does not send: say so, answer nothing
+            self._error(comm, str(exc))
 
     # -- what the panels show -------------------------------------------------------------
     def session_header(self) -> dict[str, Any]:
