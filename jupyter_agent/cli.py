@@ -113,6 +113,7 @@ class TerminalDisplay:
 
     # -- what the model says changed ----------------------------------------------------
     def _on_model(self, kind: str, item: Any) -> None:
+        from .jupyter.labels import NOTICE_ICONS
         from .jupyter.runmodel import NoticeItem, TextItem, ThinkingItem, ToolItem
 
         model = self.model
@@ -126,7 +127,7 @@ class TerminalDisplay:
         elif isinstance(item, ThinkingItem) and kind == "add":
             self.note("💭 thinking…")
         elif isinstance(item, NoticeItem) and kind == "add":
-            self.note(("! " if item.level != "info" else "ℹ ") + item.text)
+            self.note(f"{NOTICE_ICONS.get(item.level, NOTICE_ICONS['info'])} {item.text}")
         elif isinstance(item, ToolItem):
             self._tool_line(item)
 

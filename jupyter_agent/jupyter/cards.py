@@ -16,7 +16,7 @@ from typing import Any, Callable
 import ipywidgets as w
 
 from ..permissions import RULE_FAMILIES, Rule
-from .labels import STATE_COLORS, STATE_ICONS, end_explanation, end_reason_text, end_title
+from .labels import NOTICE_ICONS, STATE_COLORS, STATE_ICONS, end_explanation, end_reason_text, end_title
 from ..redact import redact
 from .runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative
 from .transcript import (
@@ -125,7 +125,7 @@ def block_html(item: BlockItem) -> str:
 
 def notice_html(item: NoticeItem) -> str:
     color = {"warning": "#d08700", "error": "#c5221f"}.get(item.level, "#666")
-    icon = {"warning": "⚠️", "error": "❌"}.get(item.level, "ℹ️")
+    icon = NOTICE_ICONS.get(item.level, NOTICE_ICONS["info"])
     return f'<div style="color:{color}">{icon} {esc(item.text)}</div>'
 
 
