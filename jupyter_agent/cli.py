@@ -22,18 +22,10 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-from .jupyter.config import PERMISSION_MODES, positive_int
+from .jupyter.config import positive_int
+from .loop.permission_result import PERMISSION_MODES
 from .redact import redact
-from .jupyter.environment import missing_key, prepare_replay_files, resolve_transcript
-
-#: What a terminal user without a key reads (the notebook has its own wording).
-NO_KEY_MESSAGE_CLI = """\
-jupyter agent run: no Anthropic API key found, so nothing was started.
-
-To use Claude, set the key in the environment:
-    export ANTHROPIC_API_KEY=sk-ant-...
-To try it offline with a recorded run instead:
-    jupyter agent run NOTEBOOK --replay demo      (or the path of a recorded transcript .json)"""
+from .jupyter.environment import missing_key, no_key_message, prepare_replay_files, resolve_transcript
 
 #: Answers to the approval prompt. Enter is "no" (the safe default, shown as [y/N]).
 YES = ("y", "yes", "ok", "okay", "allow", "sure")
@@ -88,88 +80,105 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class TerminalDisplay:
-    """Prints a run's events: text to ``out`` as it streams, the rest to ``err``."""
+    """Prints a run as its :class:`~jupyter_agent.jupyter.runmodel.RunModel` sees it (the
+    view model the widgets and the transcript are drawn from, so they cannot disagree):
+    the answer to ``out`` as it streams, the rest to ``err``, with the shared labels
+    (``jupyter/labels.py``). RunModel and the labels import no widget stack."""
 
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr, quiet: bool = False,
                  cwd: Path | None = None) -> None:
-        from .loop.usage import StreamUsage
-        from .model.pricing import cost_usd
+        from .jupyter.runmodel import RunModel
 
         self.out, self.err, self.quiet, self.cwd = out, err, quiet, cwd
-        #: spend counted from the stream: a run stopped mid-answer still shows its tokens
-        self.usage = StreamUsage(price=cost_usd)
-        self.stopped = 0
-        self._pending = ""  # text not yet printed: held back to the last space, so a
-        self._tools: dict[str, dict[str, Any]] = {}  # secret is never printed in halves
+        self.model = RunModel(cwd=cwd)
+        self.model.listen(self._on_model)
+        self._requests = 0
+        #: item -> characters printed so far (text is held back to the last space, so a
+        #: secret is never printed in halves; a tool: its "●" line is out)
+        self._printed: dict[Any, int] = {}
+        self._finished: set[Any] = set()  # items printed to their end
 
     def note(self, text: str) -> None:
         if not self.quiet:
             self.err.write(redact(text) + "\n")
             self.err.flush()
 
-    def _flush_text(self, final: bool) -> None:
-        cut = len(self._pending) if final else max(self._pending.rfind(" "), self._pending.rfind("\n")) + 1
-        if cut > 0:
-            self.out.write(redact(self._pending[:cut]))
-            self.out.flush()
-            self._pending = self._pending[cut:]
-
     def handle(self, event: Any) -> None:
-        from .jupyter.advice import end_explanation
-        from .jupyter.runmodel import end_reason_text, result_state, tool_summary
-        from .loop import events as ev
+        """Fold one event into the model (which calls :meth:`_on_model`); at the end, the summary."""
         from .loop.state import Terminal
 
-        self.usage.observe(event)
-        if isinstance(event, ev.RequestStart):
-            self.note(f"── turn {event.turn_count} · request {event.request_index} · {event.model}")
-        elif isinstance(event, ev.StreamEvent):
-            delta = event.delta or {}
-            block = event.block or {}
-            if event.type == "content_block_delta" and delta.get("type") == "text_delta":
-                self._pending += delta.get("text", "")
-                self._flush_text(final=False)
-            elif event.type == "content_block_start" and block.get("type") == "thinking":
-                self.note("💭 thinking…")
-            elif event.type == "content_block_stop" and block.get("type") == "text":
-                self._flush_text(final=True)
-                self.out.write("\n")
-                self.out.flush()
-        elif isinstance(event, (ev.ModelRetry, ev.ModelFallback)):
-            self._pending = ""
-            self.note(f"! {getattr(event, 'error', '')} — starting the response over")
-        elif isinstance(event, ev.AssistantMessage):
-            for block in event.tool_uses:
-                self._tools[block["id"]] = block
-                self.note(f"● {block['name']} {tool_summary(block['name'], block.get('input') or {}, cwd=self.cwd)}")
-        elif isinstance(event, ev.ToolResult):
-            block = self._tools.get(event.tool_use_id, {})
-            summary = tool_summary(event.name, block.get("input") or {}, cwd=self.cwd)
-            state, exception = result_state(event.name, event.content, event.is_error)
-            content = event.content if isinstance(event.content, str) else json.dumps(event.content)[:300]
-            first = content.strip().splitlines()[0] if content.strip() else state
-            if state == "stopped":
-                self.stopped += 1
-            if state == "done":
-                self.note(f"  ✓ {event.name} {summary} ({event.duration_s:.1f} s)")
-            elif state == "raised":
-                self.note(f"  ⚠ {event.name} {summary}: ran, raised {exception}")
-            else:
-                icon = {"denied": "⛔", "stopped": "⏹"}.get(state, "✗")
-                self.note(f"  {icon} {event.name} {summary} {state}: {first}")
-        elif isinstance(event, ev.Notice):
-            self.note(f"ℹ {event.text}")
-        elif isinstance(event, Terminal):
-            self._flush_text(final=True)
-            reason, _ = end_reason_text(event)
-            explanation = end_explanation(event, stopped_calls=self.stopped)
-            self.err.write(redact(f"Ended: {reason}" + (f" — {explanation}" if explanation else "") + "\n"))
-            usage = self.usage.total if self.usage.total.total_tokens else event.usage
-            if usage is not None and not self.quiet:
-                self.err.write(f"turns {event.turn_count} · tokens in {usage.input_tokens:,} out "
-                               f"{usage.output_tokens:,} cache read {usage.cache_read_input_tokens:,} "
-                               f"write {usage.cache_creation_input_tokens:,} · ≈ ${usage.cost_usd:.4f}\n")
-            self.err.flush()
+        self.model.handle(event)
+        if isinstance(event, Terminal):
+            self._end(event)
+
+    # -- what the model says changed ----------------------------------------------------
+    def _on_model(self, kind: str, item: Any) -> None:
+        from .jupyter.labels import NOTICE_ICONS
+        from .jupyter.runmodel import NoticeItem, TextItem, ThinkingItem, ToolItem
+
+        model = self.model
+        if kind == "header" and model.requests != self._requests and model.ended is None:
+            self._requests = model.requests
+            self.note(f"── turn {model.turn_count} · request {model.requests} · {model.model}")
+        elif kind == "remove" and isinstance(item, TextItem):
+            self._printed.pop(item, None)  # a retry starts the response over
+        elif isinstance(item, TextItem) and kind in ("add", "update"):
+            self._print_text(item)
+        elif isinstance(item, ThinkingItem) and kind == "add":
+            self.note("💭 thinking…")
+        elif isinstance(item, NoticeItem) and kind == "add":
+            self.note(f"{NOTICE_ICONS.get(item.level, NOTICE_ICONS['info'])} {item.text}")
+        elif isinstance(item, ToolItem):
+            self._tool_line(item)
+
+    def _print_text(self, item: Any) -> None:
+        if item in self._finished:
+            return
+        printed = self._printed.get(item, 0)
+        text = item.text
+        cut = len(text) if item.done else max(text.rfind(" "), text.rfind("\n"), printed - 1) + 1
+        if cut > printed:
+            self.out.write(redact(text[printed:cut]))
+            self._printed[item] = cut
+        if item.done:
+            self.out.write("\n")
+            self._finished.add(item)
+        self.out.flush()
+
+    def _tool_line(self, tool: Any) -> None:
+        from .jupyter.labels import STATE_ICONS, STATE_LABELS
+
+        if tool.state == "input" or tool in self._finished:
+            return
+        if tool not in self._printed:
+            self._printed[tool] = 0
+            self.note(f"● {tool.name} {tool.summary}")
+        if tool.state not in ("done", "error", "denied", "stopped", "raised"):
+            return
+        self._finished.add(tool)
+        icon = STATE_ICONS[tool.state]
+        if tool.state == "done":
+            self.note(f"  {icon} {tool.name} {tool.summary} ({tool.duration_s:.1f} s)")
+        elif tool.state == "raised":
+            self.note(f"  {icon} {tool.name} {tool.summary}: {STATE_LABELS['raised']} {tool.exception}")
+        else:
+            content = tool.result if isinstance(tool.result, str) else json.dumps(tool.result, default=str)[:300]
+            first = content.strip().splitlines()[0] if content and content.strip() else tool.state
+            self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}: {first}")
+
+    def _end(self, terminal: Any) -> None:
+        from .jupyter.labels import end_explanation, end_reason_text
+        from .jupyter.transcript import stopped_calls
+
+        reason, _ = end_reason_text(terminal)
+        explanation = end_explanation(terminal, stopped_calls=stopped_calls(self.model))
+        self.err.write(redact(f"Ended: {reason}" + (f" — {explanation}" if explanation else "") + "\n"))
+        usage = self.model.total_usage
+        if not self.quiet:
+            self.err.write(f"turns {terminal.turn_count} · tokens in {usage.input_tokens:,} out "
+                           f"{usage.output_tokens:,} cache read {usage.cache_read_input_tokens:,} "
+                           f"write {usage.cache_creation_input_tokens:,} · ≈ ${usage.cost_usd:.4f}\n")
+        self.err.flush()
 
 
 def _read_line_in_daemon(loop: asyncio.AbstractEventLoop, stdin: TextIO) -> asyncio.Future:
@@ -241,16 +250,9 @@ def terminal_approver(err: TextIO = sys.stderr, policy: Any = None, stdin: TextI
             err.flush()
             line = await _read_line_in_daemon(asyncio.get_running_loop(), stdin or sys.stdin)
             choice, feedback = interpret_answer(line)
-            if choice == "allow":
-                request.allow()
-            elif choice == "always":
-                request.allow_always()
-            else:
-                if feedback:
-                    err.write(redact(f"Denied; your note goes to the model: {feedback}\n"))
-                else:
-                    err.write("Denied.\n")
-                request.deny(feedback)
+            if choice == "deny":
+                err.write(redact(f"Denied; your note goes to the model: {feedback}\n") if feedback else "Denied.\n")
+            request.answer(choice, feedback)
             await asyncio.wait({request.future}, timeout=1)  # the answer lands before the next question
 
     broker = ApprovalBroker(policy, on_request=ask_on_terminal)
@@ -300,7 +302,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
         err.write("jupyter agent run: say what to do with -p PROMPT\n")
         return EXIT_USAGE
     if missing_key(args.model, replay):
-        err.write(NO_KEY_MESSAGE_CLI + "\n")
+        err.write(no_key_message("terminal") + "\n")
         return EXIT_USAGE
     if replay:
         for rel in prepare_replay_files(replay, cwd):

@@ -16,11 +16,11 @@ from .loop.hooks import Hooks
 from .loop.messages import create_user_message, ensure_tool_result_pairing
 from .agent import query, resolve_model
 from .loop.model_protocol import Model
+from .loop.permission_result import PERMISSION_MODES
 from .loop.run import QueryRun
 from .loop.usage import Usage
 from .tools.base import ToolContext
 
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 
 
 class Conversation:

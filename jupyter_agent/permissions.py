@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .loop.permission_result import (
+    PERMISSION_MODES,
     DENIED,
     PermissionAllow,
     PermissionAsk,
@@ -50,7 +51,6 @@ from .safety import rule_names_place, safety_hit
 from .tools.base import PreparedCall, ToolContext
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
 
-MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 #: The file-editing tools are one family: a rule naming any of them covers them all
 #: (``Write(pyproject.toml)`` also stops an Edit of it), as in Claude Code.
 EDIT_FAMILY = ("Edit", "Write", "NotebookEdit")
@@ -118,8 +118,8 @@ class Permissions:
 
     @mode.setter
     def mode(self, value: str) -> None:
-        if value not in MODES:
-            raise ValueError(f"Unknown permission mode {value!r}; use one of {', '.join(MODES)}.")
+        if value not in PERMISSION_MODES:
+            raise ValueError(f"Unknown permission mode {value!r}; use one of {', '.join(PERMISSION_MODES)}.")
         self._mode = value
 
     def system_prompt_note(self) -> str:
@@ -288,10 +288,12 @@ _ids = itertools.count(1)
 class ApprovalRequest:
     """One pending "ask": everything a person needs to decide, and how to answer.
 
-    ``await request`` gives the decision; the wait wakes every ``poll_s`` seconds, because
-    a kernel interrupt is not noticed while the loop only waits (DESIGN §4).
+    ``await request`` gives the decision: it wakes on the answer itself, with no polling.
     ``allow``/``allow_always``/``deny`` may be called from any thread (widget callbacks
-    may run on another one); the first answer wins. Once answered, ``feedback`` holds the
+    may run on another one): the answer reaches the Future with
+    ``loop.call_soon_threadsafe``; the first answer wins. Stop does not need a wake-up
+    either: the loop's abort cancels the tool's task, which cancels this wait (and the
+    Future, so a UI learns of it). Once answered, ``feedback`` holds the
     deny text and ``released_by`` the rules of another request's "Always allow" that
     answered this one, so a UI can say what happened.
     """
@@ -303,7 +305,6 @@ class ApprovalRequest:
     id: int = field(default_factory=lambda: next(_ids))
     future: asyncio.Future = field(init=False)
     on_always: Callable[[ApprovalRequest, tuple[str, ...]], None] | None = None
-    poll_s: float = 0.1
     feedback: str | None = field(default=None, init=False)
     released_by: tuple[str, ...] = field(default=(), init=False)
 
@@ -358,11 +359,21 @@ class ApprovalRequest:
         else:
             self._resolve(PermissionDeny(DENIED, interrupt=True))
 
+    def answer(self, choice: str, feedback: str | None = None) -> None:
+        """Answer with a button's or a prompt's word: ``allow``, ``always`` or ``deny``
+        (``feedback`` goes with a deny). Any other word is refused."""
+        if choice == "allow":
+            self.allow()
+        elif choice == "always":
+            self.allow_always()
+        elif choice == "deny":
+            self.deny(feedback)
+        else:
+            raise ValueError(f"Unknown answer {choice!r}: use allow, always or deny.")
+
     async def wait(self) -> PermissionAllow | PermissionDeny:
-        """The decision; wakes every ``poll_s`` so an interrupt or a cancel is noticed."""
-        while not self.future.done():
-            await asyncio.wait({self.future}, timeout=self.poll_s)
-        return self.future.result()
+        """The decision, as soon as it is given (cancelling the wait cancels the request)."""
+        return await self.future
 
     def __await__(self):
         return self.wait().__await__()
@@ -379,16 +390,14 @@ class ApprovalBroker:
     """
 
     def __init__(self, policy: Permissions | None = None,
-                 on_request: Callable[[ApprovalRequest], Any] | None = None, poll_s: float = 0.1):
+                 on_request: Callable[[ApprovalRequest], Any] | None = None):
         self.policy = policy
         self.listeners: list[Callable[[ApprovalRequest], Any]] = [on_request] if on_request else []
         self.pending: list[ApprovalRequest] = []
-        self.poll_s = poll_s
         self._tasks: set[asyncio.Task] = set()
 
     async def __call__(self, tool_name: str, input: dict[str, Any], ask: PermissionAsk) -> PermissionAllow | PermissionDeny:
-        request = ApprovalRequest(tool_name, dict(input), ask, asyncio.get_running_loop(), on_always=self._always,
-                                  poll_s=self.poll_s)
+        request = ApprovalRequest(tool_name, dict(input), ask, asyncio.get_running_loop(), on_always=self._always)
         self.pending.append(request)
         try:
             for listener in list(self.listeners):

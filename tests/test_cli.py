@@ -265,3 +265,57 @@ def test_a_replay_that_no_longer_matches_stops_and_says_so(tmp_path):
     assert "In the recording, Edit succeeded; it failed here" in proc.stderr
     assert "Done: notes.txt now says" not in proc.stdout
     assert (tmp_path / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
+
+
+# --- the terminal display is drawn from the RunModel ----------------------------------------
+
+async def test_the_terminal_shows_what_the_runs_view_model_holds(fake_api_env, tmp_path):
+    """A real run (real SDK, fake API): the terminal display folds nothing itself; what
+    it prints is what its RunModel, the widgets' and the transcript's view model, holds."""
+    from jupyter_agent import query
+    from jupyter_agent.cli import TerminalDisplay
+    from jupyter_agent.jupyter.transcript import transcript_markdown
+
+    fake_api_env.add(response(text("I'll write it."), tool_use("Write", {"file_path": "a.txt", "content": "1"})),
+                     response(text("Done: a.txt holds 1.")))
+    out, err = io.StringIO(), io.StringIO()
+    display = TerminalDisplay(out, err, cwd=tmp_path)
+    run = query("Write a.txt", cwd=str(tmp_path), permission_mode="acceptEdits")
+    async for event in run:
+        display.handle(event)
+    assert out.getvalue() == "I'll write it.\nDone: a.txt holds 1.\n"
+    assert "● Write a.txt" in err.getvalue() and "✓ Write a.txt" in err.getvalue()
+    assert "Ended: completed" in err.getvalue()
+    md = transcript_markdown(display.model)
+    assert "I'll write it." in md and "Done: a.txt holds 1." in md and "✓" in md
+    assert [t.state for t in display.model.tools()] == ["done"]
+
+
+def test_the_terminal_prints_an_answer_that_came_without_streaming():
+    """A model that does not stream gives only the AssistantMessage: the view model makes
+    an item of it, so the terminal prints the answer (it used to print only stream deltas)."""
+    from jupyter_agent.cli import TerminalDisplay
+    from jupyter_agent.loop.events import AssistantMessage, RequestStart
+    from jupyter_agent.loop.state import Terminal, TerminalReason
+    from jupyter_agent.loop.usage import Usage
+
+    out, err = io.StringIO(), io.StringIO()
+    display = TerminalDisplay(out, err)
+    display.handle(RequestStart(1, 1, "claude-test", 1))
+    display.handle(AssistantMessage({"role": "assistant", "content": [{"type": "text", "text": "All set."}]},
+                                    Usage(), "claude-test", "end_turn"))
+    display.handle(Terminal(TerminalReason.COMPLETED, 1))
+    assert out.getvalue() == "All set.\n"
+    assert "── turn 1 · request 1 · claude-test" in err.getvalue() and "Ended: completed" in err.getvalue()
+
+
+def test_the_terminal_display_needs_no_widget_stack():
+    """The CLI takes the view model and the labels from jupyter/, but none of IPython,
+    ipywidgets or comm (a fresh interpreter, so other tests' imports do not count)."""
+    code = ("import io, sys; from jupyter_agent.cli import TerminalDisplay; "
+            "from jupyter_agent.loop.state import Terminal, TerminalReason; "
+            "d = TerminalDisplay(io.StringIO(), io.StringIO()); d.handle(Terminal(TerminalReason.COMPLETED, 1)); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('IPython', 'ipywidgets', 'comm')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

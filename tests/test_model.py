@@ -445,6 +445,24 @@ async def test_demo_transcript_edits_the_file_through_the_public_query(tmp_path)
         model.close()
 
 
+def test_preparing_a_replays_files_never_overwrites_the_users_file(tmp_path):
+    """The replay model and the notebook/CLI path write a transcript's files the same way:
+    only the missing ones (a file of that name the user has is theirs)."""
+    from jupyter_agent.jupyter.environment import prepare_replay_files
+
+    (tmp_path / "notes.txt").write_text("mine\n")
+    model = ReplayModel(DEMO_TRANSCRIPT)
+    try:
+        assert model.prepare_files(tmp_path) == []
+        assert prepare_replay_files(str(DEMO_TRANSCRIPT), tmp_path) == []
+        assert (tmp_path / "notes.txt").read_text() == "mine\n"
+        fresh = tmp_path / "fresh"
+        assert model.prepare_files(fresh) == [fresh / "notes.txt"]
+        assert (fresh / "notes.txt").read_text() == "# demo settings\nvalue = 1\n"
+    finally:
+        model.close()
+
+
 async def test_replay_still_rejects_a_history_the_api_would_reject():
     model = ReplayModel(DEMO_TRANSCRIPT)
     try:

@@ -257,25 +257,63 @@ async def test_a_ui_thread_can_answer(ws):
     assert not result.get("is_error") and (ws / "t.txt").read_text() == "t"
 
 
-async def test_awaiting_a_request_wakes_periodically_and_a_cancelled_wait_ends_it(monkeypatch):
-    """A kernel interrupt is only noticed when the loop wakes (DESIGN §4): the wait must not
-    block on the Future alone. Cancelling the wait cancels the request, so a UI learns of it."""
-    assert ApprovalBroker().poll_s <= 0.1
-    timeouts, real_wait = [], asyncio.wait
+async def test_awaiting_a_request_wakes_on_the_answer_with_no_polling(monkeypatch):
+    """The wait is the Future itself: no periodic wake-ups while nobody clicks, an answer
+    from another thread (a JupyterLab subshell) wakes it, and cancelling the wait (what
+    the loop's Stop does to the tool call) cancels the request, so a UI learns of it."""
+    polls, real_wait, real_sleep = [], asyncio.wait, asyncio.sleep
 
     def counting_wait(*args, **kwargs):
-        timeouts.append(kwargs.get("timeout"))
+        polls.append(("wait", kwargs.get("timeout")))
         return real_wait(*args, **kwargs)
 
-    monkeypatch.setattr(asyncio, "wait", counting_wait)
+    def counting_sleep(delay, *args, **kwargs):
+        polls.append(("sleep", delay))
+        return real_sleep(delay, *args, **kwargs)
+
     seen = []
-    broker = ApprovalBroker(on_request=seen.append, poll_s=0.01)
+    broker = ApprovalBroker(on_request=seen.append)
     waiting = asyncio.ensure_future(broker("Write", {"file_path": "x"}, PermissionAsk("Write x")))
-    await asyncio.sleep(0.15)
-    assert len(timeouts) >= 5 and set(timeouts) == {0.01}
-    waiting.cancel()
-    await asyncio.gather(waiting, return_exceptions=True)
-    assert seen[0].future.cancelled() and broker.pending == []
+    await real_sleep(0)
+    monkeypatch.setattr(asyncio, "wait", counting_wait)
+    monkeypatch.setattr(asyncio, "sleep", counting_sleep)
+    await real_sleep(0.1)
+    assert seen and not waiting.done() and polls == []
+    clicker = threading.Thread(target=seen[0].allow)
+    clicker.start()
+    clicker.join()
+    assert await asyncio.wait_for(waiting, 2) == PermissionAllow()
+    assert polls == [] and broker.pending == []
+
+    stopped = asyncio.ensure_future(broker("Write", {"file_path": "y"}, PermissionAsk("Write y")))
+    await real_sleep(0)
+    stopped.cancel()
+    await asyncio.gather(stopped, return_exceptions=True)
+    assert seen[1].future.cancelled() and broker.pending == [] and polls == []
+
+
+async def test_stopping_a_run_that_waits_for_an_approval_ends_it_at_once(fake_api_env, tmp_path):
+    """run.stop() reaches a pending approval without any polling: the abort cancels the
+    tool call, whose wait cancels the request; the call gets its one tool_result and the
+    run ends ``aborted_tools`` with nothing written."""
+    from jupyter_agent import query
+    from jupyter_agent.testing import response, tool_use
+
+    fake_api_env.add(response(tool_use("Write", {"file_path": str(tmp_path / "w.txt"), "content": "x"})))
+    seen = []
+    run = query("Write it", cwd=str(tmp_path), can_use_tool=ApprovalBroker(on_request=seen.append))
+    ending = asyncio.ensure_future(run.wait())
+    for _ in range(3000):  # (the first request imports the SDK: slow on a loaded machine)
+        if seen or ending.done():
+            break
+        await asyncio.sleep(0.01)
+    assert seen and not ending.done()
+    run.stop()
+    terminal = await asyncio.wait_for(ending, 10)
+    assert terminal.reason.value == "aborted_tools" and seen[0].future.cancelled()
+    results = [b for m in run.state.messages if isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert len(results) == 1 and not (tmp_path / "w.txt").exists()
 
 
 async def test_allow_always_without_a_policy_answers_only_that_request():
@@ -372,3 +410,24 @@ async def test_notebook_run_asks_in_every_mode_unless_a_rule_allows_it(ws):
     allowed = ctx_for(ws, "bypassPermissions", allow=["NotebookRun(n.ipynb)"])
     assert isinstance(await decide(allowed, NotebookRun(), run), PermissionAllow)
     assert isinstance(await decide(ctx_for(ws, "plan"), NotebookRun(), run), PermissionDeny)
+
+
+async def test_a_request_is_answered_by_the_word_every_front_sends():
+    """Cards, the side panel, the lessons' widget and the terminal answer through
+    ``request.answer(word, feedback)``: one mapping, and an unknown word answers nothing."""
+    seen = []
+    broker = ApprovalBroker(on_request=seen.append)
+    asks = [asyncio.ensure_future(broker("Write", {"file_path": n}, PermissionAsk("w"))) for n in "abc"]
+    for _ in range(100):
+        if len(seen) == 3:
+            break
+        await asyncio.sleep(0.01)
+    with pytest.raises(ValueError, match="use allow, always or deny"):
+        seen[0].answer("maybe")
+    assert not seen[0].done
+    seen[0].answer("allow")
+    seen[1].answer("always")
+    seen[2].answer("deny", "use tabs")
+    first, second, third = [await asyncio.wait_for(a, 2) for a in asks]
+    assert first == PermissionAllow() and second.always == ("Write",)
+    assert isinstance(third, PermissionDeny) and "use tabs" in third.message and not third.interrupt

@@ -1,10 +1,10 @@
 """``can_use_tool`` for the widgets: every "ask" becomes an approval card.
 
-The deciding is :class:`jupyter_agent.permissions.ApprovalBroker`'s: each ask is an
-:class:`~jupyter_agent.permissions.ApprovalRequest`, which owns the Future, the
-thread-safe answer (in JupyterLab a click may arrive on a subshell thread; DESIGN §4),
-the periodic wake that lets a kernel interrupt through, the deny wording, and the
-release of other pending asks an "Always allow" now covers. This module is only the
+The deciding is :class:`jupyter_agent.permissions.ApprovalBroker`'s (the one broker):
+each ask is an :class:`~jupyter_agent.permissions.ApprovalRequest`, which owns the
+Future, the thread-safe answer (in JupyterLab a click may arrive on a subshell thread;
+DESIGN §4: it is resolved with ``call_soon_threadsafe`` and awaited with no polling),
+the deny wording, and the release of other pending asks an "Always allow" now covers. This module is only the
 face of it: a card per request on the :class:`RunView` whose buttons answer the
 request, the tool card's state and the status line, and Stop (:meth:`cancel_all`).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..loop.permission_result import PermissionAllow, PermissionAsk, PermissionDeny
-from ..permissions import DENIED, ApprovalBroker as RequestBroker, ApprovalRequest
+from ..permissions import DENIED, ApprovalBroker, ApprovalRequest
 from .cards import ApprovalCard
 from .runmodel import RunModel, ToolItem
 from .runview import RunView
@@ -22,19 +22,20 @@ from .runview import RunView
 CANCELLED = "Cancelled: the run was stopped."
 
 
-class ApprovalBroker:
-    """Shows each pending :class:`ApprovalRequest` as a card and settles it when answered.
+class ApprovalCards:
+    """Shows each pending :class:`ApprovalRequest` of its :class:`ApprovalBroker`
+    (``requests``) as a card and settles the card when the request is answered.
 
     ``policy`` is the conversation's permission policy: with it, "Always allow" also
     releases the other pending cards it now allows; without one (no ``would_allow``)
     only the clicked card is allowed.
     """
 
-    def __init__(self, view: RunView | None, model: RunModel, poll_s: float = 0.1, policy: Any = None) -> None:
+    def __init__(self, view: RunView | None, model: RunModel, policy: Any = None) -> None:
         self.view = view
         self.model = model
         self.policy = policy
-        self.requests = RequestBroker(policy, on_request=self._show, poll_s=poll_s)
+        self.requests = ApprovalBroker(policy, on_request=self._show)
         #: request id -> what Stop said, so the card shows it instead of "Denied by you."
         self._stopped: dict[int, str] = {}
         #: request id -> (request, card) of the cards showing: `%agent approvals` shows
@@ -66,7 +67,7 @@ class ApprovalBroker:
         if self.view is not None:  # without a view (the side panel) the request is answered there
             card = ApprovalCard(request.tool_name, request.input, request.message, request.diff,
                                 tuple(request.suggested_rules),
-                                on_decide=lambda _card, choice, feedback: self._clicked(request, choice, feedback),
+                                on_decide=lambda _card, choice, feedback: request.answer(choice, feedback),
                                 cwd=self.model.cwd)
             self.view.add_approval(card)
         self.cards[request.id] = (request, card)
@@ -75,16 +76,6 @@ class ApprovalBroker:
             self.on_show()
         # answered, released, stopped or cancelled: the future says so, on the loop thread
         request.future.add_done_callback(lambda _f: self._settle(request, card, tool))
-
-    # -- the widget callback's thread (any thread): the request hops to the loop -------
-    @staticmethod
-    def _clicked(request: ApprovalRequest, choice: str, feedback: str) -> None:
-        if choice == "allow":
-            request.allow()
-        elif choice == "always":
-            request.allow_always()
-        else:
-            request.deny(feedback)
 
     # -- loop thread: the request is done -------------------------------------------------
     def _settle(self, request: ApprovalRequest, card: ApprovalCard | None, tool: ToolItem | None) -> None:

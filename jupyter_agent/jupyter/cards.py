@@ -16,19 +16,14 @@ from typing import Any, Callable
 import ipywidgets as w
 
 from ..permissions import RULE_FAMILIES, Rule
-from .advice import end_explanation, end_title
+from .labels import NOTICE_ICONS, STATE_COLORS, STATE_ICONS, end_explanation, end_reason_text, end_title
 from ..redact import redact
-from .runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, end_reason_text, relative
+from .runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative
 from .transcript import (
-    STATE_ICONS, cache_line, cut_middle, format_usage, result_parts, stopped_calls, stopped_waiting, time_line,
+    cache_line, redact_and_cut, format_usage, result_parts, stopped_calls, stopped_waiting, time_line,
     tool_label,
 )
 
-STATE_COLORS = {
-    "input": "#888", "pending": "#888", "approval": "#d08700",
-    "running": "#1a73e8", "done": "#188038", "error": "#c5221f",
-    "denied": "#a0522d", "stopped": "#888", "raised": "#d93025",
-}
 #: Syntax colours from JupyterLab's own editor theme, so code reads in light and dark themes.
 _CODE_STYLE = (
     "<style>.ja-code .k,.ja-code .kn,.ja-code .kd,.ja-code .kc,.ja-code .ow{color:var(--jp-mirror-editor-keyword-color,#008000);font-weight:bold}"
@@ -49,13 +44,13 @@ def esc(text: Any) -> str:
 
 
 def pre(text: str) -> str:
-    return f'<pre style="{_PRE}">{esc(cut_middle(text))}</pre>'
+    return f'<pre style="{_PRE}">{esc(redact_and_cut(text))}</pre>'
 
 
 def diff_html(diff: str) -> str:
     """A unified diff with added/removed lines coloured."""
     lines = []
-    for line in cut_middle(diff, 12000).splitlines():
+    for line in redact_and_cut(diff, 12000).splitlines():
         color = ("#188038" if line.startswith("+") and not line.startswith("+++") else
                  "#c5221f" if line.startswith("-") and not line.startswith("---") else
                  "#666" if line.startswith("@@") else "")
@@ -71,10 +66,10 @@ def code_html(source: str, language: str = "python") -> str:
         from pygments.formatters import HtmlFormatter
         from pygments.lexers import get_lexer_by_name
 
-        body = highlight(redact(cut_middle(source, 8000)), get_lexer_by_name(language),
+        body = highlight(redact(redact_and_cut(source, 8000)), get_lexer_by_name(language),
                          HtmlFormatter(nowrap=True))
     except Exception:  # no such lexer, or Pygments missing: plain, escaped
-        body = esc(cut_middle(source, 8000))
+        body = esc(redact_and_cut(source, 8000))
     return (f'{_CODE_STYLE}<pre class="ja-code" style="{_PRE};color:var(--jp-content-font-color1,#222);'
             f'font-family:var(--jp-code-font-family,monospace)">{body}</pre>')
 
@@ -96,7 +91,7 @@ def tool_html(tool: ToolItem) -> str:
         parts.append(f"<div><i>{esc(tool.decision)}</i></div>")
     if tool.progress and tool.state == "running":
         last = tool.progress[-1]
-        parts.append(pre(last if isinstance(last, str) else cut_middle(json.dumps(last, default=str), 2000)))
+        parts.append(pre(last if isinstance(last, str) else redact_and_cut(json.dumps(last, default=str), 2000)))
     results = result_parts(tool.result)
     if results:
         body = []
@@ -130,7 +125,7 @@ def block_html(item: BlockItem) -> str:
 
 def notice_html(item: NoticeItem) -> str:
     color = {"warning": "#d08700", "error": "#c5221f"}.get(item.level, "#666")
-    icon = {"warning": "⚠️", "error": "❌"}.get(item.level, "ℹ️")
+    icon = NOTICE_ICONS.get(item.level, NOTICE_ICONS["info"])
     return f'<div style="color:{color}">{icon} {esc(item.text)}</div>'
 
 

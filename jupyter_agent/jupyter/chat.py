@@ -28,7 +28,7 @@ from typing import Any
 import ipywidgets as w
 
 from .cards import esc
-from .config import PERMISSION_MODES
+from ..loop.permission_result import PERMISSION_MODES
 from .fallback import Fallback, live_class
 from ..redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session

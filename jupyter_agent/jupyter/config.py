@@ -17,7 +17,7 @@ import argparse
 from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+from ..loop.permission_result import PERMISSION_MODES
 
 
 class AgentConfig(Configurable):

@@ -15,16 +15,25 @@ from typing import Any
 NOTEBOOK_ENV = "JUPYTER_AGENT_NOTEBOOK"
 REPLAY_ENV = "JUPYTER_AGENT_REPLAY"
 
-NO_KEY_MESSAGE = """\
-No Anthropic API key found, so nothing was started.
-
-To use Claude, give the kernel a key without writing it into the notebook:
-    import os, getpass; os.environ["ANTHROPIC_API_KEY"] = getpass.getpass("Anthropic API key: ")
-(or start Jupyter with ANTHROPIC_API_KEY set in its environment).
-
-To try it offline with a recorded run instead, use the replay model:
-    %agent --replay demo      (the packaged demo; or the path of a recorded transcript .json)
-or set JUPYTER_AGENT_REPLAY=PATH before starting the kernel."""
+def no_key_message(where: str = "notebook") -> str:
+    """What a user without an Anthropic key reads, told where they are: ``"notebook"``
+    (the kernel: set the key without writing it into the notebook) or ``"terminal"``
+    (``jupyter agent run``: export it)."""
+    if where == "terminal":
+        return ("jupyter agent run: no Anthropic API key found, so nothing was started.\n\n"
+                "To use Claude, set the key in the environment:\n"
+                "    export ANTHROPIC_API_KEY=sk-ant-...\n"
+                "To try it offline with a recorded run instead:\n"
+                "    jupyter agent run NOTEBOOK --replay demo      (or the path of a recorded transcript .json)")
+    if where != "notebook":
+        raise ValueError(f"no_key_message(where={where!r}): use 'notebook' or 'terminal'.")
+    return ("No Anthropic API key found, so nothing was started.\n\n"
+            "To use Claude, give the kernel a key without writing it into the notebook:\n"
+            '    import os, getpass; os.environ["ANTHROPIC_API_KEY"] = getpass.getpass("Anthropic API key: ")\n'
+            "(or start Jupyter with ANTHROPIC_API_KEY set in its environment).\n\n"
+            "To try it offline with a recorded run instead, use the replay model:\n"
+            "    %agent --replay demo      (the packaged demo; or the path of a recorded transcript .json)\n"
+            f"or set {REPLAY_ENV}=PATH before starting the kernel.")
 
 
 def resolve_notebook_path(candidate: str | None, cwd: Path | None = None) -> str | None:
@@ -57,18 +66,13 @@ def resolve_transcript(name: str) -> str:
 def prepare_replay_files(transcript: str, cwd: Path) -> list[str]:
     """Write the files a recorded run expects (``files`` of the transcript) that are
     missing under ``cwd``; never overwrites. Returns what it wrote."""
+    from ..testing.transcript import write_expected_files
+
     try:
         files = json.loads(Path(transcript).read_text(encoding="utf-8")).get("files") or {}
     except (OSError, ValueError):
         return []
-    written = []
-    for rel, content in files.items():
-        path = Path(cwd) / rel
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
-            written.append(rel)
-    return written
+    return write_expected_files(files, cwd)
 
 
 def missing_key(model: Any, replay: str | None) -> bool:

@@ -4,18 +4,25 @@
 task on the kernel's event loop (the *driver*) is the run's one consumer: it feeds
 each event to the :class:`~.runmodel.RunModel` (and so to the widget) and records
 it, so that any number of readers can still ``async for event in handle`` (they get
-the events from the start, then live ones). At the end the driver replaces the
+the events from the start, then live ones). What it records is bounded: every event
+except the stream deltas, and the last :data:`STREAM_EVENTS_KEPT` stream deltas (each
+carries the message so far, so the latest ones are what a late reader needs). At the end the driver replaces the
 cell's widget with the static transcript via ``update_display``.
 
 Everything the contract promises of a run works on the handle: ``await
-handle.wait()``, ``handle.terminal``, ``handle.state``, ``handle.stop()``; other
-attributes are the wrapped run's.
+handle.wait()``, ``handle.terminal``, ``handle.state``, ``handle.stop()``, and
+``usage`` / ``model_name``: each reads the wrapped run (``handle.run``), which stays
+the one source of truth; the handle adds only what a notebook needs (the replay for
+many readers, the widget, the transcript, a ``wait`` a kernel interrupt reaches).
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 import uuid
+from collections import deque
 from typing import Any, AsyncIterator, Callable
 
 from ..loop.state import Terminal
@@ -26,6 +33,37 @@ from .transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdo
 
 #: Least seconds between two refreshes of the live output's fallback.
 FALLBACK_REFRESH_S = 2.0
+
+#: How many of a run's latest stream deltas the handle keeps for its readers.
+STREAM_EVENTS_KEPT = 256
+
+
+class EventLog:
+    """A run's events for any number of readers, bounded: every event but the stream
+    deltas is kept, and only the latest ``stream_kept`` deltas (a reader that falls that
+    far behind skips the older ones). Each event gets a sequence number, so readers
+    resume after the last one they saw."""
+
+    def __init__(self, stream_kept: int = STREAM_EVENTS_KEPT) -> None:
+        self._seq = itertools.count()
+        self._kept: list[tuple[int, Any]] = []
+        self._stream: deque[tuple[int, Any]] = deque(maxlen=stream_kept)
+
+    def append(self, event: Any) -> None:
+        entry = (next(self._seq), event)
+        (self._stream if type(event).__name__ == "StreamEvent" else self._kept).append(entry)
+
+    def after(self, seq: int) -> list[tuple[int, Any]]:
+        """The kept events numbered above ``seq``, in order."""
+        kept = self._kept[bisect.bisect_right(self._kept, seq, key=lambda e: e[0]):]
+        stream = [e for e in self._stream if e[0] > seq]
+        return sorted(kept + stream, key=lambda e: e[0])
+
+    def __iter__(self):
+        return iter([event for _, event in self.after(-1)])
+
+    def __len__(self) -> int:
+        return len(self._kept) + len(self._stream)
 
 
 class AgentRun:
@@ -43,7 +81,8 @@ class AgentRun:
         self.display_id = f"jupyter-agent-{uuid.uuid4().hex}"
         #: the Conversation this run continues (set by the session)
         self.conversation: Any = None
-        self.events: list[Any] = []
+        #: what ``async for event in handle`` replays (bounded: :class:`EventLog`)
+        self.events = EventLog()
         self.error: str | None = None
         self._tick_s = tick_s
         self._on_end = on_end
@@ -68,6 +107,15 @@ class AgentRun:
     @property
     def state(self) -> Any:
         return self.run.state
+
+    @property
+    def usage(self) -> Any:
+        """The run's token usage and cost so far (the wrapped run's)."""
+        return self.run.usage
+
+    @property
+    def model_name(self) -> str:
+        return self.run.model_name
 
     @property
     def done(self) -> bool:
@@ -107,20 +155,15 @@ class AgentRun:
         return self._follow()
 
     async def _follow(self) -> AsyncIterator[Any]:
-        index = 0
+        seen = -1
         while True:
-            while index < len(self.events):
-                yield self.events[index]
-                index += 1
+            while fresh := self.events.after(seen):
+                for seen, event in fresh:
+                    yield event
             if self._done.is_set():
                 return
             self._changed.clear()
             await self._changed.wait()
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("run",):
-            raise AttributeError(name)
-        return getattr(self.run, name)
 
     def __repr__(self) -> str:
         status = self.terminal.reason.value if self.terminal is not None else "running"

@@ -28,7 +28,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from . import warmup
-from .config import PERMISSION_MODES, positive_int
+from ..loop.permission_result import PERMISSION_MODES
+from .config import positive_int
 from .environment import resolve_transcript
 from ..redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session

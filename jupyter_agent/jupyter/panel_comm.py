@@ -43,15 +43,16 @@ _SETTINGS = ("model", "permission_mode", "replay", "max_turns")
 
 
 def _cut(text: str, limit: int = MAX_PART) -> str:
-    from .transcript import cut_middle
+    from .transcript import redact_and_cut
 
-    return redact(cut_middle(text, limit))
+    return redact(redact_and_cut(text, limit))
 
 
 def item_json(item: Any, key: str) -> dict[str, Any]:
     """One item of a run as the panel draws it."""
     from .runmodel import BlockItem, NoticeItem, PromptItem, TextItem, ThinkingItem, ToolItem
-    from .transcript import STATE_LABELS, result_parts
+    from .labels import STATE_LABELS
+    from .transcript import result_parts
 
     if isinstance(item, ToolItem):
         progress = item.progress[-1] if item.progress and item.state == "running" else None
@@ -105,8 +106,7 @@ class _Watched:
         return self.keys[id(item)]
 
     def header(self) -> dict[str, Any]:
-        from .advice import end_explanation, end_title
-        from .runmodel import end_reason_text
+        from .labels import end_explanation, end_reason_text, end_title
         from .transcript import stopped_calls, stopped_waiting
 
         model = self.handle.model
@@ -258,18 +258,14 @@ class PanelHub:
             return
         request, choice = entry[0], data.get("choice")
         feedback = data.get("feedback") if isinstance(data.get("feedback"), str) else ""
-        if choice == "allow":
-            request.allow()
-        elif choice == "always":
-            request.allow_always()
-        elif choice == "deny":
-            request.deny(feedback)
-        else:
-            self._error(comm, f"Unknown answer {choice!r}: use allow, always or deny.")
+        try:
+            request.answer(str(choice), feedback)
+        except ValueError as exc:  # a word the panel does not send: say so, answer nothing
+            self._error(comm, str(exc))
 
     # -- what the panels show -------------------------------------------------------------
     def session_header(self) -> dict[str, Any]:
-        from ..conversation import PERMISSION_MODES
+        from ..loop.permission_result import PERMISSION_MODES
         from ..loop.usage import Usage
 
         session = self.session

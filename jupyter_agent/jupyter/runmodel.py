@@ -3,7 +3,7 @@
 :class:`RunModel` folds the events of ``jupyter_agent.loop.events`` (and the final
 :class:`~jupyter_agent.loop.state.Terminal`) into a list of *items*: the prompt,
 assistant text, thinking, one item per tool call, notices, unknown blocks. The live
-widgets (``widgets.py``), the static transcript (``transcript.py``) and the terminal
+widgets (``runview.py``, ``cards.py``), the static transcript (``transcript.py``) and the terminal
 display of the CLI are all drawn from it, so they cannot disagree, and it is
 testable without a kernel.
 
@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from ..loop import events as ev
 from ..loop.permission_result import DENIED
-from ..loop.state import Terminal, TERMINAL_EXPLANATIONS
+from ..loop.state import Terminal
 from ..loop.usage import StreamUsage, Usage
 
 
@@ -464,11 +464,3 @@ class RunModel:
             self._add(NoticeItem("notice", level="error", text=error))
         self._header()
 
-
-def end_reason_text(terminal: Terminal | None) -> tuple[str, str]:
-    """(reason, what it means) for display."""
-    if terminal is None:
-        return "not finished", "The run ended without an end reason (see the error above)."
-    reason = str(getattr(terminal.reason, "value", terminal.reason))
-    meaning = TERMINAL_EXPLANATIONS.get(reason, "")
-    return reason, meaning

@@ -139,6 +139,11 @@ class RunView(w.VBox):
         self.frames.mark("header", self._draw_header)
 
     # -- approvals ---------------------------------------------------------------------
+    def stop_with(self, stop: Callable[[], None]) -> None:
+        """Wire Stop and a close mid-run to ``stop`` (the run handle's ``stop``, made after
+        the view it shows in)."""
+        self._on_stop = self._on_close = stop
+
     def add_approval(self, card: w.Widget) -> None:
         self.approvals.children = (*self.approvals.children, card)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import AgentConfig
-from .environment import (NO_KEY_MESSAGE, NOTEBOOK_ENV, REPLAY_ENV, missing_key, prepare_replay_files,
+from .environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
 
 
@@ -204,7 +204,7 @@ class AgentSession:
         conv = self.conversation
         spec = model or conv.model_spec
         if (model or not conv.model_ready) and missing_key(spec, conv.replay):
-            raise NoApiKey(NO_KEY_MESSAGE)
+            raise NoApiKey(no_key_message("notebook"))
         if conv.notebook_path is None:
             conv.notebook_path = self.notebook_path()
         batch = self.is_batch() if batch is None else batch
@@ -224,13 +224,13 @@ class AgentSession:
         bind_notebook(self, conv, run_model.notice, batch=batch)
         want_view, view, broker = view, None, None
         if not batch:
-            from .approvals import ApprovalBroker
+            from .approvals import ApprovalCards
 
             if want_view:
                 from .runview import RunView
 
                 view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
-            broker = ApprovalBroker(view, run_model, policy=conv.permissions)
+            broker = ApprovalCards(view, run_model, policy=conv.permissions)
         saved_limit = conv.max_turns
         if max_turns == 0:  # 0 = no limit for this run, whatever the session's default
             conv.max_turns, max_turns = None, None
@@ -256,8 +256,7 @@ class AgentSession:
         if broker is not None:
             broker.on_show = lambda: handle.refresh_fallback(force=True)
         if view is not None:
-            view._on_stop = handle.stop
-            view._on_close = handle.stop
+            view.stop_with(handle.stop)
         self.active = handle
         self.runs.append(handle)
         self._install_interrupt_handler()

@@ -14,7 +14,8 @@ import json
 import re
 from typing import Any
 
-from .advice import end_explanation, end_title
+from .labels import NOTICE_ICONS, STATE_ICONS, STATE_LABELS, end_explanation, end_reason_text, end_title
+from ..loop.messages import cut_middle
 from ..redact import redact
 from .runmodel import (
     BlockItem,
@@ -24,38 +25,18 @@ from .runmodel import (
     TextItem,
     ThinkingItem,
     ToolItem,
-    end_reason_text,
 )
 
 #: Longest tool input/result kept in the transcript (the middle is cut).
 MAX_RESULT_CHARS = 4000
 
-STATE_LABELS = {
-    "input": "receiving input",
-    "pending": "queued",
-    "approval": "waiting for approval",
-    "running": "running",
-    "done": "done",
-    "error": "error",
-    "denied": "denied",
-    "stopped": "stopped",
-    "raised": "ran, raised",
-}
-STATE_ICONS = {"input": "…", "pending": "…", "approval": "✋", "running": "⏳", "done": "✓", "error": "✗",
-               "denied": "⛔", "stopped": "⏹", "raised": "⚠"}
-NOTICE_ICONS = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}
-
-
-def cut_middle(text: str, limit: int = MAX_RESULT_CHARS) -> str:
-    """``text`` redacted, then shortened to about ``limit`` characters by cutting out the middle.
+def redact_and_cut(text: str, limit: int = MAX_RESULT_CHARS) -> str:
+    """``text`` redacted, then shortened to about ``limit`` characters by the loop's
+    :func:`~jupyter_agent.loop.messages.cut_middle`.
 
     Redaction comes first, always: a key cut in two is no longer recognisable as one.
     """
-    text = redact(text)
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n… [{len(text) - 2 * half} characters cut] …\n{text[-half:]}"
+    return cut_middle(redact(text), limit)
 
 
 def fence(text: str, lang: str = "") -> str:
@@ -140,7 +121,7 @@ def tool_markdown(tool: ToolItem) -> str:
     """One tool call as a collapsible Markdown section."""
     summary = (f"{STATE_ICONS.get(tool.state, '')} <b>{html.escape(tool.name)}</b> "
                f"<code>{html.escape(tool.summary)}</code> — {tool_label(tool)}")
-    body = ["Input:", "", fence(cut_middle(json.dumps(tool.input, ensure_ascii=False, indent=1)), "json")]
+    body = ["Input:", "", fence(redact_and_cut(json.dumps(tool.input, ensure_ascii=False, indent=1)), "json")]
     if tool.decision:
         body += ["", f"*{tool.decision}*"]
     for kind, value in result_parts(tool.result):
@@ -148,7 +129,7 @@ def tool_markdown(tool: ToolItem) -> str:
             body += ["", f"![image]({value})"]
         else:
             body += ["", "Error:" if tool.state in ("error", "denied", "stopped") else "Result:", "",
-                     fence(cut_middle(value))]
+                     fence(redact_and_cut(value))]
     return f"<details><summary>{summary}</summary>\n\n" + "\n".join(body) + "\n\n</details>"
 
 
@@ -164,7 +145,7 @@ def item_markdown(item: Any) -> str:
     if isinstance(item, ToolItem):
         return tool_markdown(item)
     if isinstance(item, BlockItem):
-        dump = cut_middle(json.dumps(item.block, ensure_ascii=False, indent=1))
+        dump = redact_and_cut(json.dumps(item.block, ensure_ascii=False, indent=1))
         return f"<details><summary>▫️ {html.escape(item.block_type)} block</summary>\n\n{fence(dump, 'json')}\n\n</details>"
     if isinstance(item, NoticeItem):
         return f"> {NOTICE_ICONS.get(item.level, '')} {item.text}"

@@ -197,18 +197,8 @@ class StepperView:
                 self._cards[rid] = ApprovalCard(
                     request.tool_name, request.input, request.message, request.diff,
                     tuple(request.suggested_rules),
-                    on_decide=lambda _card, choice, feedback, request=request: _answer(request, choice, feedback))
+                    on_decide=lambda _card, choice, feedback, request=request: request.answer(choice, feedback))
         self.approvals.children = tuple(self._cards.values())
-
-
-def _answer(request: Any, choice: str, feedback: str) -> None:
-    """A card's click (any thread): ``ApprovalRequest`` answers are thread-safe."""
-    if choice == "allow":
-        request.allow()
-    elif choice == "always":
-        request.allow_always()
-    else:
-        request.deny(feedback)
 
 
 def show(stepper: Stepper) -> StepperView:

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 DENIED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (if it was an edit, "
           "nothing was written). STOP what you are doing and wait for the user to tell you how to proceed.")
 
+#: The permission modes, in the order a UI lists them (the one definition: the policy,
+#: the magic's and the CLI's ``--permission-mode``, the config and the chat's dropdown).
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+
 
 @dataclass(frozen=True)
 class PermissionAllow:

@@ -22,7 +22,7 @@ from ..model import AnthropicModel
 from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
 from .transcript import (
     DEMO_TRANSCRIPT, TRANSCRIPTS_DIR, load_transcript, record_transcript, resolve_transcript,
-    transcript_script,
+    transcript_script, write_expected_files,
 )
 
 __all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript", "resolve_transcript"]
@@ -72,14 +72,9 @@ class ReplayModel:
         return list(self._api.requests) if self._api else []
 
     def prepare_files(self, directory: str | os.PathLike[str]) -> list[Path]:
-        """Write the transcript's ``files`` under ``directory``; returns their paths."""
-        out = []
-        for rel, content in self.files.items():
-            p = Path(directory) / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(content, encoding="utf-8")
-            out.append(p)
-        return out
+        """Write the transcript's ``files`` missing under ``directory`` (never overwrites);
+        returns the paths written."""
+        return [Path(directory) / rel for rel in write_expected_files(self.files, directory)]
 
     def _start(self) -> AnthropicModel:
         if self._model is None:

@@ -52,6 +52,19 @@ __all__ = ["TRANSCRIPT_FORMAT", "load_transcript", "transcript_script", "record_
 TRANSCRIPT_FORMAT = "jupyter-agent-transcript/1"
 
 
+def write_expected_files(files: dict[str, str], directory: str | os.PathLike[str]) -> list[str]:
+    """Write a transcript's ``files`` that are missing under ``directory``; never
+    overwrites (a user's file of that name is theirs). Returns the relative names written."""
+    written = []
+    for rel, content in files.items():
+        path = Path(directory) / rel
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")
+            written.append(rel)
+    return written
+
+
 def load_transcript(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Any]:
     """Read and check a transcript (a path or an already-parsed dict)."""
     data = source if isinstance(source, dict) else json.loads(Path(source).read_text(encoding="utf-8"))

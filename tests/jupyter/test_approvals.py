@@ -14,12 +14,12 @@ from .helpers import record_widget_messages, response_events
 
 def make(monkeypatch):
     record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.approvals import ApprovalBroker
+    from jupyter_agent.jupyter.approvals import ApprovalCards
     from jupyter_agent.jupyter.runview import RunView
 
     model = RunModel()
     view = RunView(model, frame_interval=0.01)
-    return model, view, ApprovalBroker(view, model, poll_s=0.02)
+    return model, view, ApprovalCards(view, model)
 
 
 def click_from_thread(button) -> None:
@@ -112,7 +112,7 @@ async def test_always_allow_asks_the_policy_what_else_it_now_allows(monkeypatch,
     """With the conversation's real policy, "Always allow" releases exactly the pending
     calls the policy would now allow."""
     record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.approvals import ApprovalBroker
+    from jupyter_agent.jupyter.approvals import ApprovalCards
     from jupyter_agent.jupyter.runview import RunView
     from jupyter_agent.permissions import Permissions
     from jupyter_agent.tools import default_tools
@@ -128,7 +128,7 @@ async def test_always_allow_asks_the_policy_what_else_it_now_allows(monkeypatch,
     for input in (write_a, write_b, outside):  # what the loop does before calling can_use_tool
         asks.append(await policy.decide(tools["Write"], tools["Write"].Input.model_validate(input), context))
     model = RunModel()
-    broker = ApprovalBroker(RunView(model), model, poll_s=0.02, policy=policy)
+    broker = ApprovalCards(RunView(model), model, policy=policy)
     first = asyncio.ensure_future(broker.can_use_tool("Write", write_a, asks[0]))
     second = asyncio.ensure_future(broker.can_use_tool("Write", write_b, asks[1]))
     third = asyncio.ensure_future(broker.can_use_tool("Write", outside, asks[2]))

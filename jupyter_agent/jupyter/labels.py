@@ -1,5 +1,7 @@
-"""What a run's end means for the person who started it, in one place for every front
-(the notebook's footer and transcript, the chat, the terminal), so they say the same.
+"""The words and signs every display of a run uses, in one place for every front (the
+widgets, the notebook's transcript, the chat panel, the terminal), so they say the same:
+a tool call's state as an icon, a word and a colour, and what a run's end means for the
+person who started it.
 
 A normal end (``completed``) needs no explanation; the others say what happened and,
 for the ones a person must act on (``max_turns``, ``model_error``, ``prompt_too_long``),
@@ -11,6 +13,42 @@ message does not say it.
 from __future__ import annotations
 
 from typing import Any
+
+from ..loop.state import TERMINAL_EXPLANATIONS
+
+#: A tool call's state (``ToolItem.state``) in words.
+STATE_LABELS = {
+    "input": "receiving input",
+    "pending": "queued",
+    "approval": "waiting for approval",
+    "running": "running",
+    "done": "done",
+    "error": "error",
+    "denied": "denied",
+    "stopped": "stopped",
+    "raised": "ran, raised",
+}
+#: ... as an icon (the terminal, the transcript and the cards use the same).
+STATE_ICONS = {"input": "…", "pending": "…", "approval": "✋", "running": "⏳", "done": "✓", "error": "✗",
+               "denied": "⛔", "stopped": "⏹", "raised": "⚠"}
+NOTICE_ICONS = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}
+
+#: The colour of each tool state in the widgets.
+STATE_COLORS = {
+    "input": "#888", "pending": "#888", "approval": "#d08700",
+    "running": "#1a73e8", "done": "#188038", "error": "#c5221f",
+    "denied": "#a0522d", "stopped": "#888", "raised": "#d93025",
+}
+
+
+def end_reason_text(terminal: Any) -> tuple[str, str]:
+    """(reason, what it means) for display."""
+    if terminal is None:
+        return "not finished", "The run ended without an end reason (see the error above)."
+    reason = str(getattr(terminal.reason, "value", terminal.reason))
+    meaning = TERMINAL_EXPLANATIONS.get(reason, "")
+    return reason, meaning
+
 
 #: What to do after a model error of each kind (the model layer's message says what failed).
 MODEL_ERROR_ADVICE = {
