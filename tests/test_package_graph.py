@@ -77,7 +77,8 @@ KNOWN_VIOLATIONS: set[tuple[str, str]] = {
     # listen to a view model that lives outside jupyter/).
     ("jupyter_agent.cli", "jupyter_agent.jupyter.config"),
     ("jupyter_agent.cli", "jupyter_agent.jupyter.environment"),
-    ("jupyter_agent.cli", "jupyter_agent.jupyter.advice"),
+    ("jupyter_agent.cli", "jupyter_agent.jupyter.labels"),
+    ("jupyter_agent.cli", "jupyter_agent.jupyter.transcript"),
     ("jupyter_agent.cli", "jupyter_agent.jupyter.runmodel"),
 }
 
