@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.jupyter.lab import Lab, cell, run_and_wait, run_cell, write_notebook  # noqa: E402
+from tests.jupyter.livelab import Lab, cell, run_and_wait, run_cell, write_notebook  # noqa: E402
 
 KERNEL_BENCH = r'''
 import asyncio, json, shutil, statistics, time
@@ -37,17 +37,23 @@ from jupyter_agent.notebook.live_backend import LiveNotebook
 _client = get_ipython().kernel.get_parent()["header"]["session"]
 _path = Path("bench.ipynb").resolve()
 
-async def _timed(results, name, fn, repeat):
+def _page_ms(results, name, doc):
+    # the page's own handling time of the reply just received (live backend only)
+    if getattr(doc, "live", False) and get_bridge().page_ms:
+        results.setdefault(name + "@page", []).append(get_bridge().page_ms[-1])
+
+async def _timed(results, name, fn, repeat, doc=None):
     for _ in range(repeat):
         t = time.perf_counter()
         await fn()
         results.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+        _page_ms(results, name, doc)
 
 async def _ops(doc, repeat, results, run=True):
     snap = await doc.snapshot()
     scratch = snap.cells[2].id
-    await _timed(results, "read", doc.snapshot, max(5, repeat // 3))
-    await _timed(results, "version", doc.version, repeat)
+    await _timed(results, "read", doc.snapshot, max(5, repeat // 3), doc)
+    await _timed(results, "version", doc.version, repeat, doc)
     # the edits time one call each; the version read before it is the tool's own check
     for name in ("insert", "replace", "delete"):
         for _ in range(repeat):
@@ -61,9 +67,10 @@ async def _ops(doc, repeat, results, run=True):
             else:
                 await doc.delete_cell(results["_new"].pop(), expected_version=v)
             results.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+            _page_ms(results, name, doc)
     if run:
         await doc.run_cell(scratch, timeout=60)  # warm (the file backend starts its kernel)
-        await _timed(results, "run", lambda: doc.run_cell(scratch, timeout=60), repeat)
+        await _timed(results, "run", lambda: doc.run_cell(scratch, timeout=60), repeat, doc)
 
 async def _bench(repeat):
     out = {}
@@ -94,8 +101,12 @@ _bench_task = asyncio.get_running_loop().create_task(_guarded(REPEAT))
 '''
 
 
-def measure(nodelay: bool, cells: int, repeat: int) -> dict:
+def measure(nodelay: bool, cells: int, repeat: int, windowing: str) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="bench-bridge-"))
+    if windowing:  # the user's Notebook setting "Windowing mode" (JupyterLab's default: defer)
+        settings = tmp / "settings/@jupyterlab/notebook-extension"
+        settings.mkdir(parents=True)
+        (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": windowing}))
     env = {} if nodelay else {"JUPYTER_AGENT_NODELAY": "0"}
     lab = Lab(tmp, env)
     try:
@@ -123,16 +134,22 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cells", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=25)
+    parser.add_argument("--windowing", default="", choices=("", "defer", "full", "none"),
+                        help="JupyterLab's notebook windowing mode for the page (default: the user default)")
     args = parser.parse_args()
     rows = {}
     for nodelay in (True, False):
         print(f"measuring with TCP_NODELAY {'on' if nodelay else 'off'} ...", flush=True)
-        data = measure(nodelay, args.cells, args.repeat)
-        rows[f"bridge, TCP_NODELAY {'on' if nodelay else 'off'}"] = data["live"]
+        data = measure(nodelay, args.cells, args.repeat, args.windowing)
+        label = f"bridge, TCP_NODELAY {'on' if nodelay else 'off'}"
+        rows[label] = {k: v for k, v in data["live"].items() if "@" not in k}
+        rows[f"  of which in the page ({'on' if nodelay else 'off'})"] = {
+            k.split("@")[0]: v for k, v in data["live"].items() if k.endswith("@page")}
         if nodelay:
             rows["file backend"] = data["file"]
     ops = ("read", "version", "insert", "replace", "delete", "run")
-    print(f"median (max) ms per operation, {args.cells}-cell notebook, {args.repeat} repeats")
+    print(f"median (max) ms per operation, {args.cells}-cell notebook, {args.repeat} repeats, "
+          f"windowing {args.windowing or 'default'}")
     print(f"{'':32}" + "".join(f"{op:>16}" for op in ops))
     for name, data in rows.items():
         line = f"{name:32}"

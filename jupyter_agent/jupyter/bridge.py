@@ -21,6 +21,7 @@ here and once in ``labextension/src/protocol.ts``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import threading
 import time
@@ -114,6 +115,8 @@ class KernelBridge:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._hello_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        #: the page's own handling time (ms) of recent replies, for benchmarks
+        self.page_ms: collections.deque[float] = collections.deque(maxlen=1000)
         self.protocol_errors: list[str] = []  # what malformed messages the pages sent
         self.mismatch_said = False
         self.started = False
@@ -213,6 +216,8 @@ class KernelBridge:
         request_id = str(data.get("re"))
         with self._lock:
             pending = self._pending.pop(request_id, None)
+        if isinstance(data.get("ms"), (int, float)):
+            self.page_ms.append(float(data["ms"]))
         if pending is None:
             self._late.discard(request_id)  # late (the request gave up) or not ours: drop it
             return

@@ -94,9 +94,13 @@ class NotebookBridge {
     if (req.to !== undefined && req.to !== clientId) {
       return; // another tab's run: only the page that started it answers
     }
+    // How long the page itself spent on the request (ms), so a benchmark can tell the
+    // page's work from the transport and the page's event loop queue.
+    const started = performance.now();
     try {
       const result = await this.answer(req);
-      this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: true, result });
+      const ms = Math.round((performance.now() - started) * 10) / 10;
+      this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: true, result, ms });
     } catch (err) {
       const code = err instanceof BridgeError ? err.code : CODES.failed;
       const error = err instanceof Error ? err.message : String(err);

@@ -3,8 +3,9 @@
  * jupyter_agent/jupyter/bridge.py; both define these names once.
  *
  * Request (kernel -> page):  {v, id, to, op, ...arguments}
- * Reply   (page -> kernel):  {v, re, from, ok: true, result} | {v, re, from, ok: false, code, error}
+ * Reply   (page -> kernel):  {v, re, from, ok: true, result, ms} | {v, re, from, ok: false, code, error}
  * Hello   (page -> kernel):  {v, op: "hello", from, result}  (unsolicited, when a comm opens)
+ * `ms` is how long the page spent answering (a figure for benchmarks only).
  */
 
 /** The comm target both sides use. */

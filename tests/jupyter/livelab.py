@@ -59,7 +59,9 @@ def write_notebook(path: Path, sources: list[str], ids: list[str] | None = None)
 class Lab:
     """One JupyterLab server and one browser."""
 
-    def __init__(self, tmp: Path, env_extra: dict[str, str]) -> None:
+    def __init__(self, tmp: Path, env_extra: dict[str, str], app: str = "jupyterlab") -> None:
+        #: "jupyterlab", or "notebook" for Notebook 7 (pages at /notebooks/<path>)
+        self.app = app
         self.tmp = tmp
         self.root = tmp / "root"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -81,7 +83,7 @@ class Lab:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(tmp / "lab.log", "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--allow-root", "--no-browser", f"--port={self.port}",
+            [sys.executable, "-m", app, "--allow-root", "--no-browser", f"--port={self.port}",
              "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={self.root}",
              "--ServerApp.disable_check_xsrf=True"],
             env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -123,6 +125,19 @@ class Lab:
             req = urllib.request.Request(f"{self.url}/api/kernels/{k['id']}", method="DELETE")
             urllib.request.urlopen(req).close()
 
+    def wait_kernels_idle(self, timeout: float = 60) -> None:
+        """Wait until a kernel runs and every kernel is idle (Notebook 7 has no "| Idle" status bar)."""
+        import urllib.request
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(f"{self.url}/api/kernels") as r:
+                kernels = json.loads(r.read())
+            if kernels and all(k.get("execution_state") == "idle" for k in kernels):
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"no idle kernel within {timeout} s")
+
     # -- pages ----------------------------------------------------------------------------
     def open(self, name: str, context: Any = None) -> Any:
         """A new page showing notebook ``name``, its kernel idle."""
@@ -130,7 +145,13 @@ class Lab:
         page = context.new_page()
         # A workspace of its own, reset: only this notebook open, whatever ran before.
         self._pages = getattr(self, "_pages", 0) + 1
-        page.goto(f"{self.url}/lab/workspaces/t{self._pages}/tree/{name}?reset")
+        if self.app == "notebook":  # Notebook 7: one notebook per page, no workspaces
+            page.goto(f"{self.url}/notebooks/{name}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
+            self.wait_kernels_idle()
+            return page
+        else:
+            page.goto(f"{self.url}/lab/workspaces/t{self._pages}/tree/{name}?reset")
         wait_idle(page)
         return page
 

@@ -1,0 +1,92 @@
+"""The live notebook in Notebook 7 (the `notebook` package, pages at /notebooks/<path>),
+in real Chromium: the issue's main scenario, as in JupyterLab (test_live_notebook.py).
+
+One Notebook 7 server and browser for the module. The end state's screenshot goes to
+$JUPYTER_AGENT_SCREENSHOTS (/tmp/jupyter-agent-screenshots).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+
+import nbformat
+import pytest
+
+from jupyter_agent.testing import response, text, tool_use
+
+from .livelab import HAVE_BROWSER, Lab, button, cell, cell_sources, click_button, require_browser, run_and_wait, \
+    run_cell, screenshot, write_notebook
+
+require_browser()
+pytestmark = pytest.mark.skipif(not (HAVE_BROWSER and importlib.util.find_spec("notebook")),
+                                reason="needs notebook>=7, playwright and Debian's chromium")
+
+
+@pytest.fixture(scope="module")
+def nb7(api, tmp_path_factory):
+    server = Lab(tmp_path_factory.mktemp("nb7"), api.env(), app="notebook")
+    yield server
+    server.close()
+
+
+def test_notebook7_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(nb7, api):
+    """x = 41; %load_ext; %%agent adds `print(x + 1)` right under itself and runs it after
+    Allow: the page shows 42 without a reload, and saving brings no dialog. The page loads
+    without errors from the extension (its side panel must not break Notebook 7)."""
+    path = nb7.root / "scenario7.ipynb"
+    write_notebook(path, ["x = 41", "%load_ext jupyter_agent",
+                          "%%agent\nadd a cell that prints x+1 and run it", "# The end"],
+                   ids=["setx", "load", "agentcell", "theend"])
+    api.add(
+        response(tool_use("Read", {"file_path": str(path)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "agentcell",
+                                           "new_source": "print(x + 1)", "cell_type": "code",
+                                           "edit_mode": "insert"})),
+        response(tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "cell-3"})),
+        response(text("Done: the new cell printed 42.")),
+    )
+    context = nb7.browser.new_context(viewport={"width": 1200, "height": 1000})
+    errors: list[str] = []
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(f"{e}\n{e.stack}"))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    try:
+        page = _open(nb7, page, "scenario7.ipynb")
+        run_and_wait(page, 0)
+        run_and_wait(page, 1)
+        run_cell(page, 2)
+        button(page, "Allow").wait_for(timeout=60000)
+        assert len(cell_sources(page)) == 4  # nothing inserted before Allow
+        click_button(page, "Allow")
+        page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 5")
+        assert cell_sources(page)[3] == "print(x + 1)"  # right under the %%agent cell
+        button(page, "Allow").wait_for(timeout=60000)
+        click_button(page, "Allow")
+        cell(page, 3).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=60000)
+        page.wait_for_selector("text=Done: the new cell printed 42.", timeout=60000)
+        assert "[4]" in cell(page, 3).locator(".jp-InputPrompt").inner_text()  # the user's kernel
+        results = json.dumps(api.requests[-1].body["messages"][-1])
+        assert "42" in results and "NameError" not in results
+        page.locator(".jp-Notebook").click(position={"x": 5, "y": 5})
+        page.keyboard.press("Control+s")
+        time.sleep(1.0)
+        assert page.locator(".jp-Dialog").count() == 0  # no "File Changed" Overwrite/Revert
+        on_disk = nbformat.read(path, as_version=4)
+        assert [c.source for c in on_disk.cells][3] == "print(x + 1)"
+        assert any("42" in "".join(o.get("text", "")) for o in on_disk.cells[3].outputs)
+        ours = [e for e in errors if "jupyter-agent" in e or "jupyter_agent" in e]
+        assert not ours, ours
+    finally:
+        screenshot(page, "live_scenario_notebook7")
+        context.close()
+        nb7.shutdown_kernels()
+    assert api.pending == 0 and not api.rejections
+
+
+def _open(server, page, name):
+    page.goto(f"{server.url}/notebooks/{name}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
+    server.wait_kernels_idle()
+    return page
