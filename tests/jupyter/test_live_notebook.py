@@ -123,11 +123,13 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
     assert any("42" in "".join(o.get("text", "")) for o in on_disk.cells[3].outputs)
 
 
-def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=()):
-    """A notebook: load the extension, an %%agent cell (id "agent"), then ``extra`` cells."""
+def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=(), allow_runs=False):
+    """A notebook: load the extension, an %%agent cell (id "agent"), then ``extra`` cells.
+    ``allow_runs``: an allow rule for NotebookRun (running cells asks in every mode otherwise)."""
     path = lab.root / name
     flag = f" --permission-mode {mode}" if mode else ""
-    write_notebook(path, ["%load_ext jupyter_agent", f"%%agent{flag}\n{prompt}", *extra],
+    load = "%load_ext jupyter_agent" + ('\n%config AgentConfig.allow = ["NotebookRun"]' if allow_runs else "")
+    write_notebook(path, [load, f"%%agent{flag}\n{prompt}", *extra],
                    ids=["load", "agent", *[f"u{i}" for i in range(len(extra))]])
     return path
 
@@ -209,7 +211,8 @@ def test_deny_with_feedback_changes_nothing_and_tells_the_model(lab, page_of, sc
 
 
 def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
-    nb = _agent_notebook(lab, "stop.ipynb", "run a long cell", extra=["import time; time.sleep(60); print('done ' + 'sleeping')"])
+    nb = _agent_notebook(lab, "stop.ipynb", "run a long cell", allow_runs=True,
+                         extra=["import time; time.sleep(60); print('done ' + 'sleeping')"])
     script(
         response(tool_use("Read", {"file_path": str(nb)})),
         response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
@@ -248,7 +251,7 @@ def test_two_tabs_only_the_page_that_started_the_run_answers(lab, page_of, scrip
 
 
 def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, api):
-    nb = _agent_notebook(lab, "reload.ipynb", "run a cell", extra=["import time; time.sleep(3)"])
+    nb = _agent_notebook(lab, "reload.ipynb", "run a cell", extra=["import time; time.sleep(3)"], allow_runs=True)
     script(
         response(tool_use("Read", {"file_path": str(nb)})),
         response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
