@@ -12,7 +12,7 @@ from typing import Any
 # the loop and the tools load when a run starts, anthropic when a model is first used).
 _EXPORTS = {
     "Conversation": ".conversation",
-    "query": ".loop.query", "query_loop": ".loop.query", "QueryRun": ".loop.run",
+    "query": ".agent", "query_loop": ".loop.query", "QueryRun": ".loop.run",
     "State": ".loop.state", "Terminal": ".loop.state", "TerminalReason": ".loop.state",
     "Transition": ".loop.state", "Usage": ".loop.usage",
     "HookResult": ".loop.hooks", "Hooks": ".loop.hooks",

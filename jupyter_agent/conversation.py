@@ -14,9 +14,8 @@ from typing import Any
 from .loop.events import AssistantMessage
 from .loop.hooks import Hooks
 from .loop.messages import create_user_message, ensure_tool_result_pairing
-from .loop.model_resolution import resolve_model
+from .agent import query, resolve_model
 from .loop.model_protocol import Model
-from .loop.query import query
 from .loop.run import QueryRun
 from .loop.usage import Usage
 from .tools.base import ToolContext
@@ -180,13 +179,6 @@ class Conversation:
             if message.get("role") == "assistant":
                 return AssistantMessage(message, Usage(), "", None).text
         return ""
-
-    def reset(self) -> None:
-        """Start a new conversation: forget the history (kernels and settings stay)."""
-        if self.running is not None:
-            raise RuntimeError("Stop the running run before starting a new conversation.")
-        self.messages = []
-        self.context.read_file_state.clear()
 
     async def aclose(self) -> None:
         """Stop any run and shut down the kernels this conversation started."""

@@ -16,9 +16,9 @@ import warnings
 
 import pytest
 
+from jupyter_agent.agent import resolve_model
 from jupyter_agent.loop.events import AssistantMessage, ModelFallback, ModelRetry, StreamEvent
 from jupyter_agent.loop.model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
-from jupyter_agent.loop.model_resolution import resolve_model
 from jupyter_agent.model import DEFAULT_MODEL, AnthropicModel
 from jupyter_agent.testing import (
     DEMO_TRANSCRIPT,

@@ -103,7 +103,7 @@ class Stepper:
         """
         from pathlib import Path
 
-        from ..loop.query import query
+        from ..agent import query
         from ..permissions import ApprovalBroker, Permissions
 
         policy = query_kwargs.pop("permissions", None)

@@ -1,12 +1,18 @@
 """``query_loop()``: the seed article's four steps, in Python.
 
-1. Build ``messages_for_query`` from ``State.messages`` and call the model, streaming.
-2. Collect ``assistant_messages`` and the ``tool_use`` blocks; ``needs_follow_up`` is
-   set from the blocks actually received, never from ``stop_reason``.
-3. Run the tools (``run_tools``, or the ``StreamingToolExecutor`` that started them
-   while the model was streaming): every ``tool_use`` gets one ``tool_result``.
-4. ``State(messages=[*messages_for_query, *assistant_messages, *tool_results],
-   turn_count=turn_count + 1, transition=Transition("next_turn"))``, back to 1.
+1. ``build_request``: ``messages_for_query`` from ``State.messages``, and the request.
+2. ``collect_response``: call the model, streaming, and collect ``assistant_messages``
+   and the ``tool_use`` blocks as they arrive; ``needs_follow_up`` is set from the
+   blocks actually received, never from ``stop_reason``.
+3. ``execute_tools`` (``run_tools``, or the ``StreamingToolExecutor`` that started them
+   while the model was streaming): every ``tool_use`` gets one ``tool_result``. With no
+   ``tool_use``, ``without_tools`` decides: a recovery, a Stop hook, or ``completed``.
+4. ``next_state``: ``State(messages=[*messages_for_query, *assistant_messages,
+   *tool_results], turn_count=turn_count + 1, transition=Transition("next_turn"))``,
+   back to 1; or the end. Every ``State`` is built there.
+
+The steps share one :class:`Turn` (the article's per-iteration collectors); a step
+that decides how the iteration ends records it there, and step 4 acts on it.
 
 The one Python difference: an async generator cannot ``return`` a value, so the end
 reason is the last thing the loop yields, a :class:`Terminal`.
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Iterator
 
 from ..tools.base import Tool, ToolContext
 from .abort import AbortSignal
@@ -37,7 +43,7 @@ from .stream import (
     wait_before_retry, with_parsed_input,
 )
 from .state import State, Terminal, TerminalReason, Transition
-from .tool_execution import CanUseTool, RunControl, ToolRunEnv
+from .tool_execution import CanUseTool, ToolRunEnv
 from .usage import Usage
 
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
@@ -83,13 +89,100 @@ class RunRecord:
     phase: str = "idle"  # "streaming" or "tools": which abort reason applies
 
 
-def _checkpoint(step: int, state: State, messages_for_query: list, assistant_messages: list,
-                tool_results: list, needs_follow_up: bool, **extra: Any) -> Checkpoint:
+#: Transitions that sent tool results back to the model: they start a new turn.
+NEW_TURN_REASONS = ("next_turn", "partial_response_kept")
+
+
+@dataclass
+class Turn:
+    """One iteration of the loop: the article's collectors, and what the iteration decided.
+
+    A step that decides how the iteration ends says so with :meth:`go_on` or
+    :meth:`finish`; step 4 then builds the next ``State`` from it, or ends the run.
+    """
+
+    state: State
+    messages_for_query: list[dict[str, Any]] = field(default_factory=list)
+    request: ModelRequest | None = None
+    assistant_messages: list[dict[str, Any]] = field(default_factory=list)
+    tool_use_blocks: list[dict[str, Any]] = field(default_factory=list)
+    needs_follow_up: bool = False
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    last_response: AssistantMessage | None = None
+    executor: StreamingToolExecutor | None = None
+    #: A retry or fallback came after a call that changes something had started: the
+    #: partial response is kept (not thrown away with its effects), see collect_response.
+    restart: ModelRetry | ModelFallback | None = None
+    # -- what the iteration decided --------------------------------------------------
+    #: The history after this iteration (None: the run ends with the history unchanged).
+    history: tuple[dict[str, Any], ...] | None = None
+    #: Why the loop goes round again; None while undecided or when the run ends.
+    transition: Transition | None = None
+    #: Events that say why the loop goes round, yielded once the next State is built.
+    announce: tuple[Any, ...] = ()
+    #: How the run ends: (reason, message, error).
+    end: tuple[TerminalReason, str, str | None] | None = None
+
+    @property
+    def decided(self) -> bool:
+        """Has a step said how this iteration ends (go round again, or end the run)?"""
+        return self.transition is not None or self.end is not None
+
+    def go_on(self, history: Any, transition: Transition, *announce: Any) -> None:
+        """Go round again from ``history``, for the reason in ``transition``."""
+        self.history, self.transition, self.announce = tuple(history), transition, announce
+
+    def finish(self, reason: TerminalReason, message: str = "", error: str | None = None,
+               history: Any = None) -> None:
+        """End the run here (``history``: the messages it leaves, if it changed them)."""
+        self.end = (reason, message, error)
+        if history is not None:
+            self.history = tuple(history)
+
+
+@dataclass
+class _Loop:
+    """What every iteration of one run shares."""
+
+    params: QueryParams
+    record: RunRecord
+    signal: AbortSignal
+    env: ToolRunEnv
+    tool_definitions: list[dict[str, Any]]
+    stop_hook_blocks: int = 0  # Stop hook "block"s since the last new turn
+
+    def end(self, reason: TerminalReason, message: str = "", error: str | None = None) -> Terminal:
+        self.record.phase = "ended"
+        return Terminal(reason, self.record.state.turn_count, message, error, self.record.usage)
+
+
+def next_state(state: State, messages: Any, transition: Transition | None = None) -> State:
+    """Step 4, and the only place a ``State`` is built.
+
+    With a ``transition``: the State the next iteration starts from. A new turn (tool
+    results went back) counts one more; each recovery counts its tries; a Stop hook
+    that blocked marks the next iteration. Without one: the same iteration with the
+    history so far, which is what ``run.state`` shows when the run ends there.
+    """
+    if transition is None:
+        return State(messages=tuple(messages), turn_count=state.turn_count, transition=state.transition)
+    recovering = transition.reason == "max_output_tokens_recovery"
+    return State(
+        messages=tuple(messages),
+        turn_count=state.turn_count + (1 if transition.reason in NEW_TURN_REASONS else 0),
+        transition=transition,
+        max_output_tokens_recovery_count=state.max_output_tokens_recovery_count + 1 if recovering else 0,
+        stop_hook_active=transition.reason == "stop_hook_blocking",
+    )
+
+
+def _checkpoint(step: int, state: State, turn: Turn, **extra: Any) -> Checkpoint:
     return Checkpoint(
         step=step, step_name=STEP_NAMES[step - 1], state=state,
-        messages_for_query=tuple(messages_for_query), assistant_messages=tuple(assistant_messages),
-        tool_results=tuple(tool_results), needs_follow_up=needs_follow_up,
-        turn_count=state.turn_count, transition=state.transition, extra=extra,
+        messages_for_query=tuple(turn.messages_for_query),
+        assistant_messages=tuple(turn.assistant_messages), tool_results=tuple(turn.tool_results),
+        needs_follow_up=turn.needs_follow_up, turn_count=state.turn_count,
+        transition=state.transition, extra=extra,
     )
 
 
@@ -99,203 +192,222 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
         tools_by_name={t.name: t for t in params.tools}, context=params.context,
         can_use_tool=params.can_use_tool, hooks=params.hooks,
     )
-    tool_definitions = [t.to_api() for t in params.tools]
-    stop_hook_blocks = 0
-
-    def end(reason: TerminalReason, message: str = "", error: str | None = None) -> Terminal:
-        record.phase = "ended"
-        return Terminal(reason, record.state.turn_count, message, error, record.usage)
-
-    executor: StreamingToolExecutor | None = None
+    loop = _Loop(params, record, signal, env, [t.to_api() for t in params.tools])
+    turn: Turn | None = None
     try:
         while True:
-            state = record.state
-            # ---- Step 1: build messages_for_query, call the model (streaming) ----------
-            messages_for_query, repairs = ensure_tool_result_pairing(list(state.messages))
-            if repairs:
-                yield Notice("history_repaired", "Repaired the history before sending: " + "; ".join(repairs))
-            messages_for_query = params.budget.apply(messages_for_query)
-            request = ModelRequest(
-                messages=normalize_messages_for_api(prepend_user_context(messages_for_query, params.user_context)),
-                system=params.system, tools=tool_definitions,
-                max_tokens=params.max_tokens, thinking=params.thinking,
-            )
-            if params.checkpoints:
-                yield _checkpoint(1, state, messages_for_query, [], [], False, request=request)
+            turn = Turn(record.state)
+            # ---- Step 1: build messages_for_query from State.messages, and the request ----
+            for event in build_request(turn, loop):
+                yield event
 
-            assistant_messages: list[dict[str, Any]] = []
-            tool_use_blocks: list[dict[str, Any]] = []
-            needs_follow_up = False
-            executor = StreamingToolExecutor(env, signal) if params.streaming_tools else None
-            last_response: AssistantMessage | None = None
-            snapshot: dict[str, Any] | None = None
-            stopped_blocks: list[int] = []
-            record.requests += 1
-            record.phase = "streaming"
-            yield RequestStart(state.turn_count, record.requests, params.model.name, len(request.messages))
-            # A retry or fallback after a call that changes something had started: the
-            # partial response is kept (not thrown away with its effects), see below.
-            restart: ModelRetry | ModelFallback | None = None
-            try:
-                async with contextlib.aclosing(stream_with_abort(params.model, request, signal)) as stream:
-                    async for event in stream:
-                        if isinstance(event, StreamEvent):
-                            snapshot = event.snapshot
-                            if executor and model_moved_on(event):
-                                executor.release()
-                            if event.type == "content_block_stop" and event.index is not None:
-                                stopped_blocks.append(event.index)
-                                block = event.block
-                                # Start (or hold) the tool before handing the event on: a slow
-                                # consumer must not delay it.
-                                if executor and block and block.get("type") == "tool_use":
-                                    executor.add_tool(with_parsed_input(block))
-                            yield event
-                            if executor:
-                                for tool_event in executor.completed_events():
-                                    yield tool_event
-                        elif isinstance(event, (ModelRetry, ModelFallback)):
-                            if executor and executor.has_effects:
-                                restart = event  # closing the stream stops the model's own retry
-                                break
-                            # Nothing was changed: the partial response and the read-only
-                            # calls it started are thrown away; the retry asks again.
-                            snapshot, stopped_blocks = None, []
-                            if executor:
-                                executor.discard()
-                                executor = StreamingToolExecutor(env, signal)
-                            yield event
-                        elif isinstance(event, AssistantMessage):
-                            record.usage.add(event.usage)
-                            if not event.usage.requests:  # a model that does not count requests
-                                record.usage.requests += 1
-                            assistant_messages.append(event.message)
-                            last_response = event
-                            yield event
-            except Aborted:
-                # Stop while streaming: keep what the model finished saying, answer every
-                # tool_use it emitted (with a real result if the tool already finished).
-                partial = completed_blocks(snapshot, stopped_blocks)
-                async for item in _close_turn(record, messages_for_query, partial, executor, signal):
-                    yield item
-                yield end(TerminalReason.ABORTED_STREAMING, "Stopped while the model was responding.")
-                return
-            except PromptTooLongError as exc:
-                if executor:
-                    executor.discard()
-                yield end(TerminalReason.PROMPT_TOO_LONG, str(exc), error=str(exc))
-                return
-            except Exception as exc:  # ModelError, or anything the model layer failed to wrap
-                kind = exc.kind if isinstance(exc, ModelError) else type(exc).__name__
-                # The model failed, not the tools: calls already released run to their end.
-                partial = finished_part(snapshot, stopped_blocks, executor)
-                async for item in _close_turn(record, messages_for_query, partial, executor, signal, cancel=False):
-                    yield item
-                yield end(TerminalReason.MODEL_ERROR, str(exc) or kind, error=kind)
-                return
-
-            if restart is not None:
-                # Tools that change things started before the stream broke: keep the
-                # finished blocks as this turn's response (their calls run to a result,
-                # below) and go on from that history, instead of the model's identical retry.
-                partial = finished_part(snapshot, stopped_blocks, executor)
-                kept = AssistantMessage({"role": "assistant", "content": partial},
-                                        Usage.from_api((snapshot or {}).get("usage")), params.model.name, None)
-                record.usage.add(kept.usage)
-                record.usage.requests += 1
-                assistant_messages = [kept.message]
-                last_response = kept
-                yield kept
-                yield Notice("partial_response_kept", PARTIAL_KEPT_NOTICE.format(error=restart_error(restart)))
-
-            # ---- Step 2: collect the response; needs_follow_up from actual tool_use blocks ----
-            for message in assistant_messages:
-                blocks = [b for b in message["content"] if b.get("type") == "tool_use"]
-                if blocks:
-                    tool_use_blocks.extend(blocks)
-                    needs_follow_up = True
-            if params.checkpoints:
-                yield _checkpoint(2, state, messages_for_query, assistant_messages, [], needs_follow_up,
-                                  tool_use_blocks=tuple(tool_use_blocks))
-
-            if not needs_follow_up:
-                if executor:
-                    executor.discard()
-                last = assistant_messages[-1] if assistant_messages else {"content": []}
-                stop_reason = last_response.stop_reason if last_response else None
-                history = [*messages_for_query, *assistant_messages]
-                if stop_reason == "max_tokens" and state.max_output_tokens_recovery_count < MAX_OUTPUT_TOKENS_RECOVERY_LIMIT:
-                    record.state = State(
-                        messages=(*history, create_user_message(MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE)),
-                        turn_count=state.turn_count,
-                        transition=Transition("max_output_tokens_recovery"),
-                        max_output_tokens_recovery_count=state.max_output_tokens_recovery_count + 1,
-                    )
-                    yield Notice("max_output_tokens_recovery", "The answer hit the output limit; asking the model to go on.")
-                    continue
-                verdict = await _run_stop_hooks(params.hooks, last, history, state.stop_hook_active)
-                record.state = State(messages=tuple(history), turn_count=state.turn_count,
-                                     transition=state.transition)
-                if verdict is not None and verdict.stop:
-                    yield end(TerminalReason.STOP_HOOK_PREVENTED, verdict.message or "A Stop hook ended the run.")
-                    return
-                if verdict is not None and verdict.decision == "block" and stop_hook_blocks < MAX_STOP_HOOK_BLOCKS:
-                    stop_hook_blocks += 1
-                    feedback = create_user_message(f"Stop hook feedback:\n{verdict.message or ''}")
-                    record.state = State(
-                        messages=(*history, feedback), turn_count=state.turn_count,
-                        transition=Transition("stop_hook_blocking", verdict.message), stop_hook_active=True,
-                    )
-                    yield UserMessage(feedback, synthetic=True)
-                    continue
-                yield end(TerminalReason.COMPLETED, _text_of(last))
-                return
+            # ---- Step 2: call the model (streaming); collect assistant_messages and their
+            #      tool_use blocks: needs_follow_up comes from the blocks, never stop_reason ----
+            async with contextlib.aclosing(collect_response(turn, loop)) as events:
+                async for event in events:
+                    yield event
 
             # ---- Step 3: run the tools; every tool_use gets exactly one tool_result -------
-            record.phase = "tools"
-            results: dict[str, dict[str, Any]] = {}
-            if executor:
-                executor.release()  # the response is complete (or kept): every call may start
-                async for update in executor.remaining_events():
-                    yield update
-                results = executor.results()
-            else:
-                async for update in run_tools(tool_use_blocks, env, signal):
-                    if isinstance(update, ToolResult):
-                        results[update.tool_use_id] = update.block
-                    yield update
-            tool_results = _results_in_call_order(tool_use_blocks, results)
-            if params.checkpoints:
-                yield _checkpoint(3, state, messages_for_query, assistant_messages, tool_results, True)
-            results_message = create_user_message(tool_results)
-            history = (*messages_for_query, *assistant_messages, results_message)
-            record.state = State(messages=history, turn_count=state.turn_count, transition=state.transition)
-            yield UserMessage(results_message)
+            if turn.needs_follow_up:
+                async with contextlib.aclosing(execute_tools(turn, loop)) as events:
+                    async for event in events:
+                        yield event
+            elif not turn.decided:  # no tool_use: a recovery or a Stop hook may go on, or completed
+                await without_tools(turn, loop)
 
-            if signal.aborted or env.control.interrupted:
-                yield end(TerminalReason.ABORTED_TOOLS, "Stopped while tools were running.")
+            # ---- Step 4: the next State (or the end); max_turns is checked here ----------
+            if not turn.decided:  # the tools ran and nothing ended the run
+                await count_the_turn(turn, loop)
+            if turn.history is not None:
+                record.state = next_state(turn.state, turn.history, None if turn.end else turn.transition)
+            if turn.end is not None:
+                yield loop.end(*turn.end)
                 return
-            if env.control.hook_stop_message is not None:
-                yield end(TerminalReason.HOOK_STOPPED, env.control.hook_stop_message)
-                return
-
-            # ---- Step 4: the next State; check max_turns before asking the model again ----
-            next_turn_count = state.turn_count + 1
-            if params.max_turns is not None and next_turn_count > params.max_turns:
-                yield end(TerminalReason.MAX_TURNS, f"Reached the limit of {params.max_turns} turn(s).")
-                return
-            transition = Transition("next_turn")
-            if restart is not None:
-                transition = Transition("partial_response_kept", restart_error(restart))
-                await wait_before_retry(restart, signal)
-            record.state = State(messages=history, turn_count=next_turn_count, transition=transition)
-            stop_hook_blocks = 0
-            if params.checkpoints:
-                yield _checkpoint(4, record.state, messages_for_query, assistant_messages, tool_results, True)
+            for event in turn.announce:
+                yield event
+            if turn.transition.reason in NEW_TURN_REASONS:
+                loop.stop_hook_blocks = 0
+                if params.checkpoints:
+                    yield _checkpoint(4, record.state, turn)
     finally:
         # A consumer that stops pulling (or a cancelled task) must not leave tools running.
-        if executor is not None:
+        if turn is not None and turn.executor is not None:
+            turn.executor.discard()
+
+
+def build_request(turn: Turn, loop: _Loop) -> Iterator[Any]:
+    """Step 1: ``messages_for_query`` (pairing repaired, tool-result budget applied) and
+    the request: ``prepend_user_context``, then the API's message rules."""
+    params = loop.params
+    messages_for_query, repairs = ensure_tool_result_pairing(list(turn.state.messages))
+    if repairs:
+        yield Notice("history_repaired", "Repaired the history before sending: " + "; ".join(repairs))
+    turn.messages_for_query = params.budget.apply(messages_for_query)
+    turn.request = ModelRequest(
+        messages=normalize_messages_for_api(prepend_user_context(turn.messages_for_query, params.user_context)),
+        system=params.system, tools=loop.tool_definitions,
+        max_tokens=params.max_tokens, thinking=params.thinking,
+    )
+    if params.checkpoints:
+        yield _checkpoint(1, turn.state, turn, request=turn.request)
+
+async def collect_response(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
+    """Step 2: call the model, streaming, and collect ``assistant_messages`` and the
+    ``tool_use`` blocks. With streaming tools, a call may start before the response ends."""
+    params, record, signal = loop.params, loop.record, loop.signal
+    executor = turn.executor = StreamingToolExecutor(loop.env, signal) if params.streaming_tools else None
+    snapshot: dict[str, Any] | None = None
+    stopped_blocks: list[int] = []
+    record.requests += 1
+    record.phase = "streaming"
+    yield RequestStart(turn.state.turn_count, record.requests, params.model.name, len(turn.request.messages))
+    try:
+        async with contextlib.aclosing(stream_with_abort(params.model, turn.request, signal)) as stream:
+            async for event in stream:
+                if isinstance(event, StreamEvent):
+                    snapshot = event.snapshot
+                    if executor and model_moved_on(event):
+                        executor.release()
+                    if event.type == "content_block_stop" and event.index is not None:
+                        stopped_blocks.append(event.index)
+                        block = event.block
+                        # Start (or hold) the tool before handing the event on: a slow
+                        # consumer must not delay it.
+                        if executor and block and block.get("type") == "tool_use":
+                            executor.add_tool(with_parsed_input(block))
+                    yield event
+                    if executor:
+                        for tool_event in executor.completed_events():
+                            yield tool_event
+                elif isinstance(event, (ModelRetry, ModelFallback)):
+                    if executor and executor.has_effects:
+                        turn.restart = event  # closing the stream stops the model's own retry
+                        break
+                    # Nothing was changed: the partial response and the read-only
+                    # calls it started are thrown away; the retry asks again.
+                    snapshot, stopped_blocks = None, []
+                    if executor:
+                        executor.discard()
+                        executor = turn.executor = StreamingToolExecutor(loop.env, signal)
+                    yield event
+                elif isinstance(event, AssistantMessage):
+                    record.usage.add(event.usage)
+                    if not event.usage.requests:  # a model that does not count requests
+                        record.usage.requests += 1
+                    turn.assistant_messages.append(event.message)
+                    turn.last_response = event
+                    yield event
+    except Aborted:
+        # Stop while streaming: keep what the model finished saying, answer every
+        # tool_use it emitted (with a real result if the tool already finished).
+        partial = completed_blocks(snapshot, stopped_blocks)
+        async for item in _close_turn(turn, partial, signal):
+            yield item
+        turn.finish(TerminalReason.ABORTED_STREAMING, "Stopped while the model was responding.")
+        return
+    except PromptTooLongError as exc:
+        if executor:
             executor.discard()
+        turn.finish(TerminalReason.PROMPT_TOO_LONG, str(exc), error=str(exc))
+        return
+    except Exception as exc:  # ModelError, or anything the model layer failed to wrap
+        kind = exc.kind if isinstance(exc, ModelError) else type(exc).__name__
+        # The model failed, not the tools: calls already released run to their end.
+        partial = finished_part(snapshot, stopped_blocks, executor)
+        async for item in _close_turn(turn, partial, signal, cancel=False):
+            yield item
+        turn.finish(TerminalReason.MODEL_ERROR, str(exc) or kind, error=kind)
+        return
+
+    if turn.restart is not None:
+        # Tools that change things started before the stream broke: keep the finished
+        # blocks as this turn's response (their calls run to a result in step 3) and go
+        # on from that history, instead of the model's identical retry.
+        partial = finished_part(snapshot, stopped_blocks, executor)
+        kept = AssistantMessage({"role": "assistant", "content": partial},
+                                Usage.from_api((snapshot or {}).get("usage")), params.model.name, None)
+        record.usage.add(kept.usage)
+        record.usage.requests += 1
+        turn.assistant_messages = [kept.message]
+        turn.last_response = kept
+        yield kept
+        yield Notice("partial_response_kept", PARTIAL_KEPT_NOTICE.format(error=restart_error(turn.restart)))
+
+    for message in turn.assistant_messages:
+        blocks = [b for b in message["content"] if b.get("type") == "tool_use"]
+        if blocks:
+            turn.tool_use_blocks.extend(blocks)
+            turn.needs_follow_up = True
+    if params.checkpoints:
+        yield _checkpoint(2, turn.state, turn, tool_use_blocks=tuple(turn.tool_use_blocks))
+
+
+async def execute_tools(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
+    """Step 3: every call to its end (``run_tools``, or the executor that started them
+    while the model streamed); then the results, in call order, as one user message."""
+    loop.record.phase = "tools"
+    results: dict[str, dict[str, Any]] = {}
+    if turn.executor:
+        turn.executor.release()  # the response is complete (or kept): every call may start
+        async for update in turn.executor.remaining_events():
+            yield update
+        results = turn.executor.results()
+    else:
+        async for update in run_tools(turn.tool_use_blocks, loop.env, loop.signal):
+            if isinstance(update, ToolResult):
+                results[update.tool_use_id] = update.block
+            yield update
+    turn.tool_results = _results_in_call_order(turn.tool_use_blocks, results)
+    if loop.params.checkpoints:
+        yield _checkpoint(3, turn.state, turn)
+    results_message = create_user_message(turn.tool_results)
+    turn.history = (*turn.messages_for_query, *turn.assistant_messages, results_message)
+    # run.state shows the results before anyone sees them, even if the run ends here.
+    loop.record.state = next_state(turn.state, turn.history)
+    yield UserMessage(results_message)
+    if loop.signal.aborted or loop.env.control.interrupted:
+        turn.finish(TerminalReason.ABORTED_TOOLS, "Stopped while tools were running.")
+    elif loop.env.control.hook_stop_message is not None:
+        turn.finish(TerminalReason.HOOK_STOPPED, loop.env.control.hook_stop_message)
+
+
+async def without_tools(turn: Turn, loop: _Loop) -> None:
+    """No ``tool_use`` in the response: go on if the answer hit the output limit or a
+    Stop hook blocks; end if a Stop hook says so; else the run ``completed``."""
+    if turn.executor:
+        turn.executor.discard()
+    last = turn.assistant_messages[-1] if turn.assistant_messages else {"content": []}
+    stop_reason = turn.last_response.stop_reason if turn.last_response else None
+    history = [*turn.messages_for_query, *turn.assistant_messages]
+    state = turn.state
+    if stop_reason == "max_tokens" and state.max_output_tokens_recovery_count < MAX_OUTPUT_TOKENS_RECOVERY_LIMIT:
+        turn.go_on((*history, create_user_message(MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE)),
+                   Transition("max_output_tokens_recovery"),
+                   Notice("max_output_tokens_recovery", "The answer hit the output limit; asking the model to go on."))
+        return
+    verdict = await _run_stop_hooks(loop.params.hooks, last, history, state.stop_hook_active)
+    if verdict is not None and verdict.stop:
+        turn.finish(TerminalReason.STOP_HOOK_PREVENTED, verdict.message or "A Stop hook ended the run.", history=history)
+    elif verdict is not None and verdict.decision == "block" and loop.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS:
+        loop.stop_hook_blocks += 1
+        feedback = create_user_message(f"Stop hook feedback:\n{verdict.message or ''}")
+        turn.go_on((*history, feedback), Transition("stop_hook_blocking", verdict.message),
+                   UserMessage(feedback, synthetic=True))
+    else:
+        turn.finish(TerminalReason.COMPLETED, _text_of(last), history=history)
+
+
+async def count_the_turn(turn: Turn, loop: _Loop) -> None:
+    """After the tools: a new turn, unless it would pass ``max_turns`` (seed:
+    ``nextTurnCount``). A kept partial response waits like the retry it replaces."""
+    max_turns = loop.params.max_turns
+    if max_turns is not None and turn.state.turn_count + 1 > max_turns:
+        turn.finish(TerminalReason.MAX_TURNS, f"Reached the limit of {max_turns} turn(s).")
+    elif turn.restart is not None:
+        turn.transition = Transition("partial_response_kept", restart_error(turn.restart))
+        await wait_before_retry(turn.restart, loop.signal)
+    else:
+        turn.transition = Transition("next_turn")
 
 
 def _results_in_call_order(blocks: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -308,13 +420,13 @@ def _results_in_call_order(blocks: list[dict[str, Any]], results: dict[str, dict
     return [results.get(b["id"]) or filled[b["id"]] for b in blocks]
 
 
-async def _close_turn(record: RunRecord, messages_for_query: list, partial: list[dict[str, Any]],
-                      executor: StreamingToolExecutor | None, signal: AbortSignal,
+async def _close_turn(turn: Turn, partial: list[dict[str, Any]], signal: AbortSignal,
                       cancel: bool = True) -> AsyncIterator[Any]:
     """End a turn that was cut short: keep the finished part of the response and give
     each of its tool calls a result (real if the executor finished it, else an error).
     ``cancel``: Stop cancels running calls; after a model error they run to their end."""
     results: dict[str, dict[str, Any]] = {}
+    executor = turn.executor
     if executor:
         if cancel:
             executor.abort_all()
@@ -323,17 +435,15 @@ async def _close_turn(record: RunRecord, messages_for_query: list, partial: list
         async for update in executor.remaining_events():
             yield update
         results = executor.results()
-    history = list(messages_for_query)
+    history = list(turn.messages_for_query)
     if partial:
-        assistant = {"role": "assistant", "content": partial}
-        history.append(assistant)
+        history.append({"role": "assistant", "content": partial})
         blocks = [b for b in partial if b.get("type") == "tool_use"]
         if blocks:
             message = create_user_message(_results_in_call_order(blocks, results))
             history.append(message)
             yield UserMessage(message, synthetic=True)
-    record.state = State(messages=tuple(history), turn_count=record.state.turn_count,
-                         transition=record.state.transition)
+    turn.history = tuple(history)
 
 
 async def _run_stop_hooks(hooks: Hooks, last: dict[str, Any], history: list, active: bool):
@@ -346,87 +456,3 @@ async def _run_stop_hooks(hooks: Hooks, last: dict[str, Any], history: list, act
 
 def _text_of(message: dict[str, Any]) -> str:
     return "".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
-
-
-def query(
-    prompt: str | list[dict[str, Any]],
-    *,
-    model: Any = None,
-    tools: list[Tool] | None = None,
-    max_turns: int | None = None,
-    permission_mode: str = "default",
-    can_use_tool: CanUseTool | None = None,
-    hooks: Any = None,
-    cwd: Any = None,
-    system_prompt: str | None = None,
-    checkpoints: bool = False,
-    streaming_tools: bool = True,
-    permissions: Any = None,
-    context: ToolContext | None = None,
-    notebook_path: str | None = None,
-    max_tokens: int = 8192,
-    thinking: dict[str, Any] | None = None,
-) -> "QueryRun":
-    """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
-    its run handle at once. Nothing is sent until the run is iterated or awaited.
-
-    ``model`` is a model id, a :class:`Model`, or ``None`` (``JUPYTER_AGENT_REPLAY`` for
-    the offline replay, else ``JUPYTER_AGENT_MODEL``, else a current Sonnet). ``tools``
-    defaults to the file and notebook tools. ``context`` shares files-read and kernels
-    between runs of one conversation (``jupyter_agent.Conversation`` does this for you).
-    """
-    from pathlib import Path
-
-    from ..prompts import DEFAULT_SYSTEM_PROMPT, user_context
-    from .model_resolution import resolve_model
-    from .run import QueryRun
-
-    if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
-        raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
-    messages = _initial_messages(prompt)
-    resolved_model = resolve_model(model)
-    if context is None:
-        context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
-    elif cwd is not None:
-        context.cwd = Path(cwd).expanduser().resolve()
-    if permissions is None:
-        from ..permissions import Permissions
-
-        permissions = Permissions(mode=permission_mode, cwd=context.cwd)
-    context.permissions = permissions
-    system_text = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
-    note = permissions.system_prompt_note() if hasattr(permissions, "system_prompt_note") else ""
-    system = [{"type": "text", "text": system_text + (f"\n\n{note}" if note else "")}]
-    if tools is None:
-        from ..tools import default_tools
-
-        tools = default_tools()
-    params = QueryParams(
-        model=resolved_model,
-        tools=list(tools),
-        context=context,
-        system=system,
-        user_context=user_context(context.cwd, notebook_path, context.session.get("agent_cell_id")),
-        max_turns=max_turns,
-        can_use_tool=can_use_tool,
-        hooks=Hooks.coerce(hooks),
-        streaming_tools=streaming_tools,
-        checkpoints=checkpoints,
-        max_tokens=max_tokens,
-        thinking=thinking,
-        owns_model=model is None or isinstance(model, str),
-    )
-    return QueryRun(params, State(messages=tuple(messages)), permission_mode=getattr(permissions, "mode", permission_mode))
-
-
-def _initial_messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    if isinstance(prompt, str):
-        if not prompt.strip():
-            raise ValueError("The prompt is empty: say what the agent should do.")
-        return [create_user_message(prompt)]
-    if isinstance(prompt, list) and prompt and all(isinstance(m, dict) and "role" in m for m in prompt):
-        if prompt[-1].get("role") != "user":
-            raise ValueError("The last message of a prompt list must have role 'user'.")
-        return list(prompt)
-    raise TypeError("prompt must be a string or a non-empty list of Messages-API messages "
-                    "({'role': ..., 'content': ...}).")

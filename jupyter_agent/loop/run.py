@@ -12,7 +12,7 @@ from typing import Any, AsyncIterator
 
 from .abort import AbortSignal
 from .messages import ensure_tool_result_pairing
-from .query import QueryParams, RunRecord, query_loop
+from .query import QueryParams, RunRecord, next_state, query_loop
 from .state import State, Terminal, TerminalReason
 from .usage import Usage
 
@@ -86,8 +86,7 @@ class QueryRun:
                 reason = (TerminalReason.ABORTED_TOOLS if self.record.phase == "tools"
                           else TerminalReason.ABORTED_STREAMING)
                 messages, _ = ensure_tool_result_pairing(list(self.record.state.messages))
-                self.record.state = State(tuple(messages), self.record.state.turn_count,
-                                          self.record.state.transition)
+                self.record.state = next_state(self.record.state, messages)
                 self._finish(Terminal(reason, self.record.state.turn_count,
                                       "The run was closed before it finished.", None, self.usage))
 

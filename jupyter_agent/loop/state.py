@@ -8,7 +8,7 @@ event and also keeps it on the run handle (``run.terminal``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -47,18 +47,14 @@ TERMINAL_EXPLANATIONS: dict[str, str] = {
 }
 
 
-#: Why the loop went round again (``transition.reason``).
-CONTINUE_REASONS = (
-    "next_turn",
-    "max_output_tokens_recovery",
-    "stop_hook_blocking",
-    "partial_response_kept",  # a stream broke after tools that change things had started
-)
-
-
 @dataclass(frozen=True)
 class Transition:
-    """Why the loop continued into the current iteration (``None`` on the first)."""
+    """Why the loop continued into the current iteration (``None`` on the first).
+
+    ``reason`` is ``next_turn`` (tool results went back), ``max_output_tokens_recovery``,
+    ``stop_hook_blocking``, or ``partial_response_kept`` (a stream broke after tools that
+    change things had started). ``detail`` says more where there is more to say.
+    """
 
     reason: str
     detail: str | None = None
@@ -88,7 +84,6 @@ class Terminal:
     message: str = ""
     error: str | None = None
     usage: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def explanation(self) -> str:

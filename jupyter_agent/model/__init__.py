@@ -1,7 +1,7 @@
 """The model layer: the only package that imports ``anthropic`` (lazily, on first request).
 
 :class:`AnthropicModel` streams the Messages API with retries, fallback, usage and cost;
-:func:`jupyter_agent.loop.model_resolution.resolve_model` picks between it and the replay model.
+:func:`jupyter_agent.agent.resolve_model` picks between it and the replay model.
 """
 
 from __future__ import annotations

@@ -1,0 +1,122 @@
+"""``query()``: the agent, wired. The public entry point (seed: ``query()``).
+
+It turns the caller's arguments into the loop's :class:`QueryParams`: the model (an id,
+a :class:`Model`, or the environment's choice), the system prompt and user context,
+the permission policy, the default tools; then hands them to a :class:`QueryRun`,
+which drives :func:`~jupyter_agent.loop.query.query_loop`. The loop itself (``loop/``)
+knows none of these: it takes whatever the wiring gives it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .loop.hooks import Hooks
+from .loop.messages import create_user_message
+from .loop.model_protocol import Model
+from .loop.query import QueryParams
+from .loop.run import QueryRun
+from .loop.state import State
+from .loop.tool_execution import CanUseTool
+from .prompts import DEFAULT_SYSTEM_PROMPT, user_context
+from .tools.base import Tool, ToolContext
+
+REPLAY_ENV = "JUPYTER_AGENT_REPLAY"
+
+
+def query(
+    prompt: str | list[dict[str, Any]],
+    *,
+    model: Any = None,
+    tools: list[Tool] | None = None,
+    max_turns: int | None = None,
+    permission_mode: str = "default",
+    can_use_tool: CanUseTool | None = None,
+    hooks: Any = None,
+    cwd: Any = None,
+    system_prompt: str | None = None,
+    checkpoints: bool = False,
+    streaming_tools: bool = True,
+    permissions: Any = None,
+    context: ToolContext | None = None,
+    notebook_path: str | None = None,
+    max_tokens: int = 8192,
+    thinking: dict[str, Any] | None = None,
+) -> QueryRun:
+    """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
+    its run handle at once. Nothing is sent until the run is iterated or awaited.
+
+    ``model`` is a model id, a :class:`Model`, or ``None`` (``JUPYTER_AGENT_REPLAY`` for
+    the offline replay, else ``JUPYTER_AGENT_MODEL``, else a current Sonnet). ``tools``
+    defaults to the file and notebook tools. ``context`` shares files-read and kernels
+    between runs of one conversation (``jupyter_agent.Conversation`` does this for you).
+    """
+    if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
+        raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
+    messages = _initial_messages(prompt)
+    resolved_model = resolve_model(model)
+    if context is None:
+        context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
+    elif cwd is not None:
+        context.cwd = Path(cwd).expanduser().resolve()
+    if permissions is None:
+        from .permissions import Permissions
+
+        permissions = Permissions(mode=permission_mode, cwd=context.cwd)
+    context.permissions = permissions
+    system_text = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
+    note = permissions.system_prompt_note() if hasattr(permissions, "system_prompt_note") else ""
+    system = [{"type": "text", "text": system_text + (f"\n\n{note}" if note else "")}]
+    if tools is None:
+        from .tools import default_tools
+
+        tools = default_tools()
+    params = QueryParams(
+        model=resolved_model,
+        tools=list(tools),
+        context=context,
+        system=system,
+        user_context=user_context(context.cwd, notebook_path, context.session.get("agent_cell_id")),
+        max_turns=max_turns,
+        can_use_tool=can_use_tool,
+        hooks=Hooks.coerce(hooks),
+        streaming_tools=streaming_tools,
+        checkpoints=checkpoints,
+        max_tokens=max_tokens,
+        thinking=thinking,
+        owns_model=model is None or isinstance(model, str),
+    )
+    return QueryRun(params, State(messages=tuple(messages)), permission_mode=getattr(permissions, "mode", permission_mode))
+
+
+def _initial_messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise ValueError("The prompt is empty: say what the agent should do.")
+        return [create_user_message(prompt)]
+    if isinstance(prompt, list) and prompt and all(isinstance(m, dict) and "role" in m for m in prompt):
+        if prompt[-1].get("role") != "user":
+            raise ValueError("The last message of a prompt list must have role 'user'.")
+        return list(prompt)
+    raise TypeError("prompt must be a string or a non-empty list of Messages-API messages "
+                    "({'role': ..., 'content': ...}).")
+
+
+def resolve_model(model: Any = None, *, replay: str | None = None) -> Model:
+    """A Model object as is; ``replay`` or ``$JUPYTER_AGENT_REPLAY`` for the offline replay
+    of a recorded transcript; otherwise the Anthropic model named (or the default).
+    ``anthropic`` is imported here, and only when a real model is needed."""
+    if model is not None and not isinstance(model, str):
+        if not isinstance(model, Model):
+            raise TypeError(f"model must be a model id string or a Model, not {type(model).__name__}.")
+        return model
+    replay = replay or (os.environ.get(REPLAY_ENV) if model is None else None)
+    if replay:
+        from .testing.replay import ReplayModel
+
+        return ReplayModel(replay)
+    from .model import AnthropicModel
+
+    return AnthropicModel(model)

@@ -1,0 +1,195 @@
+"""The package graph: which part of ``jupyter_agent`` may import which, with no cycles.
+
+Imports are read with ``ast`` from every module, including imports inside functions and
+under ``if TYPE_CHECKING:`` (a deferred import is still a dependency). Imports made from
+strings (``importlib.import_module``) are not seen; only the package root and
+``tools/__init__.py`` do that, and only for their own modules.
+
+A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``agent``,
+``cli``, ...). The rule, lowest first:
+
+- ``loop``, ``prompts`` and ``redact`` import nothing of ours;
+- ``model`` imports ``loop``; ``notebook`` imports ``loop`` (and ``redact``); ``tools``
+  imports those and ``notebook`` (the notebook tools and Read/Edit of a ``.ipynb`` work on
+  ``NotebookDocument``); ``safety`` and ``permissions`` import ``loop`` and ``tools``
+  (rules read a call's paths the way the tools resolve them: ``tools/paths.py``), and
+  ``permissions`` imports ``safety``. Never the reverse: that would be a cycle;
+- ``agent`` (``query()``, the wiring) imports those; ``conversation`` imports them and ``agent``;
+- ``jupyter`` and ``cli`` (the fronts) import anything below, not each other;
+- entry points (``demo``, ``launch``, ``server_extension``), the ``lessons`` and the
+  package root (the public API) import those; ``testing`` imports anything. Only
+  ``lessons`` (offline, against the fake API) imports ``testing``.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from collections import defaultdict
+
+PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "jupyter_agent"
+ROOT = "jupyter_agent"
+
+_MIDDLE = {"loop", "prompts", "redact", "model", "notebook", "tools", "safety", "permissions"}
+_WIRING = _MIDDLE | {"agent", "conversation"}
+_FRONTS = _WIRING | {"jupyter", "cli"}
+#: unit -> the units it may import (besides itself). ``redact``, ``safety``, ``lessons``,
+#: ``launch`` and ``server_extension`` are being added on other branches as this is written.
+ALLOWED: dict[str, set[str]] = {
+    "loop": set(),
+    "prompts": set(),
+    "redact": set(),
+    "model": {"loop"},
+    "notebook": {"loop", "redact"},
+    "tools": {"loop", "notebook", "redact"},
+    "safety": {"loop", "tools"},
+    "permissions": {"loop", "tools", "safety"},
+    "agent": _MIDDLE,
+    "conversation": _MIDDLE | {"agent"},
+    "jupyter": _WIRING,
+    "cli": _WIRING,
+    "server_extension": _FRONTS,
+    "demo": _FRONTS,
+    "launch": _FRONTS | {"demo"},
+    "lessons": _FRONTS | {"testing"},
+    "testing": _FRONTS | {"demo", ROOT},
+    ROOT: _FRONTS,
+}
+
+#: Imports that break the rule today, as (importer, imported) modules. The test fails on
+#: any import that breaks the rule and is not listed, and on any listed one that is gone
+#: (then delete its line), so this list always says what is left to do.
+KNOWN_VIOLATIONS: set[tuple[str, str]] = {
+    # To be removed by the contracts move (issue 9): Tool, ToolContext, ToolOutput,
+    # ToolError and the permission results belong in loop/, beside model_protocol.py.
+    ("jupyter_agent.loop.permission_result", "jupyter_agent.tools.base"),
+    ("jupyter_agent.loop.query", "jupyter_agent.tools.base"),
+    ("jupyter_agent.loop.tool_execution", "jupyter_agent.tools.base"),
+    ("jupyter_agent.notebook.document", "jupyter_agent.tools.base"),
+    ("jupyter_agent.notebook.file_backend", "jupyter_agent.tools.fileio"),
+    ("jupyter_agent.notebook.file_backend", "jupyter_agent.tools.filestat"),
+    # To be removed when replay and recorded transcripts become product code outside
+    # testing/ (issue 9).
+    ("jupyter_agent.agent", "jupyter_agent.testing.replay"),
+    ("jupyter_agent.model.anthropic_model", "jupyter_agent.testing.transcript"),
+    ("jupyter_agent.jupyter.environment", "jupyter_agent.testing.transcript"),
+    # To be removed when the CLI stops importing the Jupyter front (issue 9: it should
+    # listen to a view model that lives outside jupyter/).
+    ("jupyter_agent.cli", "jupyter_agent.jupyter.advice"),
+    ("jupyter_agent.cli", "jupyter_agent.jupyter.config"),
+    ("jupyter_agent.cli", "jupyter_agent.jupyter.environment"),
+    ("jupyter_agent.cli", "jupyter_agent.jupyter.runmodel"),
+}
+
+
+def modules() -> dict[str, tuple[pathlib.Path, bool]]:
+    """Every module of the package: dotted name -> (file, is a package ``__init__``)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+def import_edges() -> set[tuple[str, str]]:
+    """(importer, imported) for every import of one of our modules, anywhere in a file."""
+    known = modules()
+    edges = set()
+    for name, (path, is_package) in known.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    here = name.split(".") if is_package else name.split(".")[:-1]
+                    base = ".".join(here[: len(here) - node.level + 1] + ([base] if base else []))
+                # `from pkg import mod` imports the module pkg.mod; `from mod import name`, mod.
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+            else:
+                continue
+            edges |= {(name, t) for t in targets if t.split(".")[0] == ROOT and t != name}
+    return edges
+
+
+def unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ROOT
+
+
+def violations(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    return {(a, b) for a, b in edges
+            if unit(a) != unit(b) and unit(b) not in ALLOWED.get(unit(a), set())}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (as a path that comes back to its start), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def graph_of(edges, key=lambda m: m) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        if key(a) != key(b):
+            graph[key(a)].add(key(b))
+    return graph
+
+
+def test_every_unit_has_a_rule():
+    units = {unit(m) for m in modules()}
+    assert units - ALLOWED.keys() == set(), "a new part of the package: say in ALLOWED what it may import"
+    assert find_cycle(ALLOWED) is None  # the rule itself runs one way
+
+
+def test_imports_follow_the_package_graph():
+    new = violations(import_edges()) - KNOWN_VIOLATIONS
+    assert not new, (
+        "imports against the package graph (see this file's docstring): "
+        + ", ".join(f"{a} -> {b}" for a, b in sorted(new)))
+
+
+def test_known_violations_are_still_there():
+    """A fixed violation must leave the list, so the list stays true."""
+    gone = KNOWN_VIOLATIONS - violations(import_edges())
+    assert not gone, "no longer violated, delete from KNOWN_VIOLATIONS: " + ", ".join(
+        f"{a} -> {b}" for a, b in sorted(gone))
+
+
+def test_no_cycles_between_units_or_modules():
+    edges = import_edges() - KNOWN_VIOLATIONS
+    for graph in (graph_of(edges, unit), graph_of(edges)):  # modules: e.g. loop/query.py <-> run.py
+        cycle = find_cycle(graph)
+        assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_reader_sees_deferred_imports_and_the_rules_bite():
+    """The checks above can fail: function-level imports are read, and an upward
+    import or a cycle is caught."""
+    edges = import_edges()
+    # agent.query() imports Permissions and default_tools inside the function.
+    assert ("jupyter_agent.agent", "jupyter_agent.permissions") in edges
+    assert ("jupyter_agent.agent", "jupyter_agent.tools") in edges
+    assert ("jupyter_agent.loop.run", "jupyter_agent.loop.query") in edges
+    upward = {("jupyter_agent.loop.state", "jupyter_agent.jupyter.magic"),
+              ("jupyter_agent.tools.read", "jupyter_agent.permissions")}
+    assert violations(upward) == upward
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
