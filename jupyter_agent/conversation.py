@@ -18,7 +18,7 @@ from .agent import query, resolve_model
 from .loop.model_protocol import Model
 from .loop.run import QueryRun
 from .loop.usage import Usage
-from .tools.base import ToolContext
+from .loop.tool import ToolContext
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 

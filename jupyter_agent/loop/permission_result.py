@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Union
 
 if TYPE_CHECKING:
-    from ..tools.base import Tool, ToolContext
+    from .tool import Tool, ToolContext
 
 
 #: What the model reads when a person says no without a word (Claude Code's wording, which

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..tools.base import ToolError
+from ..loop.tool import ToolError
 
 CELL_TYPES = ("code", "markdown", "raw")
 _INDEX_ID = re.compile(r"^cell-(\d+)$")

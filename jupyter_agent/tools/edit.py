@@ -8,9 +8,9 @@ from pathlib import Path
 
 from ..loop.permission_result import PermissionResult
 from ..notebook import is_notebook_path
-from .base import ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import ToolContext, ToolError, ToolInput, ToolOutput
 from .common import check_text_size
-from .fileio import MAX_EDIT_BYTES, check_read_before_write, content_hash, read_text_file
+from .fileio import MAX_TEXT_BYTES, check_read_before_write, content_hash, read_text_file
 from .paths import display_path
 from .quotes import find_actual_string, preserve_quote_style
 from .write import FileChange, FileEditTool
@@ -85,9 +85,9 @@ class Edit(FileEditTool):
         # built a 1 GB string (5 GB at its peak) before anyone could say no.
         replacements = count if input.replace_all else 1
         size = len(current.text) + replacements * (len(new) - len(old))
-        if size > MAX_EDIT_BYTES:
+        if size > MAX_TEXT_BYTES:
             raise ToolError(f"This edit would make the file {size:,} characters long ({replacements:,} "
-                            f"replacement(s)); the limit is {MAX_EDIT_BYTES:,}. Make a smaller change.")
+                            f"replacement(s)); the limit is {MAX_TEXT_BYTES:,}. Make a smaller change.")
         after = current.text.replace(old, new) if input.replace_all else current.text.replace(old, new, 1)
         return FileChange(path, current.text, after, current.encode(after), current.mode, content_hash(current.raw))
 

@@ -11,9 +11,10 @@ from pydantic import Field
 
 from ..loop.permission_result import PermissionAsk, PermissionResult
 from ..notebook import NotebookError, is_notebook_path, validate_notebook
-from .base import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool, check_text_size, unified_diff
-from .fileio import atomic_write, check_read_before_write, content_hash, note_write, read_text_file
+from ..files.atomic import atomic_write
+from .fileio import check_read_before_write, content_hash, note_write, read_text_file
 from .paths import display_path, escape_glob, inside_roots
 
 
@@ -105,7 +106,7 @@ class Write(FileEditTool):
             return error
         path = self.resolve(input, context)
         if is_notebook_path(path.real):
-            if str(path.real) in context.session.get("notebook_documents", {}):
+            if str(path.real) in context.session.notebook_documents:
                 # the open notebook (a page, or an editor that would overwrite the file)
                 return ("This notebook is open in the user's editor: writing the whole file would be lost "
                         "or would lose the user's work. Change it cell by cell with NotebookEdit.")
