@@ -6,14 +6,12 @@ result before anything is written, and untouched cells stay the very same object
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from .document import CELL_TYPES, Cell, NotebookError, new_cell_id, source_text
+from .document import CELL_TYPES, VALID_CELL_ID, Cell, NotebookError, new_cell_id, source_text
 from .nbjson import split_multiline, split_source
 
-_VALID_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 def cell_view(raw: Mapping[str, Any], index: int, use_ids: bool) -> Cell:
@@ -40,7 +38,7 @@ def has_usable_ids(cells: list[Any]) -> bool:
     seen: set[str] = set()
     for cell in cells:
         cell_id = cell.get("id") if isinstance(cell, dict) else None
-        if not isinstance(cell_id, str) or not _VALID_ID.match(cell_id) or cell_id in seen:
+        if not isinstance(cell_id, str) or not VALID_CELL_ID.match(cell_id) or cell_id in seen:
             return False
         seen.add(cell_id)
     return True
@@ -53,7 +51,7 @@ def with_ids(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for cell in cells:
         cell_id = cell.get("id")
-        if isinstance(cell_id, str) and _VALID_ID.match(cell_id) and cell_id not in seen:
+        if isinstance(cell_id, str) and VALID_CELL_ID.match(cell_id) and cell_id not in seen:
             seen.add(cell_id)
             out.append(cell)
             continue
