@@ -114,7 +114,7 @@ def resolve_model(model: Any = None, *, replay: str | None = None) -> Model:
         return model
     replay = replay or (os.environ.get(REPLAY_ENV) if model is None else None)
     if replay:
-        from .testing.replay import ReplayModel
+        from .replay.model import ReplayModel
 
         return ReplayModel(replay)
     from .model import AnthropicModel

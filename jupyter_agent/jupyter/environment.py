@@ -49,7 +49,7 @@ def resolve_notebook_path(candidate: str | None, cwd: Path | None = None) -> str
 def resolve_transcript(name: str) -> str:
     """A replay transcript path: a file, or the name of a packaged one (``demo``)."""
     # Imported here: the testing package is not needed to load the extension.
-    from ..testing.transcript import resolve_transcript as resolve
+    from ..replay.packaged import resolve_transcript as resolve
 
     return resolve(name)
 

@@ -15,17 +15,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from .permission_result import (
-    PermissionAllow,
-    PermissionAsk,
-    PermissionPolicy,
-    PermissionResult,
-    ToolCheckPolicy,
-)
+from .permission_result import PermissionAllow, PermissionAsk, PermissionResult
 
 
 class ToolInput(BaseModel):
@@ -86,6 +80,24 @@ class PreparedCall:
     content_hash: str | None = None
     #: Why the plan cannot work (file not read, string not found...): the call's error result.
     problem: str | None = None
+
+
+class PermissionPolicy(Protocol):
+    """Decides allow / deny / ask for one call (modes and rules live behind this)."""
+
+    async def decide(self, tool: Tool, input: Any, context: ToolContext) -> PermissionResult: ...
+
+    def add_session_rules(self, rules: tuple[str, ...]) -> None: ...
+
+
+class ToolCheckPolicy:
+    """The simplest policy: whatever each tool's own ``check_permissions`` says."""
+
+    async def decide(self, tool: Tool, input: Any, context: ToolContext) -> PermissionResult:
+        return await tool.check_permissions(input, context)
+
+    def add_session_rules(self, rules: tuple[str, ...]) -> None:
+        return None
 
 
 @dataclass

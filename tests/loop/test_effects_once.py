@@ -20,12 +20,13 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from jupyter_agent import ModelRetry, Notice, StreamEvent, TerminalReason, ToolStart, query
-from jupyter_agent.loop.permission_result import PermissionAllow, ToolCheckPolicy
+from jupyter_agent.loop.permission_result import PermissionAllow
+from jupyter_agent.loop.tool import ToolCheckPolicy
 from jupyter_agent.notebook import KernelPool, close_session
 from jupyter_agent.testing import (
     FakeMessagesAPI, cut_stream, pause, response, stall, stream_error, text, tool_use,
 )
-from jupyter_agent.testing.sse import build_events
+from jupyter_agent.replay.sse import build_events
 from jupyter_agent.loop.tool import ToolContext, ToolSession
 
 from .conftest import model_for, run_query
