@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import nbformat
+from nbformat.v4.rwbase import split_lines
+
 from .document import CELL_TYPES, VALID_CELL_ID, Cell, NotebookError, new_cell_id, source_text
-from .nbjson import split_multiline, split_source
+from .nbjson import split_source
 
 
 
@@ -46,6 +49,9 @@ def has_usable_ids(cells: list[Any]) -> bool:
 
 def with_ids(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Cells upgraded to nbformat 4.5: missing, invalid or duplicate ids replaced by fresh ones."""
+    # Not nbformat's: its upgrade() adds missing ids and normalize() repairs duplicates, but
+    # an invalid id ("a b", 65 characters) stays and fails validation; this is one pass that
+    # fixes all three and keeps every valid id as it was.
     taken = {c["id"] for c in cells if isinstance(c.get("id"), str)}
     seen: set[str] = set()
     out = []
@@ -70,15 +76,16 @@ def prefers_lists(cells: list[Any]) -> bool:
     return sum(isinstance(s, list) for s in sources) * 2 >= len(sources)
 
 
+_NEW_CELL = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
+             "raw": nbformat.v4.new_raw_cell}
+
+
 def new_cell(cell_type: str, source: str, cell_id: str, as_list: bool) -> dict[str, Any]:
-    """A fresh cell, keys in nbformat's (sorted) order."""
+    """A fresh cell as nbformat makes it (and validates it), keys in nbformat's (sorted) order."""
     if cell_type not in CELL_TYPES:
         raise NotebookError(f"cell_type must be one of {', '.join(CELL_TYPES)}, not {cell_type!r}.")
     stored = source.splitlines(keepends=True) if as_list else source
-    if cell_type == "code":
-        return {"cell_type": "code", "execution_count": None, "id": cell_id, "metadata": {},
-                "outputs": [], "source": stored}
-    return {"cell_type": cell_type, "id": cell_id, "metadata": {}, "source": stored}
+    return dict(sorted(_NEW_CELL[cell_type](stored, id=cell_id).items()))
 
 
 def replaced_cell(cell: Mapping[str, Any], source: str, cell_type: str | None) -> dict[str, Any]:
@@ -99,6 +106,13 @@ def replaced_cell(cell: Mapping[str, Any], source: str, cell_type: str | None) -
     return out
 
 
+def _split_lines(output: dict[str, Any]) -> dict[str, Any]:
+    """nbformat's on-disk form of an output (multi-line text as lists of lines): nbformat's
+    own ``split_lines``, which knows which MIME types it splits, on a one-cell notebook."""
+    node = nbformat.from_dict({"cells": [{"cell_type": "code", "source": [], "outputs": [output]}]})
+    return split_lines(node).cells[0].outputs[0]
+
+
 def with_outputs(cell: Mapping[str, Any], outputs: list[dict[str, Any]],
                  execution_count: int | None) -> dict[str, Any]:
     """``cell`` after a run: outputs stored the way nbformat stores them."""
@@ -108,7 +122,7 @@ def with_outputs(cell: Mapping[str, Any], outputs: list[dict[str, Any]],
         output = dict(output)
         if output.get("output_type") == "execute_result":
             output["execution_count"] = execution_count
-        stored.append(split_multiline(output) if isinstance(cell.get("source"), list) else output)
+        stored.append(_split_lines(output) if isinstance(cell.get("source"), list) else output)
     out["outputs"] = stored
     out["execution_count"] = execution_count
     return out

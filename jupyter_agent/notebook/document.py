@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from nbformat.v4.nbbase import random_cell_id
 
 from ..loop.tool import ToolError
 
@@ -137,9 +138,9 @@ def check_cell_id_text(cell_id: str) -> str | None:
 
 
 def new_cell_id(taken: set[str]) -> str:
-    """A fresh nbformat-style id (8 hex characters) not already in the notebook."""
+    """A fresh id made the way nbformat makes them (8 hex characters), not already in the notebook."""
     while True:
-        candidate = uuid.uuid4().hex[:8]
+        candidate = random_cell_id()
         if candidate not in taken:
             return candidate
 
