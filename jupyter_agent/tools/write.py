@@ -81,6 +81,19 @@ class FileEditTool(PathTool):
                              diff=prepared.diff if prepared is not None else None,
                              suggested_rules=suggest_edit_rules(path, context))
 
+    async def call(self, input, context: ToolContext) -> ToolOutput:
+        """Carry out the plan; the model is told the file was created, or :meth:`updated`."""
+        change = self.planned_change(input, context)
+        change.apply(context)
+        shown = display_path(change.path, context.cwd)
+        if change.before is None:
+            return ToolOutput(f"File created successfully at: {shown}")
+        return ToolOutput(self.updated(input, change, shown))
+
+    def updated(self, input, change: FileChange, shown: str) -> str:
+        """What the model is told after an existing file was changed."""
+        return f"The file {shown} has been updated."
+
 
 class WriteInput(ToolInput):
     file_path: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
@@ -136,14 +149,6 @@ class Write(FileEditTool):
         change = context.prepared.change if context.prepared is not None else None
         verb = "write" if change is None else "create" if change.before is None else "overwrite"
         return self.ask(verb, input, context)
-
-    async def call(self, input: WriteInput, context: ToolContext) -> ToolOutput:
-        change = self.planned_change(input, context)
-        change.apply(context)
-        shown = display_path(change.path, context.cwd)
-        if change.before is None:
-            return ToolOutput(f"File created successfully at: {shown}")
-        return ToolOutput(f"The file {shown} has been updated.")
 
 
 def suggest_edit_rules(path: Path, context: ToolContext) -> tuple[str, ...]:
