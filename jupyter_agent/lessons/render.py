@@ -10,7 +10,7 @@ import html
 import json
 from typing import Any
 
-from ..jupyter.redact import redact
+from ..redact import redact
 from .snapshot import END_TABLE, STEP_TITLES, Snapshot, thaw
 
 NEW_BG = "#fff3b0"  # what changed since the last step
