@@ -2,8 +2,8 @@
 
 Imports are read with ``ast`` from every module, including imports inside functions and
 under ``if TYPE_CHECKING:`` (a deferred import is still a dependency). Imports made from
-strings (``importlib.import_module``) are not seen; only the package root and
-``tools/__init__.py`` do that, and only for their own modules.
+strings (``importlib.import_module``) are not seen; only the package root does that, and
+only for its own modules.
 
 A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``agent``,
 ``cli``, ...). The rule, lowest first:
