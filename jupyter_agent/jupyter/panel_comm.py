@@ -105,7 +105,9 @@ class _Watched:
         return self.keys[id(item)]
 
     def header(self) -> dict[str, Any]:
+        from .advice import end_explanation, end_title
         from .runmodel import end_reason_text
+        from .transcript import stopped_calls, stopped_waiting
 
         model = self.handle.model
         waiting = sum(1 for t in model.tools() if t.state == "approval")
@@ -113,11 +115,16 @@ class _Watched:
                   "permission_mode": model.permission_mode, "turns": model.turn_count,
                   "status": f"waiting for your approval ({waiting})" if waiting and model.ended is None
                   else model.status, "usage": _usage_json(model.total_usage),
-                  "ended": model.ended is not None, "reason": "", "meaning": "", "error": ""}
+                  "ended": model.ended is not None, "reason": "", "title": "", "meaning": "", "error": ""}
         if model.ended is not None:
-            reason, meaning = end_reason_text(model.terminal)
+            # the widgets' own words (advice.py): a quiet title for a normal end, what
+            # happened and what to do for the others
+            reason, _ = end_reason_text(model.terminal)
             term = model.terminal
-            header.update(reason=reason, meaning=meaning,
+            meaning = end_explanation(term, stopped_calls=stopped_calls(model), lost=model.lost,
+                                      waiting=stopped_waiting(model))
+            header.update(reason=reason, meaning=redact(meaning),
+                          title="Interrupted" if model.lost else end_title(term),
                           error=redact(getattr(term, "error", None) or self.handle.error or ""))
         return header
 

@@ -11,7 +11,11 @@ import json
 from typing import Any
 
 from ..redact import redact
-from .snapshot import END_TABLE, STEP_TITLES, Snapshot, thaw
+from .article import END_TABLE, STEP_TITLES
+from .frozen import thaw
+
+# ``Snapshot`` in the annotations below is lessons.snapshot.Snapshot, left unimported:
+# a Snapshot draws itself (``_repr_html_``) through this module.
 
 NEW_BG = "#fff3b0"  # what changed since the last step
 LIT = "#1a73e8"

@@ -9,77 +9,11 @@ there, whatever the loop did afterwards. ``thaw()`` gives plain dicts/lists back
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The four steps of the article (``queryLoop()``), in the words the lessons use.
-STEP_TITLES = {
-    1: "build the request and call the model",
-    2: "collect the response",
-    3: "run the tools",
-    4: "build the next state",
-}
-
-#: The article's table of end conditions: for each end reason, its row (condition, what the code does).
-END_TABLE: dict[str, tuple[str, str]] = {
-    "completed": ("The model's response has no tool_use",
-                  "Stop hooks and recoveries have nothing to add: return completed. The loop "
-                  "ended; that is not a promise that the task is done."),
-    "max_turns": ("max_turns is set and the next turn would exceed it",
-                  "After the tools ran, turn_count + 1 > max_turns: return max_turns "
-                  "(max_turns=1 still runs the first tool calls)."),
-    "aborted_streaming": ("The user interrupts while the model streams",
-                          "Fill in a tool_result for every tool_use already emitted, "
-                          "then return aborted_streaming."),
-    "aborted_tools": ("The user interrupts while tools run",
-                      "Cancel running tools, give each an error tool_result, return aborted_tools."),
-    "model_error": ("The model call raises an error no recovery handled",
-                    "yield_missing_tool_result_blocks() gives every tool_use of the turn an "
-                    "error result, then return model_error."),
-    "stop_hook_prevented": ("A Stop hook prevents continuing",
-                            "Return stop_hook_prevented."),
-    "hook_stopped": ("A PreToolUse/PostToolUse hook stops the run",
-                     "Return hook_stopped (in the tool phase)."),
-    "prompt_too_long": ("The context is over the model's limit and compaction cannot save it",
-                        "Return prompt_too_long."),
-}
-
-
-class FrozenDict(dict):
-    """A dict that refuses changes (a snapshot's messages and blocks)."""
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("A snapshot is read-only: it shows what the loop held at that step. "
-                        "Use thaw(...) to get a copy you can change.")
-
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
-
-    def __reduce__(self) -> Any:  # copy/deepcopy/pickle rebuild it whole, not key by key
-        return (FrozenDict, (dict(self),))
-
-    def __hash__(self) -> int:  # type: ignore[override]
-        return hash(tuple(sorted(self.items(), key=lambda kv: str(kv[0]))))
-
-
-def freeze(value: Any) -> Any:
-    """A deep copy of ``value`` that cannot be changed (dicts -> FrozenDict, lists -> tuples)."""
-    if isinstance(value, dict):
-        return FrozenDict({k: freeze(v) for k, v in value.items()})
-    if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
-    if isinstance(value, (str, int, float, bool, type(None))):
-        return value
-    return copy.deepcopy(value)
-
-
-def thaw(value: Any) -> Any:
-    """Plain, mutable copies of frozen values (FrozenDict -> dict, tuple -> list)."""
-    if isinstance(value, dict):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [thaw(v) for v in value]
-    return value
+from .article import END_TABLE, STEP_TITLES  # noqa: F401  (re-exported: a snapshot's words)
+from .frozen import FrozenDict, freeze, thaw  # noqa: F401
 
 
 @dataclass(frozen=True)

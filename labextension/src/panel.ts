@@ -438,7 +438,11 @@ export class AgentSidePanel extends Widget {
     const ok = h.reason === 'completed' || h.reason === 'max_turns';
     view.footer.classList.add(ok ? 'jp-AgentPanel-ok' : 'jp-AgentPanel-bad');
     const line = el('div');
-    line.append(el('b', '', 'Ended: '), el('code', '', h.reason), document.createTextNode(` — ${h.meaning}`));
+    // A normal end is one quiet line; the others say what happened and what to do.
+    line.append(el('b', '', h.meaning ? `${h.title} ` : `✓ ${h.title} `), el('code', '', h.reason));
+    if (h.meaning) {
+      line.append(document.createTextNode(` — ${h.meaning}`));
+    }
     view.footer.appendChild(line);
     if (h.error) {
       view.footer.appendChild(el('div', 'jp-AgentPanel-error', h.error));

@@ -181,3 +181,14 @@ def button(page: Any, label: str) -> Any:
 
 def click_button(page: Any, label: str, timeout: float = 30) -> None:
     button(page, label).click(timeout=timeout * 1000)
+
+
+#: How a run's end reads in the page (the widget's footer, then the static transcript):
+#: its end reason in a code span, e.g. "✓ Finished `completed`" or "Stopped `aborted_tools` — ...".
+END_REASON = re.compile(r"^(completed|max_turns|aborted_streaming|aborted_tools|model_error|prompt_too_long|"
+                        r"stop_hook_prevented|hook_stopped|kernel lost)$")
+
+
+def wait_for_end(page, timeout: float = 60000) -> None:
+    """Wait until a run's end is shown in the page."""
+    page.locator("code", has_text=END_REASON).first.wait_for(timeout=timeout)

@@ -143,7 +143,7 @@ def test_headless_execution_owns_the_notebook_nothing_lost_no_deadlock(tmp_path,
     assert "being executed by a batch runner" in sent
     assert saved.cells[2].source == "x = 1"
     md = saved.cells[1].outputs[0]["data"]["text/markdown"]
-    assert "I left it alone." in md and "**Ended: `completed`**" in md
+    assert "I left it alone." in md and "✓ *Finished* (`completed`)" in md
 
 
 async def _serve_page(kernel, comm_id: str, me: str, cells: list[dict]) -> None:

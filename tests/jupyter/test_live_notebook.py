@@ -17,7 +17,7 @@ import pytest
 from jupyter_agent.testing import text, tool_use, response
 
 from .livelab import HAVE_BROWSER, Lab, button, cell, cell_sources, click_button, require_browser, run_and_wait, \
-    run_cell, screenshot, write_notebook
+    run_cell, screenshot, wait_for_end, write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
@@ -103,7 +103,7 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
     click_button(page, "Allow")
     cell(page, 3).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=60000)
     try:
-        page.wait_for_selector("text=Ended:", timeout=60000)
+        wait_for_end(page, timeout=60000)
     finally:
         screenshot(page, "live_scenario")
     assert "42" in cell(page, 3).locator(".jp-OutputArea").inner_text()
@@ -153,7 +153,7 @@ def test_an_agent_insert_is_one_undo_step(lab, page_of, script):
     page = page_of("undo.ipynb")
     run_and_wait(page, 0)
     run_cell(page, 1)
-    page.wait_for_selector("text=Ended:", timeout=60000)
+    wait_for_end(page, timeout=60000)
     assert cell_sources(page) == ["%load_ext jupyter_agent", "%%agent --permission-mode bypassPermissions\nadd a cell",
                                   "z = 2", "y = 1"]
     page.keyboard.press("Escape")
@@ -181,7 +181,7 @@ def test_an_edit_is_refused_when_the_user_typed_in_the_cell_since_the_read(lab, 
     page.keyboard.press("End")
     page.keyboard.type("  # mine")
     click_button(page, "Allow")
-    page.wait_for_selector("text=Ended:", timeout=60000)
+    wait_for_end(page, timeout=60000)
     screenshot(page, "live_stale")
     assert cell_sources(page)[2] == "a = 1  # mine"  # the user's typing stays
     assert any("modified since read" in r or "changed" in r for r in _tool_results(api)), _tool_results(api)
@@ -202,7 +202,7 @@ def test_deny_with_feedback_changes_nothing_and_tells_the_model(lab, page_of, sc
     page.get_by_placeholder("Feedback for the model (sent with Deny)").fill("no imports please")
     page.keyboard.press("Tab")
     click_button(page, "Deny")
-    page.wait_for_selector("text=Ended:", timeout=60000)
+    wait_for_end(page, timeout=60000)
     screenshot(page, "live_deny")
     assert not any("import os" in source for source in cell_sources(page))
     assert any("no imports please" in r for r in _tool_results(api)), _tool_results(api)
@@ -220,7 +220,7 @@ def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
     cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=60000)
     started = time.monotonic()
     click_button(page, "Stop")
-    page.wait_for_selector("text=Ended:", timeout=20000)
+    wait_for_end(page, timeout=20000)
     assert time.monotonic() - started < 10
     screenshot(page, "live_stop")
     output = cell(page, 2).locator(".jp-OutputArea").inner_text()
@@ -240,7 +240,7 @@ def test_two_tabs_only_the_page_that_started_the_run_answers(lab, page_of, scrip
     run_and_wait(first, 0)  # the kernel greets this page
     second = page_of("tabs.ipynb")  # another tab on the same kernel, opened later
     run_cell(second, 1)  # the run starts from the second tab
-    second.wait_for_selector("text=Ended:", timeout=60000)
+    wait_for_end(second, timeout=60000)
     screenshot(second, "live_two_tabs_b")
     screenshot(first, "live_two_tabs_a")
     assert "from_a = 1" in cell_sources(second)
@@ -293,5 +293,5 @@ def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, s
     page.wait_for_selector("text=| Idle", timeout=60000)
     run_and_wait(page, 0)
     run_cell(page, 1)
-    page.wait_for_selector("text=Ended:", timeout=60000)
+    wait_for_end(page, timeout=60000)
     assert "after_restart = 1" in cell_sources(page)

@@ -79,9 +79,10 @@ def test_side_panel_round_trip(lab, script, api):
         approval.wait_for(timeout=30000)
         approval.get_by_role("button", name="Allow", exact=True).click()
         cell(page, 2).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=30000)  # the user's kernel
-        panel.locator(".jp-AgentPanel-runFooter", has_text="Ended:").wait_for(timeout=30000)
+        panel.locator(".jp-AgentPanel-runFooter.jp-AgentPanel-ok").wait_for(timeout=30000)
         footer = panel.locator(".jp-AgentPanel-runFooter").inner_text()
         assert "completed" in footer and "4 turns" in footer and "out" in footer and "$" in footer
+        assert "✓ Finished" in footer and "not a promise" not in footer  # a normal end is one quiet line
         assert panel.locator(".jp-AgentPanel-state-done").count() == 3
         assert panel.locator(".jp-AgentPanel-decision", has_text="Allowed by you.").count() == 2
         assert panel.locator(".jp-AgentPanel-text em", has_text="42").count() == 1
@@ -116,7 +117,7 @@ def test_side_panel_round_trip(lab, script, api):
         approval = panel.locator(".jp-AgentPanel-approval")
         approval.locator(".jp-AgentPanel-feedback").fill("Not now, thanks.")
         approval.get_by_role("button", name="Deny", exact=True).click()
-        panel.locator(".jp-AgentPanel-runFooter", has_text="Ended:").wait_for(timeout=30000)
+        panel.locator(".jp-AgentPanel-runFooter.jp-AgentPanel-ok").wait_for(timeout=30000)
         assert not (lab.root / "no.txt").exists()
         assert "Denied by you: Not now, thanks." in panel.locator(".jp-AgentPanel-tool").inner_text()
         assert "Not now, thanks." in str(api.requests[-1]["messages"][-1]["content"])
