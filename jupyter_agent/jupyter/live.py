@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..loop.tool import ToolSession
 from .bridge import get_bridge, mismatch_message, tracker_for
+
+if TYPE_CHECKING:
+    from ..loop.tool import ToolSession
 
 # The notebook package (nbformat, jsonschema) is imported only when a notebook is bound:
 # a run start must stay quick where there is none (a console, a kernel without a page).
