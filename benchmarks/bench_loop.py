@@ -32,10 +32,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jupyter_agent import ToolResult, ToolStart, query  # noqa: E402
-from jupyter_agent.loop.permission_result import PermissionAllow, ToolCheckPolicy  # noqa: E402
+from jupyter_agent.loop.permission_result import PermissionAllow  # noqa: E402
 from jupyter_agent.model import AnthropicModel  # noqa: E402
 from jupyter_agent.testing import FakeMessagesAPI, pause, response, text, tool_use  # noqa: E402
-from jupyter_agent.tools.base import Tool, ToolInput, ToolOutput  # noqa: E402
+from jupyter_agent.loop.tool import Tool, ToolCheckPolicy, ToolInput, ToolOutput  # noqa: E402
 
 STARTS: dict[str, float] = {}
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jupyter_agent.notebook import KernelPool, close_session  # noqa: E402
 from jupyter_agent.permissions import Permissions  # noqa: E402
-from jupyter_agent.tools import ToolContext  # noqa: E402
+from jupyter_agent.loop.tool import ToolContext, ToolSession  # noqa: E402
 from tests.tools.conftest import call_tool  # noqa: E402
 
 
@@ -40,7 +40,7 @@ def peak_rss_mb() -> float:
 TIMED = "import time as _t\n_t0 = _t.perf_counter()\n{body}\nopen('inner.txt', 'w').write(str(_t.perf_counter() - _t0))"
 
 
-async def run_cell(folder: Path, session: dict, source: str) -> tuple[float, int, str]:
+async def run_cell(folder: Path, session: ToolSession, source: str) -> tuple[float, int, str]:
     path = folder / "bench.ipynb"
     path.write_text(nbformat.writes(new_notebook(cells=[new_code_cell(source, id="c")])) + "\n")
     ctx = ToolContext(cwd=folder, permissions=Permissions(mode="bypassPermissions", cwd=folder), session=session)
@@ -60,7 +60,7 @@ async def main() -> None:
         folder = Path(os.path.realpath(tmp))
         for var in ("IPYTHONDIR", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
             os.environ[var] = str(folder / var.lower())
-        session = {"kernels": KernelPool(transport="ipc", kernel_name="python3")}
+        session = ToolSession(kernels=KernelPool(transport="ipc", kernel_name="python3"))
         try:
             await run_cell(folder, session, "1")  # start the kernel outside the timings
             base = peak_rss_mb()

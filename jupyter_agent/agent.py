@@ -21,7 +21,7 @@ from .loop.run import QueryRun
 from .loop.state import State
 from .loop.tool_execution import CanUseTool
 from .prompts import DEFAULT_SYSTEM_PROMPT, user_context
-from .tools.base import Tool, ToolContext
+from .loop.tool import Tool, ToolContext
 
 REPLAY_ENV = "JUPYTER_AGENT_REPLAY"
 
@@ -78,7 +78,7 @@ def query(
         tools=list(tools),
         context=context,
         system=system,
-        user_context=user_context(context.cwd, notebook_path, context.session.get("agent_cell_id")),
+        user_context=user_context(context.cwd, notebook_path, context.session.agent_cell_id),
         max_turns=max_turns,
         can_use_tool=can_use_tool,
         hooks=Hooks.coerce(hooks),
@@ -114,7 +114,7 @@ def resolve_model(model: Any = None, *, replay: str | None = None) -> Model:
         return model
     replay = replay or (os.environ.get(REPLAY_ENV) if model is None else None)
     if replay:
-        from .testing.replay import ReplayModel
+        from .replay.model import ReplayModel
 
         return ReplayModel(replay)
     from .model import AnthropicModel

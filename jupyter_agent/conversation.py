@@ -19,7 +19,7 @@ from .loop.model_protocol import Model
 from .loop.permission_result import PERMISSION_MODES
 from .loop.run import QueryRun
 from .loop.usage import Usage
-from .tools.base import ToolContext
+from .loop.tool import ToolContext
 
 
 

@@ -1,6 +1,6 @@
 """``./dev demo``: an offline agent session on a real notebook, in the terminal.
 
-A recorded session (``testing/transcripts/notebook_demo.json``) is replayed through the
+A recorded session (``replay/transcripts/notebook_demo.json``) is replayed through the
 project's fake Messages API and the real ``anthropic`` SDK; the tools are real: the agent
 reads ``analysis.ipynb``, inserts a cell, runs it in a real kernel, and the notebook on
 disk changes. In a terminal you approve the edit and the run yourself; without one

@@ -11,7 +11,7 @@ Modes:
   which still ask. Code that runs cannot be checked path by path, so it asks in every
   mode unless an allow rule covers it.
 
-The decision is made on the call's :class:`~jupyter_agent.tools.base.PreparedCall` (its
+The decision is made on the call's :class:`~jupyter_agent.loop.tool.PreparedCall` (its
 resolved paths, whether it only reads, edits files or runs code), planned once before.
 
 Rules are ``Tool`` or ``Tool(glob)`` in ``allow``, ``ask`` and ``deny`` lists; deny beats
@@ -48,7 +48,7 @@ from .loop.permission_result import (
     PermissionResult,
 )
 from .safety import rule_names_place, safety_hit
-from .tools.base import PreparedCall, ToolContext
+from .loop.tool import PreparedCall, ToolContext
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
 
 #: The file-editing tools are one family: a rule naming any of them covers them all

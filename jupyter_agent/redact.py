@@ -63,17 +63,6 @@ def redact(text: str) -> str:
     return text
 
 
-def redact_obj(obj: Any) -> Any:
-    """A copy of a JSON-like object with every string passed through :func:`redact`."""
-    if isinstance(obj, str):
-        return redact(obj)
-    if isinstance(obj, dict):
-        return {k: redact_obj(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [redact_obj(v) for v in obj]
-    return obj
-
-
 def is_secret_name(name: str) -> bool:
     """An environment variable the agent must not hand on: the agent's own (``ANTHROPIC_*``)
     and anything named like a key, token, secret or password."""

@@ -18,7 +18,7 @@ import pytest
 
 from jupyter_agent.jupyter.environment import REPLAY_ENV
 from jupyter_agent.launch import lab_command
-from jupyter_agent.testing.transcript import DEMO_TRANSCRIPT
+from jupyter_agent.replay.packaged import DEMO_TRANSCRIPT
 
 KEY = "sk-ant-api03-launchtestsecret0123456789"
 

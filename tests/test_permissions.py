@@ -15,7 +15,8 @@ from jupyter_agent.loop.permission_result import (
     PermissionDeny,
 )
 from jupyter_agent.permissions import ApprovalBroker, Permissions, Rule
-from jupyter_agent.tools import Edit, Glob, Grep, NotebookRun, Read, ToolContext, Write
+from jupyter_agent.loop.tool import ToolContext
+from jupyter_agent.tools import Edit, Glob, Grep, NotebookRun, Read, Write
 from tests.tools.conftest import call_tool
 
 
@@ -38,7 +39,7 @@ async def decide(ctx: ToolContext, tool, raw: dict):
 
 
 def read_file(ctx, path: Path) -> None:
-    from jupyter_agent.tools.base import FileReadRecord
+    from jupyter_agent.loop.tool import FileReadRecord
     from jupyter_agent.tools.fileio import content_hash
 
     ctx.read_file_state[str(path)] = FileReadRecord(str(path), path.stat().st_mtime_ns, content_hash(path.read_bytes()))

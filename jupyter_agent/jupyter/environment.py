@@ -58,7 +58,7 @@ def resolve_notebook_path(candidate: str | None, cwd: Path | None = None) -> str
 def resolve_transcript(name: str) -> str:
     """A replay transcript path: a file, or the name of a packaged one (``demo``)."""
     # Imported here: the testing package is not needed to load the extension.
-    from ..testing.transcript import resolve_transcript as resolve
+    from ..replay.packaged import resolve_transcript as resolve
 
     return resolve(name)
 
@@ -66,7 +66,7 @@ def resolve_transcript(name: str) -> str:
 def prepare_replay_files(transcript: str, cwd: Path) -> list[str]:
     """Write the files a recorded run expects (``files`` of the transcript) that are
     missing under ``cwd``; never overwrites. Returns what it wrote."""
-    from ..testing.transcript import write_expected_files
+    from ..model.transcript import write_expected_files
 
     try:
         files = json.loads(Path(transcript).read_text(encoding="utf-8")).get("files") or {}

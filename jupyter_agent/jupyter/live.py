@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .bridge import get_bridge, mismatch_message, tracker_for
+
+if TYPE_CHECKING:
+    from ..loop.tool import ToolSession
 
 # The notebook package (nbformat, jsonschema) is imported only when a notebook is bound:
 # a run start must stay quick where there is none (a console, a kernel without a page).
@@ -68,14 +71,14 @@ def executing_notebook(cell_source: str, directory: Path) -> Path | None:
     return None
 
 
-def _unbind(session_dict: dict[str, Any]) -> None:
+def _unbind(tool_session: ToolSession) -> None:
     """Forget the documents bound for the previous run (each run decides again)."""
-    documents = session_dict.get("notebook_documents", {})
+    documents = tool_session.notebook_documents
     for key in [k for k, d in documents.items() if getattr(d, "bound_by_run", False)]:
         del documents[key]
 
 
-def _register(tool_session: dict[str, Any], document: Any) -> None:
+def _register(tool_session: ToolSession, document: Any) -> None:
     from ..notebook import register_document
 
     document.bound_by_run = True
@@ -90,7 +93,7 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
     _unbind(tool_session)
     parent = agent_session.parent_request()
     cell_id = (parent.get("metadata") or {}).get("cellId")
-    tool_session["agent_cell_id"] = cell_id if isinstance(cell_id, str) and cell_id else None
+    tool_session.agent_cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
     own = agent_session.notebook_path()
     if batch:
         code = (parent.get("content") or {}).get("code") or ""

@@ -1,17 +1,15 @@
-"""The three answers a permission check can give, and the policy interface the loop asks.
+"""The three answers a permission check can give.
 
-The loop calls ``policy.decide(tool, input, context)`` before every tool call. An
-``ask`` goes to the ``can_use_tool`` callback (a UI's approval card, a terminal
-prompt, a test); with none, an ``ask`` is a deny that says how to allow the call.
+The loop calls ``policy.decide(tool, input, context)`` (a :class:`~.tool.PermissionPolicy`)
+before every tool call. An ``ask`` goes to the ``can_use_tool`` callback (a UI's approval
+card, a terminal prompt, a test); with none, an ``ask`` is a deny that says how to allow
+the call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Union
-
-if TYPE_CHECKING:
-    from ..tools.base import Tool, ToolContext
+from typing import Any, Literal, Union
 
 
 #: What the model reads when a person says no without a word (Claude Code's wording, which
@@ -62,21 +60,3 @@ class PermissionAsk:
 
 
 PermissionResult = Union[PermissionAllow, PermissionDeny, PermissionAsk]
-
-
-class PermissionPolicy(Protocol):
-    """Decides allow / deny / ask for one call (modes and rules live behind this)."""
-
-    async def decide(self, tool: "Tool", input: Any, context: "ToolContext") -> PermissionResult: ...
-
-    def add_session_rules(self, rules: tuple[str, ...]) -> None: ...
-
-
-class ToolCheckPolicy:
-    """The simplest policy: whatever each tool's own ``check_permissions`` says."""
-
-    async def decide(self, tool: "Tool", input: Any, context: "ToolContext") -> PermissionResult:
-        return await tool.check_permissions(input, context)
-
-    def add_session_rules(self, rules: tuple[str, ...]) -> None:
-        return None

@@ -24,7 +24,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Iterator
 
-from ..tools.base import Tool, ToolContext
+from .tool import Tool, ToolContext
 from .abort import AbortSignal
 from .budget import ToolResultBudget
 from .events import (

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from ..tools.base import Tool, ToolContext, ToolError, ToolOutput
+from .tool import Tool, ToolContext, ToolError, ToolOutput
 from .events import ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block

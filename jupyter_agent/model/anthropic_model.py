@@ -40,7 +40,7 @@ NO_API_KEY_MESSAGE = (
     "(`export ANTHROPIC_API_KEY=sk-ant-...`) or pass api_key=... to AnthropicModel. "
     "To run offline without a key, use the replay model: "
     "`export JUPYTER_AGENT_REPLAY=path/to/transcript.json`, or "
-    "model=jupyter_agent.testing.ReplayModel('path/to/transcript.json')."
+    "model=jupyter_agent.testing.ReplayModel('path/to/transcript.json') (jupyter_agent.replay.model)."
 )
 
 
@@ -88,7 +88,7 @@ class AnthropicModel:
         self._rng = random.Random()
         self.recorder = None
         if record_to is not None:
-            from ..testing.transcript import TranscriptRecorder  # pure module, no server started
+            from .transcript import TranscriptRecorder  # pure module, no server started
 
             self.recorder = TranscriptRecorder(record_to, model=self.name)
 

@@ -5,7 +5,7 @@
 * :class:`FileNotebook` (``.ipynb`` on disk), :class:`MemoryNotebook` (tests); a live
   JupyterLab backend plugs in the same way.
 * :func:`open_notebook` picks the document for a path: one registered in
-  ``session["notebook_documents"]`` (a live or memory notebook), else the file.
+  ``session.notebook_documents`` (a live or memory notebook), else the file.
 * :mod:`.render` — the model-facing ``<cell id="...">`` text; :mod:`.kernels` — one
   kernel per notebook per conversation (:func:`close_session` at the end).
 """
@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from ..loop.tool import ToolSession
 from .document import (
     Cell,
     EditResult,
@@ -48,14 +48,14 @@ __all__ = [
 ]
 
 
-def register_document(session: dict[str, Any], document: NotebookDocument) -> None:
+def register_document(session: ToolSession, document: NotebookDocument) -> None:
     """Make the tools use ``document`` for its path in this conversation (instead of the file)."""
-    session.setdefault("notebook_documents", {})[str(document.path)] = document
+    session.notebook_documents[str(document.path)] = document
 
 
-def open_notebook(path: Path | str, session: dict[str, Any]) -> NotebookDocument:
+def open_notebook(path: Path | str, session: ToolSession) -> NotebookDocument:
     """The document for ``path`` (already resolved): a registered one, else the file."""
-    registered = session.get("notebook_documents", {}).get(str(path))
+    registered = session.notebook_documents.get(str(path))
     if registered is not None:
         return registered
     return FileNotebook(path, kernels=kernel_pool(session))

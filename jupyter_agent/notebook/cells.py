@@ -6,14 +6,15 @@ result before anything is written, and untouched cells stay the very same object
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from .document import CELL_TYPES, Cell, NotebookError, new_cell_id, source_text
-from .nbjson import split_multiline, split_source
+import nbformat
+from nbformat.v4.rwbase import split_lines
 
-_VALID_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+from .document import CELL_TYPES, VALID_CELL_ID, Cell, NotebookError, new_cell_id, source_text
+from .nbjson import split_source
+
 
 
 def cell_view(raw: Mapping[str, Any], index: int, use_ids: bool) -> Cell:
@@ -40,7 +41,7 @@ def has_usable_ids(cells: list[Any]) -> bool:
     seen: set[str] = set()
     for cell in cells:
         cell_id = cell.get("id") if isinstance(cell, dict) else None
-        if not isinstance(cell_id, str) or not _VALID_ID.match(cell_id) or cell_id in seen:
+        if not isinstance(cell_id, str) or not VALID_CELL_ID.match(cell_id) or cell_id in seen:
             return False
         seen.add(cell_id)
     return True
@@ -48,12 +49,15 @@ def has_usable_ids(cells: list[Any]) -> bool:
 
 def with_ids(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Cells upgraded to nbformat 4.5: missing, invalid or duplicate ids replaced by fresh ones."""
+    # Not nbformat's: its upgrade() adds missing ids and normalize() repairs duplicates, but
+    # an invalid id ("a b", 65 characters) stays and fails validation; this is one pass that
+    # fixes all three and keeps every valid id as it was.
     taken = {c["id"] for c in cells if isinstance(c.get("id"), str)}
     seen: set[str] = set()
     out = []
     for cell in cells:
         cell_id = cell.get("id")
-        if isinstance(cell_id, str) and _VALID_ID.match(cell_id) and cell_id not in seen:
+        if isinstance(cell_id, str) and VALID_CELL_ID.match(cell_id) and cell_id not in seen:
             seen.add(cell_id)
             out.append(cell)
             continue
@@ -72,15 +76,16 @@ def prefers_lists(cells: list[Any]) -> bool:
     return sum(isinstance(s, list) for s in sources) * 2 >= len(sources)
 
 
+_NEW_CELL = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
+             "raw": nbformat.v4.new_raw_cell}
+
+
 def new_cell(cell_type: str, source: str, cell_id: str, as_list: bool) -> dict[str, Any]:
-    """A fresh cell, keys in nbformat's (sorted) order."""
+    """A fresh cell as nbformat makes it (and validates it), keys in nbformat's (sorted) order."""
     if cell_type not in CELL_TYPES:
         raise NotebookError(f"cell_type must be one of {', '.join(CELL_TYPES)}, not {cell_type!r}.")
     stored = source.splitlines(keepends=True) if as_list else source
-    if cell_type == "code":
-        return {"cell_type": "code", "execution_count": None, "id": cell_id, "metadata": {},
-                "outputs": [], "source": stored}
-    return {"cell_type": cell_type, "id": cell_id, "metadata": {}, "source": stored}
+    return dict(sorted(_NEW_CELL[cell_type](stored, id=cell_id).items()))
 
 
 def replaced_cell(cell: Mapping[str, Any], source: str, cell_type: str | None) -> dict[str, Any]:
@@ -101,6 +106,13 @@ def replaced_cell(cell: Mapping[str, Any], source: str, cell_type: str | None) -
     return out
 
 
+def _split_lines(output: dict[str, Any]) -> dict[str, Any]:
+    """nbformat's on-disk form of an output (multi-line text as lists of lines): nbformat's
+    own ``split_lines``, which knows which MIME types it splits, on a one-cell notebook."""
+    node = nbformat.from_dict({"cells": [{"cell_type": "code", "source": [], "outputs": [output]}]})
+    return split_lines(node).cells[0].outputs[0]
+
+
 def with_outputs(cell: Mapping[str, Any], outputs: list[dict[str, Any]],
                  execution_count: int | None) -> dict[str, Any]:
     """``cell`` after a run: outputs stored the way nbformat stores them."""
@@ -110,7 +122,7 @@ def with_outputs(cell: Mapping[str, Any], outputs: list[dict[str, Any]],
         output = dict(output)
         if output.get("output_type") == "execute_result":
             output["execution_count"] = execution_count
-        stored.append(split_multiline(output) if isinstance(cell.get("source"), list) else output)
+        stored.append(_split_lines(output) if isinstance(cell.get("source"), list) else output)
     out["outputs"] = stored
     out["execution_count"] = execution_count
     return out

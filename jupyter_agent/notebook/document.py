@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import re
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..tools.base import ToolError
+from nbformat.v4.nbbase import random_cell_id
+
+from ..loop.tool import ToolError
 
 CELL_TYPES = ("code", "markdown", "raw")
-_INDEX_ID = re.compile(r"^cell-(\d+)$")
+#: ``cell-N``: the cell at 0-based position N, accepted wherever an id is asked (DESIGN §3).
+POSITION_ID = re.compile(r"^cell-(\d+)$")
 #: nbformat 4.5 cell ids: 1-64 characters of letters, digits, "-" and "_".
-_VALID_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+VALID_CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class NotebookError(ToolError):
@@ -112,7 +114,7 @@ def find_cell_index(cells: tuple[Cell, ...] | list[Cell], cell_id: str) -> int:
 
 def index_from_position_id(cell_id: str, count: int) -> int:
     """``cell-N`` -> N (checked against ``count`` cells); anything else is "not found"."""
-    match = _INDEX_ID.match(cell_id)
+    match = POSITION_ID.match(cell_id)
     if match:
         index = int(match.group(1))
         if index < count:
@@ -128,7 +130,7 @@ def check_cell_id_text(cell_id: str) -> str | None:
     """An error message for a cell id no notebook can contain, else None."""
     if not cell_id.strip():
         return "cell_id is empty: give the id shown in <cell id=\"...\"> or cell-N (0-based index)."
-    if not _VALID_ID.match(cell_id):
+    if not VALID_CELL_ID.match(cell_id):
         shown = cell_id if len(cell_id) <= 80 else cell_id[:80] + "..."
         return (f"cell_id {shown!r} is not a valid cell id (1-64 letters, digits, '-' or '_'). "
                 "Use an id shown by Read, or cell-N for the cell at 0-based index N.")
@@ -136,9 +138,9 @@ def check_cell_id_text(cell_id: str) -> str | None:
 
 
 def new_cell_id(taken: set[str]) -> str:
-    """A fresh nbformat-style id (8 hex characters) not already in the notebook."""
+    """A fresh id made the way nbformat makes them (8 hex characters), not already in the notebook."""
     while True:
-        candidate = uuid.uuid4().hex[:8]
+        candidate = random_cell_id()
         if candidate not in taken:
             return candidate
 

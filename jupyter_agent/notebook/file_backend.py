@@ -27,8 +27,8 @@ from typing import Any
 import nbformat
 from nbformat.v4.rwbase import split_lines
 
-from ..tools.fileio import atomic_write
-from ..tools.filestat import read_regular_file, stat_file
+from ..files.atomic import atomic_write
+from ..files.filestat import read_regular_file, stat_file
 from .cells import (
     cell_view,
     has_usable_ids,

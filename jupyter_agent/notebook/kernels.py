@@ -1,6 +1,6 @@
 """One Jupyter kernel per notebook for a conversation: started on first run, shut down at the end.
 
-The pool lives in ``ctx.session["kernels"]`` (see :func:`kernel_pool`). Whoever owns
+The pool lives in ``ctx.session.kernels`` (see :func:`kernel_pool`). Whoever owns
 the conversation calls :func:`close_session` (or ``await pool.aclose()``) when it ends;
 as a safety net, kernels still alive when the interpreter exits are killed then.
 """
@@ -26,6 +26,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_runtime_dir
 from nbformat.v4 import output_from_msg
 
+from ..loop.tool import ToolSession
 from ..redact import redact, without_secrets
 from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
 from .outputs import StreamText, finish_outputs
@@ -374,18 +375,18 @@ def _kernel_installed(name: str) -> bool:
         return False
 
 
-def kernel_pool(session: dict[str, Any]) -> KernelPool:
+def kernel_pool(session: ToolSession) -> KernelPool:
     """The conversation's pool (created on first use). Its kernels talk over local ipc
     sockets: nothing listens on a TCP port, and ipykernel has no plain-TCP warning to print."""
-    pool = session.get("kernels")
+    pool = session.kernels
     if pool is None:
-        pool = session["kernels"] = KernelPool(transport="ipc")
+        pool = session.kernels = KernelPool(transport="ipc")
     return pool
 
 
-async def close_session(session: dict[str, Any]) -> None:
+async def close_session(session: ToolSession) -> None:
     """End of a conversation: shut down its kernels."""
-    pool = session.pop("kernels", None)
+    pool, session.kernels = session.kernels, None
     if pool is not None:
         await pool.aclose()
 

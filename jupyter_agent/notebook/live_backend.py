@@ -20,12 +20,12 @@ nothing from IPython or comm.
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 from typing import Any
 
 from .cells import cell_view
 from .document import (
+    POSITION_ID,
     EditResult,
     NotebookDocument,
     NotebookError,
@@ -38,7 +38,6 @@ from .document import (
 )
 from .file_backend import FileNotebook
 
-_POSITION_ID = re.compile(r"^cell-\d+$")
 
 
 class LiveNotebook(NotebookDocument):
@@ -106,7 +105,7 @@ class LiveNotebook(NotebookDocument):
     async def _real_id(self, cell_id: str, expected_version: str | None) -> str:
         """``cell-N`` -> the id of the cell at N, in the snapshot the caller saw. Any other id
         goes as it is: the page finds it, or says it is not there (one request, not two)."""
-        if not _POSITION_ID.match(cell_id):
+        if not POSITION_ID.match(cell_id):
             return cell_id
         last = self._last
         if last is None or (expected_version is not None and last.version != expected_version):

@@ -110,6 +110,9 @@ class NotebookText:
 
         An ``id`` member goes where the cell's keys say (its sorted place, else after the
         first member), written with the cell's own separators and indent.
+
+        Not nbformat's: nbformat can add the ids (``upgrade``) only by writing the whole
+        file again, in its own indent and key order; this keeps the user's diff to the ids.
         """
         edits: list[tuple[int, int, str]] = []
         for (start, _end), new_id in zip(self.cell_spans, ids):
@@ -294,19 +297,3 @@ def split_source(text: str, like: Any) -> Any:
     if isinstance(like, str):
         return text
     return text.splitlines(keepends=True)
-
-
-def split_multiline(output: dict[str, Any]) -> dict[str, Any]:
-    """nbformat's on-disk form of an output: multi-line text fields as lists of lines."""
-    out = dict(output)
-    if isinstance(out.get("text"), str):
-        out["text"] = out["text"].splitlines(keepends=True)
-    if isinstance(out.get("data"), dict):
-        data = {}
-        for mime, value in out["data"].items():
-            if isinstance(value, str) and (mime.startswith("text/") or mime in (
-                    "application/javascript", "image/svg+xml")):
-                value = value.splitlines(keepends=True)
-            data[mime] = value
-        out["data"] = data
-    return out

@@ -1,7 +1,8 @@
-"""Test and offline machinery: a fake Anthropic Messages API, scripted responses, replay.
+"""Test machinery: a fake Anthropic Messages API, scripted responses, replay.
 
-Everything here talks real HTTP, so the code under test runs through the real
-``anthropic`` SDK. Importing this package does not import ``anthropic`` (a kernel that
+The fake API and replay are product code (the offline demo replays through them) and
+live in :mod:`jupyter_agent.replay`; this package gathers what tests use. Everything
+talks real HTTP, so the code under test runs through the real ``anthropic`` SDK. Importing this package does not import ``anthropic`` (a kernel that
 only needs the fake server stays light); :class:`ReplayModel` loads it on first use.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .script import (
+from ..replay.script import (
     HttpError,
     Pause,
     ScriptedResponse,
@@ -28,8 +29,8 @@ from .script import (
     thinking,
     tool_use,
 )
-from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
-from .transcript import TRANSCRIPT_FORMAT, TranscriptRecorder, load_transcript, record_transcript
+from ..model.transcript import TRANSCRIPT_FORMAT, TranscriptRecorder, load_transcript, record_transcript
+from ..replay.server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
 
 __all__ = [
     "FakeMessagesAPI", "RecordedRequest", "FAKE_API_KEY",
@@ -45,7 +46,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # ReplayModel pulls in the model layer and with it `anthropic` (~1 s to import).
     if name in ("ReplayModel", "DEMO_TRANSCRIPT"):
-        from . import replay
+        from ..replay import model
 
-        return getattr(replay, name)
+        return getattr(model, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

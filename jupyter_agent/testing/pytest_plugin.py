@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from .server import FakeMessagesAPI
+from ..replay.server import FakeMessagesAPI
 
 
 @pytest.fixture

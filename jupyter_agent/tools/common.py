@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, ClassVar
 
-from .base import PreparedCall, Tool, ToolContext, ToolError, ToolInput
+from ..loop.tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput
 from .paths import ResolvedPath, resolve_path
 
 #: Inputs larger than this (characters) are refused: no real edit needs more.

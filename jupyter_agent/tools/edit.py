@@ -7,11 +7,10 @@ from pydantic import Field
 from pathlib import Path
 
 from ..loop.permission_result import PermissionResult
+from ..loop.tool import ToolContext, ToolError, ToolInput
 from ..notebook import is_notebook_path
-from .base import ToolContext, ToolError, ToolInput, ToolOutput
 from .common import check_text_size
-from .fileio import MAX_EDIT_BYTES, check_read_before_write, content_hash, read_text_file
-from .paths import display_path
+from .fileio import MAX_TEXT_BYTES, check_read_before_write, content_hash, read_text_file
 from .quotes import find_actual_string, preserve_quote_style
 from .write import FileChange, FileEditTool
 
@@ -85,27 +84,22 @@ class Edit(FileEditTool):
         # built a 1 GB string (5 GB at its peak) before anyone could say no.
         replacements = count if input.replace_all else 1
         size = len(current.text) + replacements * (len(new) - len(old))
-        if size > MAX_EDIT_BYTES:
+        if size > MAX_TEXT_BYTES:
             raise ToolError(f"This edit would make the file {size:,} characters long ({replacements:,} "
-                            f"replacement(s)); the limit is {MAX_EDIT_BYTES:,}. Make a smaller change.")
+                            f"replacement(s)); the limit is {MAX_TEXT_BYTES:,}. Make a smaller change.")
         after = current.text.replace(old, new) if input.replace_all else current.text.replace(old, new, 1)
         return FileChange(path, current.text, after, current.encode(after), current.mode, content_hash(current.raw))
 
     async def check_permissions(self, input: EditInput, context: ToolContext) -> PermissionResult:
         return self.ask("change", input, context)
 
-    async def call(self, input: EditInput, context: ToolContext) -> ToolOutput:
-        change = self.planned_change(input, context)
-        change.apply(context)
-        shown = display_path(change.path, context.cwd)
-        if change.before is None:
-            return ToolOutput(f"File created successfully at: {shown}")
+    def updated(self, input: EditInput, change: FileChange, shown: str) -> str:
         if input.replace_all:
-            return ToolOutput(f"The file {shown} has been updated. All occurrences of "
-                              f"{_shorten(input.old_string, 200)!r} were successfully replaced with "
-                              f"{_shorten(input.new_string, 200)!r}.")
-        return ToolOutput(f"The file {shown} has been updated. Here's the result of running `cat -n` on a "
-                          f"snippet of the edited file:\n{_snippet(change.before, change.after)}")
+            return (f"The file {shown} has been updated. All occurrences of "
+                    f"{_shorten(input.old_string, 200)!r} were successfully replaced with "
+                    f"{_shorten(input.new_string, 200)!r}.")
+        return (f"The file {shown} has been updated. Here's the result of running `cat -n` on a "
+                f"snippet of the edited file:\n{_snippet(change.before, change.after)}")
 
 
 def _match_line_endings(text: str, old: str, new: str, newline: str) -> tuple[str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from .base import ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .ignore import VCS_DIRS
 from .paths import (

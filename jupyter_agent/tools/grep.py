@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .base import ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .paths import display_path
 from .search import FileHits, SearchRequest, explicit_file_is_binary, search
@@ -115,7 +115,7 @@ class Grep(PathTool):
             before=input.before if input.before is not None else around,
             after=input.after if input.after is not None else around, multiline=bool(input.multiline),
         )
-        result = await search(request, use_ripgrep=context.session.get("grep_use_ripgrep"))
+        result = await search(request, use_ripgrep=context.session.grep_use_ripgrep)
         files = _allowed(result.files, context)
         return ToolOutput(format_result(files, input, mode, context, single_file=is_file,
                                         truncated=result.truncated))

@@ -8,6 +8,15 @@ one; inside a file the last matching line wins; an ignored folder is not entered
 ``--glob`` overrides come first: a match decides outright, and when there are positive
 globs a file that matches none is skipped. Hidden files are searched; symlinks are not
 followed; VCS folders are skipped.
+
+Why not ``pathspec`` (the well-kept gitignore library): it compiles each line to a Python
+``re`` pattern (``*`` becomes ``[^/]*``), which backtracks. A ``.gitignore`` line in the
+repository being searched (``*a*a*a*a*a*a*a*a*a*a*a*ab``) then takes 0.24 s per file name of
+26 ``a``s with pathspec 1.1.1, about 8 times more for every 4 more characters, so one file
+can stall the search for minutes; the same line here takes 0.03 ms, because every glob goes
+through the linear-time matcher of :mod:`.globmatch` (measured 2026-11-30 with
+``PathSpec.from_lines("gitwildmatch", [line]).match_file(name)`` against ``GlobList.match``).
+What is left here is the precedence of the ignore files, which pathspec does not do either.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from ..notebook import (
     open_notebook,
 )
 from ..notebook.document import StaleNotebookError, check_cell_id_text
-from .base import FileReadRecord, ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import FileReadRecord, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool, check_text_size, unified_diff
 from .fileio import NOT_READ_YET
 from .paths import display_path, inside_roots

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import ToolContext, ToolError
+from ..loop.tool import ToolContext, ToolError
 from .globmatch import compile_glob, escape_glob, expand_braces, glob_is_literal, unescape_glob
 
 #: Longer than any real path (Linux PATH_MAX is 4096 bytes).

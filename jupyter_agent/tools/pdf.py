@@ -16,7 +16,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from .base import FileReadRecord, ToolContext, ToolError, ToolOutput
+from ..loop.tool import FileReadRecord, ToolContext, ToolError, ToolOutput
 from .fileio import content_hash
 
 __all__ = ["is_pdf_path", "check_pages_use", "parse_pages", "read_pdf",

@@ -11,18 +11,16 @@ from pydantic import Field
 
 from ..notebook import NotebookError, is_notebook_path, open_notebook
 from ..notebook.render import render_notebook
-from .base import FileReadRecord, ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import FileReadRecord, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
-from .fileio import content_hash, decode_bytes, looks_binary, record_read
-from .filestat import stat_file
+from ..files.filestat import stat_file
+from .fileio import MAX_TEXT_BYTES, content_hash, decode_bytes, looks_binary, record_read
 from .pdf import PAGES_DESCRIPTION, READ_USAGE_LINE, check_pages_use, is_pdf_path, read_pdf
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 #: About 25k tokens: a page never exceeds this many characters.
 MAX_OUTPUT_CHARS = 100_000
-#: Text files are loaded whole to be paged; larger ones must be searched with Grep.
-MAX_TEXT_BYTES = 64 * 1024 * 1024
 MAX_IMAGE_BYTES = 3_750_000  # 5 MB once base64-encoded: the API's limit
 IMAGE_SIGNATURES = {
     b"\x89PNG\r\n\x1a\n": "image/png",
@@ -90,7 +88,7 @@ class Read(PathTool):
         path = self.resolve(input, context).real
         check_pages_use(path, input.pages)
         if is_notebook_path(path):
-            registered = str(path) in context.session.get("notebook_documents", {})
+            registered = str(path) in context.session.notebook_documents
             if registered or path.is_file():
                 try:
                     return await self._read_notebook(path, input, context)

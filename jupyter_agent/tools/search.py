@@ -23,16 +23,14 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
-from .base import ToolError
-from .fileio import looks_binary
+from ..loop.tool import ToolError
+from .fileio import MAX_TEXT_BYTES, looks_binary
 from .ignore import VCS_DIRS, walk_files
 
 #: Stop collecting after this many matched lines (the model could never read more).
 MAX_MATCH_LINES = 20_000
 #: Lines are read at most this many bytes at a time (a longer one comes in pieces).
 MAX_LINE_BYTES = 1 << 20
-#: ``multiline`` holds a whole file at once; larger files are skipped.
-MAX_MULTILINE_BYTES = 64 * 1024 * 1024
 _UTF16_BOMS = ((b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 
 
@@ -375,7 +373,7 @@ def _search_file_multiline(path: str, regex: re.Pattern[str], request: SearchReq
                            explicit: bool) -> FileHits | None:
     """``multiline``: a match may span lines; every line it touches is a matching line."""
     try:
-        if os.path.getsize(path) > MAX_MULTILINE_BYTES:
+        if os.path.getsize(path) > MAX_TEXT_BYTES:
             return None  # too big to hold at once: skipped rather than read whole
     except OSError:
         return None

@@ -11,9 +11,10 @@ from pydantic import Field
 
 from ..loop.permission_result import PermissionAsk, PermissionResult
 from ..notebook import NotebookError, is_notebook_path, validate_notebook
-from .base import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool, check_text_size, unified_diff
-from .fileio import atomic_write, check_read_before_write, content_hash, note_write, read_text_file
+from ..files.atomic import atomic_write
+from .fileio import check_read_before_write, content_hash, note_write, read_text_file
 from .paths import display_path, escape_glob, inside_roots
 
 
@@ -80,6 +81,19 @@ class FileEditTool(PathTool):
                              diff=prepared.diff if prepared is not None else None,
                              suggested_rules=suggest_edit_rules(path, context))
 
+    async def call(self, input, context: ToolContext) -> ToolOutput:
+        """Carry out the plan; the model is told the file was created, or :meth:`updated`."""
+        change = self.planned_change(input, context)
+        change.apply(context)
+        shown = display_path(change.path, context.cwd)
+        if change.before is None:
+            return ToolOutput(f"File created successfully at: {shown}")
+        return ToolOutput(self.updated(input, change, shown))
+
+    def updated(self, input, change: FileChange, shown: str) -> str:
+        """What the model is told after an existing file was changed."""
+        return f"The file {shown} has been updated."
+
 
 class WriteInput(ToolInput):
     file_path: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
@@ -105,7 +119,7 @@ class Write(FileEditTool):
             return error
         path = self.resolve(input, context)
         if is_notebook_path(path.real):
-            if str(path.real) in context.session.get("notebook_documents", {}):
+            if str(path.real) in context.session.notebook_documents:
                 # the open notebook (a page, or an editor that would overwrite the file)
                 return ("This notebook is open in the user's editor: writing the whole file would be lost "
                         "or would lose the user's work. Change it cell by cell with NotebookEdit.")
@@ -135,14 +149,6 @@ class Write(FileEditTool):
         change = context.prepared.change if context.prepared is not None else None
         verb = "write" if change is None else "create" if change.before is None else "overwrite"
         return self.ask(verb, input, context)
-
-    async def call(self, input: WriteInput, context: ToolContext) -> ToolOutput:
-        change = self.planned_change(input, context)
-        change.apply(context)
-        shown = display_path(change.path, context.cwd)
-        if change.before is None:
-            return ToolOutput(f"File created successfully at: {shown}")
-        return ToolOutput(f"The file {shown} has been updated.")
 
 
 def suggest_edit_rules(path: Path, context: ToolContext) -> tuple[str, ...]:

@@ -116,7 +116,7 @@ async def test_always_allow_asks_the_policy_what_else_it_now_allows(monkeypatch,
     from jupyter_agent.jupyter.runview import RunView
     from jupyter_agent.permissions import Permissions
     from jupyter_agent.tools import default_tools
-    from jupyter_agent.tools.base import ToolContext
+    from jupyter_agent.loop.tool import ToolContext
 
     policy = Permissions(mode="default", cwd=tmp_path)
     context = ToolContext(cwd=tmp_path, permissions=policy)

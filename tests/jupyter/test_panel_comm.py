@@ -11,7 +11,7 @@ import pytest_asyncio
 
 from jupyter_agent.jupyter.panel_comm import TARGET
 from jupyter_agent.testing import response, text, thinking, tool_use
-from jupyter_agent.testing.transcript import DEMO_TRANSCRIPT
+from jupyter_agent.replay.packaged import DEMO_TRANSCRIPT
 
 from .frontend import Frontend, isolated_env
 

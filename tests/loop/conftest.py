@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_agent.loop.permission_result import PermissionAllow, PermissionAsk, ToolCheckPolicy
-from jupyter_agent.tools.base import Tool, ToolError, ToolInput, ToolOutput
+from jupyter_agent.loop.permission_result import PermissionAllow, PermissionAsk
+from jupyter_agent.loop.tool import Tool, ToolCheckPolicy, ToolError, ToolInput, ToolOutput
 
 
 class Timeline:

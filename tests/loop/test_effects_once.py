@@ -20,13 +20,14 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from jupyter_agent import ModelRetry, Notice, StreamEvent, TerminalReason, ToolStart, query
-from jupyter_agent.loop.permission_result import PermissionAllow, ToolCheckPolicy
+from jupyter_agent.loop.permission_result import PermissionAllow
+from jupyter_agent.loop.tool import ToolCheckPolicy
 from jupyter_agent.notebook import KernelPool, close_session
 from jupyter_agent.testing import (
     FakeMessagesAPI, cut_stream, pause, response, stall, stream_error, text, tool_use,
 )
-from jupyter_agent.testing.sse import build_events
-from jupyter_agent.tools import ToolContext
+from jupyter_agent.replay.sse import build_events
+from jupyter_agent.loop.tool import ToolContext, ToolSession
 
 from .conftest import model_for, run_query
 
@@ -77,7 +78,7 @@ def notebook(tmp_path: Path, jupyter_dirs) -> tuple[Path, Path]:
 
 
 async def run_notebook_script(api, path: Path, max_retries: int = 2):
-    context = ToolContext(cwd=path.parent, session={"kernels": KernelPool(transport="ipc", kernel_name="python3")})
+    context = ToolContext(cwd=path.parent, session=ToolSession(kernels=KernelPool(transport="ipc", kernel_name="python3")))
     try:
         run = query("count", model=model_for(api, max_retries=max_retries), cwd=path.parent,
                     permission_mode="acceptEdits", context=context,

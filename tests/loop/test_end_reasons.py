@@ -55,7 +55,7 @@ async def test_stop_while_streaming_answers_every_emitted_tool_use(tools):
         assert messages[-1]["content"][0]["tool_use_id"] == call["id"]
         # the history is one the API accepts: a follow-up request goes through
         from jupyter_agent import query
-        from jupyter_agent.loop.permission_result import ToolCheckPolicy
+        from jupyter_agent.loop.tool import ToolCheckPolicy
 
         from .conftest import model_for
 

@@ -8,7 +8,7 @@ import pytest
 from jupyter_agent import TerminalReason, ToolStart, query
 from jupyter_agent.loop.permission_result import PermissionAllow
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
-from jupyter_agent.testing.sse import build_events
+from jupyter_agent.replay.sse import build_events
 
 from .conftest import model_for
 

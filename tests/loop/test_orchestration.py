@@ -8,7 +8,7 @@ from jupyter_agent import PermissionAllow, PermissionDeny, TerminalReason, ToolR
 from jupyter_agent.loop.orchestration import partition_tool_calls
 from jupyter_agent.loop.tool_execution import ToolRunEnv
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
-from jupyter_agent.tools.base import ToolContext
+from jupyter_agent.loop.tool import ToolContext
 
 from .conftest import run_query
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyter_agent import PermissionAllow, PermissionDeny, Terminal
-from jupyter_agent.loop.permission_result import ToolCheckPolicy
+from jupyter_agent.loop.tool import ToolCheckPolicy
 from jupyter_agent.testing import (
     FakeMessagesAPI, cut_stream, http_error, response, stream_error, text, tool_use,
 )

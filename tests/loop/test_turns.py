@@ -101,7 +101,7 @@ async def test_oversized_output_is_saved_and_previewed(tools, tmp_path):
 
 async def test_conversation_continues_with_earlier_turns(tools):
     from jupyter_agent import Conversation
-    from jupyter_agent.loop.permission_result import ToolCheckPolicy
+    from jupyter_agent.loop.tool import ToolCheckPolicy
 
     from .conftest import model_for
 

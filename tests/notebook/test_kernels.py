@@ -23,7 +23,7 @@ from jupyter_agent.notebook import (
     register_document,
 )
 from jupyter_agent.permissions import Permissions
-from jupyter_agent.tools import ToolContext
+from jupyter_agent.loop.tool import ToolContext, ToolSession
 from tests.tools.conftest import call_tool
 
 from .corpus import PNG
@@ -46,7 +46,7 @@ def jupyter_dirs(tmp_path_factory):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def session(jupyter_dirs):
-    shared = {"kernels": KernelPool(transport="ipc", kernel_name="python3")}
+    shared = ToolSession(kernels=KernelPool(transport="ipc", kernel_name="python3"))
     yield shared
     await close_session(shared)
 
@@ -64,7 +64,7 @@ def make_notebook(folder: Path, *sources: str) -> Path:
     return path
 
 
-def ctx_for(folder: Path, session: dict) -> ToolContext:
+def ctx_for(folder: Path, session: ToolSession) -> ToolContext:
     return ToolContext(cwd=folder, permissions=Permissions(mode="bypassPermissions", cwd=folder,
                                                                        allow=["NotebookRun"]), session=session)
 
@@ -121,7 +121,7 @@ async def test_images_come_back_as_image_blocks(folder, session):
 async def test_a_cell_over_its_time_limit_is_interrupted_and_the_kernel_survives(folder, session):
     make_notebook(folder, "import time\nprint('start', flush=True)\ntime.sleep(30)", "print('still alive')")
     ctx = ctx_for(folder, session)
-    ctx.session["cell_timeout_s"] = 1.0
+    ctx.session.cell_timeout_s = 1.0
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
     started = asyncio.get_running_loop().time()
     result = await run(ctx, "c0")
@@ -129,7 +129,7 @@ async def test_a_cell_over_its_time_limit_is_interrupted_and_the_kernel_survives
     assert "KeyboardInterrupt" in result["content"]
     assert asyncio.get_running_loop().time() - started < 10
     assert "still alive" in (await run(ctx, "c1"))["content"]
-    ctx.session.pop("cell_timeout_s")
+    ctx.session.cell_timeout_s = None
 
 
 async def test_stop_interrupts_a_running_cell(folder, session):
@@ -147,8 +147,8 @@ async def test_memory_notebook_runs_in_the_same_kernel(folder, session):
     await call_tool(file_ctx, "Read", {"file_path": "nb.ipynb"})
     assert not (await run(file_ctx, "c0")).get("is_error")
     doc = MemoryNotebook(folder / "nb.ipynb", new_notebook(cells=[new_code_cell("print(memory_value)", id="m")]),
-                         kernels=session["kernels"])
-    ctx = ctx_for(folder, dict(session))
+                         kernels=session.kernels)
+    ctx = ctx_for(folder, ToolSession(kernels=session.kernels))
     register_document(ctx.session, doc)
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
     result = await run(ctx, "m")
@@ -156,19 +156,19 @@ async def test_memory_notebook_runs_in_the_same_kernel(folder, session):
 
 
 async def test_close_session_shuts_the_kernel_down(folder, jupyter_dirs):
-    own = {"kernels": KernelPool(transport="ipc", kernel_name="python3")}
+    own = ToolSession(kernels=KernelPool(transport="ipc", kernel_name="python3"))
     make_notebook(folder, "1 + 1")
     ctx = ctx_for(folder, own)
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
     assert "2" in (await run(ctx, "c0"))["content"]
-    kernel = await own["kernels"].get(folder / "nb.ipynb")
+    kernel = await own.kernels.get(folder / "nb.ipynb")
     assert await kernel.manager.is_alive()
     await close_session(own)
-    assert not await kernel.manager.is_alive() and "kernels" not in own
+    assert not await kernel.manager.is_alive() and own.kernels is None
 
 
 async def test_a_kernel_that_cannot_start_is_an_error_result(folder, jupyter_dirs):
-    broken = {"kernels": KernelPool(transport="ipc", kernel_name="no-such-kernel")}
+    broken = ToolSession(kernels=KernelPool(transport="ipc", kernel_name="no-such-kernel"))
     make_notebook(folder, "1 + 1")
     ctx = ctx_for(folder, broken)
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})

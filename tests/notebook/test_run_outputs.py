@@ -14,6 +14,7 @@ import pytest
 from jupyter_agent.jupyter.cards import tool_html
 from jupyter_agent.jupyter.runmodel import RunModel
 from jupyter_agent.loop.events import ToolProgress, ToolResult, ToolStart
+from jupyter_agent.loop.tool import ToolSession
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
 from jupyter_agent.notebook import KernelPool, close_session
 from tests.tools.conftest import TOOLS, call_tool
@@ -84,7 +85,7 @@ async def test_the_kernels_execute_reply_is_awaited_not_left_behind(folder, sess
     ctx = ctx_for(folder, session)
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
     assert "one" in (await run(ctx, "c0"))["content"]
-    kernel = await session["kernels"].get(folder / "nb.ipynb")
+    kernel = await session.kernels.get(folder / "nb.ipynb")
     with pytest.raises(queue.Empty):  # the reply was taken (and read), nothing waits on the shell channel
         await kernel.client.get_shell_msg(timeout=0.5)
     result = await run(ctx, "c1")
@@ -140,7 +141,7 @@ async def test_agent_kernels_start_without_the_agents_credentials(folder, jupyte
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")
     monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-" + "9" * 30)
     monkeypatch.setenv("HARMLESS_SETTING", "kept")
-    own = {"kernels": KernelPool(transport="ipc", kernel_name="python3")}
+    own = ToolSession(kernels=KernelPool(transport="ipc", kernel_name="python3"))
     try:
         _, result = await run_first(folder, own, "import os\nprint(sorted(k for k in os.environ "
                                                  "if k.startswith(('ANTHROPIC', 'MY_', 'HARMLESS'))))")

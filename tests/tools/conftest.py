@@ -15,7 +15,8 @@ import pytest
 
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
 from jupyter_agent.permissions import Permissions
-from jupyter_agent.tools import ToolContext, default_tools
+from jupyter_agent.loop.tool import ToolContext
+from jupyter_agent.tools import default_tools
 
 TOOLS = {t.name: t for t in default_tools()}
 

@@ -50,7 +50,7 @@ async def test_no_write_escape_succeeds(workspace, outside, trap, mode, tool, ar
     for form, path in trap.items():
         # Even a model that "read" the file first gets nowhere.
         real = str(outside / "secret.txt")
-        from jupyter_agent.tools.base import FileReadRecord
+        from jupyter_agent.loop.tool import FileReadRecord
         from jupyter_agent.tools.fileio import content_hash
         ctx.read_file_state[real] = FileReadRecord(real, 0, content_hash((outside / "secret.txt").read_bytes()))
         result = await call_tool(ctx, tool, args(path))

@@ -197,7 +197,7 @@ async def test_a_notebook_swapped_for_a_fifo_after_the_check_is_refused_without_
     import os
 
     from jupyter_agent.notebook import NotebookError
-    from jupyter_agent.tools.filestat import read_regular_file
+    from jupyter_agent.files.filestat import read_regular_file
 
     fifo, regular = workspace / "pipe.ipynb", workspace / "real.ipynb"
     os.mkfifo(fifo)

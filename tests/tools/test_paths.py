@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jupyter_agent.tools.base import ToolError
+from jupyter_agent.loop.tool import ToolError
 from jupyter_agent.tools.paths import compile_glob, expand_braces, resolve_path
 
 

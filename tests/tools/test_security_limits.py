@@ -215,7 +215,7 @@ async def test_a_hard_linked_file_asks_and_keeps_its_links(workspace, outside):
 
 
 def test_an_unplanned_write_through_a_symlinked_folder_still_works(tmp_path):
-    from jupyter_agent.tools.fileio import atomic_write
+    from jupyter_agent.files.atomic import atomic_write
 
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")

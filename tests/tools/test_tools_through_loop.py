@@ -19,7 +19,7 @@ from jupyter_agent.loop.permission_result import PermissionAllow
 from jupyter_agent.notebook import KernelPool, close_session
 from jupyter_agent.permissions import ApprovalBroker, Permissions
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
-from jupyter_agent.tools import ToolContext
+from jupyter_agent.loop.tool import ToolContext, ToolSession
 
 
 def results_sent(api: FakeMessagesAPI, request_number: int) -> dict[str, dict]:
@@ -160,7 +160,7 @@ async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
                                        "cell_type": "code", "new_source": "print(sorted(data))"})
     run_load = tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "load"})
     run_new = tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "cell-1"})
-    context = ToolContext(cwd=workspace, session={"kernels": KernelPool(transport="ipc", kernel_name="python3")})
+    context = ToolContext(cwd=workspace, session=ToolSession(kernels=KernelPool(transport="ipc", kernel_name="python3")))
     script = [response(read), response(insert), response(run_load, run_new), response(text("Sorted."))]
     try:
         with FakeMessagesAPI(script) as api:

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from jupyter_agent.tools import fileio
+from jupyter_agent.files import atomic
 
 from .conftest import call_tool, text_of
 
@@ -197,7 +197,7 @@ async def test_a_crash_mid_write_leaves_the_old_file_and_no_litter(ctx, workspac
     def crash(src, dst, **dir_fds):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fileio.os, "rename", crash)
+    monkeypatch.setattr(atomic.os, "rename", crash)
     result = await call_tool(ctx, "Write", {"file_path": "a.txt", "content": "new content\n"})
     assert result["is_error"] and "No space left" in text_of(result)
     assert path.read_text() == "old content\n"

@@ -1,5 +1,9 @@
 """The ``Tool`` interface every tool implements, and the context a call runs in.
 
+These are the loop's contracts (beside :mod:`.model_protocol`): the loop calls tools
+through them, and ``tools/``, ``notebook/`` and ``permissions`` implement or read them.
+Nothing here imports those packages.
+
 A tool is a class with a pydantic ``Input`` model (its JSON schema is what the
 model sees), a description, and an async ``call``. The loop validates the model's
 input against ``Input`` before anything else, so ``call`` only ever sees valid input.
@@ -11,17 +15,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from ..loop.permission_result import (
-    PermissionAllow,
-    PermissionAsk,
-    PermissionPolicy,
-    PermissionResult,
-    ToolCheckPolicy,
-)
+from .permission_result import PermissionAllow, PermissionAsk, PermissionResult
 
 
 class ToolInput(BaseModel):
@@ -72,7 +70,7 @@ class PreparedCall:
     working folders (nothing about the disk there is read before permission).
     """
 
-    paths: list[Any] = field(default_factory=list)  # ResolvedPath (tools.paths), in the order named
+    paths: list[Any] = field(default_factory=list)  # ResolvedPath (tools/paths.py), in the order named
     read_only: bool = False
     edits_files: bool = False
     #: Runs code (a notebook cell): it can touch anything, so it asks in every mode.
@@ -82,6 +80,46 @@ class PreparedCall:
     content_hash: str | None = None
     #: Why the plan cannot work (file not read, string not found...): the call's error result.
     problem: str | None = None
+
+
+class PermissionPolicy(Protocol):
+    """Decides allow / deny / ask for one call (modes and rules live behind this)."""
+
+    async def decide(self, tool: Tool, input: Any, context: ToolContext) -> PermissionResult: ...
+
+    def add_session_rules(self, rules: tuple[str, ...]) -> None: ...
+
+
+class ToolCheckPolicy:
+    """The simplest policy: whatever each tool's own ``check_permissions`` says."""
+
+    async def decide(self, tool: Tool, input: Any, context: ToolContext) -> PermissionResult:
+        return await tool.check_permissions(input, context)
+
+    def add_session_rules(self, rules: tuple[str, ...]) -> None:
+        return None
+
+
+@dataclass
+class ToolSession:
+    """What every call of one conversation shares besides the files read.
+
+    The loop never looks inside: the tools and the notebook package keep their state
+    here, and the front that owns the conversation sets the per-run facts.
+    """
+
+    #: The conversation's KernelPool (notebook/kernels.py), started on first use.
+    kernels: Any = None
+    #: str(path) -> NotebookDocument the tools use instead of the file (a live or memory notebook).
+    notebook_documents: dict[str, Any] = field(default_factory=dict)
+    #: str(path) -> (content hash, merged 1-based line ranges shown): Reads of a file in pages.
+    read_coverage: dict[str, tuple[str, list[tuple[int, int]]]] = field(default_factory=dict)
+    #: The id of the ``%%agent`` cell the request came from ("below this cell" means after it).
+    agent_cell_id: str | None = None
+    #: Grep: force ripgrep (True) or the Python search (False); None picks ripgrep when found.
+    grep_use_ripgrep: bool | None = None
+    #: NotebookRun: seconds a cell may run (None: the tool's default).
+    cell_timeout_s: float | None = None
 
 
 @dataclass
@@ -96,9 +134,10 @@ class ToolContext:
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     permissions: PermissionPolicy = field(default_factory=ToolCheckPolicy)
     read_file_state: dict[str, FileReadRecord] = field(default_factory=dict)
-    session: dict[str, Any] = field(default_factory=dict)
+    session: ToolSession = field(default_factory=ToolSession)
     tool_use_id: str = ""
     progress: Callable[[Any], None] = lambda data: None
+    #: Where oversized results are saved (None: a private folder of this user's; tests set it).
     tool_results_dir: Path | None = None
     #: This call's plan (set by the loop between ``validate_input`` and the permission check).
     prepared: PreparedCall | None = None

@@ -18,6 +18,9 @@ Format ``jupyter-agent-transcript/1``::
 Only the responses are replayed; the requests are not stored (the replay answers turn
 by turn, whatever the request). ``tool_use`` ids are kept so a replayed history pairs
 up exactly as the recorded one did. Plain dicts only: no ``anthropic`` import here.
+
+``AnthropicModel(record_to=path)`` records through :class:`TranscriptRecorder`;
+:mod:`jupyter_agent.replay` plays a transcript back.
 """
 
 from __future__ import annotations
@@ -29,25 +32,9 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable
 
-from .script import ScriptedResponse
-
-TRANSCRIPTS_DIR = Path(__file__).parent / "transcripts"
-DEMO_TRANSCRIPT = TRANSCRIPTS_DIR / "demo_read_edit.json"
-
-
-def resolve_transcript(name: str | os.PathLike[str]) -> str:
-    """A replay transcript path: a file, or the name of a packaged one (``demo``)."""
-    path = Path(name).expanduser()
-    if path.is_file():
-        return str(path.resolve())
-    for candidate in (TRANSCRIPTS_DIR / str(name), TRANSCRIPTS_DIR / f"{name}.json",
-                      DEMO_TRANSCRIPT if str(name) == "demo" else None):
-        if candidate is not None and candidate.is_file():
-            return str(candidate)
-    raise FileNotFoundError(f"no such transcript: {name} (a .json file, or 'demo')")
-
-__all__ = ["TRANSCRIPT_FORMAT", "load_transcript", "transcript_script", "record_transcript",
+__all__ = ["TRANSCRIPT_FORMAT", "load_transcript", "record_transcript",
            "TranscriptRecorder"]
+
 
 TRANSCRIPT_FORMAT = "jupyter-agent-transcript/1"
 
@@ -81,13 +68,6 @@ def load_transcript(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str
             if not isinstance(b, dict) or "type" not in b:
                 raise ValueError(f"{where}: responses[{i}] has a block without 'type': {b!r}")
     return data
-
-
-def transcript_script(transcript: dict[str, Any], *, delay_s: float = 0.0) -> list[ScriptedResponse]:
-    """The transcript's responses as a :class:`FakeMessagesAPI` script."""
-    return [ScriptedResponse(blocks=tuple(dict(b) for b in r["content"]), stop_reason=r.get("stop_reason"),
-                             usage=r.get("usage"), delay_s=delay_s, model=r.get("model"))
-            for r in transcript["responses"]]
 
 
 def _entry(item: Any) -> dict[str, Any]:

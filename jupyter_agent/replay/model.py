@@ -6,7 +6,7 @@ with a dummy key, so lessons and demos exercise exactly the code a live session 
 (HTTP, SSE, accumulation, validation of the history the loop sends). Responses are
 played turn by turn, whatever the request says. Record one with
 ``AnthropicModel(record_to=path)`` or :func:`record_transcript`; the format is in
-:mod:`jupyter_agent.testing.transcript`.
+:mod:`jupyter_agent.model.transcript`.
 """
 
 from __future__ import annotations
@@ -20,12 +20,19 @@ from typing import Any, AsyncIterator
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..model import AnthropicModel
 from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
-from .transcript import (
-    DEMO_TRANSCRIPT, TRANSCRIPTS_DIR, load_transcript, record_transcript, resolve_transcript,
-    transcript_script, write_expected_files,
-)
+from ..model.transcript import load_transcript, record_transcript, write_expected_files
+from .packaged import DEMO_TRANSCRIPT, TRANSCRIPTS_DIR, resolve_transcript
+from .script import ScriptedResponse
 
-__all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript", "resolve_transcript"]
+__all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript", "resolve_transcript",
+           "transcript_script"]
+
+
+def transcript_script(transcript: dict[str, Any], *, delay_s: float = 0.0) -> list[ScriptedResponse]:
+    """The transcript's responses as a :class:`FakeMessagesAPI` script."""
+    return [ScriptedResponse(blocks=tuple(dict(b) for b in r["content"]), stop_reason=r.get("stop_reason"),
+                             usage=r.get("usage"), delay_s=delay_s, model=r.get("model"))
+            for r in transcript["responses"]]
 
 
 

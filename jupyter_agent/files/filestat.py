@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from .base import ToolError
+from ..loop.tool import ToolError
 
 #: How a non-regular file is named in messages.
 _KINDS = (

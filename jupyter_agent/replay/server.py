@@ -77,7 +77,7 @@ class FakeMessagesAPI:
     """A scripted Messages API server; see the module docstring.
 
     ``script``: responses, consumed one per ``POST /v1/messages`` (builders from
-    :mod:`jupyter_agent.testing.script`, strings, block dicts, or callables
+    :mod:`jupyter_agent.replay.script`, strings, block dicts, or callables
     ``(request_body) -> response``). ``api_key``: if given, only this key is accepted
     (else any non-empty ``x-api-key``/``authorization``). ``cache_min_tokens``: shortest
     cacheable prefix. A request rejected by validation does not consume the script.
