@@ -60,7 +60,7 @@ class Lesson:
         (offline), or ``None`` live: for the article's minimal loop over a bare SDK client."""
         if self.live:
             return None
-        from ..replay import FakeMessagesAPI
+        from ..replay.server import FakeMessagesAPI
 
         self.api = FakeMessagesAPI(list(script), strict=False).start()
         self._apis.append(self.api)
