@@ -288,12 +288,12 @@ def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, s
     )
     page = page_of("restart.ipynb")
     run_and_wait(page, 0)
-    with urllib.request.urlopen(f"{lab.url}/api/kernels") as r:
-        kernel_id = json.loads(r.read())[0]["id"]
+    with urllib.request.urlopen(f"{lab.url}/api/sessions") as r:  # this notebook's kernel, not any
+        kernel_id = next(s["kernel"]["id"] for s in json.loads(r.read()) if s["path"].endswith("restart.ipynb"))
     urllib.request.urlopen(urllib.request.Request(
         f"{lab.url}/api/kernels/{kernel_id}/restart", method="POST", data=b"")).close()
     time.sleep(2)
-    page.wait_for_selector("text=| Idle", timeout=60000)
+    page.wait_for_selector("text=| Idle", timeout=90000)
     run_and_wait(page, 0)
     run_cell(page, 1)
     wait_for_end(page, timeout=60000)
