@@ -77,12 +77,14 @@ async def test_a_page_that_leaves_fails_the_waiting_tool_at_once(kernel, script,
     own = module_tmp / "own.ipynb"
     kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "op": "hello", "from": me, "result": {
         "path": "own.ipynb", "server_root": str(module_tmp), "version": "v1"}})
+    await kernel.execute("pass")  # shell messages are handled in order: the hello is in before the run
+    before = len(requests(kernel, comm_id))  # requests of earlier tests on this module's kernel
     script(response(tool_use("Read", {"file_path": str(own)})),
            response(text("The page left.")))
     await kernel.execute("%agent new")
     await kernel.execute("%%agent --permission-mode bypassPermissions\nread it")
-    read = await kernel.until(lambda: [r for r in requests(kernel, comm_id) if r.get("op") == "read"], 10,
-                              "the read request")
+    read = await kernel.until(lambda: [r for r in requests(kernel, comm_id)[before:] if r.get("op") == "read"],
+                              10, "the read request")
     assert read[0]["to"] == me
     started = time.monotonic()
     kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "op": "bye", "from": me})
