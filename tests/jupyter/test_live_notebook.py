@@ -17,7 +17,7 @@ import pytest
 from jupyter_agent.testing import text, tool_use, response
 
 from .livelab import HAVE_BROWSER, Lab, button, cell, cell_sources, click_button, require_browser, run_and_wait, \
-    run_cell, screenshot, wait_for_end, write_notebook
+    run_cell, screenshot, wait_for_end, wait_idle, write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
@@ -276,8 +276,6 @@ def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, 
 def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, script):
     """A restart ends the run with the kernel; after `%load_ext` in the new kernel the page
     (whose comm target survives the restart) answers again."""
-    import urllib.request
-
     nb = _agent_notebook(lab, "restart.ipynb", "add a cell")
     script(
         response(tool_use("Read", {"file_path": str(nb)})),
@@ -288,13 +286,19 @@ def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, s
     )
     page = page_of("restart.ipynb")
     run_and_wait(page, 0)
-    with urllib.request.urlopen(f"{lab.url}/api/sessions") as r:  # this notebook's kernel, not any
-        kernel_id = next(s["kernel"]["id"] for s in json.loads(r.read()) if s["path"].endswith("restart.ipynb"))
-    urllib.request.urlopen(urllib.request.Request(
-        f"{lab.url}/api/kernels/{kernel_id}/restart", method="POST", data=b"")).close()
-    time.sleep(2)
-    page.wait_for_selector("text=| Idle", timeout=90000)
+    # Restart as a user does: command mode, 0 0, then "Restart" in JupyterLab's dialog.
+    page.keyboard.press("Escape")
+    page.keyboard.press("0")
+    page.keyboard.press("0")
+    page.locator(".jp-Dialog .jp-mod-accept").click(timeout=30000)
+    page.locator(".jp-Dialog").wait_for(state="detached", timeout=30000)
+    try:
+        wait_idle(page, timeout=90)
+    except Exception:
+        status = page.locator(".jp-StatusBar-Widget").all_inner_texts()
+        raise AssertionError(f"the page's kernel did not come back idle; status bar: {status}")
     run_and_wait(page, 0)
+    assert "[1]" in cell(page, 0).locator(".jp-InputPrompt").inner_text()  # a new kernel's first run
     run_cell(page, 1)
     wait_for_end(page, timeout=60000)
     assert "after_restart = 1" in cell_sources(page)
