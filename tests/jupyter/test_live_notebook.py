@@ -134,6 +134,13 @@ def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=(), al
     return path
 
 
+def _wait_prompt(page, index, prompt):
+    page.wait_for_function(
+        """([i, p]) => { const c = document.querySelectorAll('.jp-Notebook .jp-Cell')[i];
+                        const e = c && c.querySelector('.jp-InputPrompt');
+                        return e && e.textContent.includes(p); }""", arg=[index, prompt], timeout=60000)
+
+
 def _tool_results(api):
     """Every tool_result block the model was sent, as text."""
     blocks = []
@@ -286,6 +293,8 @@ def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, s
     )
     page = page_of("restart.ipynb")
     run_and_wait(page, 0)
+    run_cell(page, 0)
+    _wait_prompt(page, 0, "[2]")
     # Restart as a user does: command mode, 0 0, then "Restart" in JupyterLab's dialog.
     page.keyboard.press("Escape")
     page.keyboard.press("0")
@@ -297,8 +306,8 @@ def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, s
     except Exception:
         status = page.locator(".jp-StatusBar-Widget").all_inner_texts()
         raise AssertionError(f"the page's kernel did not come back idle; status bar: {status}")
-    run_and_wait(page, 0)
-    assert "[1]" in cell(page, 0).locator(".jp-InputPrompt").inner_text()  # a new kernel's first run
+    run_cell(page, 0)
+    _wait_prompt(page, 0, "[1]")  # the new kernel's first execution
     run_cell(page, 1)
     wait_for_end(page, timeout=60000)
     assert "after_restart = 1" in cell_sources(page)
