@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 import comm  # noqa: E402
 from comm.base_comm import BaseComm  # noqa: E402
 
-from jupyter_agent.jupyter.runmodel import RunModel  # noqa: E402
+from jupyter_agent.view.runmodel import RunModel  # noqa: E402
 from tests.jupyter.helpers import stream_response  # noqa: E402
 
 FRAME_S = 0.05

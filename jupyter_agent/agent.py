@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .environment import REPLAY_ENV
 from .loop.hooks import Hooks
 from .loop.messages import create_user_message
 from .loop.model_protocol import Model
@@ -21,9 +22,8 @@ from .loop.run import QueryRun
 from .loop.state import State
 from .loop.tool_execution import CanUseTool
 from .prompts import DEFAULT_SYSTEM_PROMPT, user_context
-from .loop.tool import Tool, ToolContext
+from .loop.tool import PermissionPolicy, Tool, ToolContext
 
-REPLAY_ENV = "JUPYTER_AGENT_REPLAY"
 
 
 def query(

@@ -22,10 +22,9 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
-from .jupyter.config import positive_int
+from .environment import REPLAY_ENV, missing_key, no_key_message, prepare_replay_files, resolve_transcript, turn_limit
 from .loop.permission_result import PERMISSION_MODES
 from .redact import redact
-from .jupyter.environment import missing_key, no_key_message, prepare_replay_files, resolve_transcript
 
 #: Answers to the approval prompt. Enter is "no" (the safe default, shown as [y/N]).
 YES = ("y", "yes", "ok", "okay", "allow", "sure")
@@ -46,11 +45,6 @@ EXIT_CODES = {
 EXIT_USAGE = 2
 
 
-def _turn_limit(text: str) -> int:
-    """``--max-turns``: a whole number; 0 means no limit (as in the notebook)."""
-    return 0 if text.strip() == "0" else positive_int(text)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jupyter agent",
@@ -68,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--permission-mode", choices=PERMISSION_MODES, default="default",
                      help="default: writes ask; acceptEdits: edits allowed; plan: no writes; "
                      "bypassPermissions: allow (safety paths and cell runs still ask)")
-    run.add_argument("--max-turns", type=_turn_limit, metavar="N", help="stop after N turns (0: no limit)")
+    run.add_argument("--max-turns", type=turn_limit, metavar="N", help="stop after N turns (0: no limit)")
     run.add_argument("--allow", action="append", default=[], metavar="RULE",
                      help="allow calls matching RULE without asking, e.g. 'Edit(src/**)' or "
                      "'NotebookRun' (repeatable); running cells asks in every mode unless a rule allows it")
@@ -80,14 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class TerminalDisplay:
-    """Prints a run as its :class:`~jupyter_agent.jupyter.runmodel.RunModel` sees it (the
+    """Prints a run as its :class:`~jupyter_agent.view.runmodel.RunModel` sees it (the
     view model the widgets and the transcript are drawn from, so they cannot disagree):
     the answer to ``out`` as it streams, the rest to ``err``, with the shared labels
-    (``jupyter/labels.py``). RunModel and the labels import no widget stack."""
+    (``view/labels.py``). ``view/`` imports no widget stack."""
 
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr, quiet: bool = False,
                  cwd: Path | None = None) -> None:
-        from .jupyter.runmodel import RunModel
+        from .view.runmodel import RunModel
 
         self.out, self.err, self.quiet, self.cwd = out, err, quiet, cwd
         self.model = RunModel(cwd=cwd)
@@ -113,8 +107,8 @@ class TerminalDisplay:
 
     # -- what the model says changed ----------------------------------------------------
     def _on_model(self, kind: str, item: Any) -> None:
-        from .jupyter.labels import NOTICE_ICONS
-        from .jupyter.runmodel import NoticeItem, TextItem, ThinkingItem, ToolItem
+        from .view.labels import NOTICE_ICONS
+        from .view.runmodel import NoticeItem, TextItem, ThinkingItem, ToolItem
 
         model = self.model
         if kind == "header" and model.requests != self._requests and model.ended is None:
@@ -146,7 +140,7 @@ class TerminalDisplay:
         self.out.flush()
 
     def _tool_line(self, tool: Any) -> None:
-        from .jupyter.labels import STATE_ICONS, STATE_LABELS
+        from .view.labels import STATE_ICONS, STATE_LABELS
 
         if tool.state == "input" or tool in self._finished:
             return
@@ -167,8 +161,8 @@ class TerminalDisplay:
             self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}: {first}")
 
     def _end(self, terminal: Any) -> None:
-        from .jupyter.labels import end_explanation, end_reason_text
-        from .jupyter.transcript import stopped_calls
+        from .view.labels import end_explanation, end_reason_text
+        from .view.transcript import stopped_calls
 
         reason, _ = end_reason_text(terminal)
         explanation = end_explanation(terminal, stopped_calls=stopped_calls(self.model))
@@ -286,7 +280,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     if not cwd.is_dir():
         err.write(f"jupyter agent run: --cwd {args.cwd}: no such directory\n")
         return EXIT_USAGE
-    replay = args.replay or (os.environ.get("JUPYTER_AGENT_REPLAY") if not args.model else None)
+    replay = args.replay or (os.environ.get(REPLAY_ENV) if not args.model else None)
     if replay:
         try:
             replay = resolve_transcript(replay)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from .cli import main as cli_main
-from .jupyter.environment import prepare_replay_files, resolve_transcript
+from .environment import prepare_replay_files, resolve_transcript
 
 TRANSCRIPT = "notebook_demo"
 

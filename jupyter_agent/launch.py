@@ -17,7 +17,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from .jupyter.environment import REPLAY_ENV, resolve_transcript
+from .environment import REPLAY_ENV, resolve_transcript
 
 DESCRIPTION = ("Set up, then open JupyterLab on notebooks/ (offline with the replay model when "
                "ANTHROPIC_API_KEY is unset). Other options go to JupyterLab.")

@@ -74,7 +74,7 @@ def test_without_a_terminal_asks_are_denied_and_max_turns_sets_the_status(tmp_pa
 
 @pytest.mark.parametrize("how", ["option", "environment"])
 def test_replay_of_the_demo_runs_offline_with_no_key(tmp_path, how):
-    from jupyter_agent.jupyter.environment import resolve_transcript
+    from jupyter_agent.environment import resolve_transcript
 
     make_notebook(tmp_path / "demo.ipynb")
     args, env = ["run", "demo.ipynb", "--permission-mode", "acceptEdits"], clean_env(tmp_path)
@@ -274,7 +274,7 @@ async def test_the_terminal_shows_what_the_runs_view_model_holds(fake_api_env, t
     it prints is what its RunModel, the widgets' and the transcript's view model, holds."""
     from jupyter_agent import query
     from jupyter_agent.cli import TerminalDisplay
-    from jupyter_agent.jupyter.transcript import transcript_markdown
+    from jupyter_agent.view.transcript import transcript_markdown
 
     fake_api_env.add(response(text("I'll write it."), tool_use("Write", {"file_path": "a.txt", "content": "1"})),
                      response(text("Done: a.txt holds 1.")))
@@ -310,12 +310,16 @@ def test_the_terminal_prints_an_answer_that_came_without_streaming():
 
 
 def test_the_terminal_display_needs_no_widget_stack():
-    """The CLI takes the view model and the labels from jupyter/, but none of IPython,
-    ipywidgets or comm (a fresh interpreter, so other tests' imports do not count)."""
-    code = ("import io, sys; from jupyter_agent.cli import TerminalDisplay; "
+    """The CLI takes the view model and the labels from view/, which the Jupyter front
+    shares: it loads none of IPython, ipywidgets, comm or traitlets, nor the Jupyter
+    front itself (a fresh interpreter, so other tests' imports do not count)."""
+    code = ("import io, sys; from jupyter_agent.cli import TerminalDisplay, build_parser; "
             "from jupyter_agent.loop.state import Terminal, TerminalReason; "
+            "import jupyter_agent.view.runmodel, jupyter_agent.view.labels, jupyter_agent.view.transcript; "
+            "build_parser().parse_args(['run', 'x.ipynb', '--max-turns', '0']); "
             "d = TerminalDisplay(io.StringIO(), io.StringIO()); d.handle(Terminal(TerminalReason.COMPLETED, 1)); "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('IPython', 'ipywidgets', 'comm')))")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('IPython', 'ipywidgets', 'comm', 'traitlets')"
+            " or m.startswith('jupyter_agent.jupyter')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

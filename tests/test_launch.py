@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jupyter_agent.jupyter.environment import REPLAY_ENV
+from jupyter_agent.environment import REPLAY_ENV
 from jupyter_agent.launch import lab_command
 from jupyter_agent.replay.packaged import DEMO_TRANSCRIPT
 

@@ -448,7 +448,7 @@ async def test_demo_transcript_edits_the_file_through_the_public_query(tmp_path)
 def test_preparing_a_replays_files_never_overwrites_the_users_file(tmp_path):
     """The replay model and the notebook/CLI path write a transcript's files the same way:
     only the missing ones (a file of that name the user has is theirs)."""
-    from jupyter_agent.jupyter.environment import prepare_replay_files
+    from jupyter_agent.environment import prepare_replay_files
 
     (tmp_path / "notes.txt").write_text("mine\n")
     model = ReplayModel(DEMO_TRANSCRIPT)

@@ -16,10 +16,10 @@ from typing import Any, Callable
 import ipywidgets as w
 
 from ..permissions import RULE_FAMILIES, Rule
-from .labels import NOTICE_ICONS, STATE_COLORS, STATE_ICONS, end_explanation, end_reason_text, end_title
+from ..view.labels import NOTICE_ICONS, STATE_COLORS, STATE_ICONS, end_explanation, end_reason_text, end_title
 from ..redact import redact
-from .runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative
-from .transcript import (
+from ..view.runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative
+from ..view.transcript import (
     cache_line, redact_and_cut, format_usage, result_parts, stopped_calls, stopped_waiting, time_line,
     tool_label,
 )

@@ -32,7 +32,7 @@ from ..loop.permission_result import PERMISSION_MODES
 from .fallback import Fallback, live_class
 from ..redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
-from .transcript import transcript_markdown, transcript_plain
+from ..view.transcript import transcript_markdown, transcript_plain
 
 VIEW = "application/vnd.jupyter.widget-view+json"
 #: The first line of a chat's Markdown record (how a re-created panel finds the old one).

@@ -12,8 +12,6 @@ apply to that run only.
 
 from __future__ import annotations
 
-import argparse
-
 from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
@@ -91,13 +89,3 @@ class AgentConfig(Configurable):
         help="A kernel interrupt while the kernel is idle stops the running agent run.",
     ).tag(config=True)
 
-
-def positive_int(text: str) -> int:
-    """argparse type for counts such as ``--max-turns``: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value

@@ -27,9 +27,9 @@ from typing import Any, AsyncIterator, Callable
 
 from ..loop.state import Terminal
 from ..redact import redact
-from .runmodel import RunModel
+from ..view.runmodel import RunModel
 from .fallback import Fallback, live_class
-from .transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdown, transcript_plain
+from ..view.transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdown, transcript_plain
 
 #: Least seconds between two refreshes of the live output's fallback.
 FALLBACK_REFRESH_S = 2.0

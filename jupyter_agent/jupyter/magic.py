@@ -29,8 +29,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from . import warmup
 from ..loop.permission_result import PERMISSION_MODES
-from .config import positive_int
-from .environment import resolve_transcript
+from ..environment import positive_int, resolve_transcript, turn_limit
 from ..redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
 
@@ -53,11 +52,6 @@ class _Parser(argparse.ArgumentParser):
         raise _ShownHelp()
 
 
-def _turn_limit(text: str) -> int:
-    """``--max-turns``: a whole number; 0 means no limit (in cells and in ``%agent``)."""
-    return positive_int(text) if text.strip() != "0" else 0
-
-
 def _directory(text: str) -> str:
     path = Path(text).expanduser()
     if not path.is_dir():
@@ -76,7 +70,7 @@ def _transcript_file(text: str) -> str:
 
 def _add_common(parser: argparse.ArgumentParser, *, line: bool) -> None:
     parser.add_argument("--model", metavar="M", help="model id (e.g. claude-sonnet-4-5)")
-    parser.add_argument("--max-turns", metavar="N", type=_turn_limit,
+    parser.add_argument("--max-turns", metavar="N", type=turn_limit,
                         help="stop after N turns (0: no limit)")
     parser.add_argument("--permission-mode", metavar="MODE", choices=PERMISSION_MODES,
                         help="one of: " + ", ".join(PERMISSION_MODES))
@@ -202,7 +196,7 @@ def show_approvals(session: AgentSession) -> None:
         print("No approvals are waiting.")
         return
     from .fallback import Fallback, live_class
-    from .runmodel import tool_summary
+    from ..view.runmodel import tool_summary
 
     print(f"{len(cards)} approval{'s' if len(cards) != 1 else ''} waiting (run: {active.prompt[:60]!r}):")
     for request, card in cards:

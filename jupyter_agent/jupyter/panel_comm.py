@@ -43,16 +43,16 @@ _SETTINGS = ("model", "permission_mode", "replay", "max_turns")
 
 
 def _cut(text: str, limit: int = MAX_PART) -> str:
-    from .transcript import redact_and_cut
+    from ..view.transcript import redact_and_cut
 
     return redact(redact_and_cut(text, limit))
 
 
 def item_json(item: Any, key: str) -> dict[str, Any]:
     """One item of a run as the panel draws it."""
-    from .runmodel import BlockItem, NoticeItem, PromptItem, TextItem, ThinkingItem, ToolItem
-    from .labels import STATE_LABELS
-    from .transcript import result_parts
+    from ..view.runmodel import BlockItem, NoticeItem, PromptItem, TextItem, ThinkingItem, ToolItem
+    from ..view.labels import STATE_LABELS
+    from ..view.transcript import result_parts
 
     if isinstance(item, ToolItem):
         progress = item.progress[-1] if item.progress and item.state == "running" else None
@@ -106,8 +106,8 @@ class _Watched:
         return self.keys[id(item)]
 
     def header(self) -> dict[str, Any]:
-        from .labels import end_explanation, end_reason_text, end_title
-        from .transcript import stopped_calls, stopped_waiting
+        from ..view.labels import end_explanation, end_reason_text, end_title
+        from ..view.transcript import stopped_calls, stopped_waiting
 
         model = self.handle.model
         waiting = sum(1 for t in model.tools() if t.state == "approval")
@@ -405,7 +405,7 @@ def _plain(exc: Exception) -> bool:
 def _env_replay() -> str | None:
     import os
 
-    from .environment import REPLAY_ENV, resolve_transcript
+    from ..environment import REPLAY_ENV, resolve_transcript
 
     replay = os.environ.get(REPLAY_ENV) or None
     try:

@@ -22,7 +22,7 @@ import ipywidgets as w
 from . import cards
 from .frames import FrameScheduler
 from ..redact import redact
-from .runmodel import BlockItem, Item, NoticeItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem
+from ..view.runmodel import BlockItem, Item, NoticeItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem
 
 
 def _markdown_outputs(text: str) -> tuple[dict[str, Any], ...]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import AgentConfig
-from .environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
+from ..environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
 
 
@@ -189,7 +189,7 @@ class AgentSession:
         """Start a run of the shared conversation; returns the :class:`AgentRun` at once.
         ``view=False``: no widget (the side panel draws the run and answers its asks)."""
         from .handle import AgentRun
-        from .runmodel import RunModel
+        from ..view.runmodel import RunModel
 
         if self.active is not None and not self.active.done:
             raise AgentBusy(

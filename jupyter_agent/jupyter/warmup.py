@@ -48,7 +48,7 @@ MODULES = (
     "jupyter_agent.tools.read", "jupyter_agent.tools.write", "jupyter_agent.tools.edit",
     "jupyter_agent.tools.glob", "jupyter_agent.tools.grep",
     "jupyter_agent.tools.notebook_edit", "jupyter_agent.tools.notebook_run",
-    "jupyter_agent.jupyter.handle", "jupyter_agent.jupyter.runmodel",
+    "jupyter_agent.jupyter.handle", "jupyter_agent.view.runmodel",
     "jupyter_agent.jupyter.runview", "jupyter_agent.jupyter.approvals",
 )
 

@@ -6,7 +6,7 @@ import asyncio
 import threading
 
 from jupyter_agent.loop.permission_result import PermissionAllow, PermissionAsk, PermissionDeny
-from jupyter_agent.jupyter.runmodel import RunModel
+from jupyter_agent.view.runmodel import RunModel
 from jupyter_agent.permissions import DENIED
 
 from .helpers import record_widget_messages, response_events

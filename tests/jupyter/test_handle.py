@@ -7,7 +7,7 @@ import asyncio
 
 from jupyter_agent import query
 from jupyter_agent.jupyter.handle import STREAM_EVENTS_KEPT, AgentRun
-from jupyter_agent.jupyter.runmodel import RunModel
+from jupyter_agent.view.runmodel import RunModel
 from jupyter_agent.loop.events import StreamEvent
 from jupyter_agent.loop.state import Terminal
 from jupyter_agent.testing import response, text

@@ -11,8 +11,8 @@ import pytest
 from jupyter_agent.loop.events import ModelRetry, Notice, RequestStart, ToolProgress, ToolResult, ToolStart, UserMessage
 from jupyter_agent.loop.state import Terminal, TerminalReason
 from jupyter_agent.loop.usage import Usage
-from jupyter_agent.jupyter.runmodel import BlockItem, NoticeItem, RunModel, TextItem, ThinkingItem, ToolItem
-from jupyter_agent.jupyter.transcript import fence, transcript_bundle, transcript_markdown
+from jupyter_agent.view.runmodel import BlockItem, NoticeItem, RunModel, TextItem, ThinkingItem, ToolItem
+from jupyter_agent.view.transcript import fence, transcript_bundle, transcript_markdown
 
 from .helpers import record_widget_messages, response_events, updates
 
@@ -206,7 +206,7 @@ def test_a_cell_that_raised_says_so_with_the_exception_not_a_green_tick():
     from jupyter_agent.notebook.document import Cell
     from jupyter_agent.notebook.render import render_run
     from jupyter_agent.jupyter.cards import tool_html
-    from jupyter_agent.jupyter.transcript import tool_markdown
+    from jupyter_agent.view.transcript import tool_markdown
 
     cell = Cell(id="c7", index=2, cell_type="code", source="print(undefined_name)")
     error = {"output_type": "error", "ename": "NameError", "evalue": "name 'undefined_name' is not defined",

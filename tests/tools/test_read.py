@@ -230,7 +230,7 @@ async def test_a_pdf_read_reaches_the_model_through_the_loop_and_shows_as_one_li
     tool_result (the fake API, like the real one, accepts it there), a PDF larger than
     the per-message text budget is not left out, and the transcript shows a line, not base64."""
     from jupyter_agent import query
-    from jupyter_agent.jupyter.transcript import result_parts
+    from jupyter_agent.view.transcript import result_parts
     from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 
     data = make_pdf(3, padding=300_000)  # base64 of it is over the 200,000-character budget

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.jupyter.transcript import redact_and_cut as transcript_cut
+from jupyter_agent.view.transcript import redact_and_cut as transcript_cut
 from jupyter_agent.redact import redact
 from jupyter_agent.loop.messages import cut_at_word, cut_middle
 from jupyter_agent.loop.permission_result import PermissionAllow

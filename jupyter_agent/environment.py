@@ -1,11 +1,14 @@
-"""What the kernel was given, and what a run needs from outside: the notebook's path,
-an API key (or a replay transcript), the files a replay expects.
+"""What a run is given from outside, the same for every front: the notebook's path, an
+API key (or a replay transcript), the files a replay expects, the counts typed as options.
 
-Kept apart from the session so the command line uses the same answers.
+The kernel's session (``jupyter/session.py``, ``%%agent``), the command line (``cli.py``),
+``query()`` (``agent.py``: ``$JUPYTER_AGENT_REPLAY``) and the launchers all ask here, so
+they give the same answers.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
@@ -58,7 +61,7 @@ def resolve_notebook_path(candidate: str | None, cwd: Path | None = None) -> str
 def resolve_transcript(name: str) -> str:
     """A replay transcript path: a file, or the name of a packaged one (``demo``)."""
     # Imported here: the testing package is not needed to load the extension.
-    from ..replay.packaged import resolve_transcript as resolve
+    from .replay.packaged import resolve_transcript as resolve
 
     return resolve(name)
 
@@ -66,7 +69,7 @@ def resolve_transcript(name: str) -> str:
 def prepare_replay_files(transcript: str, cwd: Path) -> list[str]:
     """Write the files a recorded run expects (``files`` of the transcript) that are
     missing under ``cwd``; never overwrites. Returns what it wrote."""
-    from ..model.transcript import write_expected_files
+    from .model.transcript import write_expected_files
 
     try:
         files = json.loads(Path(transcript).read_text(encoding="utf-8")).get("files") or {}
@@ -84,3 +87,18 @@ def missing_key(model: Any, replay: str | None) -> bool:
     return not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
 
 
+def positive_int(text: str) -> int:
+    """argparse type for counts such as ``--remove N``: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def turn_limit(text: str) -> int:
+    """argparse type for ``--max-turns``: a whole number; 0 means no limit (in cells, in
+    ``%agent`` and on the command line alike)."""
+    return 0 if text.strip() == "0" else positive_int(text)
