@@ -25,7 +25,6 @@ from .prompts import DEFAULT_SYSTEM_PROMPT, user_context
 from .loop.tool import PermissionPolicy, Tool, ToolContext
 
 
-
 def query(
     prompt: str | list[dict[str, Any]],
     *,
@@ -55,6 +54,9 @@ def query(
     """
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
+    if permissions is not None and not isinstance(permissions, PermissionPolicy):
+        raise TypeError(f"permissions must be a PermissionPolicy (jupyter_agent.loop.tool), not "
+                        f"{type(permissions).__name__}: subclass it and implement decide().")
     messages = _initial_messages(prompt)
     resolved_model = resolve_model(model)
     if context is None:
@@ -67,7 +69,7 @@ def query(
         permissions = Permissions(mode=permission_mode, cwd=context.cwd)
     context.permissions = permissions
     system_text = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
-    note = permissions.system_prompt_note() if hasattr(permissions, "system_prompt_note") else ""
+    note = permissions.system_prompt_note()
     system = [{"type": "text", "text": system_text + (f"\n\n{note}" if note else "")}]
     if tools is None:
         from .tools import default_tools
@@ -88,7 +90,7 @@ def query(
         thinking=thinking,
         owns_model=model is None or isinstance(model, str),
     )
-    return QueryRun(params, State(messages=tuple(messages)), permission_mode=getattr(permissions, "mode", permission_mode))
+    return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or permission_mode)
 
 
 def _initial_messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -48,7 +48,7 @@ from .loop.permission_result import (
     PermissionResult,
 )
 from .safety import rule_names_place, safety_hit
-from .loop.tool import PreparedCall, ToolContext
+from .loop.tool import PermissionPolicy, PreparedCall, Tool, ToolContext
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
 
 #: The file-editing tools are one family: a rule naming any of them covers them all
@@ -97,8 +97,8 @@ def safety_reason(path: ResolvedPath) -> str | None:
     return hit.reason if hit else None
 
 
-class Permissions:
-    """The permission policy the loop asks before every tool call (``PermissionPolicy``)."""
+class Permissions(PermissionPolicy):
+    """The permission policy the loop asks before every tool call: modes and rules."""
 
     def __init__(self, mode: str = "default", allow: Iterable[str] = (), deny: Iterable[str] = (),
                  ask: Iterable[str] = (), cwd: Path | str | None = None, additional_dirs: Iterable[Path | str] = ()):
@@ -109,10 +109,10 @@ class Permissions:
         self.session_allow: list[Rule] = []
         self.cwd = Path(os.path.realpath(cwd)) if cwd is not None else None
         self.additional_dirs = [Path(os.path.realpath(os.path.expanduser(str(d)))) for d in additional_dirs]
-        self._tools: dict[str, Any] = {}
-        self._last_ctx: Any = None
+        self._tools: dict[str, Tool] = {}
+        self._last_ctx: ToolContext | None = None
 
-    @property
+    @property  # type: ignore[override]  # always one of the modes here
     def mode(self) -> str:
         return self._mode
 
@@ -133,16 +133,16 @@ class Permissions:
             if rule not in self.session_allow:
                 self.session_allow.append(rule)
 
-    def _cwd(self, ctx: Any) -> Path:
+    def _cwd(self, ctx: ToolContext | None) -> Path:
         return self.cwd or Path(os.path.realpath(ctx.cwd if ctx is not None else os.getcwd()))
 
-    def allowed_roots(self, ctx: Any) -> list[Path]:
+    def allowed_roots(self, ctx: ToolContext) -> list[Path]:
         """The working folder and the additional ones: inside them reads need no approval."""
         return [self._cwd(ctx), *self.additional_dirs]
 
     # -- matching -------------------------------------------------------------------------
 
-    def _matches(self, rule: Rule, tool: Any, input: Any, paths: list[ResolvedPath], ctx: Any, *,
+    def _matches(self, rule: Rule, tool: Tool, input: Any, paths: list[ResolvedPath], ctx: ToolContext, *,
                  real_only: bool) -> bool:
         if not rule.names(tool.name):
             return False
@@ -153,14 +153,14 @@ class Permissions:
             if real_only:  # an allow must hold where the call really goes, for every path it touches
                 return all(path_matches_rule(p.real, rule.pattern, cwd) for p in paths)
             return any(path_matches_rule(c, rule.pattern, cwd) for p in paths for c in (p.lexical, p.real))
-        content = getattr(tool, "rule_content", None)
-        if callable(content):
+        content = tool.rule_content(input)
+        if content is not None:
             from fnmatch import fnmatchcase
 
-            return fnmatchcase(str(content(input)), rule.pattern)
+            return fnmatchcase(content, rule.pattern)
         return False
 
-    def is_read_denied(self, path: str | Path, ctx: Any = None) -> bool:
+    def is_read_denied(self, path: str | Path, ctx: ToolContext | None = None) -> bool:
         """Does a deny rule forbid reading ``path``? (Grep and Glob hide such files.)"""
         real = Path(os.path.realpath(path))
         cwd = self._cwd(ctx)
@@ -169,17 +169,14 @@ class Permissions:
 
     # -- the decision ---------------------------------------------------------------------
 
-    async def decide(self, tool: Any, input: Any, ctx: Any) -> PermissionResult:
+    async def decide(self, tool: Tool, input: Any, ctx: ToolContext) -> PermissionResult:
         """Allow, ask or deny one call, on the facts of its prepared plan (``ctx.prepared``)."""
         self._tools[tool.name] = tool
         self._last_ctx = ctx
-        prepared = getattr(ctx, "prepared", None)
+        prepared = ctx.prepared
         if prepared is None:  # called outside the loop (a test, a UI's re-check): plan it now
-            if isinstance(ctx, ToolContext):
-                ctx = ctx.for_call(ctx.tool_use_id, ctx.progress)  # the caller's context stays as it was
-            prepared = await _prepare(tool, input, ctx)
-            if isinstance(ctx, ToolContext):
-                ctx.prepared = prepared
+            ctx = ctx.for_call(ctx.tool_use_id, ctx.progress)  # the caller's context stays as it was
+            prepared = ctx.prepared = await _prepare(tool, input, ctx)
         paths: list[ResolvedPath] = list(prepared.paths)
         read_only = prepared.read_only
         where = f" on {paths[0].real}" if paths else ""
@@ -238,16 +235,16 @@ class Permissions:
             return own
         return PermissionAsk(own_message, diff, own_rules)
 
-    async def would_allow(self, tool: Any, input: Any, ctx: Any = None) -> bool:
+    async def would_allow(self, tool: Tool | str, input: Any, ctx: ToolContext | None = None) -> bool:
         """Would this call run without asking now? (A UI re-checks queued asks with it.)"""
         if isinstance(tool, str):
-            tool = self._tools.get(tool)
-            if tool is None:
+            found = self._tools.get(tool)
+            if found is None:
                 return False
-        ctx = ctx if ctx is not None else self._last_ctx
-        if isinstance(ctx, ToolContext):  # a fresh per-call context: never another call's plan
-            ctx = ctx.for_call(ctx.tool_use_id, ctx.progress)
-        if isinstance(input, dict) and hasattr(tool, "Input"):
+            tool = found
+        ctx = ctx or self._last_ctx or ToolContext(cwd=self._cwd(None))
+        ctx = ctx.for_call(ctx.tool_use_id, ctx.progress)  # a fresh per-call context: never another call's plan
+        if isinstance(input, dict):
             try:
                 input = tool.Input.model_validate(input)
             except Exception:
@@ -268,7 +265,7 @@ def _hard_linked(path: ResolvedPath) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
-async def _prepare(tool: Any, input: Any, ctx: Any) -> PreparedCall:
+async def _prepare(tool: Tool, input: Any, ctx: ToolContext) -> PreparedCall:
     try:
         return await tool.prepare(input, ctx)
     except Exception:  # an unusable plan: decide on what is known (the loop reports the error)
@@ -386,10 +383,10 @@ class ApprovalBroker:
     ``request.future`` to learn the outcome, which is cancelled if the wait is); ``pending``
     lists the unanswered ones. When one is answered "always", the new rules go to the
     policy at once and every other pending request the policy's ``would_allow`` now
-    covers is allowed too (without such a policy, only the answered one is).
+    covers is allowed too (without a policy, only the answered one is).
     """
 
-    def __init__(self, policy: Permissions | None = None,
+    def __init__(self, policy: PermissionPolicy | None = None,
                  on_request: Callable[[ApprovalRequest], Any] | None = None):
         self.policy = policy
         self.listeners: list[Callable[[ApprovalRequest], Any]] = [on_request] if on_request else []
@@ -416,11 +413,10 @@ class ApprovalBroker:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _always(self, request: ApprovalRequest, rules: tuple[str, ...]) -> None:
-        add = getattr(self.policy, "add_session_rules", None)
-        if callable(add):
-            add(rules)  # now, so the release below sees them (the loop adds them again; idempotent)
-        if not callable(getattr(self.policy, "would_allow", None)):
+        if self.policy is None:
             return
+        # now, so the release below sees them (the loop adds them again; idempotent)
+        self.policy.add_session_rules(rules)
         task = asyncio.get_running_loop().create_task(self._release_covered(request, rules))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -17,7 +17,7 @@ from jupyter_agent.loop.permission_result import (
 from jupyter_agent.permissions import ApprovalBroker, Permissions, Rule
 from jupyter_agent.loop.tool import ToolContext
 from jupyter_agent.tools import Edit, Glob, Grep, NotebookRun, Read, Write
-from tests.tools.conftest import call_tool
+from tests.tools.conftest import call_tool, text_of
 
 
 @pytest.fixture
@@ -176,6 +176,60 @@ async def test_session_rules_and_would_allow(ws):
     policy.add_session_rules(("Edit(src/**)",))
     assert await policy.would_allow("Write", raw)
     assert not await policy.would_allow("Write", {"file_path": "other/new.py", "content": "y"})
+
+
+async def test_a_pattern_rule_matches_what_a_pathless_tool_names(ws):
+    """A tool that names no path says what ``Tool(pattern)`` rules match (``rule_content``);
+    without it such rules never cover the call."""
+    from jupyter_agent.loop.tool import Tool, ToolInput
+
+    class FetchInput(ToolInput):
+        url: str
+
+    class Fetch(Tool):
+        name, description, Input = "Fetch", "fetch a URL", FetchInput
+
+        def rule_content(self, input):
+            return input.url
+
+    class Silent(Fetch):
+        name = "Silent"
+
+        def rule_content(self, input):
+            return None
+
+    ctx = ctx_for(ws, allow=["Fetch(https://docs.example/*)", "Silent(*)"], deny=["Fetch(http://*)"])
+    assert isinstance(await decide(ctx, Fetch(), {"url": "https://docs.example/a"}), PermissionAllow)
+    assert isinstance(await decide(ctx, Fetch(), {"url": "https://other.example/a"}), PermissionAsk)
+    assert isinstance(await decide(ctx, Fetch(), {"url": "http://docs.example/a"}), PermissionDeny)
+    assert isinstance(await decide(ctx, Silent(), {"url": "https://docs.example/a"}), PermissionAsk)
+
+
+async def test_a_policy_that_only_decides_gets_safe_defaults(ws):
+    """The tool-to-policy contract is ``PermissionPolicy``: a policy that implements only
+    ``decide`` hides no file from Glob or Grep, keeps calls in the working folder, and
+    releases no queued ask; ``query()`` refuses anything else, saying what to do."""
+    from jupyter_agent import query
+    from jupyter_agent.loop.tool import PermissionPolicy
+
+    class Everything(PermissionPolicy):
+        async def decide(self, tool, input, context):
+            return PermissionAllow()
+
+    policy = Everything()
+    ctx = ToolContext(cwd=ws, permissions=policy)
+    assert policy.allowed_roots(ctx) == [ws] and not policy.is_read_denied(ws / "src" / "a.py", ctx)
+    assert not await policy.would_allow("Write", {"file_path": "x", "content": ""}, ctx)
+    assert policy.system_prompt_note() == "" and policy.mode is None
+    assert "src/a.py" in text_of(await call_tool(ctx, "Glob", {"pattern": "**/*.py"}))
+    assert "src/a.py" in text_of(await call_tool(ctx, "Grep", {"pattern": "x = 1"}))
+
+    class DuckTyped:
+        async def decide(self, tool, input, context):
+            return PermissionAllow()
+
+    with pytest.raises(TypeError, match="PermissionPolicy.*subclass it"):
+        query("hi", model="claude-test", permissions=DuckTyped(), cwd=ws)
 
 
 # --- approvals ------------------------------------------------------------------------------

@@ -13,9 +13,10 @@ Defaults are the safe choice: not read-only, not concurrency-safe, ask permissio
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Protocol
+from typing import Any, Callable, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -82,22 +83,49 @@ class PreparedCall:
     problem: str | None = None
 
 
-class PermissionPolicy(Protocol):
-    """Decides allow / deny / ask for one call (modes and rules live behind this)."""
+class PermissionPolicy:
+    """Decides allow / deny / ask for one call (modes and rules live behind this).
 
-    async def decide(self, tool: Tool, input: Any, context: ToolContext) -> PermissionResult: ...
+    The loop calls :meth:`decide` before every call and :meth:`add_session_rules` after an
+    "Always allow"; the tools ask :meth:`allowed_roots` (where a path needs no approval)
+    and :meth:`is_read_denied` (Glob and Grep hide such files); an approval UI asks
+    :meth:`would_allow` to release queued asks. Subclass it and override :meth:`decide`;
+    every other method has a safe default (``permissions.Permissions`` overrides them all).
+    """
 
-    def add_session_rules(self, rules: tuple[str, ...]) -> None: ...
+    #: The permission mode the policy applies (``loop.permission_result.PERMISSION_MODES``),
+    #: or None for a policy without modes.
+    mode: str | None = None
+
+    async def decide(self, tool: Tool, input: Any, context: ToolContext) -> PermissionResult:
+        raise NotImplementedError(f"{type(self).__name__} must implement decide()")
+
+    def add_session_rules(self, rules: tuple[str, ...]) -> None:
+        """Allow rules for the rest of the session ("Always allow"). Default: kept nowhere."""
+        return None
+
+    async def would_allow(self, tool: Tool | str, input: Any, context: ToolContext | None = None) -> bool:
+        """Would this call run without asking now? Default: no (a queued ask stays queued)."""
+        return False
+
+    def allowed_roots(self, context: ToolContext) -> list[Path]:
+        """The folders a call may touch without asking. Default: the working folder."""
+        return [Path(os.path.realpath(context.cwd))]
+
+    def is_read_denied(self, path: str | Path, context: ToolContext | None = None) -> bool:
+        """Does the user forbid reading ``path``? (Glob and Grep hide such files.) Default: no."""
+        return False
+
+    def system_prompt_note(self) -> str:
+        """Text the system prompt needs for this policy (plan mode says what it means), or ""."""
+        return ""
 
 
-class ToolCheckPolicy:
+class ToolCheckPolicy(PermissionPolicy):
     """The simplest policy: whatever each tool's own ``check_permissions`` says."""
 
     async def decide(self, tool: Tool, input: Any, context: ToolContext) -> PermissionResult:
         return await tool.check_permissions(input, context)
-
-    def add_session_rules(self, rules: tuple[str, ...]) -> None:
-        return None
 
 
 @dataclass
@@ -205,6 +233,11 @@ class Tool:
 
     async def call(self, input: Any, context: ToolContext) -> ToolOutput:
         raise NotImplementedError(f"{type(self).__name__} must implement call()")
+
+    def rule_content(self, input: Any) -> str | None:
+        """What a ``Tool(pattern)`` rule is matched against for a call that names no path
+        (a command, a URL). None, the default: a rule with a pattern never covers such a call."""
+        return None
 
     def summary(self, input: dict[str, Any]) -> str:
         """A one-line description of a call for UIs (e.g. the file path)."""

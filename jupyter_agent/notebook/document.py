@@ -174,8 +174,10 @@ class NotebookDocument(ABC):
     async def snapshot(self) -> NotebookSnapshot:
         """All cells, with the document's current version."""
 
-    async def version(self) -> str:
-        return (await self.snapshot()).version
+    async def validation_problem(self) -> str | None:
+        """Why nbformat would refuse the saved notebook, or None (a live or memory
+        document is checked by whoever saves it: None)."""
+        return None
 
     @abstractmethod
     async def insert_cell(self, index: int, cell_type: str, source: str, *,

@@ -98,9 +98,8 @@ class Glob(PathTool):
             matches, capped = await asyncio.to_thread(find_files, str(root.real), rest, stop)
         finally:
             stop.set()
-        denied = getattr(context.permissions, "is_read_denied", None)
-        if callable(denied):  # files the user's deny rules hide stay hidden here too
-            matches = [m for m in matches if not denied(m[1], context)]
+        # files the user's deny rules hide stay hidden here too
+        matches = [m for m in matches if not context.permissions.is_read_denied(m[1], context)]
         if not matches:
             return ToolOutput("No files found")
         matches.sort(key=lambda item: (-item[0], item[1]))

@@ -133,10 +133,7 @@ def split_globs(input: GrepInput) -> list[str]:
 
 def _allowed(files: list[FileHits], ctx: ToolContext) -> list[FileHits]:
     """Drop files the user's deny rules forbid reading: a search must not leak them."""
-    denied = getattr(ctx.permissions, "is_read_denied", None)
-    if not callable(denied):
-        return files
-    return [f for f in files if not denied(f.path, ctx)]
+    return [f for f in files if not ctx.permissions.is_read_denied(f.path, ctx)]
 
 
 def format_result(files: list[FileHits], input: GrepInput, mode: str, ctx: ToolContext, *,

@@ -80,16 +80,9 @@ def is_within(path: Path | str, root: Path | str) -> bool:
     return path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def allowed_roots(ctx: ToolContext) -> list[Path]:
-    """The directories a call may touch without asking: the policy's, else the cwd."""
-    roots = getattr(ctx.permissions, "allowed_roots", None)
-    if callable(roots):
-        return list(roots(ctx))
-    return [Path(os.path.realpath(ctx.cwd))]
-
-
 def inside_roots(path: ResolvedPath, ctx: ToolContext) -> bool:
-    return any(is_within(path.real, root) for root in allowed_roots(ctx))
+    """Is ``path`` in a folder the policy lets a call touch without asking?"""
+    return any(is_within(path.real, root) for root in ctx.permissions.allowed_roots(ctx))
 
 
 def display_path(path: Path | str, cwd: Path | str) -> str:
@@ -150,6 +143,6 @@ def path_matches_rule(path: Path | str, rule_pattern: str, cwd: Path | str) -> b
         return False  # Rule.parse refuses such patterns; nothing else reaches here
 
 
-__all__ = ["MAX_PATH_CHARS", "ResolvedPath", "allowed_roots", "check_path_text", "compile_glob", "display_path",
+__all__ = ["MAX_PATH_CHARS", "ResolvedPath", "check_path_text", "compile_glob", "display_path",
            "escape_glob", "expand_braces", "glob_is_literal", "has_glob_chars", "inside_roots", "is_within",
            "path_matches_rule", "resolve_path", "split_glob_base", "unescape_glob"]

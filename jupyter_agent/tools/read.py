@@ -182,8 +182,7 @@ class Read(PathTool):
         page = render_notebook(snapshot, offset=input.offset or 0, limit=input.limit)
         context.read_file_state[str(path)] = FileReadRecord(
             path=str(path), mtime_ns=snapshot.mtime_ns, content_hash=snapshot.version, partial=page.partial)
-        check = getattr(doc, "validation_problem", None)
-        problem = await check() if check is not None else None
+        problem = await doc.validation_problem()
         if problem:
             warning = (f"\n[Warning: this notebook does not pass nbformat validation ({problem}). NotebookEdit "
                        "refuses to edit it until that is fixed, e.g. by rewriting the file with Write.]")

@@ -8,7 +8,7 @@ from jupyter_agent import PermissionAllow, PermissionDeny, TerminalReason, ToolR
 from jupyter_agent.loop.orchestration import partition_tool_calls
 from jupyter_agent.loop.tool_execution import ToolRunEnv
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
-from jupyter_agent.loop.tool import ToolContext
+from jupyter_agent.loop.tool import PermissionPolicy, ToolContext
 
 from .conftest import run_query
 
@@ -121,7 +121,7 @@ async def test_ask_with_no_one_to_ask_is_a_clear_deny(tools):
 async def test_always_allow_adds_a_session_rule(tools):
     added = []
 
-    class RecordingPolicy:
+    class RecordingPolicy(PermissionPolicy):
         async def decide(self, tool, input, context):
             if "Change" in added:
                 return PermissionAllow()
