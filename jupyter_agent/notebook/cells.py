@@ -36,6 +36,11 @@ def cell_view(raw: Mapping[str, Any], index: int, use_ids: bool) -> Cell:
     )
 
 
+def cell_views(cells: list[Any], use_ids: bool = True) -> tuple[Cell, ...]:
+    """The :class:`Cell` of each raw cell dict, in order."""
+    return tuple(cell_view(c, i, use_ids) for i, c in enumerate(cells))
+
+
 def has_usable_ids(cells: list[Any]) -> bool:
     """True when every cell has a valid id and no two share one (nbformat 4.5 rules)."""
     seen: set[str] = set()

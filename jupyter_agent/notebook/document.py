@@ -71,6 +71,13 @@ class NotebookSnapshot:
     kernel_name: str | None = None
     mtime_ns: int = 0
 
+    @classmethod
+    def of(cls, path: Path, cells: tuple[Cell, ...], version: str, metadata: Mapping[str, Any],
+           mtime_ns: int = 0) -> NotebookSnapshot:
+        """A snapshot whose language and kernel come from the notebook's ``metadata``."""
+        return cls(path=path, cells=cells, version=version, language=notebook_language(metadata),
+                   kernel_name=kernel_name_of(metadata), mtime_ns=mtime_ns)
+
     def find(self, cell_id: str) -> Cell:
         """The cell named by ``cell_id``: its real id first, else ``cell-N`` by index."""
         return self.cells[find_cell_index(self.cells, cell_id)]

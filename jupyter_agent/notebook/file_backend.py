@@ -29,28 +29,9 @@ from nbformat.v4.rwbase import split_lines
 
 from ..files.atomic import atomic_write
 from ..files.filestat import read_regular_file, stat_file
-from .cells import (
-    cell_view,
-    has_usable_ids,
-    new_cell,
-    prefers_lists,
-    replaced_cell,
-    with_ids,
-    with_outputs,
-)
-from .document import (
-    Cell,
-    EditResult,
-    NotebookDocument,
-    NotebookError,
-    NotebookSnapshot,
-    RunResult,
-    StaleNotebookError,
-    index_from_position_id,
-    kernel_name_of,
-    new_cell_id,
-    notebook_language,
-)
+from .cells import cell_view, cell_views, has_usable_ids, new_cell, prefers_lists, replaced_cell, with_ids, with_outputs
+from .document import (Cell, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
+                       StaleNotebookError, index_from_position_id, new_cell_id)
 from .nbjson import NotebookText, parse
 
 #: Larger notebooks are refused (reading one would take seconds and flood the model).
@@ -87,7 +68,7 @@ class _Loaded:
 
     def views(self) -> tuple[Cell, ...]:
         if self._views is None:
-            self._views = tuple(cell_view(c, i, self.use_ids) for i, c in enumerate(self.cells))
+            self._views = cell_views(self.cells, self.use_ids)
         return self._views
 
     def index_of(self, cell_id: str) -> int:
@@ -256,9 +237,8 @@ class FileNotebook(NotebookDocument):
         return self._snapshot(loaded)
 
     def _snapshot(self, loaded: _Loaded) -> NotebookSnapshot:
-        return NotebookSnapshot(path=self.path, cells=loaded.views(), version=loaded.raw_version,
-                                language=notebook_language(loaded.metadata),
-                                kernel_name=kernel_name_of(loaded.metadata), mtime_ns=loaded.mtime_ns)
+        return NotebookSnapshot.of(self.path, loaded.views(), loaded.raw_version, loaded.metadata,
+                                   mtime_ns=loaded.mtime_ns)
 
     async def validation_problem(self) -> str | None:
         """Why the notebook on disk does not pass nbformat validation, or None."""

@@ -23,19 +23,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from .cells import cell_view
-from .document import (
-    POSITION_ID,
-    EditResult,
-    NotebookDocument,
-    NotebookError,
-    NotebookSnapshot,
-    RunResult,
-    StaleNotebookError,
-    find_cell_index,
-    kernel_name_of,
-    notebook_language,
-)
+from .cells import cell_view, cell_views
+from .document import (POSITION_ID, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
+                       StaleNotebookError, find_cell_index)
 from .file_backend import FileNotebook
 
 
@@ -90,17 +80,10 @@ class LiveNotebook(NotebookDocument):
         if not await self.answering():
             return await FileNotebook(self.path).snapshot()  # reading the file loses nothing
         result = await self._ask("read")
-        metadata = result.get("metadata") or {}
-        cells = result.get("cells") or []
-        snapshot = NotebookSnapshot(
-            path=self.path, cells=tuple(cell_view(c, i, True) for i, c in enumerate(cells)),
-            version=str(result.get("version") or ""), language=notebook_language(metadata),
-            kernel_name=kernel_name_of(metadata))
+        snapshot = NotebookSnapshot.of(self.path, cell_views(result.get("cells") or []),
+                                       str(result.get("version") or ""), result.get("metadata") or {})
         self._last = snapshot
         return snapshot
-
-    async def version(self) -> str:
-        return str((await self._ask("version")).get("version") or "")
 
     async def _real_id(self, cell_id: str, expected_version: str | None) -> str:
         """``cell-N`` -> the id of the cell at N, in the snapshot the caller saw. Any other id

@@ -12,26 +12,9 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-from .cells import (
-    cell_view,
-    new_cell,
-    prefers_lists,
-    replaced_cell,
-    with_ids,
-    with_outputs,
-)
-from .document import (
-    EditResult,
-    NotebookDocument,
-    NotebookError,
-    NotebookSnapshot,
-    RunResult,
-    StaleNotebookError,
-    find_cell_index,
-    kernel_name_of,
-    new_cell_id,
-    notebook_language,
-)
+from .cells import cell_view, cell_views, new_cell, prefers_lists, replaced_cell, with_ids, with_outputs
+from .document import (Cell, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
+                       StaleNotebookError, find_cell_index, new_cell_id)
 from .file_backend import validate_notebook
 
 _counter = itertools.count(1)
@@ -56,10 +39,7 @@ class MemoryNotebook(NotebookDocument):
         return self.notebook["cells"]
 
     async def snapshot(self) -> NotebookSnapshot:
-        metadata = self.notebook.get("metadata", {})
-        views = tuple(cell_view(c, i, True) for i, c in enumerate(self.cells))
-        return NotebookSnapshot(path=self.path, cells=views, version=self._version,
-                                language=notebook_language(metadata), kernel_name=kernel_name_of(metadata))
+        return NotebookSnapshot.of(self.path, cell_views(self.cells), self._version, self.notebook.get("metadata", {}))
 
     def _commit(self, expected_version: str | None, new_cells: list[dict[str, Any]]) -> str:
         candidate = {**self.notebook, "cells": new_cells}
@@ -72,8 +52,8 @@ class MemoryNotebook(NotebookDocument):
         if expected_version is not None and expected_version != self._version:
             raise StaleNotebookError()
 
-    def _views(self):
-        return [cell_view(c, i, True) for i, c in enumerate(self.cells)]
+    def _views(self) -> tuple[Cell, ...]:
+        return cell_views(self.cells)
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
                           expected_version: str | None = None) -> EditResult:
