@@ -37,34 +37,32 @@ from .recording import Recording
 from .snapshot import FrozenDict, Snapshot, changes, freeze
 
 
+def _stream_line(event: StreamEvent) -> str | None:
+    block = event.block or {}
+    if event.type == "content_block_stop" and block.get("type") == "tool_use":
+        return f"stream: tool_use {block.get('name')} ({block.get('id')}) complete"
+    return "stream: message_stop" if event.type == "message_stop" else None
+
+
+#: Event type -> its line in "what happened since the last step" (other events get none).
+_LINES: dict[type, Callable[[Any], str | None]] = {
+    RequestStart: lambda e: f"request #{e.request_index} sent to {e.model} ({e.message_count} messages)",
+    StreamEvent: _stream_line,
+    AssistantMessage: lambda e: f"assistant message (stop_reason={e.stop_reason}, {len(e.tool_uses)} tool_use)",
+    ToolStart: lambda e: f"tool started: {e.name} ({e.tool_use_id})",
+    ToolResult: lambda e: f"tool_result for {e.tool_use_id}: {'error' if e.is_error else 'ok'}",
+    UserMessage: lambda e: "user message added" + (" (synthetic)" if e.synthetic else ""),
+    ModelRetry: lambda e: f"model retry {e.attempt}/{e.max_retries}: {e.error}",
+    ModelFallback: lambda e: f"fallback model: {e.from_model} -> {e.to_model}",
+    Notice: lambda e: f"notice ({e.kind}): {e.text}",
+    Terminal: lambda e: f"Terminal: {e.reason.value}",
+}
+
+
 def describe(event: Any) -> str | None:
     """One line about an event for "what happened since the last step" (None: not worth a line)."""
-    if isinstance(event, RequestStart):
-        return f"request #{event.request_index} sent to {event.model} ({event.message_count} messages)"
-    if isinstance(event, StreamEvent):
-        block = event.block or {}
-        if event.type == "content_block_stop" and block.get("type") == "tool_use":
-            return f"stream: tool_use {block.get('name')} ({block.get('id')}) complete"
-        if event.type == "message_stop":
-            return "stream: message_stop"
-        return None
-    if isinstance(event, AssistantMessage):
-        return f"assistant message (stop_reason={event.stop_reason}, {len(event.tool_uses)} tool_use)"
-    if isinstance(event, ToolStart):
-        return f"tool started: {event.name} ({event.tool_use_id})"
-    if isinstance(event, ToolResult):
-        return f"tool_result for {event.tool_use_id}: {'error' if event.is_error else 'ok'}"
-    if isinstance(event, UserMessage):
-        return "user message added" + (" (synthetic)" if event.synthetic else "")
-    if isinstance(event, ModelRetry):
-        return f"model retry {event.attempt}/{event.max_retries}: {event.error}"
-    if isinstance(event, ModelFallback):
-        return f"fallback model: {event.from_model} -> {event.to_model}"
-    if isinstance(event, Notice):
-        return f"notice ({event.kind}): {event.text}"
-    if isinstance(event, Terminal):
-        return f"Terminal: {event.reason.value}"
-    return None
+    line = next((line for kind, line in _LINES.items() if isinstance(event, kind)), None)
+    return line(event) if line else None
 
 
 class Stepper:

@@ -93,11 +93,19 @@ class ModelFallback:
 
 
 @dataclass(frozen=True)
-class ToolStart:
-    """A tool call passed validation and permission and is now running."""
+class ToolEvent:
+    """What every event about one tool call says first: which call (the ``tool_use`` id)
+    of which tool. :class:`ToolStart`, :class:`ToolProgress` and :class:`ToolResult` add
+    what happened."""
 
     tool_use_id: str
     name: str
+
+
+@dataclass(frozen=True)
+class ToolStart(ToolEvent):
+    """A tool call passed validation and permission and is now running."""
+
     input: dict[str, Any]
     #: ``time.perf_counter()`` when the tool started. The event reaches the consumer with
     #: the next stream event, which can be much later (a timeline needs the real start).
@@ -105,20 +113,16 @@ class ToolStart:
 
 
 @dataclass(frozen=True)
-class ToolProgress:
+class ToolProgress(ToolEvent):
     """Something a running tool reported (e.g. a cell's output as it arrives)."""
 
-    tool_use_id: str
-    name: str
     data: Any
 
 
 @dataclass(frozen=True)
-class ToolResult:
+class ToolResult(ToolEvent):
     """The ``tool_result`` block for one ``tool_use`` (success or ``is_error``)."""
 
-    tool_use_id: str
-    name: str
     block: dict[str, Any]
     duration_s: float = 0.0
 
