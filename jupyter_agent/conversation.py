@@ -16,7 +16,7 @@ from .loop.hooks import Hooks
 from .loop.messages import create_user_message, ensure_tool_result_pairing
 from .agent import query, resolve_model
 from .loop.model_protocol import Model
-from .loop.permission_result import PERMISSION_MODES
+from .loop.permission_result import check_permission_mode
 from .loop.run import QueryRun
 from .loop.usage import Usage
 from .loop.tool import ToolContext
@@ -62,9 +62,7 @@ class Conversation:
 
     @permission_mode.setter
     def permission_mode(self, mode: str) -> None:
-        if mode not in PERMISSION_MODES:
-            raise ValueError(f"Unknown permission mode {mode!r}: use one of {', '.join(PERMISSION_MODES)}.")
-        self._permission_mode = mode
+        self._permission_mode = check_permission_mode(mode)
         if self._permissions is not None:
             self._permissions.mode = mode
 

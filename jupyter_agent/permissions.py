@@ -40,12 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from .loop.permission_result import (
-    PERMISSION_MODES,
     DENIED,
     PermissionAllow,
     PermissionAsk,
     PermissionDeny,
     PermissionResult,
+    check_permission_mode,
 )
 from .safety import rule_names_place, safety_hit
 from .loop.tool import PermissionPolicy, PreparedCall, Tool, ToolContext
@@ -118,9 +118,7 @@ class Permissions(PermissionPolicy):
 
     @mode.setter
     def mode(self, value: str) -> None:
-        if value not in PERMISSION_MODES:
-            raise ValueError(f"Unknown permission mode {value!r}; use one of {', '.join(PERMISSION_MODES)}.")
-        self._mode = value
+        self._mode = check_permission_mode(value)
 
     def system_prompt_note(self) -> str:
         """Text for the system prompt: what plan mode means, or ""."""

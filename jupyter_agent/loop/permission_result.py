@@ -22,6 +22,13 @@ DENIED = ("The user doesn't want to proceed with this tool use. The tool use was
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 
 
+def check_permission_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`PERMISSION_MODES`, else a ValueError that lists them."""
+    if mode not in PERMISSION_MODES:
+        raise ValueError(f"Unknown permission mode {mode!r}: use one of {', '.join(PERMISSION_MODES)}.")
+    return mode
+
+
 @dataclass(frozen=True)
 class PermissionAllow:
     """Run the call, with ``updated_input`` instead of the model's input if given.

@@ -259,12 +259,7 @@ class FileNotebook(NotebookDocument):
 
     async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
                            expected_version: str | None = None) -> EditResult:
-        def edit(loaded: _Loaded, cells: list[dict[str, Any]]):
-            index = loaded.index_of(cell_id)
-            cell = replaced_cell(cells[index], source, cell_type)
-            return [*cells[:index], cell, *cells[index + 1:]], index, lambda nt: nt.replace(index, cell)
-
-        return await asyncio.to_thread(self._mutate, expected_version, edit)
+        return await self._change(cell_id, expected_version, lambda cell: replaced_cell(cell, source, cell_type))
 
     async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
         removed: list[Cell] = []
@@ -279,9 +274,14 @@ class FileNotebook(NotebookDocument):
 
     async def set_outputs(self, cell_id: str, outputs: list[dict[str, Any]], execution_count: int | None, *,
                           expected_version: str | None = None) -> EditResult:
+        return await self._change(cell_id, expected_version, lambda cell: with_outputs(cell, outputs, execution_count))
+
+    async def _change(self, cell_id: str, expected_version: str | None,
+                      change: Callable[[dict[str, Any]], dict[str, Any]]) -> EditResult:
+        """Put ``change(cell)`` in the place of the cell named ``cell_id``, in the file."""
         def edit(loaded: _Loaded, cells: list[dict[str, Any]]):
             index = loaded.index_of(cell_id)
-            cell = with_outputs(cells[index], outputs, execution_count)
+            cell = change(cells[index])
             return [*cells[:index], cell, *cells[index + 1:]], index, lambda nt: nt.replace(index, cell)
 
         return await asyncio.to_thread(self._mutate, expected_version, edit)

@@ -10,7 +10,7 @@ import asyncio
 import copy
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .cells import cell_view, cell_views, new_cell, prefers_lists, replaced_cell, with_ids, with_outputs
 from .document import (Cell, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
@@ -67,11 +67,7 @@ class MemoryNotebook(NotebookDocument):
 
     async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
                            expected_version: str | None = None) -> EditResult:
-        self._check(expected_version)
-        index = find_cell_index(self._views(), cell_id)
-        cell = replaced_cell(self.cells[index], source, cell_type)
-        version = self._commit(expected_version, [*self.cells[:index], cell, *self.cells[index + 1:]])
-        return EditResult(cell=cell_view(cell, index, True), version=version)
+        return self._change(cell_id, expected_version, lambda cell: replaced_cell(cell, source, cell_type))
 
     async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
         self._check(expected_version)
@@ -82,9 +78,14 @@ class MemoryNotebook(NotebookDocument):
 
     async def set_outputs(self, cell_id: str, outputs: list[dict[str, Any]], execution_count: int | None, *,
                           expected_version: str | None = None) -> EditResult:
+        return self._change(cell_id, expected_version, lambda cell: with_outputs(cell, outputs, execution_count))
+
+    def _change(self, cell_id: str, expected_version: str | None,
+                change: Callable[[dict[str, Any]], dict[str, Any]]) -> EditResult:
+        """Put ``change(cell)`` in the place of the cell named ``cell_id``."""
         self._check(expected_version)
         index = find_cell_index(self._views(), cell_id)
-        cell = with_outputs(self.cells[index], outputs, execution_count)
+        cell = change(self.cells[index])
         version = self._commit(expected_version, [*self.cells[:index], cell, *self.cells[index + 1:]])
         return EditResult(cell=cell_view(cell, index, True), version=version)
 

@@ -46,6 +46,14 @@ class PathTool(Tool):
     path_optional: ClassVar[bool] = False
     #: The call runs code (NotebookRun): it asks in every permission mode unless a rule allows it.
     runs_code: ClassVar[bool] = False
+    #: The tool only looks (Read, Glob, Grep): it changes nothing, so it may run beside other calls.
+    read_only: ClassVar[bool] = False
+
+    def is_read_only(self, input: Any) -> bool:
+        return self.read_only
+
+    def is_concurrency_safe(self, input: Any) -> bool:
+        return self.read_only
 
     def input_schema(self) -> dict[str, Any]:
         return _clean_schema(super().input_schema())

@@ -41,6 +41,7 @@ class Glob(PathTool):
     Input = GlobInput
     path_field = "path"
     path_optional = True
+    read_only = True
     description = (
         "- Fast file pattern matching tool that works with any codebase size\n"
         "- Supports glob patterns like \"**/*.js\" or \"src/**/*.ts\" (and braces: \"*.{py,ipynb}\")\n"
@@ -48,12 +49,6 @@ class Glob(PathTool):
         "- Use this tool when you need to find files by name patterns\n"
         "- Hidden files are included; .git and other version-control folders are skipped"
     )
-
-    def is_read_only(self, input: Any) -> bool:
-        return True
-
-    def is_concurrency_safe(self, input: Any) -> bool:
-        return True
 
     def search_root(self, input: GlobInput, ctx: ToolContext) -> tuple[ResolvedPath, str]:
         """The folder actually walked (the pattern's literal prefix joined to ``path``) and the rest."""

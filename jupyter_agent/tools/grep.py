@@ -8,7 +8,7 @@ searched, binary files and version-control folders are skipped.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -66,6 +66,7 @@ class Grep(PathTool):
     Input = GrepInput
     path_field = "path"
     path_optional = True
+    read_only = True
     max_result_size_chars = 20_000
     description = (
         "A powerful search tool built on ripgrep\n\n"
@@ -80,12 +81,6 @@ class Grep(PathTool):
         "`struct \\{[\\s\\S]*?field`, use `multiline: true`\n"
         "- Respects .gitignore; searches hidden files; skips binary files"
     )
-
-    def is_read_only(self, input: Any) -> bool:
-        return True
-
-    def is_concurrency_safe(self, input: Any) -> bool:
-        return True
 
     async def validate_input(self, input: GrepInput, context: ToolContext) -> str | None:
         if not input.pattern:

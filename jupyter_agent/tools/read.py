@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import difflib
 import os
-from typing import Any
 
 from pydantic import Field
 
@@ -55,6 +54,7 @@ class ReadInput(ToolInput):
 class Read(PathTool):
     name = "Read"
     Input = ReadInput
+    read_only = True
     max_result_size_chars = 400_000  # Read bounds itself; never persist a Read to a file to be Read
     description = (
         "Reads a file from the local filesystem. You can access any file directly by using this tool.\n"
@@ -74,12 +74,6 @@ class Read(PathTool):
         "- This tool can only read files, not directories. To list files, use Glob\n"
         "- You must Read a file (all of it) before you Write or Edit it"
     )
-
-    def is_read_only(self, input: Any) -> bool:
-        return True
-
-    def is_concurrency_safe(self, input: Any) -> bool:
-        return True
 
     async def validate_input(self, input: ReadInput, context: ToolContext) -> str | None:
         return self.validate_path_text(input, context)
