@@ -1,6 +1,6 @@
 """HTML of the live view's pieces, and the approval card.
 
-Each item of a run (see ``runmodel.py``) is drawn as HTML into one ``ipywidgets.HTML``
+Each item of a run (see ``view/runmodel.py``) is drawn as HTML into one ``ipywidgets.HTML``
 (or, for assistant text, Markdown into one ``Output``), so redrawing a card is one
 comm message. Collapsible parts are ``<details>``: no extra widgets, and the
 browser keeps them folded. Everything shown passes through :func:`redact`.

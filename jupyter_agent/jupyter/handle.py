@@ -2,7 +2,7 @@
 
 :class:`AgentRun` wraps a :class:`~jupyter_agent.loop.run.QueryRun`. A background
 task on the kernel's event loop (the *driver*) is the run's one consumer: it feeds
-each event to the :class:`~.runmodel.RunModel` (and so to the widget) and records
+each event to the :class:`~jupyter_agent.view.runmodel.RunModel` (and so to the widget) and records
 it, so that any number of readers can still ``async for event in handle`` (they get
 the events from the start, then live ones). What it records is bounded: every event
 except the stream deltas, and the last :data:`STREAM_EVENTS_KEPT` stream deltas (each

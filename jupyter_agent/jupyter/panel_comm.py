@@ -14,7 +14,7 @@ the conversation's runs with all their items, the pending approvals), ``update``
 changed since the last message: the header, changed items and the new order of a run's
 items, the approvals), ``error`` (``text``: a refused request, said in the panel).
 
-The runs are drawn from the same :class:`~.runmodel.RunModel` the widgets use (items as
+The runs are drawn from the same :class:`~jupyter_agent.view.runmodel.RunModel` the widgets use (items as
 plain data, nothing refolded), coalesced to one message per frame by a
 :class:`~.frames.FrameScheduler`, whatever the token rate. Every string passes through
 :func:`redact`. Comm messages may arrive on another thread (a JupyterLab subshell): each

@@ -1,7 +1,7 @@
 """The live widget of one run: header with Stop, the items as they stream, pending
 approvals, and the end reason.
 
-:class:`RunView` listens to a :class:`~.runmodel.RunModel` and redraws through a
+:class:`RunView` listens to a :class:`~jupyter_agent.view.runmodel.RunModel` and redraws through a
 :class:`~.frames.FrameScheduler`: each piece is one widget, and each widget gets at
 most one comm message per frame, however fast tokens arrive. Assistant text is
 Markdown in an ``Output`` widget (the frontend's own Markdown renderer, as for a

@@ -3,9 +3,10 @@
 :class:`RunModel` folds the events of ``jupyter_agent.loop.events`` (and the final
 :class:`~jupyter_agent.loop.state.Terminal`) into a list of *items*: the prompt,
 assistant text, thinking, one item per tool call, notices, unknown blocks. The live
-widgets (``runview.py``, ``cards.py``), the static transcript (``transcript.py``) and the terminal
-display of the CLI are all drawn from it, so they cannot disagree, and it is
-testable without a kernel.
+widgets (``jupyter/runview.py``, ``jupyter/cards.py``), the JupyterLab side panel
+(``jupyter/panel_comm.py``), the static transcript (``view/transcript.py``) and the
+terminal display of the CLI (``cli.py``) are all drawn from it, so they cannot disagree,
+and it is testable without a kernel.
 
 Listeners get ``(kind, item)`` with kind ``"add"``, ``"update"``, ``"remove"`` or
 ``"header"``; they decide how often to redraw (the widgets coalesce per frame).
