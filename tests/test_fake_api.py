@@ -135,6 +135,10 @@ async def test_requests_are_recorded_in_order_with_headers_and_body(fake_api):
     assert fake_api.requests[0].headers["anthropic-version"]
     assert fake_api.requests[0].headers["authorization"] == f"Bearer {FAKE_API_KEY}"
     assert fake_api.requests[0].path == "/v1/messages"
+    # The server's handler records its end just after the client has read the last byte.
+    deadline = time.monotonic() + 5
+    while fake_api.requests[1].finished_at is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
     assert fake_api.requests[1].finished_at >= fake_api.requests[1].received_at
 
 
