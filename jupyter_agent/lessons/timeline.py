@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
 
 from ..loop.events import (
     AssistantMessage, ModelFallback, ModelRetry, RequestStart, StreamEvent, ToolResult, ToolStart,
