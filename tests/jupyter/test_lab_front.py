@@ -126,7 +126,7 @@ def test_the_chat_reads_like_a_chat_in_light_and_dark_themes(lab, page_of, api):
     assert sum(1 for h in headers if h.is_visible()) == 1  # one header (the fallback is hidden)
     chat.locator("button.mod-success:has-text('Allow')").click()
     chat.locator("text=Done: hello.txt says").wait_for(timeout=30000)
-    page.wait_for_timeout(300)
+    chat.locator("button:has-text('Send'):not([disabled])").wait_for()  # the turn is over
     # the turn stays inside the panel, the input below it
     assert chat.locator(".ja-user").count() == 1
     turn_y = chat.locator("text=Done: hello.txt says").bounding_box()["y"]
