@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.jupyter.livelab import Lab, cell, run_and_wait, run_cell, write_notebook  # noqa: E402
+from tests.jupyter.lab import Lab, cell, run_and_wait, run_cell, write_notebook  # noqa: E402
 
 KERNEL_BENCH = r'''
 import asyncio, json, shutil, statistics, time

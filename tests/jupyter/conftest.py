@@ -56,3 +56,21 @@ async def kernel(api, module_tmp):
     await frontend.execute(WAIT_FOR_WARMUP, timeout=120)
     yield frontend
     await frontend.stop()
+
+
+@pytest.fixture(scope="module")
+def lab(api, tmp_path_factory):
+    """A JupyterLab server and browser for the browser tests of one module (see lab.py)."""
+    from .lab import Lab
+
+    server = Lab(tmp_path_factory.mktemp("lab"), api.env())
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def page_of(lab, request):
+    """``page_of(name)`` opens notebook ``name`` in a new page of ``lab``; after the test,
+    each page still open is screenshot (its end state), the pages close and the kernels stop."""
+    yield lab.open
+    lab.finish(request.node.name)

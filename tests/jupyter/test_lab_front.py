@@ -9,18 +9,16 @@ Skipped unless JupyterLab, Python playwright and /usr/bin/chromium are installed
 from __future__ import annotations
 
 import json
-import os
 
 import nbformat
 import pytest
 
 from jupyter_agent.testing import FakeMessagesAPI, http_error, response, text, tool_use
 
-from .lab import HAVE_BROWSER, Lab, write_notebook
+from .lab import HAVE_BROWSER, cell, command, require_browser, restarted, run_and_wait, save, screenshot, \
+    wait_theme, write_notebook
 
-if not HAVE_BROWSER and os.environ.get("JUPYTER_AGENT_REQUIRE_BROWSER"):
-    raise RuntimeError("JUPYTER_AGENT_REQUIRE_BROWSER is set but jupyterlab, playwright or "
-                       "/usr/bin/chromium is missing: `./dev test` installs them")
+require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER,
                                 reason="needs jupyterlab, playwright and the Debian chromium package")
 
@@ -30,15 +28,6 @@ VIEW = "application/vnd.jupyter.widget-view+json"
 @pytest.fixture(scope="module")
 def api():
     server = FakeMessagesAPI([]).start()
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def lab(api, tmp_path_factory):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "JUPYTER_AGENT_", "JPY_"))}
-    env.update(api.env())
-    server = Lab(tmp_path_factory.mktemp("lab"), env)
     yield server
     server.close()
 
@@ -62,12 +51,12 @@ def contrast(page, selector: str) -> float:
     return (a + 0.05) / (b + 0.05)
 
 
-def test_cards_and_how_runs_end(lab, api):
+def test_cards_and_how_runs_end(lab, page_of, api):
     root = lab.root
     (root / "notes.txt").write_text("# settings\nvalue = 1\n")
-    nb = write_notebook(root / "cards.ipynb", "%load_ext jupyter_agent", "%%agent\nRun the third cell",
+    nb = write_notebook(root / "cards.ipynb", ["%load_ext jupyter_agent", "%%agent\nRun the third cell",
                         "total = 1\nprint(undefined_name + total)", "%%agent\nChange value in notes.txt",
-                        "%%agent\nSay hello", ids=("c0", "c1", "c-boom", "c3", "c4"))
+                        "%%agent\nSay hello"], ids=["c0", "c1", "c-boom", "c3", "c4"])
     api.add(response(text("I'll read the notebook and run the cell."), tool_use("Read", {"file_path": str(nb)}),
                      tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "c-boom"})),
             response(text("The cell raised a `NameError`: `undefined_name` is not defined.")),
@@ -75,12 +64,12 @@ def test_cards_and_how_runs_end(lab, api):
                      tool_use("Edit", {"file_path": str(root / "notes.txt"), "old_string": "value = 1",
                                        "new_string": "value = 2"})),
             http_error(401, "authentication_error", "invalid x-api-key"))
-    page = lab.open("cards.ipynb")
-    lab.run_cell(0)
-    lab.run_cell(1)
-    card = lab.cell(1)
+    page = page_of("cards.ipynb")
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    card = cell(page, 1)
     card.locator("button:has-text('Allow')").first.wait_for(timeout=30000)
-    lab.shot("approval_notebookrun", card)
+    screenshot(page, "approval_notebookrun", card)
     # the code as code (highlighted, lines kept), and where the cell is
     code = card.locator("pre.ja-code")
     assert code.count() == 1 and "print(undefined_name + total)" in code.inner_text()
@@ -90,45 +79,43 @@ def test_cards_and_how_runs_end(lab, api):
     card.locator("button:has-text('Allow')").first.click()
     card.locator("text=Finished").first.wait_for(timeout=60000)
     out = card.inner_text()
-    lab.shot("finished_run", card)
+    screenshot(page, "finished_run", card)
     assert "ran, raised NameError" in out and "✓ NotebookRun" not in out  # not a green tick
     assert "not a promise" not in out and "Ended" not in out  # a normal end: no lecture
     assert "cards.ipynb cell_id=c-boom" in out and str(root) not in out.split("Prompt")[0]  # relative
 
-    lab.run_cell(3)
-    card = lab.cell(3)
+    run_and_wait(page, 3)
+    card = cell(page, 3)
     card.locator("button:has-text('Always allow')").wait_for(timeout=30000)
-    lab.shot("approval_edit", card)
+    screenshot(page, "approval_edit", card)
     text_shown = card.inner_text()
     assert "-value = 1" in text_shown and "+value = 2" in text_shown  # the diff
     assert card.locator("details:has-text('raw input')").get_attribute("open") is None
     assert "adds Edit(" in text_shown and "Edit, Write and NotebookEdit" in text_shown
     card.locator("button:has-text('Stop')").click()
     card.locator("text=Stopped").first.wait_for(timeout=30000)
-    lab.shot("stopped_run", card)
+    screenshot(page, "stopped_run", card)
     out = card.inner_text()
     assert "⏹" in out and "stopped" in out and "— error" not in out
     assert (root / "notes.txt").read_text() == "# settings\nvalue = 1\n"
 
-    lab.run_cell(4)
-    card = lab.cell(4)
+    run_and_wait(page, 4)
+    card = cell(page, 4)
     card.locator("text=Model error").first.wait_for(timeout=30000)
-    lab.shot("model_error", card)
+    screenshot(page, "model_error", card)
     out = card.inner_text()
     assert "Check ANTHROPIC_API_KEY" in out and "invalid x-api-key" in out
     assert "Error: authentication" not in out
-    page.close()
-    lab.page = None
 
 
-def test_the_chat_reads_like_a_chat_in_light_and_dark_themes(lab, api):
-    write_notebook(lab.root / "chat.ipynb", "%load_ext jupyter_agent\nimport jupyter_agent", "jupyter_agent.chat()")
+def test_the_chat_reads_like_a_chat_in_light_and_dark_themes(lab, page_of, api):
+    write_notebook(lab.root / "chat.ipynb", ["%load_ext jupyter_agent\nimport jupyter_agent", "jupyter_agent.chat()"])
     api.add(response(text("I'll **write** `hello.txt`."),
                      tool_use("Write", {"file_path": str(lab.root / "hello.txt"), "content": "hi"})),
             response(text("Done: `hello.txt` says *hi*.")))
-    page = lab.open("chat.ipynb", height=1100)
-    lab.run_cell(0)
-    lab.run_cell(1)
+    page = page_of("chat.ipynb", height=1100)
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
     chat = page.locator(".ja-chat")
     chat.locator("textarea").fill("Write hi to hello.txt")
     chat.locator("button:has-text('Send')").click()
@@ -139,70 +126,66 @@ def test_the_chat_reads_like_a_chat_in_light_and_dark_themes(lab, api):
     assert sum(1 for h in headers if h.is_visible()) == 1  # one header (the fallback is hidden)
     chat.locator("button.mod-success:has-text('Allow')").click()
     chat.locator("text=Done: hello.txt says").wait_for(timeout=30000)
-    page.wait_for_timeout(300)
+    chat.locator("button:has-text('Send'):not([disabled])").wait_for()  # the turn is over
     # the turn stays inside the panel, the input below it
     assert chat.locator(".ja-user").count() == 1
     turn_y = chat.locator("text=Done: hello.txt says").bounding_box()["y"]
     assert chat.locator("textarea").bounding_box()["y"] > turn_y
     assert "model not found" not in page.inner_text("body")
-    lab.shot("chat_light", lab.cell(1))
+    screenshot(page, "chat_light", cell(page, 1))
     assert contrast(page, ".ja-chat .ja-user") >= 4.5
-    lab.command("Use Theme: JupyterLab Dark")
-    page.wait_for_selector("body[data-jp-theme-light='false']", state="attached", timeout=15000)
-    page.wait_for_timeout(800)
-    lab.shot("chat_dark", lab.cell(1))
+    command(page, "Use Theme: JupyterLab Dark")
+    wait_theme(page, light=False)
+    screenshot(page, "chat_dark", cell(page, 1))
     assert contrast(page, ".ja-chat .ja-user") >= 4.5
     assert contrast(page, ".ja-chat .jp-RenderedMarkdown p") >= 4.5  # the agent's answer
-    lab.command("Use Theme: JupyterLab Light")
-    page.wait_for_selector("body[data-jp-theme-light='true']", state="attached", timeout=15000)
-    page.close()
-    lab.page = None
+    command(page, "Use Theme: JupyterLab Light")
+    wait_theme(page, light=True)
 
 
-def test_a_notebook_reopened_after_a_kernel_restart_shows_transcripts_not_errors(lab, api):
-    nb_path = write_notebook(lab.root / "restart.ipynb", "%load_ext jupyter_agent\nimport jupyter_agent",
-                             "%%agent\nWrite x.txt", "jupyter_agent.chat()")
+def test_a_notebook_reopened_after_a_kernel_restart_shows_transcripts_not_errors(lab, page_of, api):
+    nb_path = write_notebook(lab.root / "restart.ipynb", ["%load_ext jupyter_agent\nimport jupyter_agent",
+                             "%%agent\nWrite x.txt", "jupyter_agent.chat()"])
     api.add(response(text("Hello from the chat, before the restart.")),
             response(text("I'll write x.txt."), tool_use("Write", {"file_path": str(lab.root / "x.txt"), "content": ""})))
-    page = lab.open("restart.ipynb")
-    lab.run_cell(0)
-    lab.run_cell(2)
+    page = page_of("restart.ipynb")
+    run_and_wait(page, 0)
+    run_and_wait(page, 2)
     chat = page.locator(".ja-chat")
     chat.locator("textarea").fill("Hi chat")
     chat.locator("button:has-text('Send')").click()
     chat.locator("text=Hello from the chat, before the restart.").wait_for(timeout=30000)
-    lab.run_cell(1)
-    lab.cell(1).locator("button:has-text('Allow')").first.wait_for(timeout=30000)
-    page.wait_for_timeout(500)
+    run_and_wait(page, 1)
+    cell(page, 1).locator("button:has-text('Allow')").first.wait_for(timeout=30000)
+    # the hidden fallback (see jupyter/fallback.py) has the transcript so far
+    cell(page, 1).locator(".jp-OutputArea-child", has=page.locator("[class*='ja-fallback-']"),
+                          has_text="I'll write x.txt.").wait_for(state="attached")
     # saving mid-run keeps the transcript so far, not a placeholder
-    page.keyboard.press("Control+s")
-    page.wait_for_timeout(1500)
+    save(page, nb_path)
     saved = nbformat.read(nb_path, as_version=4)
     widget, fallback = (o["data"] for o in saved.cells[1].outputs)
     assert VIEW in widget and "I'll write x.txt." in fallback["text/markdown"]
     assert "in progress" not in json.dumps(saved.cells[1].outputs)
 
-    lab.command("Restart Kernel…")
-    page.locator(".jp-Dialog button.jp-mod-accept").click()
-    lab.cell(1).locator("text=Interrupted").first.wait_for(timeout=30000)
-    page.wait_for_selector("text=| Idle", timeout=60000)
-    page.keyboard.press("Control+s")
-    page.wait_for_timeout(1500)
+    with restarted(page):
+        command(page, "Restart Kernel…")
+        page.locator(".jp-Dialog button.jp-mod-accept").click()
+        cell(page, 1).locator("text=Interrupted").first.wait_for(timeout=30000)
+    save(page, nb_path)
+    page.context.close()
 
-    page = lab.open("restart.ipynb")  # reopened: the old kernel's widgets are gone
-    page.wait_for_timeout(1500)
+    page = page_of("restart.ipynb")  # reopened: the old kernel's widgets are gone
+    page.wait_for_timeout(1500)  # time for a broken widget view to show its error
     body = page.inner_text("body")
-    lab.shot("reopened_after_restart")
+    screenshot(page, "reopened_after_restart")
     assert "model not found" not in body and "Error displaying widget" not in body
-    assert "I'll write x.txt." in lab.cell(1).inner_text() and "Interrupted" in lab.cell(1).inner_text()
-    assert "Hello from the chat, before the restart." in lab.cell(2).inner_text()
+    assert "I'll write x.txt." in cell(page, 1).inner_text() and "Interrupted" in cell(page, 1).inner_text()
+    assert "Hello from the chat, before the restart." in cell(page, 2).inner_text()
     assert not (lab.root / "x.txt").exists()
 
     # chat() again keeps the history it had saved
-    lab.run_cell(0)
-    lab.run_cell(2)
+    run_and_wait(page, 0)
+    run_and_wait(page, 2)
     page.locator(".ja-chat").locator("text=Earlier in this chat").wait_for(timeout=30000)
-    assert "Hello from the chat, before the restart." in lab.cell(2).inner_text()
-    lab.shot("chat_after_restart", lab.cell(2))
-    page.close()
-    lab.page = None
+    assert "Hello from the chat, before the restart." in cell(page, 2).inner_text()
+    screenshot(page, "chat_after_restart", cell(page, 2))

@@ -2,8 +2,7 @@
 the notebook the user has open, in the user's kernel, through the labextension's bridge.
 
 One JupyterLab server and browser for the module; each test opens its own notebook.
-Screenshots of each test's end state go to $JUPYTER_AGENT_SCREENSHOTS
-(/tmp/jupyter-agent-screenshots).
+Screenshots of each test's end state go to tests/output/screenshots/ (see ``lab.py``).
 """
 
 from __future__ import annotations
@@ -16,44 +15,11 @@ import pytest
 
 from jupyter_agent.testing import text, tool_use, response
 
-from .livelab import HAVE_BROWSER, Lab, button, cell, cell_sources, click_button, require_browser, run_and_wait, \
-    run_cell, screenshot, wait_for_end, wait_idle, write_notebook
+from .lab import HAVE_BROWSER, button, cell, cell_sources, click_button, require_browser, restarted, \
+    run_and_wait, run_cell, save, screenshot, wait_cell_count, wait_for_end, wait_prompt, write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
-
-
-@pytest.fixture(scope="module")
-def lab(api, tmp_path_factory):
-    server = Lab(tmp_path_factory.mktemp("lab"), api.env())
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def page_of(lab, request):
-    """Open notebooks in pages; screenshot them (the test's end state), close them and
-    stop the kernels after the test."""
-    contexts, pages = [], []
-
-    def open_page(name, context=None):
-        page = lab.open(name, context)
-        contexts.append(page.context)
-        pages.append(page)
-        return page
-
-    yield open_page
-    for i, page in enumerate(pages):
-        try:
-            screenshot(page, f"{request.node.name}-{i}")
-        except Exception:
-            pass
-    for ctx in contexts:
-        try:
-            ctx.close()
-        except Exception:
-            pass
-    lab.shutdown_kernels()
 
 
 @pytest.fixture
@@ -97,7 +63,7 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
     button(page, "Allow").wait_for(timeout=60000)
     assert len(cell_sources(page)) == 4  # nothing inserted before Allow
     click_button(page, "Allow")
-    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 5")
+    wait_cell_count(page, 5)
     assert cell_sources(page)[3] == "print(x + 1)"  # right under the %%agent cell
     button(page, "Allow").wait_for(timeout=60000)
     click_button(page, "Allow")
@@ -114,8 +80,7 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
     # the model was told which cell is the %%agent cell, so "below" is right under it
     assert 'cell, id \\"agentcell\\"' in json.dumps(api.requests[-4].body["messages"])
     page.locator(".jp-Notebook").click(position={"x": 5, "y": 5})
-    page.keyboard.press("Control+s")
-    time.sleep(1.0)
+    save(page, nb)
     assert page.locator(".jp-Dialog").count() == 0  # no "File Changed" Overwrite/Revert
     screenshot(page, "live_scenario")
     on_disk = saved(lab, "scenario.ipynb")
@@ -132,13 +97,6 @@ def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=(), al
     write_notebook(path, [load, f"%%agent{flag}\n{prompt}", *extra],
                    ids=["load", "agent", *[f"u{i}" for i in range(len(extra))]])
     return path
-
-
-def _wait_prompt(page, index, prompt):
-    page.wait_for_function(
-        """([i, p]) => { const c = document.querySelectorAll('.jp-Notebook .jp-Cell')[i];
-                        const e = c && c.querySelector('.jp-InputPrompt');
-                        return e && e.textContent.includes(p); }""", arg=[index, prompt], timeout=60000)
 
 
 def _tool_results(api):
@@ -167,10 +125,10 @@ def test_an_agent_insert_is_one_undo_step(lab, page_of, script):
                                   "z = 2", "y = 1"]
     page.keyboard.press("Escape")
     page.keyboard.press("z")  # command mode: undo the last cell operation
-    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 3")
+    wait_cell_count(page, 3)
     assert cell_sources(page)[2] == "y = 1"  # the agent's cell is gone, the user's cells stay
     page.keyboard.press("Shift+z")  # and redo brings it back
-    page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 4")
+    wait_cell_count(page, 4)
     screenshot(page, "live_undo")
 
 
@@ -294,20 +252,16 @@ def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, s
     page = page_of("restart.ipynb")
     run_and_wait(page, 0)
     run_cell(page, 0)
-    _wait_prompt(page, 0, "[2]")
+    wait_prompt(page, 0, "[2]")
     # Restart as a user does: command mode, 0 0, then "Restart" in JupyterLab's dialog.
-    page.keyboard.press("Escape")
-    page.keyboard.press("0")
-    page.keyboard.press("0")
-    page.locator(".jp-Dialog .jp-mod-accept").click(timeout=30000)
-    page.locator(".jp-Dialog").wait_for(state="detached", timeout=30000)
-    try:
-        wait_idle(page, timeout=90)
-    except Exception:
-        status = page.locator(".jp-StatusBar-Widget").all_inner_texts()
-        raise AssertionError(f"the page's kernel did not come back idle; status bar: {status}")
+    with restarted(page):
+        page.keyboard.press("Escape")
+        page.keyboard.press("0")
+        page.keyboard.press("0")
+        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=30000)
+        page.locator(".jp-Dialog").wait_for(state="detached", timeout=30000)
     run_cell(page, 0)
-    _wait_prompt(page, 0, "[1]")  # the new kernel's first execution
+    wait_prompt(page, 0, "[1]")  # the new kernel's first execution
     run_cell(page, 1)
     wait_for_end(page, timeout=60000)
     assert "after_restart = 1" in cell_sources(page)

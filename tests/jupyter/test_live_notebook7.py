@@ -2,22 +2,21 @@
 in real Chromium: the issue's main scenario, as in JupyterLab (test_live_notebook.py).
 
 One Notebook 7 server and browser for the module. The end state's screenshot goes to
-$JUPYTER_AGENT_SCREENSHOTS (/tmp/jupyter-agent-screenshots).
+tests/output/screenshots/ (see ``lab.py``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import time
 
 import nbformat
 import pytest
 
 from jupyter_agent.testing import response, text, tool_use
 
-from .livelab import HAVE_BROWSER, Lab, button, cell, cell_sources, click_button, require_browser, run_and_wait, \
-    run_cell, screenshot, write_notebook
+from .lab import HAVE_BROWSER, Lab, button, cell, cell_sources, click_button, require_browser, run_and_wait, \
+    run_cell, save, screenshot, wait_cell_count, write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not (HAVE_BROWSER and importlib.util.find_spec("notebook")),
@@ -49,18 +48,19 @@ def test_notebook7_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(nb7, 
     )
     context = nb7.browser.new_context(viewport={"width": 1200, "height": 1000})
     errors: list[str] = []
-    page = context.new_page()
-    page.on("pageerror", lambda e: errors.append(f"{e}\n{e.stack}"))
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    # on the context, so that errors while the page loads count too
+    context.on("weberror", lambda e: errors.append(f"{e.error}\n{e.error.stack}"))
+    context.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    page = None
     try:
-        page = _open(nb7, page, "scenario7.ipynb")
+        page = nb7.open("scenario7.ipynb", context)
         run_and_wait(page, 0)
         run_and_wait(page, 1)
         run_cell(page, 2)
         button(page, "Allow").wait_for(timeout=60000)
         assert len(cell_sources(page)) == 4  # nothing inserted before Allow
         click_button(page, "Allow")
-        page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 5")
+        wait_cell_count(page, 5)
         assert cell_sources(page)[3] == "print(x + 1)"  # right under the %%agent cell
         button(page, "Allow").wait_for(timeout=60000)
         click_button(page, "Allow")
@@ -70,8 +70,7 @@ def test_notebook7_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(nb7, 
         results = json.dumps(api.requests[-1].body["messages"][-1])
         assert "42" in results and "NameError" not in results
         page.locator(".jp-Notebook").click(position={"x": 5, "y": 5})
-        page.keyboard.press("Control+s")
-        time.sleep(1.0)
+        save(page, path)
         assert page.locator(".jp-Dialog").count() == 0  # no "File Changed" Overwrite/Revert
         on_disk = nbformat.read(path, as_version=4)
         assert [c.source for c in on_disk.cells][3] == "print(x + 1)"
@@ -79,14 +78,8 @@ def test_notebook7_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(nb7, 
         ours = [e for e in errors if "jupyter-agent" in e or "jupyter_agent" in e]
         assert not ours, ours
     finally:
-        screenshot(page, "live_scenario_notebook7")
+        if page is not None:
+            screenshot(page, "live_scenario_notebook7")
         context.close()
         nb7.shutdown_kernels()
     assert api.pending == 0 and not api.rejections
-
-
-def _open(server, page, name):
-    page.goto(f"{server.url}/notebooks/{name}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60000)
-    server.wait_kernels_idle()
-    return page

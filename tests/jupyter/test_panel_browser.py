@@ -3,8 +3,7 @@ model: type a prompt in the panel, watch the answer stream, approve the edit and
 there, and see the new cell run in the page, in the user's kernel. Switching notebooks
 switches the kernel; a kernel without the extension gets a one-line hint.
 
-Screenshots (light and dark theme) go to $JUPYTER_AGENT_SCREENSHOTS
-(/tmp/jupyter-agent-screenshots).
+Screenshots (light and dark theme) go to tests/output/screenshots/ (see ``lab.py``).
 """
 
 from __future__ import annotations
@@ -13,8 +12,8 @@ import pytest
 
 from jupyter_agent.testing import response, text, thinking, tool_use
 
-from .livelab import HAVE_BROWSER, Lab, cell, cell_sources, require_browser, run_and_wait, screenshot, wait_idle, \
-    write_notebook
+from .lab import HAVE_BROWSER, cell, cell_sources, menu, require_browser, restarted, run_and_wait, \
+    screenshot, wait_cell_count, wait_theme, write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
@@ -23,22 +22,7 @@ PANEL = "#jupyter-agent-panel"
 HINT = "Run %load_ext jupyter_agent in this notebook"
 
 
-@pytest.fixture(scope="module")
-def lab(api, tmp_path_factory):
-    server = Lab(tmp_path_factory.mktemp("lab"), api.env())
-    yield server
-    server.close()
-
-
-def menu(page, *labels: str) -> None:
-    """Click through the menu bar, as a person would (Settings > Theme > ...)."""
-    page.locator(".lm-MenuBar-itemLabel").get_by_text(labels[0], exact=True).click()
-    for label in labels[1:-1]:
-        page.locator(".lm-Menu-itemLabel").get_by_text(label, exact=True).hover()
-    page.locator(".lm-Menu-itemLabel").get_by_text(labels[-1], exact=True).click()
-
-
-def test_side_panel_round_trip(lab, script, api):
+def test_side_panel_round_trip(lab, page_of, script, api):
     nb = lab.root / "agent.ipynb"
     write_notebook(nb, ["x = 41", "%load_ext jupyter_agent"], ids=["setx", "load"])
     write_notebook(lab.root / "plain.ipynb", ["1 + 1"])
@@ -50,7 +34,7 @@ def test_side_panel_round_trip(lab, script, api):
         response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "cell-2"})),
         response(text("Done: the new cell printed *42*."), delay_s=0.01),
     )
-    page = lab.open("agent.ipynb")
+    page = page_of("agent.ipynb")
     try:
         page.click(f"li[data-id='{PANEL[1:]}']")  # the sidebar tab opens the panel
         panel = page.locator(PANEL)
@@ -73,7 +57,7 @@ def test_side_panel_round_trip(lab, script, api):
         assert panel.locator(".jp-AgentPanel-state-approval[data-tool='NotebookEdit']").count() == 1
         screenshot(page, "panel_approval_light")
         approval.get_by_role("button", name="Allow", exact=True).click()
-        page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .jp-Cell').length === 4")
+        wait_cell_count(page, 4)
         assert cell_sources(page)[2] == "print(x + 1)"  # the edit is in the page, live
         approval = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
         approval.wait_for(timeout=30000)
@@ -92,8 +76,7 @@ def test_side_panel_round_trip(lab, script, api):
         screenshot(page, "panel_done_light")
 
         menu(page, "Settings", "Theme", "JupyterLab Dark")
-        page.wait_for_selector("body[data-jp-theme-light='false']", state="attached", timeout=30000)
-        page.wait_for_timeout(500)
+        wait_theme(page, light=False)
         screenshot(page, "panel_done_dark")
 
         # another notebook, whose kernel has not loaded the extension: the panel follows, with a hint
@@ -123,12 +106,10 @@ def test_side_panel_round_trip(lab, script, api):
         assert "Not now, thanks." in str(api.requests[-1]["messages"][-1]["content"])
         assert "Add a cell that prints" not in str(api.requests[-1]["messages"])  # a new conversation
         # a kernel restart forgets %load_ext: the panel says so instead of hanging
-        menu(page, "Kernel", "Restart Kernel…")
-        page.locator(".jp-Dialog-button.jp-mod-accept", has_text="Restart").click()
-        panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)
-        wait_idle(page)  # the restarted kernel is up, and the panel's retry was refused too
+        with restarted(page):  # the restarted kernel is up, and the panel's retry was refused too
+            menu(page, "Kernel", "Restart Kernel…")
+            page.locator(".jp-Dialog-button.jp-mod-accept", has_text="Restart").click()
+            panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)
         panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)
     finally:
         screenshot(page, "panel_end")
-        page.context.close()
-        lab.shutdown_kernels()
