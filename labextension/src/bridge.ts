@@ -135,7 +135,7 @@ class NotebookBridge {
       case 'version':
         return { version: this.version() };
       case 'read':
-        return this.read();
+        return this.read(req);
       case 'insert':
         return this.insert(req, reply);
       case 'replace':
@@ -170,6 +170,7 @@ class NotebookBridge {
 
   private cachedVersion: string | null = null;
   private watchedDoc: any = null;
+  private updates = 0;
 
   /** A hash of the cells' ids, types and sources: what an agent edit must not race with.
    * Outputs and execution counts are left out (running a cell is not an edit). Kept until
@@ -182,6 +183,7 @@ class NotebookBridge {
       this.cachedVersion = null;
       ydoc?.on?.('update', () => {
         this.cachedVersion = null;
+        this.updates++;
       });
     }
     if (this.cachedVersion === null || !ydoc) {
@@ -216,13 +218,27 @@ class NotebookBridge {
     return this.shared.ydoc.getArray('cells');
   }
 
-  read(): JSONObject {
+  /** Changes with any change of the document (outputs and metadata too, unlike the
+   * version), and with the document itself (a reload): what a read may be reused for. */
+  private state(): string {
+    this.version(); // watches the document's updates
+    return `${this.shared.ydoc?.guid ?? 'doc'}:${this.updates}`;
+  }
+
+  /** The whole notebook; only `{state, unchanged: true}` when the reader's copy, read at
+   * `known_state`, is still the document (a re-read of 2,000 cells then costs nothing). */
+  read(req: IRequest): JSONObject {
+    const state = this.state();
+    if (typeof req.known_state === 'string' && req.known_state === state) {
+      return { state, unchanged: true };
+    }
     const shared = this.shared;
     const cells = (shared.cells as any[]).map(cell => cell.toJSON());
     const metadata = shared.getMetadata();
     return {
       path: this.panel.context.path,
       version: this.version(),
+      state,
       cells,
       metadata: { kernelspec: metadata.kernelspec, language_info: metadata.language_info }
     };

@@ -1,6 +1,7 @@
 """The page answers an agent edit as soon as the notebook's document holds it, before
 JupyterLab has built its view of the change (bridge speed, issue 10), and never answers
-as done an edit that did not happen.
+as done an edit that did not happen. A re-read of a notebook that has not changed at all
+is answered without the notebook; any change (an output too) is read in full.
 
 Real JupyterLab in real Chromium; the page's JupyterLab is exposed to the test
 (``exposeAppInBrowser``) so a test can make the page's own code fail at a chosen point.
@@ -13,7 +14,7 @@ import json
 
 import pytest
 
-from .livelab import HAVE_BROWSER, Lab, cell, cell_sources, require_browser, run_and_wait, wait_idle, \
+from .livelab import HAVE_BROWSER, Lab, cell, cell_sources, require_browser, run_and_wait, run_cell, wait_idle, \
     write_notebook
 
 require_browser()
@@ -45,11 +46,29 @@ def lab(api, tmp_path_factory):
     server.close()
 
 
+#: Three reads through the live backend, the page's document changed between the 2nd and 3rd.
+AGENT_READS = """\
+import asyncio
+from pathlib import Path
+from jupyter_agent.jupyter.bridge import get_bridge
+from jupyter_agent.notebook.live_backend import LiveNotebook
+doc = LiveNotebook(Path("NAME").resolve(), get_bridge(), get_ipython().kernel.get_parent()["header"]["session"])
+first = await doc.snapshot()
+again = await doc.snapshot()
+print("READ TWICE", flush=True)
+while not Path("changed.flag").exists():
+    await asyncio.sleep(0.05)
+after = await doc.snapshot()
+print("REUSED" if again is first else "REREAD", after.cells[2].outputs)
+"""
+
+
 @pytest.fixture
 def notebook(lab, request):
-    """A page showing a fresh notebook: %load_ext, the agent's insert, one user cell."""
+    """A page showing a fresh notebook: %load_ext, the agent's code, one user cell."""
     name = f"{request.node.name[:40]}.ipynb"
-    write_notebook(lab.root / name, ["%load_ext jupyter_agent", AGENT_INSERT.replace("NAME", name), "user = 1"])
+    code = AGENT_READS if "read" in request.node.name else AGENT_INSERT
+    write_notebook(lab.root / name, ["%load_ext jupyter_agent", code.replace("NAME", name), "user = 1"])
     page = lab.open(name)
     yield page
     page.context.close()
@@ -95,3 +114,24 @@ def test_an_insert_that_throws_in_the_page_is_refused_with_its_error(notebook):
     outcome = insert_and_read_outcome(page)
     assert outcome.startswith("REFUSED") and "the page could not insert" in outcome, outcome
     assert cell_sources(page)[2:] == ["user = 1"]
+
+
+def test_a_reread_of_an_unchanged_notebook_reuses_the_read_and_any_change_is_read(lab, notebook):
+    page = notebook
+    run_and_wait(page, 0)
+    run_cell(page, 1)  # reads twice, then waits for the flag
+    output = cell(page, 1).locator(".jp-OutputArea")
+    page.wait_for_function("el => el.textContent.includes('READ TWICE')", arg=output.element_handle(timeout=30000),
+                           timeout=30000)
+    # A change the version leaves out (outputs): the next read must still see it.
+    page.evaluate(f"""() => {SHARED}.cells[2].setOutputs([{{output_type: 'stream', name: 'stdout',
+                                                           text: 'from the page'}}])""")
+    (lab.root / "changed.flag").write_text("")
+    try:
+        page.wait_for_function("el => /REUSED|REREAD/.test(el.textContent)", arg=output.element_handle(),
+                               timeout=30000)
+        text = output.inner_text().split("READ TWICE", 1)[1].strip()
+    finally:
+        (lab.root / "changed.flag").unlink(missing_ok=True)
+    assert text.startswith("REUSED"), text  # the second read did not carry the notebook again
+    assert "from the page" in text, text  # the third did, with the output the page added
