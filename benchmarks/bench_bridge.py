@@ -6,8 +6,13 @@ Starts JupyterLab twice (the package's server extension sets TCP_NODELAY on kern
 websockets; the second server runs with JUPYTER_AGENT_NODELAY=0) and opens a notebook of
 ``--cells`` cells in Debian's chromium. A background task in the page's kernel (the kernel
 idle, as during an agent run) times each operation through the bridge: read (the whole
-notebook), version, insert, replace, delete, and a trivial cell's run; then the same
-operations on a copy of the file through the file backend (runs in a kernel it starts).
+notebook, by a fresh document object), re-read (of the unchanged notebook: the page
+answers "unchanged"), version, insert, replace, delete, and a trivial cell's run; then
+the same operations on a copy of the file through the file backend (runs in a kernel it
+starts).
+"after edit" is the version request sent right after an edit: the page answers an edit as
+soon as its document holds it, and JupyterLab's view work for it comes after, so any of
+it a next request waits for shows there.
 
 Targets: median insert or replace <= 20 ms; a trivial cell's run <= 150 ms; read of a
 2,000-cell open notebook <= 300 ms.
@@ -49,15 +54,21 @@ async def _timed(results, name, fn, repeat, doc=None):
         results.setdefault(name, []).append((time.perf_counter() - t) * 1000)
         _page_ms(results, name, doc)
 
-async def _ops(doc, repeat, results, run=True):
+async def _ops(doc, fresh, repeat, results, run=True):
     snap = await doc.snapshot()
     scratch = snap.cells[2].id
-    await _timed(results, "read", doc.snapshot, max(5, repeat // 3), doc)
+    # a first read (a fresh document object: the whole notebook comes over), then re-reads
+    # of the unchanged notebook (the page answers "unchanged")
+    await _timed(results, "read", lambda: fresh().snapshot(), max(5, repeat // 3), doc)
+    await _timed(results, "re-read", doc.snapshot, max(5, repeat // 3), doc)
     await _timed(results, "version", doc.version, repeat, doc)
     # the edits time one call each; the version read before it is the tool's own check
     for name in ("insert", "replace", "delete"):
-        for _ in range(repeat):
+        for i in range(repeat):
+            t = time.perf_counter()
             v = await doc.version()
+            if i:  # the page answers an edit before its own view work: that lands here
+                results.setdefault("after edit", []).append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
             if name == "insert":
                 r = await doc.insert_cell(3, "code", "1 + 1", expected_version=v)
@@ -74,15 +85,16 @@ async def _ops(doc, repeat, results, run=True):
 
 async def _bench(repeat):
     out = {}
-    live = LiveNotebook(_path, get_bridge(), _client)
+    fresh = lambda: LiveNotebook(_path, get_bridge(), _client)
     out["live"] = {}
-    await _ops(live, repeat, out["live"])
+    await _ops(fresh(), fresh, repeat, out["live"])
     copy = _path.with_name("bench-copy.ipynb")
     shutil.copyfile(_path, copy)
     pool = KernelPool(transport="ipc")
     try:
         out["file"] = {}
-        await _ops(FileNotebook(copy, kernels=pool), repeat, out["file"])
+        fresh = lambda: FileNotebook(copy, kernels=pool)
+        await _ops(fresh(), fresh, repeat, out["file"])
     finally:
         await pool.aclose()
     for side in out.values():
@@ -101,7 +113,7 @@ _bench_task = asyncio.get_running_loop().create_task(_guarded(REPEAT))
 '''
 
 
-def measure(nodelay: bool, cells: int, repeat: int, windowing: str) -> dict:
+def measure(nodelay: bool, cells: int, repeat: int, windowing: str, untrack: bool = False) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="bench-bridge-"))
     if windowing:  # the user's Notebook setting "Windowing mode" (JupyterLab's default: defer)
         settings = tmp / "settings/@jupyterlab/notebook-extension"
@@ -109,6 +121,10 @@ def measure(nodelay: bool, cells: int, repeat: int, windowing: str) -> dict:
         (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": windowing}))
     env = {} if nodelay else {"JUPYTER_AGENT_NODELAY": "0"}
     lab = Lab(tmp, env)
+    if untrack:  # JupyterLab's page option: no kernel status change for comm messages
+        config = tmp / "cfg/labconfig/page_config.json"
+        config.write_text(json.dumps({**json.loads(config.read_text()),
+                                      "untracked_message_types": json.dumps(["comm_msg"])}))
     try:
         sources = ["%load_ext jupyter_agent", KERNEL_BENCH.replace("REPEAT", str(repeat)), "1 + 1"]
         sources += [f"# cell {i}\nvalue_{i} = {i} * 2" for i in range(cells - len(sources))]
@@ -136,20 +152,24 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=25)
     parser.add_argument("--windowing", default="", choices=("", "defer", "full", "none"),
                         help="JupyterLab's notebook windowing mode for the page (default: the user default)")
+    parser.add_argument("--untrack-comm-status", action="store_true",
+                        help="set JupyterLab's page option untracked_message_types to [\"comm_msg\"]: the page "
+                             "does not re-render the kernel's busy/idle around each bridge reply")
     args = parser.parse_args()
     rows = {}
     for nodelay in (True, False):
         print(f"measuring with TCP_NODELAY {'on' if nodelay else 'off'} ...", flush=True)
-        data = measure(nodelay, args.cells, args.repeat, args.windowing)
+        data = measure(nodelay, args.cells, args.repeat, args.windowing, args.untrack_comm_status)
         label = f"bridge, TCP_NODELAY {'on' if nodelay else 'off'}"
         rows[label] = {k: v for k, v in data["live"].items() if "@" not in k}
         rows[f"  of which in the page ({'on' if nodelay else 'off'})"] = {
             k.split("@")[0]: v for k, v in data["live"].items() if k.endswith("@page")}
         if nodelay:
             rows["file backend"] = data["file"]
-    ops = ("read", "version", "insert", "replace", "delete", "run")
+    ops = ("read", "re-read", "version", "insert", "replace", "delete", "run", "after edit")
     print(f"median (max) ms per operation, {args.cells}-cell notebook, {args.repeat} repeats, "
-          f"windowing {args.windowing or 'default'}")
+          f"windowing {args.windowing or 'default'}"
+          f"{', comm_msg status untracked' if args.untrack_comm_status else ''}")
     print(f"{'':32}" + "".join(f"{op:>16}" for op in ops))
     for name, data in rows.items():
         line = f"{name:32}"

@@ -12,8 +12,8 @@ here and once in ``labextension/src/protocol.ts``.
   with that id. ``to`` names one page: the one whose ``clientId`` sent the request that
   started the run; other tabs ignore it.
 * Replies may arrive on another thread (JupyterLab 4.6 can send comm messages on a
-  subshell), so everything the comm receives goes to the loop through
-  ``loop.call_soon_threadsafe``. A reply that comes after its request gave up (a
+  subshell), so what the comm receives there goes to the loop through
+  ``loop.call_soon_threadsafe``; on the loop's own thread it is handled at once. A reply that comes after its request gave up (a
   timeout, a stopped run) is dropped; a malformed or unknown message gets an error
   reply and changes nothing.
 """
@@ -174,9 +174,11 @@ class KernelBridge:
     def _receive(self, c: Any, msg: dict[str, Any]) -> None:
         data = (msg.get("content") or {}).get("data")
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if loop is not None and not loop.is_closed() and not _running_here(loop):
             loop.call_soon_threadsafe(self._dispatch, c, data)
         else:
+            # On the loop's own thread (ipykernel's main shell handler): at once, not after
+            # the kernel has finished handling the message (its idle status; ~2-3 ms a reply).
             self._dispatch(c, data)
 
     def _dispatch(self, c: Any, data: Any) -> None:
@@ -226,7 +228,10 @@ class KernelBridge:
         else:
             outcome = BridgeError(str(data.get("error") or "the page refused the request"),
                                   str(data.get("code") or "failed"))
-        pending.loop.call_soon_threadsafe(_resolve, pending.future, outcome)
+        if _running_here(pending.loop):
+            _resolve(pending.future, outcome)
+        else:
+            pending.loop.call_soon_threadsafe(_resolve, pending.future, outcome)
 
     def _closed(self, c: Any) -> None:
         for client_id, page in list(self.pages.items()):
@@ -321,6 +326,14 @@ class KernelBridge:
         with self._lock:
             if self._pending.pop(request_id, None) is not None:
                 self._late.add(request_id)
+
+
+def _running_here(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` is the loop running in this thread (then no thread hop is needed)."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:  # no loop runs in this thread
+        return False
 
 
 def _resolve(future: asyncio.Future, outcome: Any) -> None:

@@ -6,7 +6,9 @@ edits included; edits go into the page's document (shown at once, one undo step 
 saved as a person's edits are); a run is the page's Shift+Enter, in the user's kernel.
 
 The page checks ``expected_version`` (a hash of the cells' ids, types and sources) right
-before it applies a change, so an edit never races with the user's typing.
+before it applies a change, so an edit never races with the user's typing. A read passes
+the ``state`` of the last one (it moves with any change of the page's document, outputs
+included): an unchanged notebook is not sent again (NotebookEdit re-reads before it edits).
 
 :class:`GuardedNotebook` is the policy for the kernel's own notebook when no page
 answers for it (VS Code, Colab, the extension missing) or when a batch executor owns it:
@@ -50,6 +52,8 @@ class LiveNotebook(NotebookDocument):
         self._checked = False
         self.absent: str | None = None
         self._last: NotebookSnapshot | None = None
+        #: the page's document state when ``_last`` was read (any change at all moves it)
+        self._last_state: str | None = None
 
     async def answering(self) -> bool:
         """Whether the page answers (waited for once: its hello may still be on its way)."""
@@ -79,10 +83,15 @@ class LiveNotebook(NotebookDocument):
     async def snapshot(self) -> NotebookSnapshot:
         if not await self.answering():
             return await FileNotebook(self.path).snapshot()  # reading the file loses nothing
-        result = await self._ask("read")
+        last, known = self._last, self._last_state
+        result = await self._ask("read", **({"known_state": known} if last is not None and known else {}))
+        if result.get("unchanged") is True and last is not None and result.get("state") == known:
+            return last  # the page's document has not changed at all since that read
         snapshot = NotebookSnapshot.of(self.path, cell_views(result.get("cells") or []),
                                        str(result.get("version") or ""), result.get("metadata") or {})
         self._last = snapshot
+        state = result.get("state")
+        self._last_state = state if isinstance(state, str) else None
         return snapshot
 
     async def _real_id(self, cell_id: str, expected_version: str | None) -> str:

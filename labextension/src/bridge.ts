@@ -20,8 +20,15 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { BridgeError, CODES, IRequest, PROTOCOL_VERSION, TARGET, checkRequest } from './protocol';
 
 type JSONObject = Record<string, any>;
+/** Sends a request's success reply (at most once). */
+type Reply = (result: JSONObject) => void;
 
-/** The page's answer to one notebook's kernel. */
+/** Wall-clock time in ms (sub-ms), comparable with the kernel's time.time(): the
+ * timestamps replies carry for the benchmark's per-hop figures. */
+function now(): number {
+  return Math.round((performance.timeOrigin + performance.now()) * 100) / 100;
+}
+
 /** Bridges running a cell for the agent right now. */
 const running = new Set<NotebookBridge>();
 
@@ -81,6 +88,7 @@ class NotebookBridge {
   }
 
   private async handle(comm: Kernel.IComm, clientId: string, data: unknown): Promise<void> {
+    const received = now();
     const req = data as IRequest;
     if (req && typeof req === 'object' && 're' in (req as any)) {
       return; // a reply echoed back to us by another page: nothing to do
@@ -97,31 +105,43 @@ class NotebookBridge {
     // How long the page itself spent on the request (ms), so a benchmark can tell the
     // page's work from the transport and the page's event loop queue.
     const started = performance.now();
+    let replied = false;
+    const reply: Reply = result => {
+      if (!replied) {
+        replied = true;
+        const ms = Math.round((performance.now() - started) * 10) / 10;
+        this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: true, result, ms, at: [received, now()] });
+      }
+    };
     try {
-      const result = await this.answer(req);
-      const ms = Math.round((performance.now() - started) * 10) / 10;
-      this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: true, result, ms });
+      reply(await this.answer(req, reply));
     } catch (err) {
+      if (replied) {
+        // An edit answered as soon as the document held it (see applyEdit); what failed
+        // is JupyterLab's own work after it (its view of the change). The edit stands.
+        console.error('jupyter-agent: after an applied edit', err);
+        return;
+      }
       const code = err instanceof BridgeError ? err.code : CODES.failed;
       const error = err instanceof Error ? err.message : String(err);
       this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: false, code, error });
     }
   }
 
-  private answer(req: IRequest): Promise<JSONObject> | JSONObject {
+  private answer(req: IRequest, reply: Reply): Promise<JSONObject> | JSONObject {
     switch (req.op) {
       case 'hello':
         return this.hello();
       case 'version':
         return { version: this.version() };
       case 'read':
-        return this.read();
+        return this.read(req);
       case 'insert':
-        return this.insert(req);
+        return this.insert(req, reply);
       case 'replace':
-        return this.replace(req);
+        return this.replace(req, reply);
       case 'delete':
-        return this.remove(req);
+        return this.remove(req, reply);
       case 'run':
         return this.run(req);
     }
@@ -150,6 +170,7 @@ class NotebookBridge {
 
   private cachedVersion: string | null = null;
   private watchedDoc: any = null;
+  private updates = 0;
 
   /** A hash of the cells' ids, types and sources: what an agent edit must not race with.
    * Outputs and execution counts are left out (running a cell is not an edit). Kept until
@@ -162,6 +183,7 @@ class NotebookBridge {
       this.cachedVersion = null;
       ydoc?.on?.('update', () => {
         this.cachedVersion = null;
+        this.updates++;
       });
     }
     if (this.cachedVersion === null || !ydoc) {
@@ -180,22 +202,43 @@ class NotebookBridge {
       h ^= 0x1f;
       h = Math.imul(h, 0x01000193);
     };
-    const cells = this.shared.cells as any[];
+    // From the Yjs document itself: an edit's reply needs the version before JupyterLab's
+    // observers have brought `sharedModel.cells` up to date (see applyEdit).
+    const cells = this.ycells().toArray();
     for (const cell of cells) {
-      mix(cell.id);
-      mix(cell.cell_type);
-      mix(cell.getSource());
+      mix(String(cell.get('id')));
+      mix(String(cell.get('cell_type')));
+      mix(String(cell.get('source') ?? ''));
     }
     return `live-${cells.length}-${(h >>> 0).toString(16)}`;
   }
 
-  read(): JSONObject {
+  /** The document's Yjs array of cells (each a Y.Map): what is saved and undone. */
+  private ycells(): any {
+    return this.shared.ydoc.getArray('cells');
+  }
+
+  /** Changes with any change of the document (outputs and metadata too, unlike the
+   * version), and with the document itself (a reload): what a read may be reused for. */
+  private state(): string {
+    this.version(); // watches the document's updates
+    return `${this.shared.ydoc?.guid ?? 'doc'}:${this.updates}`;
+  }
+
+  /** The whole notebook; only `{state, unchanged: true}` when the reader's copy, read at
+   * `known_state`, is still the document (a re-read of 2,000 cells then costs nothing). */
+  read(req: IRequest): JSONObject {
+    const state = this.state();
+    if (typeof req.known_state === 'string' && req.known_state === state) {
+      return { state, unchanged: true };
+    }
     const shared = this.shared;
     const cells = (shared.cells as any[]).map(cell => cell.toJSON());
     const metadata = shared.getMetadata();
     return {
       path: this.panel.context.path,
       version: this.version(),
+      state,
       cells,
       metadata: { kernelspec: metadata.kernelspec, language_info: metadata.language_info }
     };
@@ -222,24 +265,62 @@ class NotebookBridge {
     return index;
   }
 
-  /** One agent edit is one undo step: close the step before and after it. */
-  private undoable<T>(edit: () => T, cellIndex?: number): T {
+  /**
+   * Apply one agent edit as exactly one undo step (stopCapturing before and after it) and
+   * answer it as soon as the document holds it.
+   *
+   * JupyterLab builds its view of a change (for an insert, the cell's widget and editor)
+   * synchronously in the Yjs observers at the end of the edit's transaction: most of the
+   * page's time on a large notebook. The reply does not wait for that: on the document's
+   * `beforeObserverCalls` (the transaction's changes are integrated, no observer has run
+   * yet) `outcome(result)` reads the edit back from the Yjs document, and only when the
+   * document shows it is the success reply sent, then the observers and the undo manager
+   * run in the same synchronous task (nothing else runs in between). If the edit throws,
+   * or the document does not show it, no success is sent: the error is the reply.
+   */
+  private applyEdit<T>(
+    edit: () => T,
+    outcome: (result: T) => JSONObject | null,
+    reply: Reply,
+    cellIndex?: number
+  ): JSONObject {
     const shared = this.shared;
+    const ydoc = shared.ydoc;
     const managers = [shared.undoManager];
     const cell = cellIndex !== undefined ? shared.cells[cellIndex] : undefined;
     if (cell?.undoManager && cell.undoManager !== shared.undoManager) {
       managers.push(cell.undoManager);
     }
-    managers.forEach(m => m?.stopCapturing());
+    let done = false;
     let result: T | undefined;
-    shared.transact(() => {
-      result = edit();
-    });
+    let answer: JSONObject | null = null;
+    const early = () => {
+      if (done && answer === null) {
+        answer = outcome(result as T);
+        if (answer !== null) {
+          reply(answer);
+        }
+      }
+    };
     managers.forEach(m => m?.stopCapturing());
-    return result as T;
+    ydoc.on('beforeObserverCalls', early);
+    try {
+      shared.transact(() => {
+        result = edit();
+        done = true;
+      });
+    } finally {
+      ydoc.off('beforeObserverCalls', early);
+      managers.forEach(m => m?.stopCapturing());
+    }
+    answer = answer ?? outcome(result as T);
+    if (answer === null) {
+      throw new BridgeError(CODES.failed, 'The edit did not reach the notebook in the page.');
+    }
+    return answer;
   }
 
-  insert(req: IRequest): JSONObject {
+  insert(req: IRequest, reply: Reply): JSONObject {
     this.checkVersion(req);
     const shared = this.shared;
     const index = req.index;
@@ -251,13 +332,26 @@ class NotebookBridge {
     if (typeof req.source !== 'string') {
       throw new BridgeError(CODES.badRequest, 'insert needs a string "source"');
     }
-    const cell = this.undoable(() =>
-      shared.insertCell(index, { cell_type: type, source: req.source, metadata: {} })
+    return this.applyEdit(
+      () => shared.insertCell(index, { cell_type: type, source: req.source, metadata: {} }),
+      cell => this.edited(cell, index),
+      reply
     );
-    return { cell: cell.toJSON(), index, version: this.version() };
   }
 
-  replace(req: IRequest): JSONObject {
+  /** An edit's reply when the document holds `cell` at `index`, else null. */
+  private edited(cell: any, index: number, source?: string): JSONObject | null {
+    const ycells = this.ycells();
+    if (!cell || ycells.get(index) !== cell.ymodel) {
+      return null;
+    }
+    if (source !== undefined && cell.getSource() !== source) {
+      return null;
+    }
+    return { cell: cell.toJSON(), index, version: this.computeVersion() };
+  }
+
+  replace(req: IRequest, reply: Reply): JSONObject {
     this.checkVersion(req);
     if (typeof req.source !== 'string') {
       throw new BridgeError(CODES.badRequest, 'replace needs a string "source"');
@@ -269,30 +363,47 @@ class NotebookBridge {
     const type = typeof req.cell_type === 'string' ? req.cell_type : old.cell_type;
     if (type !== old.cell_type) {
       // A cell cannot change type in place: swap it for a new one with the same id.
-      this.undoable(() => {
-        const json = old.toJSON();
-        shared.deleteCell(index);
-        shared.insertCell(index, { id: json.id, cell_type: type, source, metadata: json.metadata ?? {} });
-      });
-    } else {
-      this.undoable(() => {
+      return this.applyEdit(
+        () => {
+          const json = old.toJSON();
+          shared.deleteCell(index);
+          return shared.insertCell(index, { id: json.id, cell_type: type, source, metadata: json.metadata ?? {} });
+        },
+        cell => this.edited(cell, index, source),
+        reply
+      );
+    }
+    return this.applyEdit(
+      () => {
         old.setSource(source);
         if (old.cell_type === 'code') {
           old.clearOutputs?.('jupyter-agent') ?? old.setOutputs([]);
           old.execution_count = null;
         }
-      }, index);
-    }
-    return { cell: shared.cells[index].toJSON(), index, version: this.version() };
+        return old;
+      },
+      cell => this.edited(cell, index, source),
+      reply,
+      index
+    );
   }
 
-  remove(req: IRequest): JSONObject {
+  remove(req: IRequest, reply: Reply): JSONObject {
     this.checkVersion(req);
     const shared = this.shared;
     const index = this.indexOf(req.cell_id);
-    const json = shared.cells[index].toJSON();
-    this.undoable(() => shared.deleteCell(index));
-    return { cell: json, index, version: this.version() };
+    const old = shared.cells[index];
+    const json = old.toJSON();
+    const count = this.ycells().length;
+    return this.applyEdit(
+      () => shared.deleteCell(index),
+      () => {
+        const ycells = this.ycells();
+        const gone = ycells.length === count - 1 && !ycells.toArray().includes(old.ymodel);
+        return gone ? { cell: json, index, version: this.computeVersion() } : null;
+      },
+      reply
+    );
   }
 
   /** Run one cell as Shift+Enter would, in this page's kernel; reply when it is done. */

@@ -3,9 +3,13 @@
  * jupyter_agent/jupyter/bridge.py; both define these names once.
  *
  * Request (kernel -> page):  {v, id, to, op, ...arguments}
- * Reply   (page -> kernel):  {v, re, from, ok: true, result, ms} | {v, re, from, ok: false, code, error}
+ * Reply   (page -> kernel):  {v, re, from, ok: true, result, ms, at} | {v, re, from, ok: false, code, error}
  * Hello   (page -> kernel):  {v, op: "hello", from, result}  (unsolicited, when a comm opens)
- * `ms` is how long the page spent answering (a figure for benchmarks only).
+ * `read` takes an optional `known_state`: the `state` of the caller's last read; when the
+ * document has not changed at all since (outputs included), the reply is only
+ * `{state, unchanged: true}`.
+ * `ms` is how long the page spent answering and `at` the wall-clock times (ms) it received
+ * the request and sent the reply (figures for benchmarks only).
  */
 
 /** The comm target both sides use. */

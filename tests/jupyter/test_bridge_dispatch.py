@@ -1,0 +1,65 @@
+"""How the kernel's bridge hands a page's reply to the waiting request (bridge speed, issue 10).
+
+ipykernel calls a comm's ``on_msg`` on the main thread (the loop's own thread) or, for a
+comm on a subshell, on that subshell's thread. On the loop's thread the reply settles the
+request at once, not one loop turn later (after the kernel has finished handling the
+message: its idle status); from another thread it still goes through the loop, safely.
+The comm here is a stand-in that records what the kernel sends: the transport is covered
+by the real-kernel and browser tests (test_bridge_protocol, test_live_notebook).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from jupyter_agent.jupyter.bridge import PROTOCOL_VERSION, KernelBridge, Page
+
+
+class RecordingComm:
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+
+    def send(self, data: dict) -> None:
+        self.sent.append(data)
+
+
+def reply_to(request: dict) -> dict:
+    return {"content": {"data": {"v": PROTOCOL_VERSION, "re": request["id"], "ok": True,
+                                 "result": {"version": "live-1-abc"}, "ms": 0.1}}}
+
+
+async def _bridge_with_page() -> tuple[KernelBridge, RecordingComm]:
+    bridge = KernelBridge()
+    bridge._loop = asyncio.get_running_loop()
+    comm = RecordingComm()
+    bridge.pages["client"] = Page(client_id="client", comm=comm)
+    return bridge, comm
+
+
+@pytest.mark.asyncio
+async def test_a_reply_on_the_loops_thread_settles_the_request_before_on_msg_returns():
+    bridge, comm = await _bridge_with_page()
+    task = asyncio.create_task(bridge.request("client", "version"))
+    await asyncio.sleep(0)  # the request is on the wire
+    (request,) = comm.sent
+    waiting = next(iter(bridge._pending.values())).future
+    bridge._receive(comm, reply_to(request))  # as ipykernel's main-thread on_msg does
+    assert waiting.done(), "the reply waited for another turn of the kernel's loop"
+    assert await task == {"version": "live-1-abc"}
+
+
+@pytest.mark.asyncio
+async def test_a_reply_from_another_thread_still_reaches_the_waiting_request():
+    bridge, comm = await _bridge_with_page()
+    task = asyncio.create_task(bridge.request("client", "version"))
+    await asyncio.sleep(0)
+    (request,) = comm.sent
+    waiting = next(iter(bridge._pending.values())).future
+    thread = threading.Thread(target=bridge._receive, args=(comm, reply_to(request)))
+    thread.start()
+    thread.join()
+    assert not waiting.done()  # handed to the loop, not touched from the subshell's thread
+    assert await asyncio.wait_for(task, 2) == {"version": "live-1-abc"}
