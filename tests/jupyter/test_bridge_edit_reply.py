@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from .livelab import HAVE_BROWSER, Lab, cell, cell_sources, require_browser, run_and_wait, run_cell, wait_idle, \
+from .lab import HAVE_BROWSER, Lab, cell, cell_sources, require_browser, run_and_wait, run_cell, wait_idle, \
     write_notebook
 
 require_browser()
@@ -27,8 +27,8 @@ from jupyter_agent.jupyter.bridge import get_bridge
 from jupyter_agent.notebook.live_backend import LiveNotebook
 doc = LiveNotebook(Path("NAME").resolve(), get_bridge(), get_ipython().kernel.get_parent()["header"]["session"])
 try:
-    result = await doc.insert_cell(3, "code", "agent_cell = 1", expected_version=await doc.version())
-    print("DONE", result.cell.id, result.version == await doc.version())
+    result = await doc.insert_cell(3, "code", "agent_cell = 1", expected_version=(await doc.snapshot()).version)
+    print("DONE", result.cell.id, result.version == (await doc.snapshot()).version)
 except Exception as exc:
     print("REFUSED", exc)
 """
