@@ -176,20 +176,25 @@ class Stepper:
         if self._pull is None:
             self._pull = asyncio.ensure_future(self._pull_next())
         while True:
-            if self.pending_approvals and not wait_for_approvals:
+            asked = bool(self.pending_approvals) and not wait_for_approvals
+            if asked and not self._streaming():
                 self._approval_waiting.set()
             else:
                 self._approval_waiting.clear()
             waiter = asyncio.ensure_future(self._approval_waiting.wait())
             try:
-                await asyncio.wait({self._pull, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                # While the model streams, a call released before the stream's end may already
+                # ask; step 2 still ends on its own, so wait for that snapshot, looking again
+                # shortly in case the loop has moved on to the tools and waits for the answer.
+                await asyncio.wait({self._pull, waiter}, timeout=0.05 if asked else None,
+                                   return_when=asyncio.FIRST_COMPLETED)
             finally:
                 waiter.cancel()
             if self._pull.done():
                 break
             for _ in range(3):  # an answer given in code settles on the next loop iterations
                 await asyncio.sleep(0)
-            if self.pending_approvals and not wait_for_approvals:
+            if self.pending_approvals and not wait_for_approvals and not self._streaming():
                 self._changed()  # an approval is waiting: the step returns, the loop waits
                 return self.current
         pull, self._pull = self._pull, None
@@ -197,6 +202,10 @@ class Stepper:
         self.position = len(self._snapshots) - 1
         self._changed()
         return self.current
+
+    def _streaming(self) -> bool:
+        """The model is still streaming (step 2 will end without anyone's answer)."""
+        return self.run.record.phase == "streaming"
 
     async def next_turn(self, *, wait_for_approvals: bool = False) -> Snapshot | None:
         """Step until step 1 of the next turn (or the end). Stops early for an approval

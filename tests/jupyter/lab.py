@@ -336,16 +336,25 @@ def wait_for_end(page: Any, timeout: float = 60000) -> None:
 
 
 def save(page: Any, path: Path, timeout: float = 60) -> None:
-    """Ctrl+S, then wait until the server wrote ``path`` (it writes atomically) or a dialog
-    (e.g. "File Changed") asks something instead. The notebook must have the focus."""
+    """Ctrl+S, then wait until the server has written ``path`` or a dialog (e.g. "File
+    Changed") asks something instead. The notebook must have the focus.
+
+    jupyter_server's "atomic" writing keeps a ``.~name`` backup and rewrites the file in
+    place, so a new mtime can come with a file still empty or half written: done means the
+    backup is gone and the file is whole JSON."""
     before = path.stat().st_mtime_ns if path.exists() else None
+    backup = path.with_name(f".~{path.name}")
     page.keyboard.press("Control+s")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if page.locator(".jp-Dialog").count():
             return
-        if path.exists() and path.stat().st_mtime_ns != before:
-            return
+        if path.exists() and path.stat().st_mtime_ns != before and not backup.exists():
+            try:
+                json.loads(path.read_text(encoding="utf-8"))
+                return
+            except ValueError:
+                pass  # still being written
         page.wait_for_timeout(100)
     raise AssertionError(f"Ctrl+S did not write {path.name} within {timeout} s")
 

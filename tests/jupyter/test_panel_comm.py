@@ -129,6 +129,8 @@ async def test_a_panel_prompt_streams_asks_and_runs_the_tool_in_the_shared_conve
     await kernel.until(lambda: len(panel.headers()) == 2 and panel.headers()[1]["ended"], 10, "the cell's run")
     assert "Write hi to from_panel.txt" in str(api.requests[-1]["messages"][0])
     assert panel.headers()[1]["origin"] == "cell"  # a cell's run shows in the panel too
+    # the other tab gets the same updates, a frame later at most
+    await kernel.until(lambda: len(other.headers()) == 2 and other.headers()[1]["ended"], 10, "the other tab's runs")
     assert [h["reason"] for h in other.headers()] == ["completed", "completed"]
     # `%agent new` in a cell clears every panel
     await kernel.execute("%agent new")

@@ -150,7 +150,8 @@ async def test_close_stops_a_run_paused_between_steps(workdir):
 async def test_next_turn_and_run_to_end_stop_early_for_an_approval(workdir):
     target = workdir / "out.txt"
     write = tool_use("Write", {"file_path": str(target), "content": "x"})
-    with FakeMessagesAPI([response(write), response(text("done"))]) as api:
+    # A slow stream: the Write is released (and asks) at message_delta, before step 2 ends.
+    with FakeMessagesAPI([response(write, delay_s=0.1), response(text("done"))]) as api:
         stepper = _start(api, workdir, prompt="write x")
         assert (await stepper.next_turn()).step == 1  # not started: the first step 1
         snap = await asyncio.wait_for(stepper.next_turn(), 10)
