@@ -32,6 +32,7 @@ from typing import Any
 
 from .frames import FrameScheduler
 from ..redact import redact
+from ..view.runmodel import relative
 
 TARGET = "jupyter_agent.panel"
 PROTOCOL_VERSION = 1
@@ -294,8 +295,10 @@ class PanelHub:
         for request, handle in self.approvals.values():
             if request.done:
                 continue
+            cwd = handle.model.cwd  # paths as the cell's approval card shows them
             out.append({"id": request.id, "run": handle.display_id, "tool": request.tool_name,
-                        "message": redact(request.message or ""), "diff": _cut(request.diff or ""),
+                        "message": redact(relative(request.message or "", cwd)),
+                        "diff": _cut(relative(request.diff or "", cwd)),
                         "input": _cut(json.dumps(request.input, ensure_ascii=False, indent=1, default=str)),
                         "rules": [redact(r) for r in request.suggested_rules] or [request.tool_name]})
         return out

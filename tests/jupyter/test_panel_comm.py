@@ -107,6 +107,8 @@ async def test_a_panel_prompt_streams_asks_and_runs_the_tool_in_the_shared_conve
     await kernel.until(lambda: panel.view()["approvals"], 10, "the approval in the panel")
     ask = panel.view()["approvals"][0]
     assert ask["tool"] == "Write" and "from_panel.txt" in ask["input"] and ask["rules"]
+    # paths inside the working folder read as the cell's approval card shows them
+    assert "from_panel.txt" in ask["message"] and str(module_tmp) not in ask["message"], ask["message"]
     assert not target.exists()
     kinds = [i["kind"] for i in panel.items()]
     assert kinds[:3] == ["prompt", "thinking", "text"] and "tool" in kinds
