@@ -21,7 +21,7 @@ from ..notebook import (
     open_notebook,
 )
 from ..notebook.document import StaleNotebookError, check_cell_id_text
-from ..loop.tool import FileReadRecord, ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool, check_text_size, unified_diff
 from .fileio import NOT_READ_YET
 from .paths import display_path, inside_roots
@@ -93,12 +93,30 @@ class NotebookEdit(PathTool):
             return "Cell type is required when using edit_mode=insert."
         if mode != "insert" and input.cell_id is None:
             return "Cell ID must be specified when not inserting a new cell."
-        if inside_roots(path, context):
-            try:
-                await self.plan(input, context)
-            except ToolError as exc:
-                return str(exc)
         return None
+
+    async def prepare(self, input: NotebookEditInput, context: ToolContext) -> PreparedCall:
+        """Plan the edit once (one read of the notebook): the policy and the approval card
+        look at this plan, and ``call`` carries it out. Time passes while the user decides;
+        the backend checks the plan's version again when it applies the edit (the page does
+        it in the same step), so a notebook changed meanwhile is refused, never overwritten."""
+        prepared = await super().prepare(input, context)
+        if prepared.paths and inside_roots(prepared.paths[0], context):
+            try:
+                plan = await self.plan(input, context)
+            except ToolError as exc:
+                prepared.problem = str(exc)
+            else:
+                prepared.change, prepared.content_hash = plan, plan[1].version
+                prepared.diff = self._diff(input, context, plan)
+        return prepared
+
+    async def planned(self, input: NotebookEditInput, context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot, str, int | None]:
+        """The prepared plan, or (outside the working folders, or called directly) a new one."""
+        prepared = context.prepared
+        if prepared is not None and prepared.change is not None:
+            return prepared.change
+        return await self.plan(input, context)
 
     async def plan(self, input: NotebookEditInput, context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot, str, int | None]:
         """Check everything; return the document, its snapshot, the effective mode and cell index."""
@@ -111,25 +129,31 @@ class NotebookEdit(PathTool):
             return doc, snapshot, "append", len(snapshot.cells)  # Claude Code: replacing one past the end appends
         return doc, snapshot, mode, snapshot.find(input.cell_id).index
 
+    def _diff(self, input: NotebookEditInput, context: ToolContext, plan) -> str:
+        _, snapshot, mode, index = plan
+        label = display_path(self.resolve(input, context).real, context.cwd)
+        before = snapshot.cells[index].source if mode in ("replace", "delete") and index is not None else ""
+        after = "" if mode == "delete" else input.new_source
+        where = snapshot.cells[index].id if mode in ("replace", "delete") and index is not None else "new cell"
+        # A cell's source has no final newline: diff whole lines, without "No newline" noise.
+        return unified_diff(_as_lines(before), _as_lines(after), f"{label} ({where})")
+
     async def check_permissions(self, input: NotebookEditInput, context: ToolContext) -> PermissionResult:
         path = self.resolve(input, context).real
-        label = display_path(path, context.cwd)
-        try:
-            _, snapshot, mode, index = await self.plan(input, context)
-            before = snapshot.cells[index].source if mode in ("replace", "delete") and index is not None else ""
-            after = "" if mode == "delete" else input.new_source
-            where = snapshot.cells[index].id if mode in ("replace", "delete") and index is not None else "new cell"
-            # A cell's source has no final newline: diff whole lines, without "No newline" noise.
-            diff = unified_diff(_as_lines(before), _as_lines(after), f"{label} ({where})")
-        except ToolError:
-            diff = None
+        prepared = context.prepared
+        diff = prepared.diff if prepared is not None else None
+        if diff is None:
+            try:
+                diff = self._diff(input, context, await self.planned(input, context))
+            except ToolError:
+                diff = None
         return PermissionAsk(message=f"NotebookEdit wants to {self.mode(input)} a cell in {input.notebook_path}.",
                              diff=diff, suggested_rules=suggest_edit_rules(path, context))
 
     async def call(self, input: NotebookEditInput, context: ToolContext) -> ToolOutput:
         path = self.resolve(input, context).real
-        doc, snapshot, mode, index = await self.plan(input, context)
-        version = snapshot.version
+        doc, snapshot, mode, index = await self.planned(input, context)
+        version = snapshot.version  # the backend refuses the edit if the notebook moved since
         if mode == "delete":
             result = await doc.delete_cell(input.cell_id or "", expected_version=version)
             message = f"Deleted cell {input.cell_id}"

@@ -17,6 +17,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from jupyter_agent import query
 from jupyter_agent.loop.permission_result import PermissionAllow
 from jupyter_agent.notebook import KernelPool, close_session
+from jupyter_agent.notebook.memory_backend import MemoryNotebook
 from jupyter_agent.permissions import ApprovalBroker, Permissions
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 from jupyter_agent.loop.tool import ToolContext, ToolSession
@@ -178,3 +179,62 @@ async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
     nbformat.validate(saved)
     assert saved["cells"][1]["outputs"][0]["text"] == ["[1, 2, 3]\n"]
     assert os.path.realpath(str(path)) in context.read_file_state
+
+
+class CountingNotebook(MemoryNotebook):
+    """A notebook that counts how often a tool read it."""
+
+    reads = 0
+
+    async def snapshot(self):
+        self.reads += 1
+        return await super().snapshot()
+
+
+def _counting_notebook(workspace: Path) -> tuple[Path, CountingNotebook, ToolContext]:
+    path = workspace / "plan.ipynb"
+    nb = new_notebook(cells=[new_code_cell("a = 1", id="first"), new_code_cell("b = 2", id="second")])
+    path.write_text(nbformat.writes(nb) + "\n")
+    doc = CountingNotebook(os.path.realpath(path), nb)
+    context = ToolContext(cwd=workspace, session=ToolSession())
+    context.session.notebook_documents[os.path.realpath(path)] = doc
+    return path, doc, context
+
+
+async def test_a_notebook_edit_is_planned_once_and_the_approval_shows_that_plan(workspace):
+    """One read of the notebook for the whole call (validation, the approval's diff and the
+    edit), where there used to be three."""
+    path, doc, context = _counting_notebook(workspace)
+    read = tool_use("Read", {"file_path": str(path)})
+    edit = tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "second", "new_source": "b = 3"})
+    asked = []
+
+    def allow(name, input, ask):
+        asked.append((name, ask.diff, doc.reads))
+        return PermissionAllow()
+
+    with FakeMessagesAPI([response(read), response(edit), response(text("Done."))]) as api:
+        _, terminal = await run_script(api, "set b to 3", workspace, context=context, can_use_tool=allow)
+    assert terminal.reason == "completed"
+    [(name, diff, reads_at_ask)] = asked
+    assert name == "NotebookEdit" and "-b = 2" in diff and "+b = 3" in diff
+    assert reads_at_ask == 2 and doc.reads == 2  # Read's, then the edit's one plan
+    assert [c["source"] for c in doc.cells] == ["a = 1", "b = 3"]
+
+
+async def test_a_notebook_changed_while_the_user_decides_is_refused_not_overwritten(workspace):
+    path, doc, context = _counting_notebook(workspace)
+    read = tool_use("Read", {"file_path": str(path)})
+    edit = tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "second", "new_source": "b = 3"})
+
+    async def user_types_then_allows(name, input, ask):
+        await doc.replace_cell("first", "a = 100")  # the user edits the notebook meanwhile
+        return PermissionAllow()
+
+    with FakeMessagesAPI([response(read), response(edit), response(text("I will read it again."))]) as api:
+        _, terminal = await run_script(api, "set b to 3", workspace, context=context,
+                                       can_use_tool=user_types_then_allows)
+    assert terminal.reason == "completed"
+    refused = results_sent(api, 2)[edit["id"]]
+    assert refused.get("is_error") and "read" in result_text(refused).lower(), refused
+    assert [c["source"] for c in doc.cells] == ["a = 100", "b = 2"]  # the user's edit kept, the plan not applied
