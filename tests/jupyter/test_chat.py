@@ -64,10 +64,32 @@ def shown_in(kernel, model_id: str) -> str:
     return "\n".join(parts)
 
 
-async def send(kernel, message: str) -> None:
-    textarea = (await kernel.until(lambda: kernel.of_model("TextareaModel"), 5, "the input box"))[-1]
+def inside(kernel, model_id: str, model_name: str) -> list[str]:
+    """The widgets of type ``model_name`` that the panel ``model_id`` holds (recursively)."""
+    state = kernel.widgets.get(model_id, {})
+    found = [model_id] if state.get("_model_name") == model_name else []
+    for child in state.get("children") or []:
+        found += inside(kernel, child.removeprefix("IPY_MODEL_"), model_name)
+    return found
+
+
+def send_button(kernel, panel: str) -> str | None:
+    """This panel's Send button when it is enabled (other tests' chats have their own)."""
+    enabled = [b for b in inside(kernel, panel, "ButtonModel")
+               if kernel.widgets[b].get("description") == "Send" and not kernel.widgets[b].get("disabled")]
+    return enabled[0] if enabled else None
+
+
+async def send(kernel, message: str, panel: str | None = None) -> None:
+    """Type ``message`` into a chat and press Send: ``panel``'s, or the newest chat's."""
+    if panel is None:
+        textarea = (await kernel.until(lambda: kernel.of_model("TextareaModel"), 5, "the input box"))[-1]
+        kernel.set_value(textarea, message)
+        kernel.click(kernel.buttons("Send")[-1])  # the newest panel's
+        return
+    [textarea] = inside(kernel, panel, "TextareaModel")
     kernel.set_value(textarea, message)
-    kernel.click(kernel.buttons("Send")[-1])  # the newest panel's
+    kernel.click(await kernel.until(lambda: send_button(kernel, panel), 5, "this chat's Send enabled"))
 
 
 async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, api, module_tmp):
@@ -105,9 +127,9 @@ async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, 
     await transcript(kernel, display_id_of(cell))
     assert "Write hi to chat.txt" in str(api.requests[-1]["messages"])
     # ...and the chat continues after the cell, seeing both
-    await kernel.until(lambda: kernel.buttons("Send"), 5, "Send enabled again")
-    await send(kernel, "Is this the chat?")
-    await kernel.until(lambda: ended(kernel, 3), 10, "the third turn")
+    await send(kernel, "Is this the chat?", panel)  # once this chat's Send is enabled again
+    await kernel.until(lambda: ended(kernel, 3) and "Yes, this is the chat again." in shown_in(kernel, panel), 10,
+                       "the third turn")
     sent = str(api.requests[-1]["messages"])
     assert "Write hi to chat.txt" in sent and "What was my first message?" in sent
     # all three turns are in the transcript, the cell's one marked as such
