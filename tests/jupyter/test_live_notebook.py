@@ -15,7 +15,7 @@ import pytest
 
 from jupyter_agent.testing import text, tool_use, response
 
-from .lab import HAVE_BROWSER, button, cell, cell_sources, click_button, require_browser, restarted, \
+from .lab import HAVE_BROWSER, allow_the_insert_then_the_run, button, cell, cell_sources, click_button, require_browser, restarted, \
     run_and_wait, run_cell, save, screenshot, wait_cell_count, wait_for_end, wait_prompt, write_notebook
 
 require_browser()
@@ -57,17 +57,7 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
         response(text("Done: the new cell printed 42.")),
     )
     page = page_of("scenario.ipynb")
-    run_and_wait(page, 0)
-    run_and_wait(page, 1)
-    run_cell(page, 2)
-    button(page, "Allow").wait_for(timeout=60000)
-    assert len(cell_sources(page)) == 4  # nothing inserted before Allow
-    click_button(page, "Allow")
-    wait_cell_count(page, 5)
-    assert cell_sources(page)[3] == "print(x + 1)"  # right under the %%agent cell
-    button(page, "Allow").wait_for(timeout=60000)
-    click_button(page, "Allow")
-    cell(page, 3).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=60000)
+    allow_the_insert_then_the_run(page)
     try:
         wait_for_end(page, timeout=60000)
     finally:

@@ -15,8 +15,8 @@ import pytest
 
 from jupyter_agent.testing import response, text, tool_use
 
-from .lab import HAVE_BROWSER, Lab, button, cell, cell_sources, click_button, require_browser, run_and_wait, \
-    run_cell, save, screenshot, wait_cell_count, write_notebook
+from .lab import HAVE_BROWSER, Lab, allow_the_insert_then_the_run, cell, require_browser, save, screenshot, \
+    write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not (HAVE_BROWSER and importlib.util.find_spec("notebook")),
@@ -54,17 +54,7 @@ def test_notebook7_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(nb7, 
     page = None
     try:
         page = nb7.open("scenario7.ipynb", context)
-        run_and_wait(page, 0)
-        run_and_wait(page, 1)
-        run_cell(page, 2)
-        button(page, "Allow").wait_for(timeout=60000)
-        assert len(cell_sources(page)) == 4  # nothing inserted before Allow
-        click_button(page, "Allow")
-        wait_cell_count(page, 5)
-        assert cell_sources(page)[3] == "print(x + 1)"  # right under the %%agent cell
-        button(page, "Allow").wait_for(timeout=60000)
-        click_button(page, "Allow")
-        cell(page, 3).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=60000)
+        allow_the_insert_then_the_run(page)
         page.wait_for_selector("text=Done: the new cell printed 42.", timeout=60000)
         assert "[4]" in cell(page, 3).locator(".jp-InputPrompt").inner_text()  # the user's kernel
         results = json.dumps(api.requests[-1].body["messages"][-1])
