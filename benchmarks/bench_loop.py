@@ -16,7 +16,7 @@
 4. share of each request's bytes that are a byte-identical prefix of the next
    request (API cache order: tools, system, messages; cache_control left out) target >= 99%
 Also: the gap from a response's message_stop to the next request (server side), which
-DESIGN §7 measured for Claude Code (median 33 ms, max 68 ms).
+was measured for Claude Code (docs/design.md, "Claude Code, measured": median 33 ms, max 68 ms).
 """
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ async def main() -> int:
     print(f"4. shared byte prefix with the next request: min {share * 100:.2f}% (target >= 99%) "
           f"{'OK' if share >= 0.99 else 'MISSED'}")
     print(f"   message_stop -> next request (server side): median {gap:.1f} ms, max {max(gaps):.1f} ms "
-          "(Claude Code CLI 2.1.332, DESIGN §7: median 33 ms, max 68 ms)")
+          "(Claude Code CLI 2.1.332, docs/design.md: median 33 ms, max 68 ms)")
     ok = ratio1 <= 1.10 and ratio2 <= 1.15 and delay <= 10 and ratio3 <= 0.60 and held_ok and share >= 0.99
     return 0 if ok else 1
 

@@ -68,7 +68,8 @@ async def main() -> None:
             t, size, content = await run_cell(folder, session, TIMED.format(body=flood))
             inner = float((folder / "inner.txt").read_text())
             print(f"print of {args.mb} MB: {t:.1f} s (the kernel's own {inner:.1f} s), notebook {size / 1e3:,.0f} kB "
-                  f"(target <= 600 kB), result {len(content):,} chars {content[:150]!r}, peak RSS {peak_rss_mb():,.0f} MB "
+                  f"(target <= 600 kB), result {len(content):,} chars {content[:150]!r}, "
+                  f"peak RSS {peak_rss_mb():,.0f} MB "
                   f"(was {base:,.0f} MB before)")
             bar = "from tqdm import tqdm\nfor _ in tqdm(range(20_000), mininterval=0):\n    pass"
             t, size, content = await run_cell(folder, session, TIMED.format(body=bar))

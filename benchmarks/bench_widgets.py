@@ -4,7 +4,7 @@
 
 1. In process: a :class:`RunView` fed a text stream at a fixed token rate (20 to
    20,000 tokens/s); every comm message the widgets send is counted. Target: at most
-   one update per 50 ms of streaming, whatever the rate (DESIGN §4: one per frame).
+   one update per 50 ms of streaming, whatever the rate (docs/design.md, "Streaming updates").
 2. In a real kernel: ``%%agent`` against the fake Messages API streaming fast; the
    comm messages the kernel sends on iopub while the text streams are counted.
 3. ``%load_ext jupyter_agent`` in fresh kernels (target <= 100 ms).
@@ -83,7 +83,8 @@ async def in_kernel() -> dict:
             await frontend.execute("%load_ext jupyter_agent")
             first = len(frontend.messages)
             result = await frontend.execute("%%agent\nStream a lot")
-            display_id = next(o for o in result["outputs"] if o["msg_type"] == "display_data")["transient"]["display_id"]
+            display = next(o for o in result["outputs"] if o["msg_type"] == "display_data")
+            display_id = display["transient"]["display_id"]
             await frontend.until(lambda: frontend.display_updates(display_id), 60, "the end")
             msgs = frontend.messages[first:]
             comm_times = [m["header"]["date"].timestamp() for m in msgs if m["msg_type"] in ("comm_msg", "comm_open")]

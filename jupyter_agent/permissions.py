@@ -1,4 +1,4 @@
-"""Which tool calls run, which ask a person, which are refused (DESIGN §2 "Permissions").
+"""Which tool calls run, which ask a person, which are refused (docs/tools.md, "Permission modes").
 
 Modes:
 

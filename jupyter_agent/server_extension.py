@@ -3,15 +3,19 @@
 The live-notebook bridge sends small request/reply messages between the kernel and the
 page. jupyter_server never sets TCP_NODELAY on its kernel websockets, so Nagle's
 algorithm holds each small frame back until the previous one is acknowledged: about
-50 ms per bridge request while the kernel is idle, about 12 ms with the flag (DESIGN §5).
+50 ms per bridge request while the kernel is idle, about 12 ms with the flag (docs/design.md,
+"The live-notebook bridge").
 Enabled by ``jupyter-config/server-config/jupyter_agent.json``, installed with the
 package. ``JUPYTER_AGENT_NODELAY=0`` turns it off (the benchmark compares both).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _PATCHED = "_jupyter_agent_nodelay"
 
@@ -34,7 +38,7 @@ def patch_kernel_websocket(handler_class: Any) -> bool:
         try:
             self.set_nodelay(True)
         except Exception:  # a closed stream: the original open reports it
-            pass
+            log.debug("could not set TCP_NODELAY on a kernel websocket", exc_info=True)
         result = original(self, *args, **kwargs)
         if hasattr(result, "__await__"):
             result = await result

@@ -233,9 +233,9 @@ def test_ctrl_c_at_the_prompt_exits_promptly(tmp_path):
             started = time.monotonic()
             try:
                 _, err = proc.communicate(timeout=15)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired as exc:
                 proc.kill()
-                raise AssertionError("still running 15 s after Ctrl-C: the prompt thread kept it alive")
+                raise AssertionError("still running 15 s after Ctrl-C: the prompt thread kept it alive") from exc
             took = time.monotonic() - started
         finally:
             os.close(master)

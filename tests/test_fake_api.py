@@ -2,7 +2,7 @@
 
 What matters to a user: the SDK reads our streams exactly as it reads the real API's, the
 fake rejects the histories the real API rejects, and each fault reaches the SDK the way
-DESIGN.md section 2 says the real one does.
+docs/design.md ("The Anthropic SDK") says the real one does.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from jupyter_agent.testing import (
     thinking,
     tool_use,
 )
-from jupyter_agent.testing.pytest_plugin import fake_api, fake_api_factory  # noqa: F401 - fixtures
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -260,7 +259,7 @@ def test_unused_responses_fail_on_exit_unless_not_strict():
 def test_a_failing_test_keeps_its_own_error_and_gets_a_note():
     with pytest.raises(ZeroDivisionError) as e:
         with FakeMessagesAPI(["unused"]):
-            1 / 0
+            raise ZeroDivisionError("the test's own error")
     assert any("never requested" in n for n in e.value.__notes__)
 
 
@@ -271,7 +270,7 @@ async def test_callable_script_items_see_the_request(fake_api):
     assert msg.content[0].text == "you said banana"
 
 
-# -- faults as the SDK sees them (DESIGN section 2) -------------------------------------------------
+# -- faults as the SDK sees them (docs/design.md, "The Anthropic SDK") -----------------------------
 
 @pytest.mark.parametrize("status,cls,etype", [
     (429, anthropic.RateLimitError, "rate_limit_error"),

@@ -38,7 +38,6 @@ from jupyter_agent.testing import (
     thinking,
     tool_use,
 )
-from jupyter_agent.testing.pytest_plugin import fake_api, fake_api_factory  # noqa: F401 - fixtures
 
 
 def req(*messages, system=None, tools=None, **kw) -> ModelRequest:

@@ -1,4 +1,4 @@
-"""The permission policy: modes, rules, safety paths, approvals (DESIGN §2 "Permissions")."""
+"""The permission policy: modes, rules, safety paths, approvals (docs/tools.md, "Permission modes")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The server extension: TCP_NODELAY on kernel websockets (the bridge's latency, DESIGN §5)."""
+"""The server extension: TCP_NODELAY on kernel websockets (the bridge's latency: docs/design.md,
+"The live-notebook bridge")."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The deciding is :class:`jupyter_agent.permissions.ApprovalBroker`'s (the one broker):
 each ask is an :class:`~jupyter_agent.permissions.ApprovalRequest`, which owns the
 Future, the thread-safe answer (in JupyterLab a click may arrive on a subshell thread;
-DESIGN §4: it is resolved with ``call_soon_threadsafe`` and awaited with no polling),
+docs/design.md, "Comms and threads": it is resolved with ``call_soon_threadsafe`` and awaited with no polling),
 the deny wording, and the release of other pending asks an "Always allow" now covers. This module is only the
 face of it: a card per request on the :class:`RunView` whose buttons answer the
 request, the tool card's state and the status line, and Stop (:meth:`cancel_all`).

@@ -1,4 +1,4 @@
-"""The live-notebook bridge, kernel side: a comm to the JupyterLab page (DESIGN §5).
+"""The live-notebook bridge, kernel side: a comm to the JupyterLab page (docs/design.md, "The live-notebook bridge").
 
 The page side is ``labextension/src/bridge.ts``; the protocol's names are defined once
 here and once in ``labextension/src/protocol.ts``.
@@ -305,7 +305,7 @@ class KernelBridge:
         started = time.monotonic()
         next_ping = started + PING_INTERVAL_S
         while True:
-            # Wake up often: a Stop (the abort flag) is only noticed then (DESIGN §4).
+            # Wake up often: a Stop (the abort flag) is only noticed then (docs/design.md, "Stop and interrupts").
             done, _ = await asyncio.wait({future}, timeout=0.1)
             if done:
                 outcome = future.result()
@@ -383,7 +383,7 @@ def stop_bridge() -> None:
 
 class ExecutionTracker:
     """Knows whether a cell is executing in this kernel (IPython's pre/post_run_cell): a
-    cell run through the page would queue behind it forever (DESIGN §5)."""
+    cell run through the page would queue behind it forever (docs/design.md, "The live-notebook bridge")."""
 
     def __init__(self, shell: Any) -> None:
         self.depth = 0

@@ -3,7 +3,7 @@
 JupyterLab renders a widget output from its kernel's widget model. Once the kernel is
 restarted or gone (a reopened notebook), the view shows broken-link icons, or "Error
 displaying widget: model not found", and JupyterLab renders no other MIME type of that
-output (DESIGN §5). The kernel cannot fix that output afterwards: a restart from
+output (docs/design.md, "Output that survives"). The kernel cannot fix that output afterwards: a restart from
 JupyterLab drops the page's routes for the old kernel's display updates before the
 kernel hears of it (measured: an ``update_display`` sent from ``do_shutdown`` never
 reaches the page).

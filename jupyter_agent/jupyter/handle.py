@@ -171,7 +171,7 @@ class AgentRun:
 
     # -- running -------------------------------------------------------------------------
     def start(self) -> "AgentRun":
-        """Start the driver task on the running event loop (keep the reference: DESIGN §4)."""
+        """Start the driver task on the running event loop (keep the reference: docs/design.md, "Background tasks")."""
         loop = asyncio.get_event_loop()
         self.task = loop.create_task(self._drive(), name=f"jupyter-agent {self.display_id}")
         if self.view is not None and self._tick_s:

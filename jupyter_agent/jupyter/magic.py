@@ -1,6 +1,6 @@
 """``%load_ext jupyter_agent``: the ``%%agent`` cell magic and the ``%agent`` line magic.
 
-A cell magic cannot be ``async`` (DESIGN §4), so ``%%agent`` starts the run as a task on
+A cell magic cannot be ``async`` (docs/design.md, "Background tasks"), so ``%%agent`` starts the run as a task on
 the kernel's event loop and returns its handle at once; the handle displays as the
 live widget, and the transcript replaces the widget when the run ends.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import re
 import shlex
 from pathlib import Path
@@ -183,6 +184,11 @@ class AgentMagics(Magics):
         return None
 
 
+def _lost_card_line(tool_name: str, summary: str) -> str:
+    """The line an approval card leaves where a lost kernel can no longer draw it."""
+    return f"*(An approval card for {tool_name} `{summary}` was shown here.)*"
+
+
 def show_approvals(session: AgentSession) -> None:
     """``%agent approvals``: show the cards still waiting (again), here. A card is one
     widget: answering it in any of its places answers it everywhere (e.g. when the
@@ -202,8 +208,7 @@ def show_approvals(session: AgentSession) -> None:
     for request, card in cards:
         summary = tool_summary(request.tool_name, request.input, cwd=active.model.cwd)
         # like every widget of the front, the card leaves a plain line for a lost kernel
-        fallback = Fallback(lambda r=request, s=summary: f"*(An approval card for {r.tool_name} `{s}` "
-                                                         "was shown here.)*")
+        fallback = Fallback(functools.partial(_lost_card_line, request.tool_name, summary))
         card.add_class(live_class(fallback.key))
         display(card)
         fallback.show()
@@ -288,7 +293,7 @@ def runs_table(session: AgentSession) -> str:
         prompt = " ".join(handle.prompt.split())
         prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
         lines.append(f"{i:>3}  {reason:<18} {handle.model.turn_count:>5} {usage.total_tokens:>9,} "
-                     f"{'$%.4f' % usage.cost_usd:>9}  {prompt}")
+                     f"{f'${usage.cost_usd:.4f}':>9}  {prompt}")
     return redact("\n".join(lines))
 
 

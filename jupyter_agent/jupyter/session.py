@@ -321,7 +321,7 @@ class AgentSession:
         """Before the kernel shuts down or restarts, leave plain outputs behind.
 
         A widget whose kernel is gone shows "Error displaying widget: model not found" in
-        JupyterLab, which then renders no other MIME type of that output (DESIGN §5). So
+        JupyterLab, which then renders no other MIME type of that output (docs/design.md, "Output that survives"). So
         when a shutdown request arrives (JupyterLab's restart and shutdown send one), the
         running run is marked interrupted and its output replaced by its transcript, and
         every chat panel replaces its widget by its transcript, while iopub still carries

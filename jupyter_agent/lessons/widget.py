@@ -5,7 +5,7 @@ the tool_use/tool_result pairing, approval cards, and the end reason.
 Displaying a :class:`StepperView` shows the live widget *and* a static HTML copy of
 the current snapshot under it (``display_id``, updated at every step). While the widget
 is live a ``<style>`` inside it hides that copy; in a notebook reopened without a kernel
-(where a widget shows only "model not found", DESIGN §5) or exported to HTML, the copy
+(where a widget shows only "model not found": docs/design.md, "Output that survives") or exported to HTML, the copy
 is what stays readable.
 """
 

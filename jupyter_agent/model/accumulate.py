@@ -95,7 +95,7 @@ class MessageAccumulator:
             block["thinking"] = block.get("thinking", "") + delta.get("thinking", "")
         elif kind == "signature_delta":
             block["signature"] = delta.get("signature", "")
-        elif kind == "input_json_delta":
+        elif kind == "input_json_delta" and index is not None:
             self._json.setdefault(index, []).append(delta.get("partial_json", ""))
         elif kind == "citations_delta":
             block.setdefault("citations", [])
@@ -107,7 +107,7 @@ class MessageAccumulator:
 
     def _on_content_block_stop(self, data: dict[str, Any]) -> tuple[int | None, Any]:
         index = data.get("index")
-        parts = self._json.pop(index, None)
+        parts = self._json.pop(index, None) if index is not None else None
         block = self._block(index)
         if parts is not None and block is not None:
             raw = "".join(parts)

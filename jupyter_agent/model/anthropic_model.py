@@ -19,7 +19,8 @@ import os
 import random
 import weakref
 from dataclasses import fields
-from typing import Any, AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 from ..loop.events import AssistantMessage, ModelFallback, ModelRetry, StreamEvent
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
@@ -155,7 +156,7 @@ class AnthropicModel:
             await client.close()
 
     # -- streaming ---------------------------------------------------------------------------------
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream one response; see :class:`~jupyter_agent.loop.model_protocol.Model`.
 
         Yields a ``StreamEvent`` per SSE event (``ping`` excluded), ``ModelRetry`` /
@@ -199,7 +200,7 @@ class AnthropicModel:
             await asyncio.sleep(delay)
 
     async def _attempt(self, client: Any, model: str, params: dict[str, Any], acc: MessageAccumulator,
-                       outcome: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+                       outcome: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         """One HTTP request. Yields its stream events; leaves ``failure``/``request_id`` in
         ``outcome``. The response is closed on every way out, including ``aclose()``."""
         anthropic, httpx2 = self._sdk()

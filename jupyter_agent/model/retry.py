@@ -12,7 +12,8 @@ import email.utils
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..loop.model_protocol import ModelError, PromptTooLongError
 
@@ -78,7 +79,8 @@ def _kind_for(status: int, error_type: str | None, message: str) -> str:
 
 def _error_fields(body: Any) -> tuple[str | None, str | None]:
     if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        inner = body.get("error")
+        err = inner if isinstance(inner, dict) else body
         return err.get("type"), err.get("message")
     return None, None
 

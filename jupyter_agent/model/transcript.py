@@ -30,7 +30,8 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["TRANSCRIPT_FORMAT", "load_transcript", "record_transcript",
            "TranscriptRecorder"]

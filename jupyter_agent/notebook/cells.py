@@ -31,7 +31,8 @@ def cell_view(raw: Mapping[str, Any], index: int, use_ids: bool) -> Cell:
         cell_type=str(raw.get("cell_type") or "code"),
         source=source_text(raw.get("source")),
         outputs=tuple(o for o in outputs if isinstance(o, dict)) if isinstance(outputs, list) else (),
-        execution_count=execution_count if isinstance(execution_count, int) and not isinstance(execution_count, bool) else None,
+        execution_count=(execution_count if isinstance(execution_count, int) and not isinstance(execution_count, bool)
+                         else None),
         metadata=metadata if isinstance(metadata, dict) else {},
     )
 

@@ -22,7 +22,7 @@ from nbformat.v4.nbbase import random_cell_id
 from ..loop.tool import ToolError
 
 CELL_TYPES = ("code", "markdown", "raw")
-#: ``cell-N``: the cell at 0-based position N, accepted wherever an id is asked (DESIGN §3).
+#: ``cell-N``: the cell at 0-based position N, accepted wherever an id is asked (docs/design.md, "Notebook files").
 POSITION_ID = re.compile(r"^cell-(\d+)$")
 #: nbformat 4.5 cell ids: 1-64 characters of letters, digits, "-" and "_".
 VALID_CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -123,7 +123,8 @@ def _parse_notebook(raw: bytes, digest: str, st: os.stat_result) -> _Loaded:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise NotebookError(f"Notebook is not valid UTF-8 (byte {exc.start}); .ipynb files must be UTF-8 JSON.") from None
+        raise NotebookError(f"Notebook is not valid UTF-8 (byte {exc.start}); "
+                            ".ipynb files must be UTF-8 JSON.") from None
     nt = parse(text)
     data = nt.data
     major, minor = data.get("nbformat"), data.get("nbformat_minor", 0)
@@ -131,7 +132,7 @@ def _parse_notebook(raw: bytes, digest: str, st: os.stat_result) -> _Loaded:
     if major == 4 and isinstance(data.get("cells"), list):
         cells = [c if isinstance(c, dict) else {} for c in data["cells"]]
         spliceable = isinstance(minor, int) and minor >= 5 and nt.cells_span is not None and has_usable_ids(cells)
-        metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+        metadata = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
         if not spliceable:
             upgrade = (f"The notebook was nbformat 4.{minor} without usable cell ids; saving it upgraded it to "
                        "nbformat 4.5: every cell now has an id (Read it again to see them; cell-N still works). "
@@ -251,7 +252,7 @@ class FileNotebook(NotebookDocument):
         def edit(loaded: _Loaded, cells: list[dict[str, Any]]):
             if not 0 <= index <= len(cells):
                 raise NotebookError(f"Insert position {index} is out of range (0 to {len(cells)}).")
-            taken = {c.get("id") for c in cells}
+            taken = {str(c.get("id")) for c in cells}
             cell = new_cell(cell_type, source, new_cell_id(taken), prefers_lists(cells))
             return [*cells[:index], cell, *cells[index:]], index, lambda nt: nt.insert(index, cell)
 
@@ -325,7 +326,8 @@ class FileNotebook(NotebookDocument):
         try:
             validate_edit(base_version, data, changed)
         except NotebookError as exc:
-            raise NotebookError(f"Edit refused: the notebook would not be valid: {exc}. The file was not changed.") from None
+            raise NotebookError(f"Edit refused: the notebook would not be valid: {exc}. "
+                                "The file was not changed.") from None
         encoded = text.encode("utf-8")
         mtime_ns = atomic_write(self.path, encoded, loaded.mode)
         version = hashlib.sha256(encoded).hexdigest()

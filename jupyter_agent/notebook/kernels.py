@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import os
 import queue
 import tempfile
@@ -30,6 +31,8 @@ from ..loop.tool import ToolSession
 from ..redact import redact, without_secrets
 from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
 from .outputs import StreamText, finish_outputs
+
+log = logging.getLogger(__name__)
 
 _LIVE_POOLS: weakref.WeakSet[KernelPool] = weakref.WeakSet()
 #: How long to wait for a kernel to settle after an interrupt before giving up on it.
@@ -110,7 +113,7 @@ class NotebookKernel:
                 raise
             if status != "ok":
                 await self._interrupt_and_settle(msg_id, collector)
-            elif collector.error or collector.reply.get("status") in ("error", "aborted"):  # type: ignore[union-attr]
+            elif collector.error or (collector.reply or {}).get("status") in ("error", "aborted"):
                 status = "error"
             note = ""
             if status in ("ok", "error") and not collector.idle:
@@ -153,7 +156,8 @@ class NotebookKernel:
     async def _interrupt_and_settle(self, msg_id: str, collector: _OutputCollector) -> None:
         try:
             await self.manager.interrupt_kernel()
-        except Exception:
+        except Exception:  # a dead kernel: the run's result says it did not finish
+            log.debug("interrupting the kernel failed", exc_info=True)
             return
         end = time.monotonic() + _INTERRUPT_GRACE_S
         while not collector.done and time.monotonic() < end:
@@ -169,8 +173,8 @@ class NotebookKernel:
         """Synchronous last resort (interpreter exit): kill the process, remove its files."""
         try:
             self.client.stop_channels()
-        except Exception:
-            pass
+        except Exception:  # at exit: go on and kill the process whatever the channels did
+            log.debug("stopping the kernel's channels failed", exc_info=True)
         process = getattr(getattr(self.manager, "provisioner", None), "process", None)
         if process is not None and process.poll() is None:
             process.kill()
@@ -301,8 +305,8 @@ class KernelPool:
             # garbage collector (and so the interpreter's exit) for ever.
             try:
                 await manager.shutdown_kernel(now=True)
-            except Exception:
-                pass
+            except Exception:  # it never started: freeing its sockets below is what matters
+                log.debug("shutting down a kernel that failed to start failed", exc_info=True)
             _release_sync(manager)
             raise NotebookError(f"Could not start a {manager.kernel_name!r} kernel: {exc}") from None
         client = manager.client()
@@ -360,8 +364,8 @@ def _release_sync(manager: AsyncKernelManager) -> None:
     for step in ("cleanup_connection_file", "cleanup_ipc_files", "_close_control_socket"):
         try:
             getattr(manager, step)()
-        except Exception:
-            pass
+        except Exception:  # best effort: each step frees what it can, the next still runs
+            log.debug("kernel cleanup step %s failed", step, exc_info=True)
     context = getattr(manager, "context", None)
     if getattr(manager, "_created_context", False) and context is not None and not context.closed:
         context.destroy(linger=0)
@@ -371,7 +375,8 @@ def _kernel_installed(name: str) -> bool:
     try:
         KernelSpecManager().get_kernel_spec(name)
         return True
-    except Exception:
+    except Exception:  # no such kernel spec (or an unreadable one): the caller says so
+        log.debug("kernel spec %r not available", name, exc_info=True)
         return False
 
 

@@ -1,4 +1,4 @@
-"""The notebook open in a JupyterLab page, reached over the bridge (DESIGN §5).
+"""The notebook open in a JupyterLab page, reached over the bridge (docs/design.md, "The live-notebook bridge").
 
 :class:`LiveNotebook` implements :class:`NotebookDocument` with requests to one page
 (the page whose connection started the run): reads show what the user sees, unsaved
@@ -43,7 +43,7 @@ class LiveNotebook(NotebookDocument):
         self.bridge = bridge
         self.client_id = client_id
         #: () -> True while a cell executes in this kernel: a run through the page would
-        #: queue behind it forever (DESIGN §5, the deadlock)
+        #: queue behind it forever (docs/design.md, "The live-notebook bridge": the deadlock)
         self.is_busy = is_busy or (lambda: False)
         #: what every edit says when no page answers (the page is waited for once)
         self.absent_reason = absent

@@ -10,7 +10,8 @@ import asyncio
 import copy
 import itertools
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .cells import cell_view, cell_views, new_cell, prefers_lists, replaced_cell, with_ids, with_outputs
 from .document import (Cell, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
@@ -26,7 +27,7 @@ class MemoryNotebook(NotebookDocument):
     def __init__(self, path: Path | str, notebook: dict[str, Any] | None = None, kernels: Any = None):
         self.path = Path(path)
         self.kernels = kernels
-        nb = copy.deepcopy(notebook) if notebook is not None else {
+        nb: dict[str, Any] = copy.deepcopy(notebook) if notebook is not None else {
             "cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
         nb["cells"] = with_ids(list(nb.get("cells", [])))
         nb["nbformat_minor"] = max(5, nb.get("nbformat_minor", 5))

@@ -2,7 +2,7 @@
 
 Re-serialising a whole notebook changes things nobody asked to change: indent, ``\\u``
 escapes, key order, float spelling, the trailing newline (Claude Code rewrites a whole
-file saved with indent 2 into indent 1, DESIGN §7). Instead we find where each cell sits
+file saved with indent 2 into indent 1: docs/design.md, "Notebook files"). Instead we find where each cell sits
 in the text and splice: the edited cell is re-serialised in the file's own style
 (detected indent, separators, ``ensure_ascii``, key order) and every other byte is kept.
 """
@@ -258,11 +258,9 @@ def detect_style(text: str, data: dict[str, Any], bom: bool = False,
     first = _skip(text, text.index("{") + 1)
     opening = text[text.index("{") + 1: first]
     newline = "\r\n" if "\r\n" in opening else "\n"
+    indent: str | None = None
     if "\n" in opening:
-        indent = opening[opening.rindex("\n") + 1:]
-        indent = indent or None  # newlines but no indent: treat as compact
-    else:
-        indent = None
+        indent = opening[opening.rindex("\n") + 1:] or None  # newlines but no indent: compact
     if indent is not None and indent.strip(" \t"):
         indent = " "
     key_sep, item_sep = seps or (": ", ",")

@@ -15,7 +15,8 @@ import contextlib
 import os
 import weakref
 from pathlib import Path
-from typing import Any, AsyncIterator
+from collections.abc import AsyncGenerator
+from typing import Any
 
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..model import AnthropicModel
@@ -129,7 +130,7 @@ class ReplayModel:
                         f"answers that are not true here.")
         return None
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Replay the next recorded response for ``request`` (a ``replay_mismatch``
         :class:`ModelError` if the tool results no longer match the recording)."""
         problem = self.mismatch(request)

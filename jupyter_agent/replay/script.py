@@ -23,7 +23,8 @@ import hashlib
 import secrets
 import string
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Union
+from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "Pause", "ScriptedResponse", "HttpError", "ScriptItem",
@@ -150,7 +151,7 @@ class HttpError:
                 "request_id": request_id}
 
 
-ScriptItem = Union[ScriptedResponse, HttpError, Callable[[dict], Any], str, dict, list]
+ScriptItem = ScriptedResponse | HttpError | Callable[[dict], Any] | str | dict | list
 
 
 def response(*blocks: Any, stop_reason: str | None = None, usage: dict[str, Any] | None = None,

@@ -25,7 +25,8 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from .records import RecordedRequest
@@ -44,7 +45,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     request_queue_size = 64
-    api: "FakeMessagesAPI"
+    api: FakeMessagesAPI
 
     def process_request(self, request: Any, client_address: Any) -> None:
         self.api._track(request, True)
@@ -110,7 +111,7 @@ class FakeMessagesAPI:
                 f"pending={len(self._script)}>")
 
     # -- lifecycle ----------------------------------------------------------------------
-    def start(self) -> "FakeMessagesAPI":
+    def start(self) -> FakeMessagesAPI:
         """Start serving (done by ``with``/``async with``); returns self."""
         if self._server is None:
             self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -132,7 +133,7 @@ class FakeMessagesAPI:
             stopper.start()
             while stopper.is_alive():
                 try:
-                    socket.create_connection(server.server_address, timeout=0.2).close()
+                    socket.create_connection(("127.0.0.1", server.server_port), timeout=0.2).close()
                 except OSError:
                     pass
                 stopper.join(0.005)
@@ -145,14 +146,14 @@ class FakeMessagesAPI:
             except OSError:
                 pass
 
-    def __enter__(self) -> "FakeMessagesAPI":
+    def __enter__(self) -> FakeMessagesAPI:
         return self.start()
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         self.close()
         self._finish(exc)
 
-    async def __aenter__(self) -> "FakeMessagesAPI":
+    async def __aenter__(self) -> FakeMessagesAPI:
         return self.start()
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -172,7 +173,7 @@ class FakeMessagesAPI:
         raise AssertionError("FakeMessagesAPI:\n  " + "\n  ".join(problems))
 
     # -- script ---------------------------------------------------------------------------
-    def add(self, *responses: Any) -> "FakeMessagesAPI":
+    def add(self, *responses: Any) -> FakeMessagesAPI:
         """Append responses to the script."""
         for r in responses:
             self._script.append(r if callable(r) else to_response(r))

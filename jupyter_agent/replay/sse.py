@@ -10,14 +10,15 @@ first block starts), then ``message_delta`` (stop_reason, output usage) and
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Union
+from collections.abc import Iterator
+from typing import Any
 
 from .script import Pause, ScriptedResponse
 from .validation import estimate_tokens
 
 __all__ = ["build_events", "encode_event", "final_message", "Event"]
 
-Event = Union[tuple[str, dict[str, Any]], Pause]
+Event = tuple[str, dict[str, Any]] | Pause
 
 
 def _chunks(s: str, n: int) -> list[str]:

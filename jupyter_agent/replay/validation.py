@@ -84,7 +84,7 @@ def validate_request(body: Any) -> str | None:
             nxt = messages[i + 1] if i + 1 < len(messages) else None
             answered: set[str] = set()
             if nxt is not None and nxt["role"] == "user":
-                answered = {b.get("tool_use_id") for b in _blocks(nxt.get("content"))
+                answered = {str(b.get("tool_use_id")) for b in _blocks(nxt.get("content"))
                             if isinstance(b, dict) and b.get("type") == "tool_result"}
             missing = [x for x in ids if x not in answered]
             if missing:
@@ -95,7 +95,7 @@ def validate_request(body: Any) -> str | None:
             prev = messages[i - 1] if i > 0 else None
             prev_ids: set[str] = set()
             if prev is not None and prev["role"] == "assistant":
-                prev_ids = {b.get("id") for b in _blocks(prev.get("content"))
+                prev_ids = {str(b.get("id")) for b in _blocks(prev.get("content"))
                             if isinstance(b, dict) and b.get("type") == "tool_use"}
             for k, b in enumerate(blocks):
                 if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") not in prev_ids:

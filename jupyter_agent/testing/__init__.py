@@ -2,8 +2,9 @@
 
 The fake API and replay are product code (the offline demo replays through them) and
 live in :mod:`jupyter_agent.replay`; this package gathers what tests use. Everything
-talks real HTTP, so the code under test runs through the real ``anthropic`` SDK. Importing this package does not import ``anthropic`` (a kernel that
-only needs the fake server stays light); :class:`ReplayModel` loads it on first use.
+talks real HTTP, so the code under test runs through the real ``anthropic`` SDK. Importing
+this package does not import ``anthropic`` (a kernel that only needs the fake server stays
+light); :class:`ReplayModel` loads it on first use.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ conftest. Servers are closed at teardown, and a strict server that saw something
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 

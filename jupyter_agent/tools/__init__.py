@@ -1,4 +1,4 @@
-"""The tools the model sees, with Claude Code's names and input schemas (DESIGN §3).
+"""The tools the model sees, with Claude Code's names and input schemas (docs/tools.md).
 
 ``default_tools()`` gives the standard set: Read, Write, Edit, Glob, Grep, NotebookEdit,
 NotebookRun. Each lives in its own module; the interface they implement (``Tool``,

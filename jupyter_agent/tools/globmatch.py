@@ -195,8 +195,9 @@ class GlobMatcher:
             # Patterns whose regex cannot backtrack much (at most one star per segment, at
             # most one "**") become one compiled regex: ~40x faster than walking segments.
             fast = [_fast_regex(p) for p in alternatives]
-            self._regex = (re.compile("(?:" + "|".join(fast) + r")\Z", flags | re.DOTALL)
-                           if all(f is not None for f in fast) else None)
+            simple = [f for f in fast if f is not None]
+            self._regex = (re.compile("(?:" + "|".join(simple) + r")\Z", flags | re.DOTALL)
+                           if len(simple) == len(fast) else None)
         except re.error as exc:
             raise ValueError(f"invalid glob {pattern!r}: {exc}") from None
 

@@ -140,7 +140,8 @@ def _extract(reader: Any, wanted: list[int], path: Path) -> bytes:
 def _ranges(indices: list[int]) -> str:
     """``[0, 1, 2, 6]`` -> ``"1-3, 7"`` (1-based)."""
     parts: list[str] = []
-    start = prev = None
+    start: int | None = None
+    prev = -1
     for i in indices:
         if start is not None and i == prev + 1:
             prev = i

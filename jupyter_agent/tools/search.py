@@ -9,6 +9,7 @@ separators, long lines) is never shown: we sort and format ourselves.
 from __future__ import annotations
 
 import asyncio
+import logging
 import base64
 import bisect
 import io
@@ -22,10 +23,13 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from ..loop.tool import ToolError
 from .fileio import MAX_TEXT_BYTES, looks_binary
 from .ignore import VCS_DIRS, walk_files
+
+log = logging.getLogger(__name__)
 
 #: Stop collecting after this many matched lines (the model could never read more).
 MAX_MATCH_LINES = 20_000
@@ -161,8 +165,10 @@ async def _kill(proc: asyncio.subprocess.Process) -> None:
         proc.kill()
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), 2)
-        except BaseException:
-            pass
+        except (TimeoutError, asyncio.CancelledError):
+            # Reaping is best effort: the kill is sent, and every caller re-raises the
+            # exception (a Stop, the time limit) that brought it here.
+            log.debug("search process %s not reaped after its kill", proc.pid, exc_info=True)
 
 
 def _parse_rg_output(out: bytes, request: SearchRequest, cwd: str) -> list[FileHits]:
@@ -173,12 +179,12 @@ def _parse_rg_output(out: bytes, request: SearchRequest, cwd: str) -> list[FileH
         return [FileHits(path=absolute(p.decode("utf-8", "surrogateescape")))
                 for p in out.split(b"\0") if p.strip()]
     if request.mode == "count":
-        hits = []
+        counted: list[FileHits] = []
         for line in out.splitlines():
-            path, _, count = line.rpartition(b"\0")
-            if path:
-                hits.append(FileHits(path=absolute(path.decode("utf-8", "surrogateescape")), count=int(count)))
-        return hits
+            raw_path, _, count = line.rpartition(b"\0")
+            if raw_path:
+                counted.append(FileHits(path=absolute(raw_path.decode("utf-8", "surrogateescape")), count=int(count)))
+        return counted
     by_path: dict[str, FileHits] = {}
     for raw in out.splitlines():
         event = json.loads(raw)
@@ -189,9 +195,9 @@ def _parse_rg_output(out: bytes, request: SearchRequest, cwd: str) -> list[FileH
         hits = by_path.setdefault(path, FileHits(path=path))
         is_match = event["type"] == "match"
         # A multiline match comes as one event holding every line it touches.
-        for offset, line in enumerate(_strip_eol(_rg_text(data["lines"])).split("\n")):
+        for offset, text in enumerate(_strip_eol(_rg_text(data["lines"])).split("\n")):
             hits.count += is_match
-            hits.lines.append((data["line_number"] + offset, line.removesuffix("\r"), is_match))
+            hits.lines.append((data["line_number"] + offset, text.removesuffix("\r"), is_match))
     return list(by_path.values())
 
 
@@ -237,8 +243,9 @@ async def _search_python_subprocess(request: SearchRequest) -> SearchResult:
 
 def _worker_main() -> None:
     """The child's side: read a request, search, print the result (paths kept byte-exact)."""
-    request = SearchRequest(**{k: tuple(v) if isinstance(v, list) else v
-                               for k, v in json.loads(sys.stdin.buffer.read()).items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                              for k, v in json.loads(sys.stdin.buffer.read()).items()}
+    request = SearchRequest(**fields)
     try:
         result = _search_python(request)
     except ToolError as exc:
@@ -297,12 +304,12 @@ def _lines(path: str, explicit: bool) -> Iterator[str] | None:
                     yield piece.removesuffix("\n")
                 return
             first = True
-            while piece := fh.readline(MAX_LINE_BYTES):
-                if b"\x00" in piece and not explicit:
+            while chunk := fh.readline(MAX_LINE_BYTES):
+                if b"\x00" in chunk and not explicit:
                     raise _Binary
                 if first:
-                    piece, first = piece.removeprefix(b"\xef\xbb\xbf"), False
-                yield piece.removesuffix(b"\n").decode("utf-8", "replace")
+                    chunk, first = chunk.removeprefix(b"\xef\xbb\xbf"), False
+                yield chunk.removesuffix(b"\n").decode("utf-8", "replace")
 
     return text_lines()
 

@@ -1,4 +1,4 @@
-"""A real kernel, with the test playing the frontend (DESIGN §4).
+"""A real kernel, with the test playing the frontend (docs/design.md, "Kernel tests").
 
 :class:`Frontend` starts an ipykernel through ``jupyter_client`` (ipc transport, temp
 IPYTHONDIR/JUPYTER_* dirs), executes cells the way JupyterLab does (``cellId`` in the
@@ -16,7 +16,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 
@@ -45,7 +46,7 @@ class Frontend:
         self.widgets: dict[str, dict[str, Any]] = {}  # comm_id -> state
         self._reader: asyncio.Task | None = None
 
-    async def start(self) -> "Frontend":
+    async def start(self) -> Frontend:
         self.km = AsyncKernelManager(transport="ipc", kernel_name="python3")
         # an absolute socket path (a relative one resolves differently in the kernel's cwd),
         # and a short one: unix socket paths are limited to ~107 bytes

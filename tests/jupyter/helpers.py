@@ -6,7 +6,8 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import replace
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import comm
 from comm.base_comm import BaseComm
@@ -32,14 +33,16 @@ def raw_events(blocks: list[dict[str, Any]], chunk: int = 4, usage: dict | None 
         elif kind == "thinking":
             out.append(("content_block_start", {"index": i, "content_block": {"type": "thinking", "thinking": ""}}))
             t = block["thinking"]
-            out += [("content_block_delta", {"index": i, "delta": {"type": "thinking_delta", "thinking": t[j:j + chunk]}})
+            out += [("content_block_delta",
+                     {"index": i, "delta": {"type": "thinking_delta", "thinking": t[j:j + chunk]}})
                     for j in range(0, len(t), chunk)]
         elif kind == "tool_use":
             out.append(("content_block_start", {"index": i, "content_block": {
                 "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
             raw = json.dumps(block["input"])
             out.append(("content_block_delta", {"index": i, "delta": {"type": "input_json_delta", "partial_json": ""}}))
-            out += [("content_block_delta", {"index": i, "delta": {"type": "input_json_delta", "partial_json": raw[j:j + chunk]}})
+            out += [("content_block_delta",
+                     {"index": i, "delta": {"type": "input_json_delta", "partial_json": raw[j:j + chunk]}})
                     for j in range(0, len(raw), chunk)]
         else:
             out.append(("content_block_start", {"index": i, "content_block": dict(block)}))

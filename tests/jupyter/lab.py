@@ -1,4 +1,4 @@
-"""A real JupyterLab (or Notebook 7) in real Chromium for the browser tests (DESIGN §5).
+"""A real JupyterLab (or Notebook 7) in real Chromium for the browser tests (docs/design.md, "Browser tests").
 
 :class:`Lab` starts one server (temp config/settings/workspace/runtime/data dirs, the
 announcements plugin off, the package's server extension on, the fake Messages API in its
@@ -29,7 +29,8 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import nbformat
 

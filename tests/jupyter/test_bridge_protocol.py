@@ -165,7 +165,7 @@ async def _serve_page(kernel, comm_id: str, me: str, cells: list[dict]) -> None:
 @in_module_loop
 async def test_no_run_through_the_page_from_a_busy_cell(kernel, script, module_tmp, api):
     """`%%agent --wait` keeps its cell busy: a run through the page would queue behind it
-    forever (DESIGN §5), so NotebookRun says why instead, and nothing deadlocks."""
+    forever (docs/design.md, "The live-notebook bridge"), so NotebookRun says why instead, and nothing deadlocks."""
     comm_id = bridge_comm(kernel)
     me = kernel.kc.session.session
     own = module_tmp / "own.ipynb"

@@ -45,7 +45,8 @@ async def transcript(kernel, display_id: str, timeout: float = 10) -> str:
 
 async def test_allow_runs_the_write_and_the_cell_keeps_a_transcript(kernel, script, module_tmp, api):
     target = module_tmp / "allowed.txt"
-    script(response(text("I'll **write** the file."), tool_use("Write", {"file_path": str(target), "content": "hello"})),
+    script(response(text("I'll **write** the file."),
+                    tool_use("Write", {"file_path": str(target), "content": "hello"})),
            response(text("Done: allowed.txt says hello.")))
     result = await kernel.execute("%%agent\nWrite hello to allowed.txt")
     assert result["reply"]["status"] == "ok" and result["seconds"] < 3  # returned at once

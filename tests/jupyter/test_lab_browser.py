@@ -2,7 +2,7 @@
 click on Allow runs the write, and the static transcript replaces the widget.
 
 Skipped unless JupyterLab, Python playwright and /usr/bin/chromium are installed
-(DESIGN §5: never download a browser). ~10 s.
+(docs/design.md, "Browser tests": never download a browser). ~10 s.
 """
 
 from __future__ import annotations

@@ -147,7 +147,8 @@ def test_a_notebook_reopened_after_a_kernel_restart_shows_transcripts_not_errors
     nb_path = write_notebook(lab.root / "restart.ipynb", ["%load_ext jupyter_agent\nimport jupyter_agent",
                              "%%agent\nWrite x.txt", "jupyter_agent.chat()"])
     api.add(response(text("Hello from the chat, before the restart.")),
-            response(text("I'll write x.txt."), tool_use("Write", {"file_path": str(lab.root / "x.txt"), "content": ""})))
+            response(text("I'll write x.txt."),
+                     tool_use("Write", {"file_path": str(lab.root / "x.txt"), "content": ""})))
     page = page_of("restart.ipynb")
     run_and_wait(page, 0)
     run_and_wait(page, 2)

@@ -15,8 +15,9 @@ import pytest
 
 from jupyter_agent.testing import text, tool_use, response
 
-from .lab import HAVE_BROWSER, allow_the_insert_then_the_run, button, cell, cell_sources, click_button, require_browser, restarted, \
-    run_and_wait, run_cell, save, screenshot, wait_cell_count, wait_for_end, wait_prompt, write_notebook
+from .lab import (HAVE_BROWSER, allow_the_insert_then_the_run, button, cell, cell_sources, click_button,
+                  require_browser, restarted, run_and_wait, run_cell, save, screenshot, wait_cell_count,
+                  wait_for_end, wait_prompt, write_notebook)
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")

@@ -27,7 +27,7 @@ class Panel:
         self.kernel = kernel
         self.comm_id = uuid.uuid4().hex
 
-    def open(self) -> "Panel":
+    def open(self) -> Panel:
         kc = self.kernel.kc
         kc.shell_channel.send(kc.session.msg("comm_open", {
             "comm_id": self.comm_id, "target_name": TARGET, "data": {}}))

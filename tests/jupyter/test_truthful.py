@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 
 import pytest
-import pytest_asyncio
 
 from jupyter_agent.testing import http_error, response, text, tool_use
 

@@ -53,7 +53,7 @@ _who = _WhoLoads(%%r)
 sys.meta_path.insert(0, _who)
 _warm_at_cell_start = []
 get_ipython().events.register("pre_run_cell", lambda info: _warm_at_cell_start.append(_warmup.state()["running"]))
-""" % (WATCHED,)
+""" % (WATCHED,)  # noqa: UP031 - filled twice: the watched names now, each test's delay later
 
 STATE = "__import__('jupyter_agent.jupyter.warmup', fromlist=['_']).state()"
 

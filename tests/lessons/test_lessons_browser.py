@@ -1,9 +1,9 @@
 """The stepper widget and the timeline in real JupyterLab in real Chromium, then the
 saved notebook reopened without the kernel that drew them: the static copy is readable.
 
-Skipped unless JupyterLab, Python playwright and /usr/bin/chromium are installed (DESIGN §5:
-never download a browser). The servers, pages and screenshots (tests/output/screenshots/)
-come from the browser-test harness, tests/jupyter/lab.py.
+Skipped unless JupyterLab, Python playwright and /usr/bin/chromium are installed
+(docs/design.md, "Browser tests": never download a browser). The servers, pages and
+screenshots (tests/output/screenshots/) come from the browser-test harness, tests/jupyter/lab.py.
 """
 
 from __future__ import annotations

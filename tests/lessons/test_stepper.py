@@ -6,6 +6,7 @@ Real loop, real tools, the real anthropic SDK against the fake Messages API.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -85,8 +86,8 @@ async def test_past_snapshots_are_immutable_deep_copies(workdir):
             first.messages_for_query[0].update(role="assistant")
         with pytest.raises(AttributeError):
             first.messages_for_query.append({})  # a tuple
-        with pytest.raises(Exception):
-            first.turn_count = 5  # frozen dataclass
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            first.turn_count = 5
         copy = thaw(first.messages_for_query)
         copy[0]["content"] = "mine"  # thaw gives a copy one may change
         assert first.messages_for_query[0]["content"] != "mine"

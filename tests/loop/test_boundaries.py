@@ -12,7 +12,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "jupyter_agent"
 
 def test_loop_imports_nothing_from_jupyter_frontends_or_anthropic():
     code = (
-        "import sys, jupyter_agent.agent, jupyter_agent.loop.query, jupyter_agent.loop.run, jupyter_agent.conversation\n"
+        "import sys, jupyter_agent.agent, jupyter_agent.loop.query, jupyter_agent.loop.run\n"
+        "import jupyter_agent.conversation\n"
         "from jupyter_agent import query, Conversation\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'IPython', 'ipywidgets', 'comm', 'ipykernel', 'anthropic'})\n"

@@ -28,7 +28,8 @@ PNG = base64.b64encode(
 ANSI_TRACEBACK = [
     "\x1b[0;31m---------------------------------------------------------------------------\x1b[0m",
     "\x1b[0;31mZeroDivisionError\x1b[0m                         Traceback (most recent call last)",
-    "Cell \x1b[0;32mIn[3], line 1\x1b[0m\n\x1b[0;32m----> 1\x1b[0m \x1b[38;5;241m1\x1b[39m\x1b[38;5;241m/\x1b[39m\x1b[38;5;241m0\x1b[39m",
+    "Cell \x1b[0;32mIn[3], line 1\x1b[0m\n\x1b[0;32m----> 1\x1b[0m "
+    "\x1b[38;5;241m1\x1b[39m\x1b[38;5;241m/\x1b[39m\x1b[38;5;241m0\x1b[39m",
     "\x1b[0;31mZeroDivisionError\x1b[0m: division by zero",
 ]
 WIDGET_STATE = {"application/vnd.jupyter.widget-state+json": {
@@ -46,7 +47,8 @@ def lab_notebook():
     load = new_code_cell("import math\nprint('loaded', math.pi)", id="load", execution_count=1)
     load.outputs = [new_output("stream", name="stdout", text="loaded 3.141592653589793\n")]
     show = new_code_cell("display(img)\n{'a': 1}", id="show", execution_count=2)
-    show.outputs = [new_output("display_data", data={"image/png": PNG, "text/plain": "<IPython.core.display.Image object>"}),
+    show.outputs = [new_output("display_data",
+                               data={"image/png": PNG, "text/plain": "<IPython.core.display.Image object>"}),
                     new_output("execute_result", data={"text/plain": "{'a': 1}"}, execution_count=2)]
     boom = new_code_cell("1/0", id="boom", execution_count=3)
     boom.outputs = [new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=ANSI_TRACEBACK)]

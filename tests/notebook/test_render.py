@@ -28,7 +28,8 @@ async def test_cells_render_as_claude_code_does(tmp_path):
     body = texts(page.content)
     assert body.startswith('<cell id="intro"><cell_type>markdown</cell_type># Analyse 📈\n')
     assert "日本語のテキスト</cell id=\"intro\">" in body
-    assert "<cell id=\"load\">import math\nprint('loaded', math.pi)</cell id=\"load\">\nloaded 3.141592653589793" in body
+    assert ("<cell id=\"load\">import math\nprint('loaded', math.pi)</cell id=\"load\">\n"
+            "loaded 3.141592653589793") in body
     assert '<cell id="raw-1"><cell_type>raw</cell_type>raw: keep {{ exactly }}</cell id="raw-1">' in body
     assert '<cell id="empty_cell"></cell id="empty_cell">' in body
     assert not page.partial

@@ -161,7 +161,8 @@ async def test_ripgrep_and_fallback_give_the_same_result(messy_tree, mode, case)
     request = SearchRequest(pattern="needle", root=str(messy_tree), mode=mode, **case)
     fast, slow = await search(request, use_ripgrep=True), await search(request, use_ripgrep=False)
     assert fast.backend == "ripgrep" and slow.backend == "python"
-    as_tuples = lambda r: sorted((f.path, f.count, tuple(f.lines)) for f in r.files)
+    def as_tuples(result):
+        return sorted((f.path, f.count, tuple(f.lines)) for f in result.files)
     assert as_tuples(fast) == as_tuples(slow)
     assert fast.files  # the tree has matches in every case
 

@@ -3,7 +3,6 @@ written or shown, each tested as the adversarial test found it."""
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import tracemalloc
@@ -54,7 +53,7 @@ def test_no_cut_leaves_part_of_a_secret(secret, monkeypatch):
 # --- 8.9: spilled results stay private ----------------------------------------------------------
 
 async def test_large_results_are_spilled_privately(workspace, tmp_path):
-    (workspace / "big.txt").write_text(("line of text\n" * 5000))
+    (workspace / "big.txt").write_text("line of text\n" * 5000)
     ctx = make_ctx(workspace)
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)

@@ -22,7 +22,7 @@ from jupyter_agent.tools import Grep
 from jupyter_agent.tools.globmatch import compile_glob
 from jupyter_agent.tools.ignore import walk_files
 from jupyter_agent.tools.search import SearchRequest
-from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
+from jupyter_agent.testing import FakeMessagesAPI, response, tool_use
 
 from .conftest import call_tool, make_ctx, text_of
 
