@@ -1,6 +1,6 @@
 """The first ``%%agent`` run of a fresh kernel: how long before its first request leaves.
 
-    python benchmarks/bench_first_run.py [--kernels N] [--delay S]
+    python benchmarks/bench_first_run.py [--kernels N] [--delay S] [--cpu-only]
 
 For each of N fresh kernels (started through ``jupyter_client``, as JupyterLab does):
 ``%load_ext jupyter_agent`` (timed inside the kernel, and whether ``anthropic`` is in
@@ -19,6 +19,13 @@ machine and several times that when the 2 CPUs are shared by a dozen processes).
 
 Targets (issue 7): first run <= 0.5 s after a >= 3 s pause; later runs <= 0.1 s;
 ``%load_ext`` <= 100 ms and ``anthropic`` not imported by it in the foreground.
+
+The warm-up's CPU (issue 16), in N more fresh kernels each way, alternating: the CPU time
+of the warm-up thread (``time.thread_time()``, its ``cpu_s``) and of the whole kernel
+process from ``%load_ext`` to the warm-up's end (``resource.getrusage``), with the RFC 3987
+grammar deferred (today) and built at import as before (the notebook package's stand-in,
+``jupyter_agent.notebook.deferred_grammar``, replaced by an empty module in that kernel).
+``--cpu-only`` measures only that.
 """
 
 from __future__ import annotations
@@ -48,6 +55,11 @@ LOAD = ("import sys, time\n_t = time.perf_counter()\n"
         "_m = sys.modules.get('anthropic')\n"
         "_anthropic = 'no' if _m is None else 'loading' if getattr(_m.__spec__, '_initializing', False) else 'yes'")
 WARMUP = "__import__('jupyter_agent.jupyter.warmup', fromlist=['_']).state()"
+# Before %load_ext in a "grammar built" kernel: an empty module where the stand-in would be.
+BUILD_GRAMMAR = ("import sys, types\n"
+                 "sys.modules['jupyter_agent.notebook.deferred_grammar'] = types.ModuleType('no stand-in')")
+PROCESS_CPU = ("import resource\n_u = resource.getrusage(resource.RUSAGE_SELF)\n"
+               "_cpu = _u.ru_utime + _u.ru_stime")
 
 
 async def run_to_first_request(frontend: Frontend, api: FakeMessagesAPI, prompt: str) -> float:
@@ -92,6 +104,44 @@ async def one_kernel(delay_s: float, warmup: bool = True, until_warm: bool = Fal
     return {"load_ms": load_ms, "anthropic": anthropic, "first": first, "second": second, "warm_s": warm_s}
 
 
+async def warmup_cpu(defer_grammar: bool) -> dict:
+    """One fresh kernel: the CPU its warm-up used (thread and whole process), and whether
+    the grammar (``lark``) got loaded."""
+    with FakeMessagesAPI([]) as api:
+        tmp = Path(tempfile.mkdtemp(prefix="bench-cpu-"))
+        frontend = await Frontend(tmp, isolated_env(tmp, **api.env())).start()
+        try:
+            if not defer_grammar:
+                await frontend.execute(BUILD_GRAMMAR)
+            await frontend.execute(PROCESS_CPU)
+            before = float(await frontend.value("_cpu"))
+            await frontend.execute("%load_ext jupyter_agent")
+            while (warm := eval(await frontend.value(WARMUP)))["running"]:
+                await asyncio.sleep(0.2)
+            await frontend.execute(PROCESS_CPU)
+            process = float(await frontend.value("_cpu")) - before
+            lark = (await frontend.value("'lark' in __import__('sys').modules")) == "True"
+        finally:
+            await frontend.stop()
+    assert warm["failed"] == {}, warm["failed"]
+    return {"thread": warm["cpu_s"], "process": process, "lark": lark}
+
+
+async def measure_warmup_cpu(kernels: int) -> None:
+    deferred, built = [], []
+    for i in range(kernels):  # alternate, so that both see the same machine load
+        for defer in ((True, False) if i % 2 else (False, True)):
+            (deferred if defer else built).append(await warmup_cpu(defer))
+    for name, runs in (("grammar deferred (today)", deferred), ("grammar built (before)", built)):
+        print(f"  warm-up CPU, {name:<25} thread median {statistics.median(r['thread'] for r in runs):.2f} s "
+              f"({fmt([r['thread'] for r in runs])}), kernel process median "
+              f"{statistics.median(r['process'] for r in runs):.2f} s; lark loaded: "
+              f"{'/'.join(sorted({str(r['lark']) for r in runs}))}")
+    thread = statistics.median(r["thread"] for r in deferred) / statistics.median(r["thread"] for r in built)
+    process = statistics.median(r["process"] for r in deferred) / statistics.median(r["process"] for r in built)
+    print(f"  warm-up CPU deferred / built: thread {thread:.2f}, kernel process {process:.2f}")
+
+
 def fmt(values: list[float], unit: float = 1.0) -> str:
     return ", ".join(f"{v * unit:.3f}" for v in values)
 
@@ -100,10 +150,16 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kernels", type=int, default=3)
     parser.add_argument("--delay", type=float, default=3.0, help="seconds between %%load_ext and the prompt")
+    parser.add_argument("--cpu-only", action="store_true", help="only the warm-up's CPU")
     args = parser.parse_args()
     # Read the packages once (not measured), so that the first kernel does not also pay
     # for a cold disk cache; then alternate, so that both kinds see the same machine load.
     subprocess.run([sys.executable, "-c", "import anthropic, ipywidgets, jupyter_agent.conversation"], check=True)
+    if args.cpu_only:
+        print(f"fresh kernels: {args.kernels} each way; load average {os.getloadavg()[0]:.1f} "
+              f"on {os.cpu_count()} CPUs")
+        await measure_warmup_cpu(args.kernels)
+        return
     runs, cold = [], []
     for i in range(args.kernels):
         if i % 2:
@@ -135,6 +191,7 @@ async def main() -> None:
           f"second {eager['second']:.3f} s; prompt run once the warm-up ended "
           f"({settled['warm_s']:.2f} s after %load_ext): first {settled['first']:.3f} s, "
           f"second {settled['second']:.3f} s")
+    await measure_warmup_cpu(args.kernels)
 
 
 if __name__ == "__main__":

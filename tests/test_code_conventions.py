@@ -91,7 +91,26 @@ def silent_handlers(source: str) -> list[int]:
     return found
 
 
-def test_the_rule_finds_a_silent_handler_and_accepts_a_logged_or_explained_one():
+def logger_problems(path: Path) -> list[str]:
+    """A module that logs has one module-level ``log = logging.getLogger(__name__)`` and
+    logs through it, never through the root logger."""
+    tree = ast.parse(path.read_text())
+    loggers = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and n.func.attr == "getLogger"]
+    problems = []
+    if len(loggers) > 1:
+        problems.append("more than one getLogger()")
+    if loggers and not any(isinstance(s, ast.Assign) and s.value is loggers[0]
+                           and ast.unparse(s) == "log = logging.getLogger(__name__)" for s in tree.body):
+        problems.append("the logger is not `log = logging.getLogger(__name__)` at module level")
+    problems += [f"line {n.lineno} logs through the root logger" for n in ast.walk(tree)
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in LOG_METHODS
+                 and isinstance(n.func.value, ast.Name) and n.func.value.id == "logging"]
+    return problems
+
+
+def test_no_broad_except_swallows_silently_and_modules_log_through_their_own_logger():
+    # the rule itself: a silent handler is found, a logged, explained or narrow one is not
     silent = "try:\n    f()\nexcept Exception:\n    pass\n"
     logged = "try:\n    f()\nexcept Exception:\n    log.debug('f failed', exc_info=True)\n"
     explained = "try:\n    f()\nexcept Exception:  # why: at interpreter exit logging is gone\n    pass\n"
@@ -99,9 +118,6 @@ def test_the_rule_finds_a_silent_handler_and_accepts_a_logged_or_explained_one()
     bare = "try:\n    f()\nexcept:\n    return\n"
     assert silent_handlers(silent) == [3] and silent_handlers(bare) == [3]
     assert silent_handlers(logged) == silent_handlers(explained) == silent_handlers(narrow) == []
-
-
-def test_no_broad_except_swallows_silently():
     found = {rel(path): silent_handlers(path.read_text()) for path in python_files()}
     counts = {path: len(lines) for path, lines in found.items() if lines}
     new = {path: found[path] for path, n in counts.items() if n > KNOWN_SILENT.get(path, 0)}
@@ -109,22 +125,8 @@ def test_no_broad_except_swallows_silently():
                      "(log.debug(..., exc_info=True)) or say why in a '# why:' comment")
     fixed = {path: n for path, n in KNOWN_SILENT.items() if counts.get(path, 0) < n}
     assert not fixed, f"fewer silent handlers than KNOWN_SILENT says, lower it: {fixed}"
-
-
-def test_modules_log_through_one_module_logger():
-    for path in python_files():
-        tree = ast.parse(path.read_text())
-        loggers = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                   and n.func.attr == "getLogger"]
-        if not loggers:
-            continue
-        assert len(loggers) == 1, f"{rel(path)}: one logger per module"
-        module_level = [s for s in tree.body if isinstance(s, ast.Assign) and s.value is loggers[0]]
-        assert module_level and ast.unparse(module_level[0]) == "log = logging.getLogger(__name__)", rel(path)
-        root_calls = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
-                      and isinstance(n.func, ast.Attribute) and n.func.attr in LOG_METHODS
-                      and isinstance(n.func.value, ast.Name) and n.func.value.id == "logging"]
-        assert not root_calls, f"{rel(path)}:{root_calls}: log through `log`, not the root logger"
+    loggers = {rel(path): problems for path in python_files() if (problems := logger_problems(path))}
+    assert not loggers, loggers
 
 
 def test_comments_cite_only_documents_in_the_repository():

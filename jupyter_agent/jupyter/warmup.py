@@ -21,12 +21,15 @@ run then imports everything itself, as before).
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import threading
 import time
 from typing import Any
 
 __all__ = ["MODULES", "WARMUP_ENV", "start", "wait", "state"]
+
+log = logging.getLogger(__name__)
 
 WARMUP_ENV = "JUPYTER_AGENT_WARMUP"
 
@@ -54,14 +57,16 @@ MODULES = (
 
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
-_state: dict[str, Any] = {"started_at": None, "ended_at": None, "failed": {}}
+_state: dict[str, Any] = {"started_at": None, "ended_at": None, "cpu_s": None, "failed": {}}
 
 
 def _warm() -> None:
+    cpu_at_start = time.thread_time()
     for name in MODULES:
         try:
             importlib.import_module(name)
         except Exception as exc:  # the run will import it again and show the real error
+            log.debug("warm-up: importing %s failed", name, exc_info=True)
             _state["failed"][name] = f"{type(exc).__name__}: {exc}"
     try:
         # Each run sends the tools' JSON schemas; pydantic's first schema generation costs
@@ -70,8 +75,10 @@ def _warm() -> None:
 
         for tool in default_tools():
             tool.to_api()
-    except Exception as exc:
+    except Exception as exc:  # the run builds them again and shows the real error
+        log.debug("warm-up: building the tool schemas failed", exc_info=True)
         _state["failed"]["tool schemas"] = f"{type(exc).__name__}: {exc}"
+    _state["cpu_s"] = time.thread_time() - cpu_at_start
     _state["ended_at"] = time.monotonic()
 
 
@@ -99,7 +106,8 @@ def wait(timeout: float = 60.0) -> bool:
 
 
 def state() -> dict[str, Any]:
-    """When the warm-up started and ended (``time.monotonic()``), and imports that failed."""
+    """When the warm-up started and ended (``time.monotonic()``), the CPU time its thread
+    used (``cpu_s``, seconds), and imports that failed."""
     thread = _thread
     return {**_state, "failed": dict(_state["failed"]),
             "thread": thread.name if thread is not None else None,

@@ -15,6 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..loop.tool import ToolSession
+# First, before .document imports nbformat: importing it defers the RFC 3987 grammar that
+# nbformat's jsonschema would build (docs/design.md, "Kernel start and nbformat").
+from . import deferred_grammar  # noqa: F401
 from .document import (
     Cell,
     EditResult,

@@ -85,6 +85,19 @@ async def test_load_ext_leaves_the_sdk_to_the_background(fresh_kernel):
     assert loaded_by == {name: ["jupyter-agent-warmup"] for name in WATCHED}  # not "MainThread"
 
 
+async def test_the_warm_up_imports_nbformat_without_building_the_iri_grammar(fresh_kernel):
+    """nbformat imports jsonschema, whose "iri" checker would build rfc3987_syntax's lark
+    grammar (~1.9 s of CPU) at every kernel start: docs/design.md, "Kernel start and nbformat"."""
+    kernel = fresh_kernel
+    assert (await kernel.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
+    while (state := await warmup_state(kernel))["running"]:
+        await kernel.execute("import time; time.sleep(0.1)")
+    assert state["failed"] == {} and state["cpu_s"] > 0, state
+    names = ("nbformat", "jsonschema", "lark", "rfc3987_syntax.syntax_helpers")
+    loaded = eval(await kernel.value(f"{{m: m in __import__('sys').modules for m in {names!r}}}"))
+    assert loaded == {"nbformat": True, "jsonschema": True, "lark": False, "rfc3987_syntax.syntax_helpers": False}
+
+
 async def test_a_run_started_during_the_warm_up_waits_for_it_and_works(fresh_kernel, script):
     kernel = fresh_kernel
     script(response(text("Hello after the warm-up.")))
