@@ -32,6 +32,10 @@ class _DeferredGrammar(types.ModuleType):
     """Stands in for ``rfc3987_syntax`` until something uses it, then is the real module."""
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            # Tools that walk sys.modules (inspect.getmodule for a traceback, pickling)
+            # probe dunders: answering them must not build the grammar in the foreground.
+            raise AttributeError(name)
         return getattr(_real_module(), name)
 
 
@@ -67,6 +71,7 @@ def defer_iri_grammar() -> bool:
         # The real spec and package path: importing one of its submodules directly finds
         # it without loading the package through the stand-in first.
         stand_in.__spec__ = spec
+        stand_in.__file__ = spec.origin
         stand_in.__path__ = list(spec.submodule_search_locations or [])
         stand_in.is_valid_syntax = _is_valid_syntax  # type: ignore[attr-defined]
         sys.modules[GRAMMAR_MODULE] = stand_in
