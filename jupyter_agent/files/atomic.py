@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import secrets
 import stat
 from pathlib import Path
 
 from ..loop.tool import ToolError
+
+log = logging.getLogger(__name__)
 
 MODIFIED_SINCE_READ = (
     "File has been modified since read, either by the user or by another program. "
@@ -129,7 +132,7 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, *, expected_h
         try:
             os.fsync(dir_fd)  # make the rename itself durable (not every platform allows it)
         except OSError:
-            pass
+            log.debug("fsync of the folder of %s not possible here", path, exc_info=True)
         return os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns
     finally:
         os.close(dir_fd)
@@ -160,8 +163,8 @@ def _replace(dir_fd: int, name: str, data: bytes, mode: int, old: os.stat_result
     except BaseException:
         try:
             os.unlink(tmp, dir_fd=dir_fd)
-        except OSError:
-            pass
+        except OSError:  # the write's own error is what the caller sees
+            log.debug("could not remove the temporary file %s", tmp, exc_info=True)
         raise
 
 
@@ -170,8 +173,8 @@ def _keep_metadata(fd: int, old: os.stat_result, dir_fd: int, name: str) -> None
     if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
         try:
             os.fchown(fd, old.st_uid, old.st_gid)
-        except OSError:
-            pass  # not allowed (not root): the file becomes ours, as any editor's save does
+        except OSError:  # not allowed (not root): the file becomes ours, as any editor's save does
+            log.debug("could not give %s its old owner back", name, exc_info=True)
     if not hasattr(os, "listxattr"):
         return
     try:
@@ -182,10 +185,10 @@ def _keep_metadata(fd: int, old: os.stat_result, dir_fd: int, name: str) -> None
         for attr in os.listxattr(src):
             try:
                 os.setxattr(fd, attr, os.getxattr(src, attr))
-            except OSError:
-                pass  # e.g. security.* without the right to set it
-    except OSError:
-        pass
+            except OSError:  # e.g. security.* without the right to set it
+                log.debug("could not copy the extended attribute %s of %s", attr, name, exc_info=True)
+    except OSError:  # a file system without extended attributes: nothing to copy
+        log.debug("could not list the extended attributes of %s", name, exc_info=True)
     finally:
         os.close(src)
 
