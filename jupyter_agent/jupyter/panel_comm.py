@@ -94,6 +94,20 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
     return {"key": key, "kind": "unknown"}
 
 
+def approval_json(request: Any, run_id: str, cwd: Any = None) -> dict[str, Any]:
+    """One pending approval as the panel shows it: all of it (message, diff, input; the
+    panel's box scrolls), nothing a person cannot see may be approved; ``warning`` says
+    when it holds invisible or reordering characters."""
+    message = relative(request.message or "", cwd)
+    diff = relative(request.diff or "", cwd)
+    raw_input = json.dumps(request.input, ensure_ascii=False, indent=1, default=str)
+    warning = any(has_invisible(t) for t in (message, diff, raw_input))
+    return {"id": request.id, "run": run_id, "tool": _text(request.tool_name),
+            "message": _text(message), "diff": _text(diff), "input": _text(raw_input),
+            "warning": INVISIBLE_WARNING if warning else "",
+            "rules": [_text(r) for r in request.suggested_rules] or [_text(request.tool_name)]}
+
+
 def _usage_json(usage: Any) -> dict[str, Any]:
     return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
@@ -307,16 +321,8 @@ class PanelHub:
         for request, handle in self.approvals.values():
             if request.done:
                 continue
-            cwd = handle.model.cwd  # paths as the cell's approval card shows them
-            # all of it: nothing a person cannot see may be approved (the panel's box scrolls)
-            message = relative(request.message or "", cwd)
-            diff = relative(request.diff or "", cwd)
-            raw_input = json.dumps(request.input, ensure_ascii=False, indent=1, default=str)
-            warning = any(has_invisible(t) for t in (message, diff, raw_input))
-            out.append({"id": request.id, "run": handle.display_id, "tool": _text(request.tool_name),
-                        "message": _text(message), "diff": _text(diff), "input": _text(raw_input),
-                        "warning": INVISIBLE_WARNING if warning else "",
-                        "rules": [_text(r) for r in request.suggested_rules] or [_text(request.tool_name)]})
+            # paths as the cell's approval card shows them
+            out.append(approval_json(request, handle.display_id, handle.model.cwd))
         return out
 
     def _adopt_runs(self) -> None:
