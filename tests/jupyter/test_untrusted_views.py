@@ -74,10 +74,11 @@ def payload_in_html(value: str) -> list[str]:
     return found
 
 
-def payload_in_markdown(markdown: str) -> list[str]:
-    """What of the payload is live once ``markdown`` is rendered with HTML enabled."""
+def payload_in_markdown(markdown: str, ours: set[str] = frozenset()) -> list[str]:
+    """What of the payload is live once ``markdown`` is rendered with HTML enabled
+    (besides our own markup: ``OURS`` and ``ours``)."""
     rendered = _markdown_it(markdown)
-    problems = [p for p in live_markup(rendered) if p.strip("<>") not in OURS]
+    problems = [p for p in live_markup(rendered) if p.strip("<>") not in OURS | ours]
     return problems + payload_in_html(rendered)
 
 
