@@ -58,26 +58,42 @@ def _entities(text: str) -> str:
     return "".join(f"&#{ord(c)};" if c in _CODE_SPECIAL else c for c in text)
 
 
+#: Characters :func:`markdown_literal` escapes anywhere (``&`` and ``<`` as entities, the
+#: rest with a backslash); at the start of a line also what starts a block there.
+_LITERAL_SPECIAL = frozenset("\\`*_[]{}<>#|~!&$")
+_LINE_START = re.compile(r"^([ \t]*)([-+=]|\d{1,9}[.)])", re.M)
+#: Inline code whose text means nothing to Markdown or HTML: kept as a backtick span.
+_PLAIN_CODE = re.compile(r"[\w .,:;/@+=%#?^{}-]+")
+
+
 def markdown_literal(text: object) -> str:
-    """``text`` shown exactly as it is, in Markdown: ``&`` and ``<`` as entities, every
-    other ASCII punctuation character backslash-escaped, so nothing in it is markup."""
+    """``text`` shown exactly as it is, in Markdown: ``&`` and ``<`` as entities, the other
+    characters that make Markdown backslash-escaped (and what would start a list or a
+    heading at the start of a line), so nothing in it is markup."""
     out = []
     for c in _prepare(str(text)):
         if c == "&":
             out.append("&amp;")
         elif c == "<":
             out.append("&lt;")
-        elif c in _PUNCTUATION:
+        elif c in _LITERAL_SPECIAL:
             out.append("\\" + c)
         else:
             out.append(c)
-    return "".join(out)
+    return _LINE_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], "".join(out))
 
 
 def markdown_code(text: object) -> str:
-    """``text`` as inline code (our ``<code>``; its text escaped, on one line)."""
+    """``text`` as inline code, on one line: a backtick span when nothing in it means
+    anything to Markdown or HTML, else our ``<code>`` with its text escaped."""
     flat = _prepare(str(text)).replace("\n", "⏎")
-    return f"<code>{_entities(flat)}</code>"
+    return _code(flat)
+
+
+def _code(text: str) -> str:
+    if _PLAIN_CODE.fullmatch(text) and not text.startswith(" ") and not text.endswith(" "):
+        return f"`{text}`"
+    return f"<code>{_entities(text)}</code>"
 
 
 def markdown_fence(text: object, lang: str = "") -> str:
@@ -173,7 +189,7 @@ def _escape_line(line: str, pending_dest: bool) -> tuple[str, bool]:
                 content = content[1:-1]
             parts.append(_neutralise("".join(text)))
             text = []
-            parts.append(f"<code>{_entities(content)}</code>")
+            parts.append(_code(content))
             i = close + run
             continue
         if c == "<":

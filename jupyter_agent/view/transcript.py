@@ -120,7 +120,7 @@ def time_line(model: RunModel) -> str:
 
 def header_line(model: RunModel) -> str:
     turns = model.turn_count
-    return (f"model {markdown_code(model.model or '?')} · mode {markdown_code(model.permission_mode or 'default')} · "
+    return (f"model {markdown_code(model.model or '?')} · mode `{model.permission_mode or 'default'}` · "
             f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · {time_line(model)} "
             f'· <abbr title="{html.escape(cache_line(model))}">cache</abbr>')
 
@@ -193,11 +193,11 @@ def end_markdown(model: RunModel) -> str:
     explanation = end_explanation(model.terminal, stopped_calls=stopped_calls(model), lost=model.lost,
                                   waiting=stopped_waiting(model))
     if not explanation:
-        return f"✓ *{markdown_literal(end_title(model.terminal))}* ({markdown_code(reason)}) · {time_line(model)}"
+        return f"✓ *{end_title(model.terminal)}* (`{reason}`) · {time_line(model)}"
     title = "Interrupted" if model.lost else end_title(model.terminal)
-    # (an error's message came from the API, or from whatever answers at ANTHROPIC_BASE_URL)
-    return (f"**{markdown_literal(title)}** ({markdown_code('kernel lost' if model.lost else reason)}) — "
-            f"{markdown_literal(explanation)}")
+    # (title and reason are ours; an error's message came from the API, or from whatever
+    # answers at ANTHROPIC_BASE_URL)
+    return f"**{title}** (`{'kernel lost' if model.lost else reason}`) — {markdown_literal(explanation)}"
 
 
 #: How a transcript of a run still going ends, when shown as a fallback: it is seen only

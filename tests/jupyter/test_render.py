@@ -116,12 +116,12 @@ def test_transcript_shows_everything_and_says_what_the_end_means():
     md = transcript_markdown(model)
     assert "> **Prompt:** Set value to 2" in md
     assert "<details><summary>💭 Thinking</summary>" in md
-    assert "Let me **fix** it." in md and "Done: <code>value</code> is now 2." in md
+    assert "Let me **fix** it." in md and "Done: `value` is now 2." in md
     assert "<b>Edit</b> <code>src/app.py</code> — done" in md
     assert f"![image](data:image/png;base64,{PNG})" in md
     assert "server_tool_use block" in md
     assert "✓ *Finished*" in md and "not a promise" not in md  # a normal end: no lecture
-    assert "mode <code>acceptEdits</code>" in md and "2 turns" in md and "$0.0123" in md
+    assert "mode `acceptEdits`" in md and "2 turns" in md and "$0.0123" in md
     bundle = transcript_bundle(model)
     assert set(bundle) == {"text/markdown", "text/plain"} and "completed" in bundle["text/plain"]
 

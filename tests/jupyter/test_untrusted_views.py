@@ -91,7 +91,7 @@ def test_the_transcript_keeps_the_payload_inert():
     assert "<summary>" in _markdown_it(md).split("unclosed")[-1]
 
 
-def test_the_live_widgets_keep_the_payload_inert(monkeypatch):
+async def test_the_live_widgets_keep_the_payload_inert(monkeypatch):
     log = record_widget_messages(monkeypatch)
     from jupyter_agent.jupyter.runview import RunView
 
@@ -139,7 +139,7 @@ def test_the_panel_gets_the_answer_as_inert_markdown():
 SECRET = "ghp_R3dT3amS3cr3tV4lu3xyzABC123"
 
 
-def test_stop_while_the_model_quotes_a_token_leaves_no_prefix(monkeypatch):
+async def test_stop_while_the_model_quotes_a_token_leaves_no_prefix(monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", SECRET)
     log = record_widget_messages(monkeypatch)
     from jupyter_agent.jupyter.runview import RunView
