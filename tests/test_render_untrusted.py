@@ -17,7 +17,12 @@ import pytest
 from jupyter_agent.redact import redact_partial
 from jupyter_agent.render.html import html_text, inline_html, sanitize_html
 from jupyter_agent.render.invisible import has_invisible, mark_invisible
-from jupyter_agent.render.markdown import markdown_code, markdown_fence, markdown_from_model, markdown_literal
+from jupyter_agent.render.markdown import (
+    markdown_code,
+    markdown_fence,
+    markdown_from_model,
+    markdown_literal,
+)
 from jupyter_agent.render.terminal import terminal_text
 
 ONERROR = "window.pwned=1"
@@ -179,6 +184,8 @@ def test_literal_text_is_shown_as_it_is():
     assert live_markup(page) == [] and "<em>" not in page and "<code>" not in page and "<li>" not in page
     assert "a &lt;b&gt; *c* `d` &amp; [e](f) # not a heading" in page.replace("\n", " ")
     assert _markdown_it(markdown_code("x <y> `z`")) == "<p><code>x &lt;y&gt; `z`</code></p>\n"
+    assert markdown_literal("Check ANTHROPIC_API_KEY, _not_ this.") == "Check ANTHROPIC_API_KEY, \\_not\\_ this."
+    assert markdown_literal("1. a\n- b") == "1\\. a\n\\- b"
 
 
 def test_a_fence_keeps_its_text_literal_and_marks_invisible_characters():

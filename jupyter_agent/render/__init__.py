@@ -19,7 +19,12 @@ these return. Nothing here imports a widget stack.
 
 from .html import html_text, inline_html, pre_html, sanitize_html
 from .invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
-from .markdown import markdown_code, markdown_fence, markdown_from_model, markdown_literal
+from .markdown import (
+    markdown_code,
+    markdown_fence,
+    markdown_from_model,
+    markdown_literal,
+)
 from .terminal import terminal_text
 
 __all__ = [

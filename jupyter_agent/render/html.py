@@ -52,7 +52,7 @@ ALLOWED_TAGS: dict[str, frozenset[str]] = {
     "abbr": frozenset({"title"}),
 }
 _VOID = frozenset({"br", "hr"})
-_SAFE_URL = re.compile(r"^(https?://|mailto:)", re.I)
+_SAFE_URL = re.compile(r"^(https?://|mailto:)", re.IGNORECASE)
 
 
 def safe_url(url: str) -> bool:

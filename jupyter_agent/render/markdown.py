@@ -61,7 +61,7 @@ def _entities(text: str) -> str:
 #: Characters :func:`markdown_literal` escapes anywhere (``&`` and ``<`` as entities, the
 #: rest with a backslash); at the start of a line also what starts a block there.
 _LITERAL_SPECIAL = frozenset("\\`*_[]{}<>#|~!&$")
-_LINE_START = re.compile(r"^([ \t]*)([-+=]|\d{1,9}[.)])", re.M)
+_LINE_START = re.compile(r"^([ \t]*)([-+=]|\d{1,9}[.)])", re.MULTILINE)
 #: Inline code whose text means nothing to Markdown or HTML: kept as a backtick span.
 _PLAIN_CODE = re.compile(r"[\w .,:;/@+=%#?^{}-]+")
 
@@ -71,11 +71,14 @@ def markdown_literal(text: object) -> str:
     characters that make Markdown backslash-escaped (and what would start a list or a
     heading at the start of a line), so nothing in it is markup."""
     out = []
-    for c in _prepare(str(text)):
+    prepared = _prepare(str(text))
+    for i, c in enumerate(prepared):
         if c == "&":
             out.append("&amp;")
         elif c == "<":
             out.append("&lt;")
+        elif c == "_" and 0 < i < len(prepared) - 1 and prepared[i - 1].isalnum() and prepared[i + 1].isalnum():
+            out.append(c)  # inside a word (ANTHROPIC_API_KEY) it starts no emphasis
         elif c in _LITERAL_SPECIAL:
             out.append("\\" + c)
         else:

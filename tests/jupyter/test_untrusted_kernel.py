@@ -11,10 +11,9 @@ import nbformat
 import pytest
 
 from jupyter_agent.testing import http_error, response, text, thinking, tool_use
-
-from .test_kernel_magic import display_id_of, transcript
 from tests.test_render_untrusted import _markdown_it
 
+from .test_kernel_magic import display_id_of, transcript
 from .test_untrusted_views import payload_in_html, payload_in_markdown
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -46,7 +45,7 @@ async def test_an_agent_cell_keeps_payloads_inert_everywhere(kernel, script, mod
     result = await kernel.execute("%%agent\nRead notes.md")
     display_id = display_id_of(result)
     deny = await kernel.button("Deny", timeout=30)
-    for comm_id, state in kernel.widgets.items():
+    for state in kernel.widgets.values():
         if isinstance(state.get("value"), str):
             assert payload_in_html(state["value"]) == [], state["value"]
     kernel.click(deny)
