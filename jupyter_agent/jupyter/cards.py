@@ -182,30 +182,6 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
     return f"{tools} of {pattern}"
 
 
-def _notebook_position(notebook_path: str, cell_id: str, cwd: Path | str | None) -> str:
-    """"cell 3 of 7" for a NotebookRun card (read from the file: best effort)."""
-    if cell_id.startswith("cell-") and cell_id[5:].isdigit():
-        index = int(cell_id[5:])
-    else:
-        index = None
-    total = None
-    try:
-        import nbformat
-
-        path = Path(notebook_path).expanduser()
-        if not path.is_absolute() and cwd:
-            path = Path(cwd) / path
-        nb = nbformat.read(path, as_version=4)
-        total = len(nb.cells)
-        if index is None:
-            index = next((i for i, c in enumerate(nb.cells) if c.get("id") == cell_id), None)
-    except Exception:
-        pass
-    if index is None:
-        return f"cell {cell_id}"
-    return f"cell {index + 1}" + (f" of {total}" if total else "") + f" (id {cell_id})"
-
-
 def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None,
                   cwd: Path | str | None = None) -> str:
     """What an approval card shows: the question; for ``NotebookRun`` the cell's code,
@@ -213,10 +189,9 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
     raw = f"<details><summary>raw input</summary>{pre(json.dumps(input, ensure_ascii=False, indent=1))}</details>"
     where = relative(str(input.get("file_path") or input.get("notebook_path") or ""), cwd)
     if tool_name == "NotebookRun":
-        cell = str(input.get("cell_id", ""))
-        position = _notebook_position(str(input.get("notebook_path", "")), cell, cwd)
+        # the tool's own question names the cell as the page numbers it (NotebookRun.check_permissions)
         head, _, source = message.partition(":\n")
-        title = f"<b>✋ Run {esc(position)} of <code>{esc(where)}</code>?</b>"
+        title = f"<b>✋ {esc(relative(head, cwd))}?</b>"
         code = code_html(source) if source else pre("(the cell's code could not be read)")
         return title + code + raw
     title = f"<b>✋ Allow <code>{esc(tool_name)}</code>"
