@@ -90,4 +90,15 @@ def test_lesson_runs_offline_and_its_checks_pass(path, tmp_path, monkeypatch):
         assert "all checks passed" in texts[-1], texts[-1]
     assert sorted(p.name for p in NOTEBOOKS.iterdir()) == before  # nothing written next to the lessons
     assert _git_status() == status  # and nothing the repository sees changed
+    # Saved after "Clear All Outputs", the run leaves the committed file as it was: the kernel
+    # filled in nothing new (the Python version aside, which is the machine's). nbclient's own
+    # timing and widget-state metadata are dropped (JupyterLab saves neither by default).
+    nb.metadata.pop("widgets", None)
+    for c in nb.cells:
+        c.metadata.pop("execution", None)
+        if c.cell_type == "code":
+            c.outputs, c.execution_count = [], None
+    committed = nbformat.read(path, as_version=4)
+    nb.metadata.language_info["version"] = committed.metadata.language_info.get("version")
+    assert nbformat.writes(nb) + "\n" == path.read_text(encoding="utf-8")
     assert "sk-ant-" not in nbformat.writes(nb)  # no key in what a saved run would contain
