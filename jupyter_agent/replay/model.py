@@ -166,6 +166,7 @@ class ReplayModel:
         self.runs += 1
         self.played = 0
         self.run = ReplayRun.begin(self.runs, self.transcript, request.messages)
+        weakref.finalize(self, self.run.remove_scratch)  # a replay dropped without close()
         where = Path(self.source).name if isinstance(self.source, str) else "a recorded transcript"
         text = f"Offline replay — your prompt is not used; this replays {where}"
         if self.transcript.get("description"):
