@@ -37,6 +37,9 @@ def test_the_start_here_try_it_cells_insert_and_run_a_cell_in_the_open_notebook(
     wait_cell_count(page, len(sources) + 1)
     assert cell_sources(page)[agent + 1] == "x + 1"  # right under the %%agent cell
     button(page, "Allow").wait_for(timeout=60000)
+    # the run's approval numbers the new cell as the page does (1-based, all cells counted)
+    screenshot(page, "start_here_run_approval", cell(page, agent))
+    assert f"run cell {agent + 2} of {len(sources) + 1} (id " in cell(page, agent).inner_text()
     click_button(page, "Allow")
     cell(page, agent + 1).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=60000)
     wait_for_end(page)
