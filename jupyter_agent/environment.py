@@ -68,14 +68,18 @@ def resolve_transcript(name: str) -> str:
 
 def prepare_replay_files(transcript: str, cwd: Path) -> list[str]:
     """Write the files a recorded run expects (``files`` of the transcript) that are
-    missing under ``cwd``; never overwrites. Returns what it wrote."""
+    missing under ``cwd``; never overwrites. Returns what it wrote. A transcript with
+    ``"scratch": true`` gets its files in each run's own scratch folder instead
+    (``replay/runs.py``), so nothing is written here."""
     from .model.transcript import write_expected_files
 
     try:
-        files = json.loads(Path(transcript).read_text(encoding="utf-8")).get("files") or {}
+        data = json.loads(Path(transcript).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    return write_expected_files(files, cwd)
+    if data.get("scratch"):
+        return []
+    return write_expected_files(data.get("files") or {}, cwd)
 
 
 def missing_key(model: Any, replay: str | None) -> bool:

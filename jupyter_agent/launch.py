@@ -22,7 +22,8 @@ from .environment import REPLAY_ENV, resolve_transcript
 DESCRIPTION = ("Set up, then open JupyterLab on notebooks/ (offline with the replay model when "
                "ANTHROPIC_API_KEY is unset). Other options go to JupyterLab.")
 OFFLINE = ("No ANTHROPIC_API_KEY: running OFFLINE with the replay model. Every agent run "
-           "replays a recorded session ({transcript}); nothing goes to the network. "
+           "replays a recorded session ({transcript}, or the one a cell names with --replay) "
+           "and says so; your prompts are not used and nothing goes to the network. "
            "Set ANTHROPIC_API_KEY and run this again to use Claude.")
 ONLINE = "ANTHROPIC_API_KEY is set: the agent talks to Claude ({model})."
 REPLAYING = "JUPYTER_AGENT_REPLAY is set: the agent replays {transcript} (offline)."

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import platform
+import re
 from pathlib import Path
 
 DEFAULT_SYSTEM_PROMPT = """\
@@ -43,3 +44,17 @@ def user_context(cwd: Path, notebook_path: str | None = None, agent_cell_id: str
                 f' The user\'s request comes from its %%agent cell, id "{agent_cell_id}": "below" or '
                 f'"after this cell" means NotebookEdit with edit_mode=insert and cell_id "{agent_cell_id}".')
     return context
+
+
+_NOTEBOOK_SAID = re.compile(r"The user is working in the notebook (.+?)\. 'This notebook' means that file\.")
+_AGENT_CELL_SAID = re.compile(r'comes from its %%agent cell, id "([^"\n]+)"')
+
+
+def notebook_in_context(text: str) -> tuple[str | None, str | None]:
+    """(notebook path, ``%%agent`` cell id) as :func:`user_context` wrote them into
+    ``text``, or None for each it did not say. The offline replay reads them here, as a
+    model reads them, to fill a recorded call's placeholders: it knows only what the
+    request told the model. Kept next to :func:`user_context` so the two change together."""
+    notebook = _NOTEBOOK_SAID.search(text)
+    cell = _AGENT_CELL_SAID.search(text)
+    return (notebook.group(1) if notebook else None, cell.group(1) if cell else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -77,14 +78,16 @@ def test_replay_of_the_demo_runs_offline_with_no_key(tmp_path, how):
     from jupyter_agent.environment import resolve_transcript
 
     make_notebook(tmp_path / "demo.ipynb")
-    args, env = ["run", "demo.ipynb", "--permission-mode", "acceptEdits"], clean_env(tmp_path)
+    # its scratch folder is outside the working folder: reading there asks, so allow it all
+    args, env = ["run", "demo.ipynb", "--permission-mode", "bypassPermissions"], clean_env(tmp_path)
     if how == "option":
         args += ["--replay", "demo"]
     else:
         env["JUPYTER_AGENT_REPLAY"] = resolve_transcript("demo")
     proc = jupyter_agent(*args, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
+    assert not (tmp_path / "notes.txt").exists()  # the replay works in its own scratch folder
+    assert "Offline replay — your prompt is not used; this replays demo_read_edit.json" in proc.stdout + proc.stderr
     assert "Done: notes.txt now says `value = 2`." in proc.stdout
 
 
@@ -254,11 +257,20 @@ def test_no_key_message_fits_the_terminal(tmp_path):
 
 
 def test_a_replay_that_no_longer_matches_stops_and_says_so(tmp_path):
-    # the packaged demo, run a second time: notes.txt already says value = 2, so its Edit
-    # fails; the recorded "Done" would be false
+    # a recording that edits notes.txt in the working folder, run where notes.txt already
+    # says value = 2: its Edit fails, so the recorded "Done" would be false
+    from jupyter_agent.environment import resolve_transcript
+
+    recording = json.loads(Path(resolve_transcript("demo")).read_text())
+    del recording["scratch"]
+    for answer in recording["responses"]:
+        for block in answer["content"]:
+            if block["type"] == "tool_use":
+                block["input"]["file_path"] = "notes.txt"
+    (tmp_path / "in_place.json").write_text(json.dumps(recording))
     make_notebook(tmp_path / "demo.ipynb")
     (tmp_path / "notes.txt").write_text("# demo settings\nvalue = 2\n")
-    proc = jupyter_agent("run", "demo.ipynb", "--replay", "demo", "--permission-mode", "acceptEdits",
+    proc = jupyter_agent("run", "demo.ipynb", "--replay", "in_place.json", "--permission-mode", "acceptEdits",
                          cwd=tmp_path, env=clean_env(tmp_path))
     assert proc.returncode == 1, proc.stderr  # model_error
     assert "The replay stopped: it no longer matches this folder" in proc.stderr

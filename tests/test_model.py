@@ -13,11 +13,13 @@ import json
 import os
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 
 from jupyter_agent.agent import resolve_model
-from jupyter_agent.loop.events import AssistantMessage, ModelFallback, ModelRetry, StreamEvent
+from jupyter_agent.loop.events import AssistantMessage, ModelFallback, ModelRetry, Notice, StreamEvent
+from jupyter_agent.loop.permission_result import DENIED
 from jupyter_agent.loop.model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
 from jupyter_agent.model import DEFAULT_MODEL, AnthropicModel
 from jupyter_agent.testing import (
@@ -404,11 +406,12 @@ async def test_replay_model_plays_the_demo_through_a_real_loop_shape():
     model = ReplayModel(DEMO_TRANSCRIPT)
     try:
         assert isinstance(model, Model) and model.name == DEFAULT_MODEL
-        notes = model.files["notes.txt"]
         history = [{"role": "user", "content": model.prompt}]
-        tools_called = []
+        tools_called, notices = [], []
         for _ in range(3):
-            msg = final(await collect(model, req(*history)))
+            events = await collect(model, req(*history))
+            notices += [e.text for e in events if isinstance(e, Notice)]
+            msg = final(events)
             history.append(msg.message)
             if not msg.tool_uses:
                 break
@@ -417,16 +420,86 @@ async def test_replay_model_plays_the_demo_through_a_real_loop_shape():
                 tools_called.append((tu["name"], tu["input"]))
                 results.append({"type": "tool_result", "tool_use_id": tu["id"], "content": "ok"})
             history.append({"role": "user", "content": results})
+        scratch = model.run.scratch
+        # the run works in its own scratch folder, where the transcript's file was written
+        assert scratch is not None and (scratch / "notes.txt").read_text() == "# demo settings\nvalue = 1\n"
         assert tools_called == [
-            ("Read", {"file_path": "notes.txt"}),
-            ("Edit", {"file_path": "notes.txt", "old_string": "value = 1", "new_string": "value = 2"})]
-        assert "value = 1" in notes  # the Edit applies to the file the demo ships
+            ("Read", {"file_path": f"{scratch}/notes.txt"}),
+            ("Edit", {"file_path": f"{scratch}/notes.txt", "old_string": "value = 1", "new_string": "value = 2"})]
         assert "value = 2" in msg.text
-        with pytest.raises(ModelError) as e:
-            await collect(model, req(*history, {"role": "user", "content": "more?"}))
-        assert e.value.kind == "replay_exhausted"
+        assert notices == [f"Offline replay — your prompt is not used; this replays demo_read_edit.json "
+                           f"({model.transcript['description']}). It works in a new scratch folder, {scratch}."]
+        # a next prompt is a new run: the recording starts over, in a new folder, with new ids
+        again = final(await collect(model, req(*history, {"role": "user", "content": "more?"})))
+        assert model.run.scratch != scratch and not scratch.exists()
+        assert again.tool_uses[0]["id"] == history[1]["content"][1]["id"] + "_2"
+        assert again.tool_uses[0]["input"] == {"file_path": f"{model.run.scratch}/notes.txt"}
     finally:
         model.close()
+    assert not model.run.scratch.exists()  # closing the replay removes its scratch folder
+
+
+async def test_a_denied_call_ends_the_replayed_run_with_a_closing_answer():
+    model = ReplayModel(DEMO_TRANSCRIPT)
+    try:
+        history = [{"role": "user", "content": "go"}]
+        for denied in (False, True):
+            msg = final(await collect(model, req(*history)))
+            history.append(msg.message)
+            tu = msg.tool_uses[0]
+            note = f"{DENIED.split(' STOP')[0]} To tell you how to proceed, the user said:\nuse 3"
+            history.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": tu["id"], "is_error": denied,
+                 "content": note if denied else "value = 1"}]})
+        closing = final(await collect(model, req(*history)))
+        assert closing.stop_reason == "end_turn" and not closing.tool_uses
+        assert "You denied Edit, so this recorded run ends here" in closing.text
+        # a failure that is not a person's Deny still stops the replay as a mismatch
+        model2 = ReplayModel(DEMO_TRANSCRIPT)
+        try:
+            first = final(await collect(model2, req({"role": "user", "content": "go"})))
+            broken = [{"role": "user", "content": "go"}, first.message, {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": first.tool_uses[0]["id"], "is_error": True,
+                 "content": "File does not exist."}]}]
+            with pytest.raises(ModelError) as e:
+                await collect(model2, req(*broken))
+            assert e.value.kind == "replay_mismatch" and "Read succeeded; it failed here" in str(e.value)
+        finally:
+            model2.close()
+    finally:
+        model.close()
+
+
+async def test_the_live_cell_transcript_fills_the_notebook_and_cells_from_the_request():
+    """``live_cell`` names the open notebook and the %%agent cell as the request gave them to
+    the model, and runs the cell its insert created (the id the insert's result gave)."""
+    from jupyter_agent.prompts import user_context
+    from jupyter_agent.loop.messages import prepend_user_context
+
+    model = ReplayModel("live_cell")
+    try:
+        context = user_context(Path("/work"), "/work/start.ipynb", "agent-cell-7")
+        first = prepend_user_context([{"role": "user", "content": "hi"}], context)
+        read = final(await collect(model, req(*first)))
+        assert read.tool_uses[0]["input"] == {"file_path": "/work/start.ipynb"}
+        history = [*first, read.message, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": read.tool_uses[0]["id"], "content": "cells"}]}]
+        edit = final(await collect(model, req(*history)))
+        assert edit.tool_uses[0]["input"]["cell_id"] == "agent-cell-7"
+        history += [edit.message, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": edit.tool_uses[0]["id"], "content": "Inserted cell 3f2a with x + 1"}]}]
+        run = final(await collect(model, req(*history)))
+        assert run.tool_uses[0]["input"] == {"notebook_path": "/work/start.ipynb", "cell_id": "3f2a"}
+    finally:
+        model.close()
+    # without a notebook in the request, it says what it needs instead of guessing
+    bare = ReplayModel("live_cell")
+    try:
+        with pytest.raises(ModelError) as e:
+            await collect(bare, req({"role": "user", "content": "hi"}))
+        assert e.value.kind == "replay_mismatch" and "the notebook it works in" in str(e.value)
+    finally:
+        bare.close()
 
 
 async def test_demo_transcript_edits_the_file_through_the_public_query(tmp_path):
@@ -434,11 +507,11 @@ async def test_demo_transcript_edits_the_file_through_the_public_query(tmp_path)
 
     model = ReplayModel(DEMO_TRANSCRIPT)
     try:
-        model.prepare_files(tmp_path)
-        run = query(model.prompt, model=model, cwd=str(tmp_path), permission_mode="acceptEdits")
+        run = query(model.prompt, model=model, cwd=str(tmp_path), permission_mode="bypassPermissions")
         terminal = await asyncio.wait_for(run.wait(), 30)
         assert terminal.reason == "completed"
-        assert (tmp_path / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
+        assert (model.run.scratch / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
+        assert list(tmp_path.iterdir()) == []  # nothing written in the working folder
         assert [r.outcome for r in model.requests] == ["ok", "ok", "ok"]  # the API accepted every history
     finally:
         model.close()

@@ -11,7 +11,8 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
 - ``loop``, ``prompts`` and ``redact`` import nothing of ours; ``render`` (how untrusted text
   reaches a screen: HTML, Markdown, terminal, invisible characters) imports only ``redact``;
 - ``model`` imports ``loop``; ``replay`` (the fake Messages API and ``ReplayModel``, product
-  code: the offline demo runs on it) imports ``model``; ``files`` (atomic writes, what is
+  code: the offline demo runs on it) imports ``model`` (and ``prompts``, to read what the request
+  told the model); ``files`` (atomic writes, what is
   at a path) imports ``loop``; ``notebook`` imports ``loop`` (and ``files``, ``redact``); ``tools``
   imports those and ``notebook`` (the notebook tools and Read/Edit of a ``.ipynb`` work on
   ``NotebookDocument``); ``safety`` and ``permissions`` import ``loop`` and ``tools``
@@ -51,7 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     "redact": set(),
     "render": {"redact"},
     "model": {"loop"},
-    "replay": {"loop", "model"},
+    "replay": {"loop", "model", "prompts"},
     "files": {"loop"},
     "notebook": {"loop", "files", "redact"},
     "tools": {"loop", "files", "notebook", "redact"},

@@ -202,30 +202,6 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
     return f"{tools} of {pattern}"
 
 
-def _notebook_position(notebook_path: str, cell_id: str, cwd: Path | str | None) -> str:
-    """"cell 3 of 7" for a NotebookRun card (read from the file: best effort)."""
-    if cell_id.startswith("cell-") and cell_id[5:].isdigit():
-        index = int(cell_id[5:])
-    else:
-        index = None
-    total = None
-    try:
-        import nbformat
-
-        path = Path(notebook_path).expanduser()
-        if not path.is_absolute() and cwd:
-            path = Path(cwd) / path
-        nb = nbformat.read(path, as_version=4)
-        total = len(nb.cells)
-        if index is None:
-            index = next((i for i, c in enumerate(nb.cells) if c.get("id") == cell_id), None)
-    except Exception:  # the position is a courtesy: the card still shows the code
-        log.debug("could not read %s for the cell's position", notebook_path, exc_info=True)
-    if index is None:
-        return f"cell {cell_id}"
-    return f"cell {index + 1}" + (f" of {total}" if total else "") + f" (id {cell_id})"
-
-
 def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None) -> str:
     """What the Allow side says about how much the card shows: all of it, and how long."""
     if tool_name == "NotebookRun":
@@ -251,10 +227,9 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
     if has_invisible(raw_input) or has_invisible(message) or has_invisible(diff or ""):
         warning = f'<div class="ja-invisible" style="color:#c5221f;font-weight:bold">⚠ {esc(INVISIBLE_WARNING)}</div>'
     if tool_name == "NotebookRun":
-        cell = str(input.get("cell_id", ""))
-        position = _notebook_position(str(input.get("notebook_path", "")), cell, cwd)
+        # the tool's own question names the cell as the page numbers it (NotebookRun.check_permissions)
         head, _, source = message.partition(":\n")
-        title = f"<b>✋ Run {esc(position)} of <code>{inline_html(where)}</code>?</b>"
+        title = f"<b>✋ {esc(relative(head, cwd))}?</b>"
         code = code_html(source) if source else whole_pre("(the cell's code could not be read)")
         return title + warning + code + raw
     title = f"<b>✋ Allow <code>{inline_html(tool_name)}</code>"

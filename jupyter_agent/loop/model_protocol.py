@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Protocol, Union, runtime_checkable
 
-from .events import AssistantMessage, ModelFallback, ModelRetry, StreamEvent
+from .events import AssistantMessage, ModelFallback, ModelRetry, Notice, StreamEvent
 
-ModelEvent = Union[StreamEvent, ModelRetry, ModelFallback, AssistantMessage]
+#: ``Notice``: a line for the user from the model layer (the offline replay says what it plays)
+ModelEvent = Union[StreamEvent, ModelRetry, ModelFallback, AssistantMessage, Notice]
 
 
 @dataclass(frozen=True)

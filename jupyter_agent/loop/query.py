@@ -290,6 +290,8 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
                         executor.discard()
                         executor = turn.executor = StreamingToolExecutor(loop.env, signal)
                     yield event
+                elif isinstance(event, Notice):  # a line for the user (the offline replay's)
+                    yield event
                 elif isinstance(event, AssistantMessage):
                     record.usage.add(event.usage)
                     if not event.usage.requests:  # a model that does not count requests

@@ -8,6 +8,8 @@ Format ``jupyter-agent-transcript/1``::
       "description": "optional, for people",
       "prompt": "optional: the prompt that started the session",
       "files": {"notes.txt": "value = 1\\n"},  # optional: files the session expects in its cwd
+      "scratch": true,                          # optional: write "files" into a new temporary
+                                                # folder for each replayed run instead
       "responses": [                            # one per API request, in order
         {"content": [ ...content blocks exactly as the API sent them... ],
          "stop_reason": "tool_use",             # optional; derived from the blocks if absent
@@ -16,8 +18,17 @@ Format ``jupyter-agent-transcript/1``::
     }
 
 Only the responses are replayed; the requests are not stored (the replay answers turn
-by turn, whatever the request). ``tool_use`` ids are kept so a replayed history pairs
-up exactly as the recorded one did. Plain dicts only: no ``anthropic`` import here.
+by turn, whatever the request). Each run of the loop replays from the first response.
+``tool_use`` ids are kept (with a per-run suffix from a conversation's second run on) so
+a replayed history pairs up as the recorded one did. Plain dicts only: no ``anthropic``
+import here.
+
+Placeholders, filled per run by the replay (:mod:`jupyter_agent.replay.runs`), let a
+recording refer to what only the run knows: ``{{scratch}}`` (the run's scratch folder,
+with ``"scratch": true``), ``{{notebook}}`` and ``{{agent_cell}}`` (the notebook and the
+``%%agent`` cell the request names, as the model reads them), ``{{inserted_cell}}`` (the
+id the run's latest ``NotebookEdit`` insert reported). A response's optional
+``"tool_results": {"<tool_use id>": "error"}`` says a call before it failed when recorded.
 
 ``AnthropicModel(record_to=path)`` records through :class:`TranscriptRecorder`;
 :mod:`jupyter_agent.replay` plays a transcript back.

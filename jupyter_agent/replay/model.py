@@ -4,7 +4,9 @@ It runs a private :class:`~jupyter_agent.testing.FakeMessagesAPI` loaded with th
 transcript's responses and an :class:`~jupyter_agent.model.AnthropicModel` pointed at it
 with a dummy key, so lessons and demos exercise exactly the code a live session does
 (HTTP, SSE, accumulation, validation of the history the loop sends). Responses are
-played turn by turn, whatever the request says. Record one with
+played turn by turn, whatever the request says, from the start for each run of the loop,
+filled in for that run (scratch folder, notebook, cells: ``runs.py``); a person's Deny
+ends the run with a short closing answer. Record one with
 ``AnthropicModel(record_to=path)`` or :func:`record_transcript`; the format is in
 :mod:`jupyter_agent.model.transcript`.
 """
@@ -18,12 +20,14 @@ from pathlib import Path
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from ..loop.events import Notice
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..model import AnthropicModel
 from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
 from ..model.transcript import load_transcript, record_transcript, write_expected_files
 from .packaged import DEMO_TRANSCRIPT, TRANSCRIPTS_DIR, resolve_transcript
-from .script import ScriptedResponse
+from .runs import ReplayRun, closing_answer, denied_by_user, starts_run
+from .script import ScriptedResponse, text as text_block
 
 __all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript", "resolve_transcript",
            "transcript_script"]
@@ -35,6 +39,16 @@ def transcript_script(transcript: dict[str, Any], *, delay_s: float = 0.0) -> li
                              usage=r.get("usage"), delay_s=delay_s, model=r.get("model"))
             for r in transcript["responses"]]
 
+
+
+_NEEDS = {
+    "notebook": "the notebook it works in",
+    "agent_cell": "the id of its %%agent cell",
+    "inserted_cell": "the cell its NotebookEdit inserted",
+    "scratch": 'a scratch folder (the transcript lacks "scratch": true)',
+}
+_NEEDS_HINT = ("Run it from an %%agent cell of a notebook open in JupyterLab or Notebook 7 with the "
+               "jupyter-agent extension, so the request names the notebook and the cell.")
 
 
 class ReplayModel:
@@ -55,6 +69,8 @@ class ReplayModel:
         self.name: str = self.transcript.get("model") or "replay"
         self.delay_s = delay_s
         self.played = 0
+        self.runs = 0
+        self.run: ReplayRun | None = None
         self._api: FakeMessagesAPI | None = None
         self._model: AnthropicModel | None = None
 
@@ -86,8 +102,8 @@ class ReplayModel:
 
     def _start(self) -> AnthropicModel:
         if self._model is None:
-            api = FakeMessagesAPI(transcript_script(self.transcript, delay_s=self.delay_s),
-                                  strict=False, default_model=self.name).start()
+            # empty: each request adds the one answer it gets (see _next_response)
+            api = FakeMessagesAPI(strict=False, default_model=self.name).start()
             self._api = api
             weakref.finalize(self, api.close)
             self._model = AnthropicModel(self.name, api_key=FAKE_API_KEY, base_url=api.base_url,
@@ -99,22 +115,18 @@ class ReplayModel:
 
         A recorded answer is only true if the tool calls before it went as they did when
         it was recorded: each succeeded, unless the transcript's response says
-        ``"tool_results": {"<tool_use id>": "error"}``. A result that differs (the
-        packaged demo in a folder whose ``notes.txt`` was already edited: its Edit fails)
-        means the next recorded answer would tell the user something false.
+        ``"tool_results": {"<tool_use id>": "error"}``. A result that differs (a file the
+        transcript expects was changed by hand) means the next recorded answer would tell
+        the user something false. A Deny is not a mismatch: :meth:`denied` handles it.
         """
-        if self.played == 0 or not request.messages:
+        if self.played == 0 or not request.messages or self.run is None:
             return None
         previous = self.responses[self.played - 1]
         expected = previous.get("tool_results") or {}
         calls = {b.get("id"): b.get("name", "tool") for b in previous.get("content") or []
                  if isinstance(b, dict) and b.get("type") == "tool_use"}
-        last = request.messages[-1]
-        content = last.get("content") if last.get("role") == "user" else None
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, dict) or block.get("type") != "tool_result":
-                continue
-            tool_id = block.get("tool_use_id")
+        for block in self._results(request):
+            tool_id = self.run.recorded_ids.get(str(block.get("tool_use_id")))
             if tool_id not in calls:
                 continue
             got = "error" if block.get("is_error") else "ok"
@@ -127,12 +139,52 @@ class ReplayModel:
                 recorded = "succeeded" if got == "error" else "failed"
                 return (f"The replay stopped: it no longer matches this folder. In the recording, "
                         f"{calls[tool_id]} {recorded}; it {happened}. Playing on would show recorded "
-                        f"answers that are not true here.")
+                        f"answers that are not true here. Run the cell again to replay from the start.")
         return None
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        """Replay the next recorded response for ``request`` (a ``replay_mismatch``
-        :class:`ModelError` if the tool results no longer match the recording)."""
+    def denied(self, request: ModelRequest) -> str | None:
+        """The name of the call a person denied in the last tool results, or None."""
+        if self.run is None:
+            return None
+        names = {b.get("id"): b.get("name", "tool") for m in request.messages[-2:-1] for b in m.get("content") or []
+                 if isinstance(b, dict) and b.get("type") == "tool_use"}
+        for block in self._results(request):
+            if denied_by_user(block):
+                return str(names.get(block.get("tool_use_id"), "the call"))
+        return None
+
+    @staticmethod
+    def _results(request: ModelRequest) -> list[dict[str, Any]]:
+        last = request.messages[-1] if request.messages else {}
+        content = last.get("content") if last.get("role") == "user" else None
+        return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
+            if isinstance(content, list) else []
+
+    def _begin_run(self, request: ModelRequest) -> Notice:
+        """Start the transcript over for a new run (a fresh scratch folder if it uses one)."""
+        if self.run is not None:
+            self.run.remove_scratch()
+        self.runs += 1
+        self.played = 0
+        self.run = ReplayRun.begin(self.runs, self.transcript, request.messages)
+        weakref.finalize(self, self.run.remove_scratch)  # a replay dropped without close()
+        where = Path(self.source).name if isinstance(self.source, str) else "a recorded transcript"
+        text = f"Offline replay — your prompt is not used; this replays {where}"
+        if self.transcript.get("description"):
+            text += f" ({self.transcript['description']})"
+        if self.run.scratch is not None:
+            text += f". It works in a new scratch folder, {self.run.scratch}"
+        return Notice("offline_replay", text + ".")
+
+    def _next_response(self, request: ModelRequest) -> ScriptedResponse:
+        """The response to serve now: the next recorded one, filled in for this run, or
+        the closing answer after a Deny. Raises ModelError when the replay cannot go on."""
+        assert self.run is not None
+        tool = self.denied(request)
+        if tool is not None:
+            self.played = len(self.responses)  # the recording ends with this answer
+            return ScriptedResponse(blocks=(text_block(closing_answer(tool)),), stop_reason="end_turn",
+                                    delay_s=self.delay_s, model=self.name)
         problem = self.mismatch(request)
         if problem:
             raise ModelError(problem, kind="replay_mismatch")
@@ -141,8 +193,27 @@ class ReplayModel:
             raise ModelError(f"The replay transcript{where} has no more responses (it recorded "
                              f"{len(self.responses)}). Set ANTHROPIC_API_KEY and run live to go further.",
                              kind="replay_exhausted")
-        model = self._start()
+        self.run.learn(request.messages)
+        recorded = self.responses[self.played]
+        missing = self.run.missing(recorded["content"])
+        if missing:
+            raise ModelError("This recorded run needs " + ", ".join(_NEEDS.get(m, m) for m in missing)
+                             + ", which this run does not have. " + _NEEDS_HINT, kind="replay_mismatch")
         self.played += 1
+        return ScriptedResponse(blocks=tuple(self.run.fill(recorded["content"])),
+                                stop_reason=recorded.get("stop_reason"), usage=recorded.get("usage"),
+                                delay_s=self.delay_s, model=recorded.get("model"))
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
+        """Replay the next recorded response for ``request``: from the start for a new
+        run (with a :class:`Notice` saying so), a closing answer after a Deny, and a
+        ``replay_mismatch`` :class:`ModelError` if the tool results no longer match."""
+        if starts_run(request.messages):
+            yield self._begin_run(request)
+        answer = self._next_response(request)
+        model = self._start()
+        assert self._api is not None
+        self._api.add(answer)
         # aclosing: a Stop (aclose) here must close the HTTP response now, not at GC time.
         async with contextlib.aclosing(model.stream(request)) as events:
             async for event in events:
@@ -154,6 +225,8 @@ class ReplayModel:
             await self._model.aclose()
 
     def close(self) -> None:
-        """Stop the replay server."""
+        """Stop the replay server and remove the last run's scratch folder."""
         if self._api is not None:
             self._api.close()
+        if self.run is not None:
+            self.run.remove_scratch()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable
 
@@ -17,7 +18,7 @@ from pydantic import Field
 
 from ..loop.permission_result import PermissionAsk, PermissionResult
 from ..notebook import is_notebook_path
-from ..notebook.document import RunResult, check_cell_id_text
+from ..notebook.document import Cell, NotebookSnapshot, RunResult, check_cell_id_text
 from ..notebook.outputs import finish_outputs
 from ..notebook.render import render_run
 from ..redact import redact
@@ -25,6 +26,8 @@ from ..loop.tool import ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
 from .paths import display_path, inside_roots
+
+log = logging.getLogger(__name__)
 
 #: Seconds a cell may run before it is interrupted (``ctx.session.cell_timeout_s`` overrides).
 DEFAULT_CELL_TIMEOUT_S = 300.0
@@ -71,17 +74,18 @@ class NotebookRun(PathTool):
 
     async def check_permissions(self, input: NotebookRunInput, context: ToolContext) -> PermissionResult:
         path = self.resolve(input, context).real
-        source = ""
+        source, position = "", f"cell {input.cell_id}"
         try:
             _, snapshot = await notebook_for_change(input.notebook_path, path, context)
-            source = snapshot.find(input.cell_id).source
-        except ToolError:
-            pass
+            cell = snapshot.find(input.cell_id)
+            source, position = cell.source, cell_position(snapshot, cell)
+        except ToolError as exc:
+            log.debug("NotebookRun's approval shows no code: %s", exc)
         label = display_path(path, context.cwd)
         # The whole cell, never a part: what the person approves is what runs (the cards
         # scroll, the terminal prints every line).
         return PermissionAsk(
-            message=f"NotebookRun wants to run cell {input.cell_id} of {input.notebook_path}"
+            message=f"NotebookRun wants to run {position} of {input.notebook_path}"
             + (f":\n{source}" if source else "."),
             suggested_rules=(f"NotebookRun({label})",),
         )
@@ -100,6 +104,13 @@ class NotebookRun(PathTool):
         outputs = finish_outputs(result.outputs, redact)
         content = render_run(result.cell, outputs, result.execution_count, result.status, result.note)
         return ToolOutput(content, is_error=result.status in _FAILED, display=outputs)
+
+
+def cell_position(snapshot: NotebookSnapshot, cell: Cell) -> str:
+    """"cell 5 of 9 (id abc)": the 1-based position among all cells, as the page numbers
+    them, in the document the tools use (the live page when it is open, not the file,
+    which lags behind unsaved cells)."""
+    return f"cell {cell.index + 1} of {len(snapshot.cells)} (id {cell.id})"
 
 
 async def _with_progress(run: Awaitable[RunResult], cell_id: str, context: ToolContext) -> RunResult:

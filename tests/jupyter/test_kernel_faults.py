@@ -86,10 +86,13 @@ async def test_no_api_key_gives_one_friendly_message_and_replay_works_offline(ke
         # what the message suggests: the packaged demo, replayed with no key and no network
         await kernel.execute("%agent --replay demo")
         result = await kernel.execute("%%agent\nIn notes.txt, change value from 1 to 2.")
-        kernel.click(await kernel.button("Allow"))  # the Edit asks, as it would live
+        # the run works in its own scratch folder: reading there asks, and so does the Edit
+        allow = await kernel.button("Allow")
+        kernel.click(allow)
+        kernel.click((await kernel.until(lambda: [b for b in kernel.buttons("Allow") if b != allow], 10, "Allow"))[-1])
         md = await transcript(kernel, display_id_of(result))
-        assert (module_tmp / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
-        assert "Replay: wrote notes.txt" in md and "✓ *Finished*" in md
+        assert not (module_tmp / "notes.txt").exists()
+        assert "Offline replay — your prompt is not used" in md and "✓ *Finished*" in md
     finally:
         await kernel.execute("os.environ['ANTHROPIC_API_KEY'] = _key\n%agent --replay ''")
 

@@ -234,3 +234,31 @@ async def test_notebook_run_settles_and_redacts_whatever_a_backend_returns(ctx, 
     result = await call_tool(bypass, "NotebookRun", {"notebook_path": "live.ipynb", "cell_id": "only"})
     assert key not in json.dumps(result) and "Z9Z9Z9" not in json.dumps(result)
     assert result["content"] == "Ran cell only [1].\n100% [redacted ANTHROPIC_API_KEY]"
+
+
+async def test_a_run_approval_numbers_the_cell_as_the_open_page_shows_it(workspace):
+    """The page has a cell the file does not have yet (inserted, unsaved): the approval
+    and its card say "cell 5 of 5", the 1-based position among all the page's cells."""
+    from jupyter_agent.jupyter.cards import approval_html
+    from jupyter_agent.loop.permission_result import PermissionDeny
+
+    from .conftest import make_ctx
+
+    on_disk = new_notebook(cells=[new_code_cell(s, id=f"c{i}") for i, s in enumerate(["a", "b", "c", "d"])])
+    nbformat.write(on_disk, workspace / "page.ipynb")
+    page = new_notebook(cells=[*on_disk.cells, new_code_cell("x + 1", id="new1")])
+    ctx = make_ctx(workspace, "default")
+    register_document(ctx.session, MemoryNotebook(workspace / "page.ipynb", page))
+    await call_tool(ctx, "Read", {"file_path": "page.ipynb"})
+    asks = []
+
+    def ui(name, input, ask):
+        asks.append((input, ask))
+        return PermissionDeny("no")
+
+    for cell_id in ("new1", "cell-4"):
+        await call_tool(ctx, "NotebookRun", {"notebook_path": "page.ipynb", "cell_id": cell_id}, can_use_tool=ui)
+    for input, ask in asks:
+        assert ask.message.startswith("NotebookRun wants to run cell 5 of 5 (id new1) of page.ipynb:\nx + 1")
+        card = approval_html("NotebookRun", dict(input), ask.message, cwd=workspace)
+        assert "cell 5 of 5 (id new1)" in card and "of 4" not in card
