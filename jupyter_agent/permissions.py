@@ -30,6 +30,7 @@ pending requests it now covers) or deny (with optional feedback for the model).
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import os
 import re
@@ -91,12 +92,6 @@ class Rule:
         return tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
 
 
-def safety_reason(path: ResolvedPath) -> str | None:
-    """Why writing ``path`` always needs a person, or None (see :mod:`jupyter_agent.safety`)."""
-    hit = safety_hit(path)
-    return hit.reason if hit else None
-
-
 class Permissions(PermissionPolicy):
     """The permission policy the loop asks before every tool call: modes and rules."""
 
@@ -119,6 +114,13 @@ class Permissions(PermissionPolicy):
     @mode.setter
     def mode(self, value: str) -> None:
         self._mode = check_permission_mode(value)
+
+    def with_mode(self, mode: str) -> Permissions:
+        """This policy in another ``mode`` (one run's own), sharing the rules: session rules
+        added through either ("Always allow") hold for both."""
+        other = copy.copy(self)
+        other.mode = mode
+        return other
 
     def system_prompt_note(self) -> str:
         """Text for the system prompt: what plan mode means, or ""."""
@@ -305,6 +307,11 @@ class ApprovalRequest:
 
     def __post_init__(self) -> None:
         self.future = self.loop.create_future()
+
+    @property
+    def tool_use_id(self) -> str:
+        """The ``tool_use`` id of the call this request is about."""
+        return self.ask.tool_use_id
 
     @property
     def message(self) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Callable, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from .events import ToolOutcome
 from .permission_result import PermissionAllow, PermissionAsk, PermissionResult
 
 
@@ -45,6 +46,10 @@ class ToolOutput:
     content: str | list[dict[str, Any]]
     is_error: bool = False
     display: Any = None
+    #: How the call ended when that is more than ok / error: ``raised`` (the code it ran
+    #: raised ``exception``) or ``stopped`` (the user interrupted it). None: from ``is_error``.
+    outcome: ToolOutcome | None = None
+    exception: str = ""
 
 
 @dataclass

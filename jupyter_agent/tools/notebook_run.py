@@ -21,6 +21,7 @@ from ..notebook.document import RunResult, check_cell_id_text
 from ..notebook.outputs import finish_outputs
 from ..notebook.render import render_run
 from ..redact import redact
+from ..loop.events import ToolOutcome
 from ..loop.tool import ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
@@ -98,7 +99,20 @@ class NotebookRun(PathTool):
         # own way (a live page) may not have, and nothing unbounded or secret goes to the model.
         outputs = finish_outputs(result.outputs, redact)
         content = render_run(result.cell, outputs, result.execution_count, result.status, result.note)
-        return ToolOutput(content, is_error=result.status in _FAILED, display=outputs)
+        return ToolOutput(content, is_error=result.status in _FAILED, display=outputs,
+                          outcome=_OUTCOMES.get(result.status), exception=_exception_name(result))
+
+
+#: A run's status that is more than ok / error (a timeout or a dead kernel is an error).
+_OUTCOMES = {"error": ToolOutcome.RAISED, "interrupted": ToolOutcome.STOPPED}
+
+
+def _exception_name(result: RunResult) -> str:
+    """The name of the exception the cell raised ("" if it raised none)."""
+    if result.status != "error":
+        return ""
+    names = [str(o.get("ename") or "") for o in result.outputs if o.get("output_type") == "error"]
+    return next((n for n in names if n), "an exception")
 
 
 async def _with_progress(run: Awaitable[RunResult], cell_id: str, context: ToolContext) -> RunResult:
