@@ -8,6 +8,7 @@ conversation's. Imports nothing from IPython or widgets.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -163,10 +164,7 @@ class Conversation:
         """A fresh abort flag per run; files read and kernels shared with earlier runs."""
         import asyncio
 
-        shared = self.context
-        return ToolContext(cwd=shared.cwd, abort=asyncio.Event(), permissions=self.permissions,
-                           read_file_state=shared.read_file_state, session=shared.session,
-                           tool_results_dir=shared.tool_results_dir)
+        return replace(self.context, abort=asyncio.Event(), permissions=self.permissions)
 
     def _absorb(self, run: QueryRun) -> None:
         messages, _ = ensure_tool_result_pairing(list(run.state.messages))

@@ -1,7 +1,7 @@
 """The three answers a permission check can give.
 
-The loop calls ``policy.decide(tool, input, context)`` (a :class:`~.tool.PermissionPolicy`)
-before every tool call. An ``ask`` goes to the ``can_use_tool`` callback (a UI's approval
+The loop calls ``policy.decide(tool, input, context, prepared)`` (a
+:class:`~.tool.PermissionPolicy`, on the call's plan) before every tool call. An ``ask`` goes to the ``can_use_tool`` callback (a UI's approval
 card, a terminal prompt, a test); with none, an ``ask`` is a deny that says how to allow
 the call.
 """

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from .tool import Tool, ToolContext, ToolError, ToolOutput
+from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolOutput
 from .events import ToolOutcome, ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
@@ -125,11 +125,8 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
     if not isinstance(raw_input, dict):
         return error_result(tool_use_id, f"InputValidationError: {name} input must be a JSON object.")
 
-    parsed, problem = _validate(tool, raw_input)
-    if problem:
-        return error_result(tool_use_id, problem)
     context = env.context.for_call(tool_use_id, lambda data: env.emit(ToolProgress(tool_use_id, name, data)))
-    problem = await _prepare(tool, parsed, context)
+    parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
     if problem:
         return error_result(tool_use_id, problem)
 
@@ -145,28 +142,26 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
             return error_result(tool_use_id, verdict.message or f"A hook refused this {name} call.", ToolOutcome.DENIED)
         if verdict.updated_input is not None:
             raw_input = verdict.updated_input
-            parsed, problem = _validate(tool, raw_input)
-            problem = problem or await _prepare(tool, parsed, context)
+            parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
             if problem:
                 return error_result(tool_use_id, f"A hook changed the input into something invalid. {problem}")
         hook_approved = hook_approved or verdict.decision == "allow"
 
     if not hook_approved:
-        decision = await _decide(tool, parsed, raw_input, context, env)
+        decision = await _decide(tool, parsed, raw_input, context, prepared, env)
         if isinstance(decision, PermissionDeny):
             if decision.interrupt:
                 env.control.interrupted = True
             return error_result(tool_use_id, decision.message, decision.outcome)
         if decision.updated_input is not None:
             raw_input = decision.updated_input
-            parsed, problem = _validate(tool, raw_input)
-            problem = problem or await _prepare(tool, parsed, context)
+            parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
             if problem:
                 return error_result(tool_use_id, problem)
 
     env.emit(ToolStart(tool_use_id, name, raw_input))
     try:
-        output = await asyncio.wait_for(tool.call(parsed, context), timeout=tool.timeout_s)
+        output = await asyncio.wait_for(tool.call(parsed, context, prepared), timeout=tool.timeout_s)
     except asyncio.TimeoutError:
         return error_result(tool_use_id, f"{name} timed out after {tool.timeout_s:g} s and was cancelled.")
     except ToolError as exc:
@@ -192,20 +187,25 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
     return CallResult(tool_result_block(tool_use_id, content, is_error=is_error), outcome, output.exception)
 
 
-async def _prepare(tool: Tool, parsed: Any, context: ToolContext) -> str | None:
-    """``validate_input``, then plan the call once (``context.prepared``); a problem's text, or None."""
+async def _validate_and_plan(tool: Tool, raw_input: dict[str, Any],
+                             context: ToolContext) -> tuple[Any, PreparedCall, str | None]:
+    """The schema, ``validate_input``, then the call planned once: (input, plan, problem's
+    text or None). The plan goes to the policy and to ``call`` as an argument."""
+    parsed, problem = _validate(tool, raw_input)
+    if problem:
+        return parsed, PreparedCall(), problem
     try:
         problem = await tool.validate_input(parsed, context)
         if problem:
-            return problem
-        context.prepared = await tool.prepare(parsed, context)
-        return context.prepared.problem
+            return parsed, PreparedCall(), problem
+        prepared = await tool.prepare(parsed, context)
+        return parsed, prepared, prepared.problem
     except ToolError as exc:
-        return str(exc) or f"{tool.name} cannot run with this input."
+        return parsed, PreparedCall(), str(exc) or f"{tool.name} cannot run with this input."
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a tool bug must not take the loop down
-        return f"{tool.name} failed: {type(exc).__name__}: {exc}"
+        return parsed, PreparedCall(), f"{tool.name} failed: {type(exc).__name__}: {exc}"
 
 
 def _validate(tool: Tool, raw_input: dict[str, Any]) -> tuple[Any, str | None]:
@@ -216,8 +216,8 @@ def _validate(tool: Tool, raw_input: dict[str, Any]) -> tuple[Any, str | None]:
 
 
 async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: ToolContext,
-                  env: ToolRunEnv) -> PermissionAllow | PermissionDeny:
-    decision = await context.permissions.decide(tool, parsed, context)
+                  prepared: PreparedCall, env: ToolRunEnv) -> PermissionAllow | PermissionDeny:
+    decision = await context.permissions.decide(tool, parsed, context, prepared)
     if not isinstance(decision, PermissionAsk):
         return decision
     if env.can_use_tool is None:

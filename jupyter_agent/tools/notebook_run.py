@@ -22,7 +22,7 @@ from ..notebook.outputs import finish_outputs
 from ..notebook.render import render_run
 from ..redact import redact
 from ..loop.events import ToolOutcome
-from ..loop.tool import ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
 from .paths import display_path, inside_roots
@@ -70,7 +70,8 @@ class NotebookRun(PathTool):
                 return f"Cell {input.cell_id} is a {cell.cell_type} cell; only code cells can be run."
         return None
 
-    async def check_permissions(self, input: NotebookRunInput, context: ToolContext) -> PermissionResult:
+    async def check_permissions(self, input: NotebookRunInput, context: ToolContext,
+                                prepared: PreparedCall) -> PermissionResult:
         path = self.resolve(input, context).real
         source = ""
         try:
@@ -86,7 +87,7 @@ class NotebookRun(PathTool):
             suggested_rules=(f"NotebookRun({label})",),
         )
 
-    async def call(self, input: NotebookRunInput, context: ToolContext) -> ToolOutput:
+    async def call(self, input: NotebookRunInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         path = self.resolve(input, context).real
         doc, snapshot = await notebook_for_change(input.notebook_path, path, context)
         timeout = float(context.session.cell_timeout_s or DEFAULT_CELL_TIMEOUT_S)

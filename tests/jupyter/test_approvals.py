@@ -142,7 +142,7 @@ async def test_always_allow_asks_the_policy_what_else_it_now_allows(monkeypatch,
     outside = {"file_path": str(tmp_path.parent / "elsewhere.txt"), "content": "3"}
     asks = []
     for input in (write_a, write_b, outside):  # what the loop does before calling can_use_tool
-        asks.append(await policy.decide(tools["Write"], tools["Write"].Input.model_validate(input), context))
+        asks.append(await policy.check(tools["Write"], tools["Write"].Input.model_validate(input), context))
     model = RunModel()
     broker = ApprovalCards(RunView(model), model, policy=policy)
     first = asyncio.ensure_future(broker.can_use_tool("Write", write_a, asks[0]))

@@ -137,7 +137,7 @@ class Say(Tool):
     def is_read_only(self, input: EchoInput) -> bool:
         return True
 
-    async def call(self, input: EchoInput, context) -> ToolOutput:
+    async def call(self, input: EchoInput, context, prepared) -> ToolOutput:
         return ToolOutput(content=input.text)
 
 
