@@ -55,7 +55,7 @@ class Sleep(Tool):
     def is_concurrency_safe(self, input: Any) -> bool:
         return True
 
-    async def call(self, input: SleepInput, context) -> ToolOutput:
+    async def call(self, input: SleepInput, context, prepared) -> ToolOutput:
         STARTS[context.tool_use_id] = time.perf_counter()
         await asyncio.sleep(input.seconds)
         return ToolOutput(content=f"slept {input.seconds}")
@@ -72,7 +72,7 @@ class Change(Sleep):
     def is_concurrency_safe(self, input: Any) -> bool:
         return False
 
-    async def check_permissions(self, input: Any, context) -> Any:
+    async def check_permissions(self, input: Any, context, prepared) -> Any:
         return PermissionAllow()
 
 

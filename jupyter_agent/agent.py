@@ -10,6 +10,7 @@ knows none of these: it takes whatever the wiring gives it.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +63,12 @@ def query(
     if context is None:
         context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
     elif cwd is not None:
-        context.cwd = Path(cwd).expanduser().resolve()
+        context = replace(context, cwd=Path(cwd).expanduser().resolve())
     if permissions is None:
         from .permissions import Permissions
 
         permissions = Permissions(mode=permission_mode, cwd=context.cwd)
-    context.permissions = permissions
+    context = replace(context, permissions=permissions)  # the caller's context stays as it was
     system_text = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
     note = permissions.system_prompt_note()
     system = [{"type": "text", "text": system_text + (f"\n\n{note}" if note else "")}]

@@ -156,7 +156,7 @@ class TerminalDisplay:
         if tool not in self._printed:
             self._printed[tool] = 0
             self.note(f"● {tool.name} {tool.summary}")
-        if tool.state not in ("done", "error", "denied", "stopped", "raised"):
+        if tool.state not in ("done", "error", "denied", "stopped", "not_run", "raised"):
             return
         self._finished.add(tool)
         icon = STATE_ICONS[tool.state]

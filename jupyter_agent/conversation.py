@@ -8,6 +8,7 @@ conversation's. Imports nothing from IPython or widgets.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,9 @@ from .loop.run import QueryRun
 from .loop.usage import Usage
 from .loop.tool import ToolContext
 
+
+class ConversationBusy(RuntimeError):
+    """``send()`` while a run of the conversation is still going (one run at a time)."""
 
 
 class Conversation:
@@ -119,52 +123,48 @@ class Conversation:
              permission_mode: str | None = None, **options: Any) -> QueryRun:
         """Start a run on the history plus ``prompt``; returns its handle at once.
 
-        ``model`` and ``permission_mode`` apply to this run only (a cell's own options);
-        the conversation's settings come back when it ends.
+        ``model``, ``max_turns`` (0: no limit) and ``permission_mode`` apply to this run
+        only (a cell's own options): they go into the run, and the conversation's
+        settings are never changed. Raises :class:`ConversationBusy` while a run is going.
         """
         if self.running is not None:
-            raise RuntimeError(
+            raise ConversationBusy(
                 "A run of this conversation is still going. Stop it (run.stop() or the Stop "
                 "button) or wait for it before sending the next prompt."
             )
         new = [create_user_message(prompt)] if isinstance(prompt, str) else list(prompt)
         if isinstance(prompt, str) and not prompt.strip():
             raise ValueError("The prompt is empty: say what the agent should do.")
-        saved_mode = self.permission_mode
-        if permission_mode is not None:
-            self.permission_mode = permission_mode  # validates before anything starts
-        try:
-            run = query(
-                [*self.messages, *new],
-                model=self.model if model is None else model,
-                tools=self.tools,
-                max_turns=max_turns if max_turns is not None else self.max_turns,
-                can_use_tool=can_use_tool or self.can_use_tool,
-                hooks=self.hooks,
-                system_prompt=self.system_prompt,
-                checkpoints=checkpoints,
-                permissions=self.permissions,
-                context=self._run_context(),
-                notebook_path=self.notebook_path,
-                **options,
-            )
-        except BaseException:
-            self.permission_mode = saved_mode
-            raise
-        if permission_mode is not None:
-            run.add_done_callback(lambda _: setattr(self, "permission_mode", saved_mode))
+        run = query(
+            [*self.messages, *new],
+            model=self.model if model is None else model,
+            tools=self.tools,
+            max_turns=self.max_turns if max_turns is None else (max_turns or None),
+            can_use_tool=can_use_tool or self.can_use_tool,
+            hooks=self.hooks,
+            system_prompt=self.system_prompt,
+            checkpoints=checkpoints,
+            permissions=self._permissions_for(permission_mode),
+            context=self._run_context(),
+            notebook_path=self.notebook_path,
+            **options,
+        )
         run.add_done_callback(self._absorb)
         self.runs.append(run)
         return run
+
+    def _permissions_for(self, mode: str | None) -> Any:
+        """The policy of one run: the conversation's, or (another ``mode``) a copy in that
+        mode that shares its rules, so an "Always allow" during the run still lasts."""
+        if mode is None or mode == self.permission_mode:
+            return self.permissions
+        return self.permissions.with_mode(mode)
 
     def _run_context(self) -> ToolContext:
         """A fresh abort flag per run; files read and kernels shared with earlier runs."""
         import asyncio
 
-        shared = self.context
-        return ToolContext(cwd=shared.cwd, abort=asyncio.Event(), permissions=self.permissions,
-                           read_file_state=shared.read_file_state, session=shared.session,
-                           tool_results_dir=shared.tool_results_dir)
+        return replace(self.context, abort=asyncio.Event(), permissions=self.permissions)
 
     def _absorb(self, run: QueryRun) -> None:
         messages, _ = ensure_tool_result_pairing(list(run.state.messages))

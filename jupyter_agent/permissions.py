@@ -30,6 +30,7 @@ pending requests it now covers) or deny (with optional feedback for the model).
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import os
 import re
@@ -91,12 +92,6 @@ class Rule:
         return tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
 
 
-def safety_reason(path: ResolvedPath) -> str | None:
-    """Why writing ``path`` always needs a person, or None (see :mod:`jupyter_agent.safety`)."""
-    hit = safety_hit(path)
-    return hit.reason if hit else None
-
-
 class Permissions(PermissionPolicy):
     """The permission policy the loop asks before every tool call: modes and rules."""
 
@@ -119,6 +114,13 @@ class Permissions(PermissionPolicy):
     @mode.setter
     def mode(self, value: str) -> None:
         self._mode = check_permission_mode(value)
+
+    def with_mode(self, mode: str) -> Permissions:
+        """This policy in another ``mode`` (one run's own), sharing the rules: session rules
+        added through either ("Always allow") hold for both."""
+        other = copy.copy(self)
+        other.mode = mode
+        return other
 
     def system_prompt_note(self) -> str:
         """Text for the system prompt: what plan mode means, or ""."""
@@ -167,14 +169,11 @@ class Permissions(PermissionPolicy):
 
     # -- the decision ---------------------------------------------------------------------
 
-    async def decide(self, tool: Tool, input: Any, ctx: ToolContext) -> PermissionResult:
-        """Allow, ask or deny one call, on the facts of its prepared plan (``ctx.prepared``)."""
+    async def decide(self, tool: Tool, input: Any, ctx: ToolContext, prepared: PreparedCall) -> PermissionResult:
+        """Allow, ask or deny one call, on the facts of its plan (``prepared``, made once by the
+        loop before anyone decides; :meth:`check` plans and decides for a caller without one)."""
         self._tools[tool.name] = tool
         self._last_ctx = ctx
-        prepared = ctx.prepared
-        if prepared is None:  # called outside the loop (a test, a UI's re-check): plan it now
-            ctx = ctx.for_call(ctx.tool_use_id, ctx.progress)  # the caller's context stays as it was
-            prepared = ctx.prepared = await _prepare(tool, input, ctx)
         paths: list[ResolvedPath] = list(prepared.paths)
         read_only = prepared.read_only
         where = f" on {paths[0].real}" if paths else ""
@@ -185,7 +184,7 @@ class Permissions(PermissionPolicy):
                                       f"'{rule}'. Do not try to get around it.")
         if self.mode == "plan" and not read_only:
             return PermissionDeny(f"{tool.name} is not allowed in plan mode. " + PLAN_MODE_NOTE)
-        own = await tool.check_permissions(input, ctx)
+        own = await tool.check_permissions(input, ctx, prepared)
         if isinstance(own, PermissionDeny):
             return own
         diff = own.diff if isinstance(own, PermissionAsk) else None
@@ -241,16 +240,20 @@ class Permissions(PermissionPolicy):
                 return False
             tool = found
         ctx = ctx or self._last_ctx or ToolContext(cwd=self._cwd(None))
-        ctx = ctx.for_call(ctx.tool_use_id, ctx.progress)  # a fresh per-call context: never another call's plan
         if isinstance(input, dict):
             try:
                 input = tool.Input.model_validate(input)
             except Exception:
                 return False
         try:
-            return isinstance(await self.decide(tool, input, ctx), PermissionAllow)
+            return isinstance(await self.check(tool, input, ctx), PermissionAllow)
         except Exception:
             return False
+
+    async def check(self, tool: Tool, input: Any, ctx: ToolContext) -> PermissionResult:
+        """Plan the call now, then :meth:`decide` on that plan (for a caller outside the loop:
+        a UI re-checking a queued ask, a test)."""
+        return await self.decide(tool, input, ctx, await _prepare(tool, input, ctx))
 
 
 def _hard_linked(path: ResolvedPath) -> bool:
@@ -305,6 +308,11 @@ class ApprovalRequest:
 
     def __post_init__(self) -> None:
         self.future = self.loop.create_future()
+
+    @property
+    def tool_use_id(self) -> str:
+        """The ``tool_use`` id of the call this request is about."""
+        return self.ask.tool_use_id
 
     @property
     def message(self) -> str:

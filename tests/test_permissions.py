@@ -35,7 +35,7 @@ def ctx_for(ws: Path, mode: str = "default", **rules) -> ToolContext:
 
 
 async def decide(ctx: ToolContext, tool, raw: dict):
-    return await ctx.permissions.decide(tool, tool.Input.model_validate(raw), ctx)
+    return await ctx.permissions.check(tool, tool.Input.model_validate(raw), ctx)  # plan, then decide
 
 
 def read_file(ctx, path: Path) -> None:
@@ -213,7 +213,7 @@ async def test_a_policy_that_only_decides_gets_safe_defaults(ws):
     from jupyter_agent.loop.tool import PermissionPolicy
 
     class Everything(PermissionPolicy):
-        async def decide(self, tool, input, context):
+        async def decide(self, tool, input, context, prepared):
             return PermissionAllow()
 
     policy = Everything()
@@ -225,7 +225,7 @@ async def test_a_policy_that_only_decides_gets_safe_defaults(ws):
     assert "src/a.py" in text_of(await call_tool(ctx, "Grep", {"pattern": "x = 1"}))
 
     class DuckTyped:
-        async def decide(self, tool, input, context):
+        async def decide(self, tool, input, context, prepared):
             return PermissionAllow()
 
     with pytest.raises(TypeError, match="PermissionPolicy.*subclass it"):

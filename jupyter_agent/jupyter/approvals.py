@@ -60,7 +60,7 @@ class ApprovalCards:
 
     # -- loop thread: a new request ------------------------------------------------------
     def _show(self, request: ApprovalRequest) -> None:
-        tool = self.model.find_tool_for_approval(request.tool_name, request.input)
+        tool = self.model.tool_by_id(request.tool_use_id)
         if tool is not None:
             self.model.set_tool_state(tool, "approval")
         card = None

@@ -121,6 +121,7 @@ def tool_html(tool: ToolItem) -> str:
             else:
                 body.append(pre(value))
         title = {"error": "error", "denied": "why it did not run", "stopped": "why it did not finish",
+                 "not_run": "why it did not run",
                  "raised": f"the cell raised {tool.exception}"}.get(tool.state, "result")
         # errors are shown open: they are what a person needs to see
         open_ = " open" if tool.state in ("error", "raised") else ""

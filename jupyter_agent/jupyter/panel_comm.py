@@ -7,7 +7,9 @@ drives this kernel's :class:`~.session.AgentSession`: the same conversation as
 
 Page -> kernel, ``{"v": 1, "op": ...}``: ``hello`` (send the whole state), ``send``
 (``prompt``), ``stop``, ``new`` (a new conversation), ``mode`` (``mode``), ``approve``
-(``request``, ``choice``: allow | always | deny, ``feedback``).
+(``tool_use_id`` of the call, or the older ``request`` number; ``choice``: allow | always |
+deny; ``feedback``). Each pending approval the kernel sends carries both ``id`` and
+``tool_use_id``.
 
 Kernel -> page, ``{"v": 1, "type": ...}``: ``state`` (everything: the session's header,
 the conversation's runs with all their items, the pending approvals), ``update`` (what
@@ -102,7 +104,7 @@ def approval_json(request: Any, run_id: str, cwd: Any = None) -> dict[str, Any]:
     diff = relative(request.diff or "", cwd)
     raw_input = json.dumps(request.input, ensure_ascii=False, indent=1, default=str)
     warning = any(has_invisible(t) for t in (message, diff, raw_input))
-    return {"id": request.id, "run": run_id, "tool": _text(request.tool_name),
+    return {"id": request.id, "tool_use_id": request.tool_use_id, "run": run_id, "tool": _text(request.tool_name),
             "message": _text(message), "diff": _text(diff), "input": _text(raw_input),
             "warning": INVISIBLE_WARNING if warning else "",
             "rules": [_text(r) for r in request.suggested_rules] or [_text(request.tool_name)]}
@@ -187,7 +189,6 @@ class PanelHub:
         self._approvals_changed = False
         self._session_changed = False
         self._sending = False
-        self.messages_sent = 0
         session.listeners.append(self._run_started)
         session.reset_listeners.append(self._conversation_reset)
         session.config.observe(self._settings_changed, names=list(_SETTINGS))
@@ -217,7 +218,6 @@ class PanelHub:
     def _send(self, comm: Any, data: dict[str, Any]) -> None:
         try:
             comm.send({"v": PROTOCOL_VERSION, **data})
-            self.messages_sent += 1
         except Exception:  # a comm closed under us: the panel reconnects when it can
             self._closed(comm)
 
@@ -279,7 +279,7 @@ class PanelHub:
         self.session.set_defaults(permission_mode=str(data.get("mode")))
 
     def _op_approve(self, comm: Any, data: dict[str, Any]) -> None:
-        entry = self.approvals.get(data.get("request"))  # type: ignore[arg-type]
+        entry = self._approval_for(data)
         if entry is None or entry[0].done:
             self._error(comm, "That approval was already answered (or its run ended).")
             return
@@ -289,6 +289,14 @@ class PanelHub:
             request.answer(str(choice), feedback)
         except ValueError as exc:  # a word the panel does not send: say so, answer nothing
             self._error(comm, str(exc))
+
+    def _approval_for(self, data: dict[str, Any]) -> tuple[Any, Any] | None:
+        """The approval an ``approve`` message answers: by its call's ``tool_use_id``, or
+        by the request's ``request`` number (what panels before ``tool_use_id`` sent)."""
+        tool_use_id = data.get("tool_use_id")
+        if isinstance(tool_use_id, str) and tool_use_id:
+            return next((e for e in self.approvals.values() if e[0].tool_use_id == tool_use_id), None)
+        return self.approvals.get(data.get("request"))  # type: ignore[arg-type]
 
     # -- what the panels show -------------------------------------------------------------
     def session_header(self) -> dict[str, Any]:

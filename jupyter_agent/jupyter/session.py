@@ -187,10 +187,29 @@ class AgentSession:
               max_turns: int | None = None, cwd: str | None = None, replay: str | None = None,
               batch: bool | None = None, show_prompt: bool = False, view: bool = True) -> Any:
         """Start a run of the shared conversation; returns the :class:`AgentRun` at once.
-        ``view=False``: no widget (the side panel draws the run and answers its asks)."""
-        from .handle import AgentRun
+        ``view=False``: no widget (the side panel draws the run and answers its asks).
+        ``max_turns`` 0: no limit for this run, whatever the session's default."""
         from ..view.runmodel import RunModel
+        from .live import bind_notebook  # the live page for this kernel's notebook, or a guard
 
+        self._refuse_to_start(prompt)
+        conv = self._conversation_for_run(model, cwd=cwd, replay=replay)
+        batch = self.is_batch() if batch is None else batch
+        run_model = RunModel(prompt=prompt, model=model or conv.model_name,
+                             permission_mode=permission_mode or conv.permission_mode, cwd=conv.context.cwd)
+        self._write_replay_files(conv, model, run_model)
+        bind_notebook(self, conv, run_model.notice, batch=batch)
+        run_view, broker = (None, None) if batch else self._approval_surface(run_model, conv, view, show_prompt)
+        run = self._send(conv, prompt, broker, run_view, model=model, permission_mode=permission_mode,
+                         max_turns=max_turns)
+        handle = self._track(run, run_model, run_view, broker, prompt=prompt, batch=batch, conv=conv)
+        handle.start()
+        for listener in list(self.listeners):
+            listener(handle)
+        return handle
+
+    def _refuse_to_start(self, prompt: str) -> None:
+        """One run at a time, and never an empty prompt."""
         if self.active is not None and not self.active.done:
             raise AgentBusy(
                 "An agent run is still going in this kernel; nothing new was started. Stop it "
@@ -198,6 +217,10 @@ class AgentSession:
         if not prompt.strip():
             raise ValueError("The prompt is empty: write what the agent should do in the cell "
                              "below `%%agent`.")
+
+    def _conversation_for_run(self, model: str | None, *, cwd: str | None, replay: str | None) -> Any:
+        """The conversation the run goes into, with the cell's folder and replay applied, an
+        API key checked (before anything shows) and the notebook it belongs to."""
         if replay is not None or cwd is not None:
             self.set_defaults(replay=replay, cwd=cwd)
         self._reconcile()
@@ -207,44 +230,56 @@ class AgentSession:
             raise NoApiKey(no_key_message("notebook"))
         if conv.notebook_path is None:
             conv.notebook_path = self.notebook_path()
-        batch = self.is_batch() if batch is None else batch
-        run_model = RunModel(prompt=prompt, model=model or conv.model_name,
-                             permission_mode=permission_mode or conv.permission_mode, cwd=conv.context.cwd)
-        # a replay, set here or by $JUPYTER_AGENT_REPLAY (./dev demo offline): its files first
+        return conv
+
+    def _write_replay_files(self, conv: Any, model: str | None, run_model: Any) -> None:
+        """A replay (set here or by $JUPYTER_AGENT_REPLAY, as ``./dev demo`` does offline):
+        write the files the recorded run expects, and say so in the run."""
         replay = conv.replay or (os.environ.get(REPLAY_ENV) if model is None and conv.model_spec is None else None)
-        if replay:
-            try:
-                replay = resolve_transcript(replay)  # a packaged name ("demo") or a path
-            except FileNotFoundError:
-                pass  # the model says so when it is made
-            for rel in prepare_replay_files(replay, conv.context.cwd):
-                run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
-        from .live import bind_notebook  # the live page for this kernel's notebook, or a guard
+        if not replay:
+            return
+        try:
+            replay = resolve_transcript(replay)  # a packaged name ("demo") or a path
+        except FileNotFoundError:
+            pass  # the model says so when it is made
+        for rel in prepare_replay_files(replay, conv.context.cwd):
+            run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
 
-        bind_notebook(self, conv, run_model.notice, batch=batch)
-        want_view, view, broker = view, None, None
-        if not batch:
-            from .approvals import ApprovalCards
+    def _approval_surface(self, run_model: Any, conv: Any, want_view: bool, show_prompt: bool) -> tuple[Any, Any]:
+        """The run's widget (unless the side panel draws it) and the approval cards that
+        answer its asks."""
+        from .approvals import ApprovalCards
 
-            if want_view:
-                from .runview import RunView
+        view = None
+        if want_view:
+            from .runview import RunView
 
-                view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
-            broker = ApprovalCards(view, run_model, policy=conv.permissions)
-        saved_limit = conv.max_turns
-        if max_turns == 0:  # 0 = no limit for this run, whatever the session's default
-            conv.max_turns, max_turns = None, None
+            view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
+        return view, ApprovalCards(view, run_model, policy=conv.permissions)
+
+    def _send(self, conv: Any, prompt: str, broker: Any, view: Any, **run_options: Any) -> Any:
+        """Send the prompt (with the kernel's variables) into the conversation; the run's own
+        options go with it. A run still going there is :class:`AgentBusy`."""
+        from ..conversation import ConversationBusy
+
         try:
             run = conv.send(self.with_kernel_context(prompt), can_use_tool=broker.can_use_tool if broker else None,
-                            max_turns=max_turns, model=model, permission_mode=permission_mode)
+                            **run_options)
         except BaseException as exc:
             if view is not None:
                 view.close()
-            if type(exc) is RuntimeError:  # the conversation's own "a run is still going"
+            if isinstance(exc, ConversationBusy):
                 raise AgentBusy(str(exc)) from None
             raise
-        finally:
-            conv.max_turns = saved_limit
+        if broker is not None:  # "Always allow" releases what this run's policy (its mode) allows
+            broker.requests.policy = run.params.context.permissions
+        return run
+
+    def _track(self, run: Any, run_model: Any, view: Any, broker: Any, *, prompt: str, batch: bool,
+               conv: Any) -> Any:
+        """The run's handle, wired to the view, the approvals and this session (the active
+        run, Stop from a kernel interrupt, the shutdown hook)."""
+        from .handle import AgentRun
 
         def ended(handle: Any) -> None:
             if self.active is handle:
@@ -261,9 +296,6 @@ class AgentSession:
         self.runs.append(handle)
         self._install_interrupt_handler()
         self.install_shutdown_hook()
-        handle.start()
-        for listener in list(self.listeners):
-            listener(handle)
         return handle
 
     def with_kernel_context(self, prompt: str) -> str | list[dict[str, Any]]:

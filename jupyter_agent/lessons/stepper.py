@@ -50,7 +50,7 @@ _LINES: dict[type, Callable[[Any], str | None]] = {
     StreamEvent: _stream_line,
     AssistantMessage: lambda e: f"assistant message (stop_reason={e.stop_reason}, {len(e.tool_uses)} tool_use)",
     ToolStart: lambda e: f"tool started: {e.name} ({e.tool_use_id})",
-    ToolResult: lambda e: f"tool_result for {e.tool_use_id}: {'error' if e.is_error else 'ok'}",
+    ToolResult: lambda e: f"tool_result for {e.tool_use_id}: {e.outcome.value}",
     UserMessage: lambda e: "user message added" + (" (synthetic)" if e.synthetic else ""),
     ModelRetry: lambda e: f"model retry {e.attempt}/{e.max_retries}: {e.error}",
     ModelFallback: lambda e: f"fallback model: {e.from_model} -> {e.to_model}",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Literal
 
 from .usage import Usage
@@ -119,12 +120,44 @@ class ToolProgress(ToolEvent):
     data: Any
 
 
+class ToolOutcome(str, Enum):
+    """How one tool call ended, as the loop knows it (never read from the result's words).
+
+    ``ok``: the tool ran and succeeded. ``error``: it failed, or its input was unusable
+    (unknown tool, invalid input, a timeout). ``denied``: a person, a rule, plan mode or a
+    hook said no. ``stopped``: Stop cancelled it, or came before it started. ``not_run``:
+    it never ran for another reason (an earlier call was denied, the response broke off).
+    ``raised``: the tool ran code that raised (a ``NotebookRun`` cell; the result is the
+    traceback, and :attr:`ToolResult.exception` names the exception).
+    """
+
+    OK = "ok"
+    ERROR = "error"
+    DENIED = "denied"
+    STOPPED = "stopped"
+    NOT_RUN = "not_run"
+    RAISED = "raised"
+
+
 @dataclass(frozen=True)
 class ToolResult(ToolEvent):
-    """The ``tool_result`` block for one ``tool_use`` (success or ``is_error``)."""
+    """The ``tool_result`` block for one ``tool_use`` (success or ``is_error``), and how
+    the call ended (``outcome``; ``exception``: the name of what a ``raised`` call raised).
+
+    Every ``tool_use`` gets exactly one of these, on every path (synthetic results
+    after Stop or a broken response included)."""
 
     block: dict[str, Any]
     duration_s: float = 0.0
+    #: Without one: ``ok``, or ``error`` for an ``is_error`` block.
+    outcome: ToolOutcome = None  # type: ignore[assignment]  # set in __post_init__
+    exception: str = ""
+
+    def __post_init__(self) -> None:
+        if self.outcome is None:
+            object.__setattr__(self, "outcome", ToolOutcome.ERROR if self.is_error else ToolOutcome.OK)
+        else:
+            object.__setattr__(self, "outcome", ToolOutcome(self.outcome))
 
     @property
     def is_error(self) -> bool:

@@ -41,6 +41,9 @@ class Model(Protocol):
     not start the retry before the consumer asks for the next event), and exactly one
     ``AssistantMessage`` last, on success. When it gives up it raises
     :class:`ModelError`; it never ends quietly without an ``AssistantMessage``.
+
+    Optional: ``price(model_id, usage) -> float`` (USD), which the run's usage meter uses
+    for a response cut short (a complete one carries its own cost).
     """
 
     name: str

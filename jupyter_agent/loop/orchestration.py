@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any, AsyncIterator, Iterator, Literal
 
 from .abort import AbortSignal
-from .events import ToolResult
-from .messages import INTERRUPTED_MESSAGE, tool_result_block
-from .tool_execution import ToolRunEnv, execute_tool_call
+from .events import ToolOutcome, ToolResult
+from .messages import INTERRUPTED_MESSAGE
+from .tool_execution import CallResult, ToolRunEnv, error_result, run_tool_call
 
 MAX_TOOL_CONCURRENCY = 10
 NOT_STARTED_MESSAGE = "The run was stopped before this tool call started."
@@ -40,7 +40,7 @@ class TrackedCall:
     #: Queued but not to be started yet (a call that changes something, still streaming).
     held: bool = False
     task: asyncio.Task | None = None
-    result: dict[str, Any] | None = None
+    result: CallResult | None = None
     started_at: float = 0.0
     ended_at: float = 0.0
 
@@ -81,9 +81,9 @@ class ToolScheduler:
             if call.status != "queued":
                 continue
             if self._aborted:
-                self._finish(call, tool_result_block(call.block["id"], NOT_STARTED_MESSAGE, is_error=True))
+                self._finish(call, error_result(call.block["id"], NOT_STARTED_MESSAGE, ToolOutcome.STOPPED))
             elif self.env.control.interrupted:
-                self._finish(call, tool_result_block(call.block["id"], DENIED_EARLIER_MESSAGE, is_error=True))
+                self._finish(call, error_result(call.block["id"], DENIED_EARLIER_MESSAGE, ToolOutcome.NOT_RUN))
             elif call.held:
                 break  # in order: nothing overtakes a call that is not released yet
             elif self._can_start(call):
@@ -96,9 +96,9 @@ class ToolScheduler:
 
     async def _run(self, call: TrackedCall) -> None:
         try:
-            result = await execute_tool_call(call.block, self.env)
-        except Exception as exc:  # execute_tool_call catches tool errors; this is a loop bug
-            result = tool_result_block(call.block["id"], f"Internal error: {exc!r}", is_error=True)
+            result = await run_tool_call(call.block, self.env)
+        except Exception as exc:  # run_tool_call catches tool errors; this is a loop bug
+            result = error_result(call.block["id"], f"Internal error: {exc!r}")
         self._finish(call, result)
         self._start_ready()
 
@@ -106,10 +106,10 @@ class ToolScheduler:
         # A task cancelled before its first step never runs its body, so the result of
         # a cancelled call is set here, where every way out of the task passes.
         if call.status == "running":
-            self._finish(call, tool_result_block(call.block["id"], INTERRUPTED_MESSAGE, is_error=True))
+            self._finish(call, error_result(call.block["id"], INTERRUPTED_MESSAGE, ToolOutcome.STOPPED))
             self._start_ready()
 
-    def _finish(self, call: TrackedCall, result: dict[str, Any]) -> None:
+    def _finish(self, call: TrackedCall, result: CallResult) -> None:
         call.result = result
         call.status = "done"
         call.ended_at = time.perf_counter()
@@ -143,7 +143,9 @@ class ToolScheduler:
             if call.status == "done":
                 call.status = "yielded"
                 duration = max(call.ended_at - call.started_at, 0.0) if call.started_at else 0.0
-                yield ToolResult(call.block["id"], call.block.get("name", ""), call.result, duration)
+                assert call.result is not None
+                yield ToolResult(call.block["id"], call.block.get("name", ""), call.result.block, duration,
+                                 call.result.outcome, call.result.exception)
             elif call.status in ("running", "queued") and self.in_order and not call.safe:
                 break
 
@@ -162,7 +164,7 @@ class ToolScheduler:
 
     def results(self) -> dict[str, dict[str, Any]]:
         """The ``tool_result`` block of every finished call, by ``tool_use_id``."""
-        return {c.block["id"]: c.result for c in self.calls if c.result is not None}
+        return {c.block["id"]: c.result.block for c in self.calls if c.result is not None}
 
     def discard(self) -> None:
         """Drop everything (the response these calls came from was thrown away)."""
@@ -249,5 +251,5 @@ class StreamingToolExecutor(ToolScheduler):
         for call in self.calls:
             if call.held and call.status == "queued":
                 call.held = False
-                self._finish(call, tool_result_block(call.block["id"], NOT_CONFIRMED_MESSAGE, is_error=True))
+                self._finish(call, error_result(call.block["id"], NOT_CONFIRMED_MESSAGE, ToolOutcome.NOT_RUN))
         self._start_ready()

@@ -1,7 +1,7 @@
 """The three answers a permission check can give.
 
-The loop calls ``policy.decide(tool, input, context)`` (a :class:`~.tool.PermissionPolicy`)
-before every tool call. An ``ask`` goes to the ``can_use_tool`` callback (a UI's approval
+The loop calls ``policy.decide(tool, input, context, prepared)`` (a
+:class:`~.tool.PermissionPolicy`, on the call's plan) before every tool call. An ``ask`` goes to the ``can_use_tool`` callback (a UI's approval
 card, a terminal prompt, a test); with none, an ``ask`` is a deny that says how to allow
 the call.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
+from .events import ToolOutcome
 
 #: What the model reads when a person says no without a word (Claude Code's wording, which
 #: Claude models are trained on): stop, rather than try the same thing another way.
@@ -47,22 +48,27 @@ class PermissionDeny:
     """Refuse the call; ``message`` goes to the model as the error result.
 
     ``interrupt`` ends the turn (``aborted_tools``): a plain "no" from a person with no
-    feedback means stop, not "try something else".
+    feedback means stop, not "try something else". ``outcome`` is what the call's
+    :class:`~.events.ToolResult` says (``denied``; ``error`` for a callback's mistake).
     """
 
     message: str
     interrupt: bool = False
+    outcome: ToolOutcome = ToolOutcome.DENIED
     behavior: Literal["deny"] = "deny"
 
 
 @dataclass(frozen=True)
 class PermissionAsk:
     """A person must decide. ``diff`` shows what an edit would change;
-    ``suggested_rules`` are what "Always allow" would add."""
+    ``suggested_rules`` are what "Always allow" would add. ``tool_use_id`` names the call
+    (the loop sets it before ``can_use_tool`` sees the ask), so a UI knows which call
+    the question is about."""
 
     message: str
     diff: str | None = None
     suggested_rules: tuple[str, ...] = ()
+    tool_use_id: str = ""
     behavior: Literal["ask"] = "ask"
 
 

@@ -29,11 +29,11 @@ from .abort import AbortSignal
 from .budget import ToolResultBudget
 from .events import (
     AssistantMessage, Checkpoint, ModelFallback, ModelRetry, Notice, RequestStart,
-    StreamEvent, ToolResult, UserMessage, STEP_NAMES,
+    StreamEvent, ToolOutcome, ToolResult, UserMessage, STEP_NAMES,
 )
 from .hooks import Hooks, StopHookInput, call_hook
 from .messages import (
-    INTERRUPTED_MESSAGE, create_user_message, ensure_tool_result_pairing,
+    INTERRUPTED_MESSAGE, MISSING_RESULT_MESSAGE, create_user_message, ensure_tool_result_pairing,
     normalize_messages_for_api, prepend_user_context, yield_missing_tool_result_blocks,
 )
 from .model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
@@ -44,7 +44,7 @@ from .stream import (
 )
 from .state import State, Terminal, TerminalReason, Transition
 from .tool_execution import CanUseTool, ToolRunEnv
-from .usage import Usage
+from .usage import StreamUsage, Usage
 
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 MAX_STOP_HOOK_BLOCKS = 8
@@ -84,9 +84,16 @@ class RunRecord:
     """What the run handle can see while the loop runs."""
 
     state: State
-    usage: Usage = field(default_factory=Usage)
+    #: The run's spend, counted from the stream (``message_start`` / ``message_delta``), so
+    #: a response cut by Stop, a model error or a retry counts what it cost.
+    meter: StreamUsage = field(default_factory=StreamUsage)
     requests: int = 0
     phase: str = "idle"  # "streaming" or "tools": which abort reason applies
+
+    @property
+    def usage(self) -> Usage:
+        """Everything this run spent so far (the response now streaming included)."""
+        return self.meter.total
 
 
 #: Transitions that sent tool results back to the model: they start a new turn.
@@ -264,6 +271,7 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
     try:
         async with contextlib.aclosing(stream_with_abort(params.model, turn.request, signal)) as stream:
             async for event in stream:
+                record.meter.observe(event)
                 if isinstance(event, StreamEvent):
                     snapshot = event.snapshot
                     if executor and model_moved_on(event):
@@ -293,9 +301,6 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
                 elif isinstance(event, Notice):  # a line for the user (the offline replay's)
                     yield event
                 elif isinstance(event, AssistantMessage):
-                    record.usage.add(event.usage)
-                    if not event.usage.requests:  # a model that does not count requests
-                        record.usage.requests += 1
                     turn.assistant_messages.append(event.message)
                     turn.last_response = event
                     yield event
@@ -328,8 +333,6 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
         partial = finished_part(snapshot, stopped_blocks, executor)
         kept = AssistantMessage({"role": "assistant", "content": partial},
                                 Usage.from_api((snapshot or {}).get("usage")), params.model.name, None)
-        record.usage.add(kept.usage)
-        record.usage.requests += 1
         turn.assistant_messages = [kept.message]
         turn.last_response = kept
         yield kept
@@ -359,7 +362,9 @@ async def execute_tools(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
             if isinstance(update, ToolResult):
                 results[update.tool_use_id] = update.block
             yield update
-    turn.tool_results = _results_in_call_order(turn.tool_use_blocks, results)
+    for missing in _answer_missing(turn.tool_use_blocks, results, ToolOutcome.NOT_RUN):
+        yield missing  # (cannot happen, but the invariant is worth a guard)
+    turn.tool_results = [results[b["id"]] for b in turn.tool_use_blocks]  # call order: stable cache bytes
     if loop.params.checkpoints:
         yield _checkpoint(3, turn.state, turn)
     results_message = create_user_message(turn.tool_results)
@@ -412,14 +417,15 @@ async def count_the_turn(turn: Turn, loop: _Loop) -> None:
         turn.transition = Transition("next_turn")
 
 
-def _results_in_call_order(blocks: list[dict[str, Any]], results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The results in the order the calls were made (stable bytes for the cache); any
-    call without a result (cannot happen, but the invariant is worth a guard) gets one."""
-    missing = yield_missing_tool_result_blocks(
-        [{"content": blocks}], results.keys(), INTERRUPTED_MESSAGE
-    )
-    filled = {b["tool_use_id"]: b for b in missing}
-    return [results.get(b["id"]) or filled[b["id"]] for b in blocks]
+def _answer_missing(blocks: list[dict[str, Any]], results: dict[str, dict[str, Any]],
+                    outcome: ToolOutcome) -> Iterator[ToolResult]:
+    """Each call in ``blocks`` without a result gets one (added to ``results``), and its
+    :class:`ToolResult` event says ``outcome``: ``stopped`` after Stop, else ``not_run``."""
+    names = {b["id"]: b.get("name", "") for b in blocks}
+    message = INTERRUPTED_MESSAGE if outcome is ToolOutcome.STOPPED else MISSING_RESULT_MESSAGE
+    for block in list(yield_missing_tool_result_blocks([{"content": blocks}], results.keys(), message)):
+        results[block["tool_use_id"]] = block
+        yield ToolResult(block["tool_use_id"], names[block["tool_use_id"]], block, outcome=outcome)
 
 
 async def _close_turn(turn: Turn, partial: list[dict[str, Any]], signal: AbortSignal,
@@ -441,8 +447,10 @@ async def _close_turn(turn: Turn, partial: list[dict[str, Any]], signal: AbortSi
     if partial:
         history.append({"role": "assistant", "content": partial})
         blocks = [b for b in partial if b.get("type") == "tool_use"]
+        for missing in _answer_missing(blocks, results, ToolOutcome.STOPPED if cancel else ToolOutcome.NOT_RUN):
+            yield missing
         if blocks:
-            message = create_user_message(_results_in_call_order(blocks, results))
+            message = create_user_message([results[b["id"]] for b in blocks])
             history.append(message)
             yield UserMessage(message, synthetic=True)
     turn.history = tuple(history)

@@ -14,7 +14,7 @@ from .abort import AbortSignal
 from .messages import ensure_tool_result_pairing
 from .query import QueryParams, RunRecord, next_state, query_loop
 from .state import State, Terminal, TerminalReason
-from .usage import Usage
+from .usage import StreamUsage, Usage
 
 
 class QueryRun:
@@ -29,7 +29,7 @@ class QueryRun:
     def __init__(self, params: QueryParams, initial_state: State, *, permission_mode: str = "default") -> None:
         self.params = params
         self.signal = AbortSignal()
-        self.record = RunRecord(state=initial_state)
+        self.record = RunRecord(state=initial_state, meter=StreamUsage(getattr(params.model, "price", None)))
         self.terminal: Terminal | None = None
         self.permission_mode = permission_mode
         self._iterated = False

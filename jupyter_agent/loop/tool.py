@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from .events import ToolOutcome
 from .permission_result import PermissionAllow, PermissionAsk, PermissionResult
 
 
@@ -45,6 +46,10 @@ class ToolOutput:
     content: str | list[dict[str, Any]]
     is_error: bool = False
     display: Any = None
+    #: How the call ended when that is more than ok / error: ``raised`` (the code it ran
+    #: raised ``exception``) or ``stopped`` (the user interrupted it). None: from ``is_error``.
+    outcome: ToolOutcome | None = None
+    exception: str = ""
 
 
 @dataclass
@@ -86,7 +91,8 @@ class PreparedCall:
 class PermissionPolicy:
     """Decides allow / deny / ask for one call (modes and rules live behind this).
 
-    The loop calls :meth:`decide` before every call and :meth:`add_session_rules` after an
+    The loop calls :meth:`decide` (with the call's :class:`PreparedCall`) before every call
+    and :meth:`add_session_rules` after an
     "Always allow"; the tools ask :meth:`allowed_roots` (where a path needs no approval)
     and :meth:`is_read_denied` (Glob and Grep hide such files); an approval UI asks
     :meth:`would_allow` to release queued asks. Subclass it and override :meth:`decide`;
@@ -97,7 +103,8 @@ class PermissionPolicy:
     #: or None for a policy without modes.
     mode: str | None = None
 
-    async def decide(self, tool: Tool, input: Any, context: ToolContext) -> PermissionResult:
+    async def decide(self, tool: Tool, input: Any, context: ToolContext, prepared: PreparedCall) -> PermissionResult:
+        """Allow, deny or ask for this call, on the facts of its plan (``prepared``)."""
         raise NotImplementedError(f"{type(self).__name__} must implement decide()")
 
     def add_session_rules(self, rules: tuple[str, ...]) -> None:
@@ -124,8 +131,8 @@ class PermissionPolicy:
 class ToolCheckPolicy(PermissionPolicy):
     """The simplest policy: whatever each tool's own ``check_permissions`` says."""
 
-    async def decide(self, tool: Tool, input: Any, context: ToolContext) -> PermissionResult:
-        return await tool.check_permissions(input, context)
+    async def decide(self, tool: Tool, input: Any, context: ToolContext, prepared: PreparedCall) -> PermissionResult:
+        return await tool.check_permissions(input, context, prepared)
 
 
 @dataclass
@@ -167,21 +174,10 @@ class ToolContext:
     progress: Callable[[Any], None] = lambda data: None
     #: Where oversized results are saved (None: a private folder of this user's; tests set it).
     tool_results_dir: Path | None = None
-    #: This call's plan (set by the loop between ``validate_input`` and the permission check).
-    prepared: PreparedCall | None = None
 
     def for_call(self, tool_use_id: str, progress: Callable[[Any], None]) -> "ToolContext":
         """The same context, labelled for one call (shares every mutable part)."""
-        return ToolContext(
-            cwd=self.cwd,
-            abort=self.abort,
-            permissions=self.permissions,
-            read_file_state=self.read_file_state,
-            session=self.session,
-            tool_use_id=tool_use_id,
-            progress=progress,
-            tool_results_dir=self.tool_results_dir,
-        )
+        return replace(self, tool_use_id=tool_use_id, progress=progress)
 
 
 class Tool:
@@ -225,13 +221,14 @@ class Tool:
         """
         return PreparedCall(read_only=self.is_read_only(input))
 
-    async def check_permissions(self, input: Any, context: ToolContext) -> PermissionResult:
-        """This tool's own view: read-only calls are allowed, everything else asks."""
+    async def check_permissions(self, input: Any, context: ToolContext, prepared: PreparedCall) -> PermissionResult:
+        """This tool's own view of the planned call: read-only calls are allowed, everything else asks."""
         if self.is_read_only(input):
             return PermissionAllow()
         return PermissionAsk(message=f"{self.name} wants to make a change.")
 
-    async def call(self, input: Any, context: ToolContext) -> ToolOutput:
+    async def call(self, input: Any, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
+        """Carry out the call as ``prepared`` planned it (the plan the permission was given for)."""
         raise NotImplementedError(f"{type(self).__name__} must implement call()")
 
     def rule_content(self, input: Any) -> str | None:

@@ -16,14 +16,14 @@ import inspect
 import os
 import stat
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import ValidationError
 
-from .tool import Tool, ToolContext, ToolError, ToolOutput
-from .events import ToolProgress, ToolStart
+from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolOutput
+from .events import ToolOutcome, ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
 from .permission_result import DENIED, PermissionAllow, PermissionAsk, PermissionDeny
@@ -87,35 +87,48 @@ def format_validation_error(tool_name: str, error: ValidationError) -> str:
     return f"InputValidationError: {tool_name} failed due to the following issue(s):\n" + "\n".join(lines)
 
 
-def _error(tool_use_id: str, message: str) -> dict[str, Any]:
-    return tool_result_block(tool_use_id, cut_middle(message, MAX_ERROR_CHARS), is_error=True)
+@dataclass(frozen=True)
+class CallResult:
+    """One call's ``tool_result`` block and how the call ended (the loop's own verdict,
+    which the fronts show: nobody reads it back from the block's words)."""
+
+    block: dict[str, Any]
+    outcome: ToolOutcome
+    exception: str = ""
+
+
+def error_result(tool_use_id: str, message: str, outcome: ToolOutcome = ToolOutcome.ERROR) -> CallResult:
+    """An error ``tool_result`` (``message`` cut in the middle if long) with its outcome."""
+    return CallResult(tool_result_block(tool_use_id, cut_middle(message, MAX_ERROR_CHARS), is_error=True), outcome)
 
 
 async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str, Any]:
     """Run one ``tool_use`` block and return its ``tool_result`` block."""
+    return (await run_tool_call(block, env)).block
+
+
+async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
+    """Run one ``tool_use`` block: its ``tool_result`` block and the call's outcome."""
     tool_use_id, name = block["id"], block.get("name", "")
     raw_input = block.get("input")
     tool = env.tools_by_name.get(name)
     if tool is None:
         available = ", ".join(sorted(env.tools_by_name)) or "none"
-        return _error(tool_use_id, f"Error: No such tool available: {name}. Available tools: {available}.")
+        return error_result(tool_use_id, f"Error: No such tool available: {name}. Available tools: {available}.")
     if INVALID_INPUT_KEY in block:
         raw = cut_middle(str(block[INVALID_INPUT_KEY]), 2_000)
-        return _error(tool_use_id, f"InputValidationError: the input of this {name} call was not valid JSON, "
+        return error_result(tool_use_id, f"InputValidationError: the input of this {name} call was not valid JSON, "
                                    f"so the tool did not run. Call it again with the input as one JSON "
                                    f"object.\nThe input received: {raw}")
     if env.context.abort.is_set():
-        return _error(tool_use_id, "The run was stopped before this tool call started.")
+        return error_result(tool_use_id, "The run was stopped before this tool call started.", ToolOutcome.STOPPED)
     if not isinstance(raw_input, dict):
-        return _error(tool_use_id, f"InputValidationError: {name} input must be a JSON object.")
+        return error_result(tool_use_id, f"InputValidationError: {name} input must be a JSON object.")
 
-    parsed, problem = _validate(tool, raw_input)
-    if problem:
-        return _error(tool_use_id, problem)
     context = env.context.for_call(tool_use_id, lambda data: env.emit(ToolProgress(tool_use_id, name, data)))
-    problem = await _prepare(tool, parsed, context)
+    parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
     if problem:
-        return _error(tool_use_id, problem)
+        return error_result(tool_use_id, problem)
 
     hook_approved = False
     for hook in env.hooks.pre_tool_use:
@@ -124,45 +137,44 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
             continue
         if verdict.stop:
             env.control.hook_stop_message = verdict.message or "A PreToolUse hook stopped the run."
-            return _error(tool_use_id, f"Stopped by a hook: {env.control.hook_stop_message}")
+            return error_result(tool_use_id, f"Stopped by a hook: {env.control.hook_stop_message}", ToolOutcome.DENIED)
         if verdict.decision == "deny":
-            return _error(tool_use_id, verdict.message or f"A hook refused this {name} call.")
+            return error_result(tool_use_id, verdict.message or f"A hook refused this {name} call.", ToolOutcome.DENIED)
         if verdict.updated_input is not None:
             raw_input = verdict.updated_input
-            parsed, problem = _validate(tool, raw_input)
-            problem = problem or await _prepare(tool, parsed, context)
+            parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
             if problem:
-                return _error(tool_use_id, f"A hook changed the input into something invalid. {problem}")
+                return error_result(tool_use_id, f"A hook changed the input into something invalid. {problem}")
         hook_approved = hook_approved or verdict.decision == "allow"
 
     if not hook_approved:
-        decision = await _decide(tool, parsed, raw_input, context, env)
+        decision = await _decide(tool, parsed, raw_input, context, prepared, env)
         if isinstance(decision, PermissionDeny):
             if decision.interrupt:
                 env.control.interrupted = True
-            return _error(tool_use_id, decision.message)
+            return error_result(tool_use_id, decision.message, decision.outcome)
         if decision.updated_input is not None:
             raw_input = decision.updated_input
-            parsed, problem = _validate(tool, raw_input)
-            problem = problem or await _prepare(tool, parsed, context)
+            parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
             if problem:
-                return _error(tool_use_id, problem)
+                return error_result(tool_use_id, problem)
 
     env.emit(ToolStart(tool_use_id, name, raw_input))
     try:
-        output = await asyncio.wait_for(tool.call(parsed, context), timeout=tool.timeout_s)
+        output = await asyncio.wait_for(tool.call(parsed, context, prepared), timeout=tool.timeout_s)
     except asyncio.TimeoutError:
-        return _error(tool_use_id, f"{name} timed out after {tool.timeout_s:g} s and was cancelled.")
+        return error_result(tool_use_id, f"{name} timed out after {tool.timeout_s:g} s and was cancelled.")
     except ToolError as exc:
-        return _error(tool_use_id, str(exc) or f"{name} failed.")
+        return error_result(tool_use_id, str(exc) or f"{name} failed.")
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a tool bug must not take the loop down: the model hears about it
-        return _error(tool_use_id, f"{name} failed: {type(exc).__name__}: {exc}")
+        return error_result(tool_use_id, f"{name} failed: {type(exc).__name__}: {exc}")
     if not isinstance(output, ToolOutput):
         output = ToolOutput(content=str(output))
     content = _bounded_content(tool, output.content, tool_use_id, context)
     is_error = output.is_error
+    outcome = output.outcome or (ToolOutcome.ERROR if is_error else ToolOutcome.OK)
 
     for hook in env.hooks.post_tool_use:
         verdict = await call_hook(hook, name, raw_input, ToolCallResult(content, is_error), context)
@@ -172,23 +184,28 @@ async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str,
             content = verdict.updated_output
         if verdict.stop:
             env.control.hook_stop_message = verdict.message or "A PostToolUse hook stopped the run."
-    return tool_result_block(tool_use_id, content, is_error=is_error)
+    return CallResult(tool_result_block(tool_use_id, content, is_error=is_error), outcome, output.exception)
 
 
-async def _prepare(tool: Tool, parsed: Any, context: ToolContext) -> str | None:
-    """``validate_input``, then plan the call once (``context.prepared``); a problem's text, or None."""
+async def _validate_and_plan(tool: Tool, raw_input: dict[str, Any],
+                             context: ToolContext) -> tuple[Any, PreparedCall, str | None]:
+    """The schema, ``validate_input``, then the call planned once: (input, plan, problem's
+    text or None). The plan goes to the policy and to ``call`` as an argument."""
+    parsed, problem = _validate(tool, raw_input)
+    if problem:
+        return parsed, PreparedCall(), problem
     try:
         problem = await tool.validate_input(parsed, context)
         if problem:
-            return problem
-        context.prepared = await tool.prepare(parsed, context)
-        return context.prepared.problem
+            return parsed, PreparedCall(), problem
+        prepared = await tool.prepare(parsed, context)
+        return parsed, prepared, prepared.problem
     except ToolError as exc:
-        return str(exc) or f"{tool.name} cannot run with this input."
+        return parsed, PreparedCall(), str(exc) or f"{tool.name} cannot run with this input."
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # a tool bug must not take the loop down
-        return f"{tool.name} failed: {type(exc).__name__}: {exc}"
+        return parsed, PreparedCall(), f"{tool.name} failed: {type(exc).__name__}: {exc}"
 
 
 def _validate(tool: Tool, raw_input: dict[str, Any]) -> tuple[Any, str | None]:
@@ -199,8 +216,8 @@ def _validate(tool: Tool, raw_input: dict[str, Any]) -> tuple[Any, str | None]:
 
 
 async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: ToolContext,
-                  env: ToolRunEnv) -> PermissionAllow | PermissionDeny:
-    decision = await context.permissions.decide(tool, parsed, context)
+                  prepared: PreparedCall, env: ToolRunEnv) -> PermissionAllow | PermissionDeny:
+    decision = await context.permissions.decide(tool, parsed, context, prepared)
     if not isinstance(decision, PermissionAsk):
         return decision
     if env.can_use_tool is None:
@@ -210,13 +227,15 @@ async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: T
             "pass can_use_tool=, add an allow rule for it (e.g. allow=('"
             f"{tool.name}',)), or pick a permission mode that allows it."
         )
+    decision = replace(decision, tool_use_id=context.tool_use_id)  # the UI's card knows its call
     answer = env.can_use_tool(tool.name, raw_input, decision)
     if inspect.isawaitable(answer):
         answer = await answer
     if isinstance(answer, bool):  # a plain yes/no from a simple callback
         answer = PermissionAllow() if answer else PermissionDeny(DENIED, interrupt=True)
     if not isinstance(answer, (PermissionAllow, PermissionDeny)):
-        return PermissionDeny(f"can_use_tool returned {type(answer).__name__}; expected allow or deny.")
+        return PermissionDeny(f"can_use_tool returned {type(answer).__name__}; expected allow or deny.",
+                              outcome=ToolOutcome.ERROR)
     if isinstance(answer, PermissionAllow) and answer.always:
         context.permissions.add_session_rules(answer.always)
     return answer

@@ -63,6 +63,9 @@ class AnthropicModel:
     nothing and none is left open for the garbage collector to warn about.
     """
 
+    #: ``price(model, usage) -> USD``: what the loop's meter charges for a response cut short.
+    price = staticmethod(cost_usd)
+
     def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
                  max_tokens: int = 8192, thinking: dict[str, Any] | None = None, max_retries: int = 4,
                  retry_base_delay_s: float = 0.5, retry_max_delay_s: float = 16.0,

@@ -49,10 +49,6 @@ class JsonStyle:
         return ("\ufeff" if self.bom else "") + text + (self.newline if self.trailing_newline else "")
 
 
-#: How nbformat itself writes (JupyterLab, Jupyter Server, nbconvert).
-NBFORMAT_STYLE = JsonStyle()
-
-
 @dataclass
 class NotebookText:
     """A notebook's text with the position of every cell in it."""

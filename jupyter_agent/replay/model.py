@@ -61,6 +61,9 @@ class ReplayModel:
     The server starts on first use and stops on :meth:`close` (or when collected).
     """
 
+    #: What the run's usage meter charges for a response cut short (the real model's prices).
+    price = AnthropicModel.price
+
     def __init__(self, transcript: str | os.PathLike[str] | dict[str, Any], *, delay_s: float = 0.0) -> None:
         if not isinstance(transcript, dict):
             transcript = resolve_transcript(transcript)

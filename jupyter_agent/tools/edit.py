@@ -7,7 +7,7 @@ from pydantic import Field
 from pathlib import Path
 
 from ..loop.permission_result import PermissionResult
-from ..loop.tool import ToolContext, ToolError, ToolInput
+from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput
 from ..notebook import is_notebook_path
 from .common import check_text_size
 from .fileio import MAX_TEXT_BYTES, check_read_before_write, content_hash, read_text_file
@@ -90,8 +90,9 @@ class Edit(FileEditTool):
         after = current.text.replace(old, new) if input.replace_all else current.text.replace(old, new, 1)
         return FileChange(path, current.text, after, current.encode(after), current.mode, content_hash(current.raw))
 
-    async def check_permissions(self, input: EditInput, context: ToolContext) -> PermissionResult:
-        return self.ask("change", input, context)
+    async def check_permissions(self, input: EditInput, context: ToolContext,
+                                prepared: PreparedCall) -> PermissionResult:
+        return self.ask("change", input, context, prepared)
 
     def updated(self, input: EditInput, change: FileChange, shown: str) -> str:
         if input.replace_all:

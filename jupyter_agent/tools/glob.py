@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..loop.tool import ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .ignore import VCS_DIRS
 from .paths import (
@@ -82,7 +82,7 @@ class Glob(PathTool):
             return f"pattern is not a usable glob: {exc}."
         return None
 
-    async def call(self, input: GlobInput, context: ToolContext) -> ToolOutput:
+    async def call(self, input: GlobInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         root, rest = self.search_root(input, context)
         if not root.real.exists():
             raise ToolError(f"Directory does not exist: {input.path or root.real}")

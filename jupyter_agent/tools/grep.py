@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..loop.tool import ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .paths import display_path
 from .search import FileHits, SearchRequest, explicit_file_is_binary, search
@@ -95,7 +95,7 @@ class Grep(PathTool):
             return f"Unknown type {input.type!r}. Known types: {', '.join(sorted(FILE_TYPES))}; or use glob."
         return self.validate_path_text(input, context)
 
-    async def call(self, input: GrepInput, context: ToolContext) -> ToolOutput:
+    async def call(self, input: GrepInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         root = self.resolve(input, context).real
         if not root.exists():
             raise ToolError(f"Path does not exist: {input.path}. (Current working directory: {context.cwd})")

@@ -111,10 +111,11 @@ class NotebookEdit(PathTool):
                 prepared.diff = self._diff(input, context, plan)
         return prepared
 
-    async def planned(self, input: NotebookEditInput, context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot, str, int | None]:
-        """The prepared plan, or (outside the working folders, or called directly) a new one."""
-        prepared = context.prepared
-        if prepared is not None and prepared.change is not None:
+    async def planned(self, input: NotebookEditInput, context: ToolContext,
+                      prepared: PreparedCall) -> tuple[NotebookDocument, NotebookSnapshot, str, int | None]:
+        """The plan's edit; for a notebook outside the working folders, read only once the call
+        is allowed (see :meth:`prepare`), it is planned now."""
+        if prepared.change is not None:
             return prepared.change
         return await self.plan(input, context)
 
@@ -138,21 +139,15 @@ class NotebookEdit(PathTool):
         # A cell's source has no final newline: diff whole lines, without "No newline" noise.
         return unified_diff(_as_lines(before), _as_lines(after), f"{label} ({where})")
 
-    async def check_permissions(self, input: NotebookEditInput, context: ToolContext) -> PermissionResult:
-        path = self.resolve(input, context).real
-        prepared = context.prepared
-        diff = prepared.diff if prepared is not None else None
-        if diff is None:
-            try:
-                diff = self._diff(input, context, await self.planned(input, context))
-            except ToolError:
-                diff = None
+    async def check_permissions(self, input: NotebookEditInput, context: ToolContext,
+                                prepared: PreparedCall) -> PermissionResult:
+        path = prepared.paths[0].real
         return PermissionAsk(message=f"NotebookEdit wants to {self.mode(input)} a cell in {input.notebook_path}.",
-                             diff=diff, suggested_rules=suggest_edit_rules(path, context))
+                             diff=prepared.diff, suggested_rules=suggest_edit_rules(path, context))
 
-    async def call(self, input: NotebookEditInput, context: ToolContext) -> ToolOutput:
-        path = self.resolve(input, context).real
-        doc, snapshot, mode, index = await self.planned(input, context)
+    async def call(self, input: NotebookEditInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
+        path = prepared.paths[0].real
+        doc, snapshot, mode, index = await self.planned(input, context, prepared)
         version = snapshot.version  # the backend refuses the edit if the notebook moved since
         if mode == "delete":
             result = await doc.delete_cell(input.cell_id or "", expected_version=version)

@@ -22,7 +22,8 @@ from ..notebook.document import Cell, NotebookSnapshot, RunResult, check_cell_id
 from ..notebook.outputs import finish_outputs
 from ..notebook.render import render_run
 from ..redact import redact
-from ..loop.tool import ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.events import ToolOutcome
+from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
 from .paths import display_path, inside_roots
@@ -72,7 +73,8 @@ class NotebookRun(PathTool):
                 return f"Cell {input.cell_id} is a {cell.cell_type} cell; only code cells can be run."
         return None
 
-    async def check_permissions(self, input: NotebookRunInput, context: ToolContext) -> PermissionResult:
+    async def check_permissions(self, input: NotebookRunInput, context: ToolContext,
+                                prepared: PreparedCall) -> PermissionResult:
         path = self.resolve(input, context).real
         source, position = "", f"cell {input.cell_id}"
         try:
@@ -90,7 +92,7 @@ class NotebookRun(PathTool):
             suggested_rules=(f"NotebookRun({label})",),
         )
 
-    async def call(self, input: NotebookRunInput, context: ToolContext) -> ToolOutput:
+    async def call(self, input: NotebookRunInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         path = self.resolve(input, context).real
         doc, snapshot = await notebook_for_change(input.notebook_path, path, context)
         timeout = float(context.session.cell_timeout_s or DEFAULT_CELL_TIMEOUT_S)
@@ -103,7 +105,20 @@ class NotebookRun(PathTool):
         # own way (a live page) may not have, and nothing unbounded or secret goes to the model.
         outputs = finish_outputs(result.outputs, redact)
         content = render_run(result.cell, outputs, result.execution_count, result.status, result.note)
-        return ToolOutput(content, is_error=result.status in _FAILED, display=outputs)
+        return ToolOutput(content, is_error=result.status in _FAILED, display=outputs,
+                          outcome=_OUTCOMES.get(result.status), exception=_exception_name(result))
+
+
+#: A run's status that is more than ok / error (a timeout or a dead kernel is an error).
+_OUTCOMES = {"error": ToolOutcome.RAISED, "interrupted": ToolOutcome.STOPPED}
+
+
+def _exception_name(result: RunResult) -> str:
+    """The name of the exception the cell raised ("" if it raised none)."""
+    if result.status != "error":
+        return ""
+    names = [str(o.get("ename") or "") for o in result.outputs if o.get("output_type") == "error"]
+    return next((n for n in names if n), "an exception")
 
 
 def cell_position(snapshot: NotebookSnapshot, cell: Cell) -> str:

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from ..notebook import NotebookError, is_notebook_path, open_notebook
 from ..notebook.render import render_notebook
-from ..loop.tool import FileReadRecord, ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from ..files.filestat import stat_file
 from .fileio import MAX_TEXT_BYTES, content_hash, decode_bytes, looks_binary, record_read
@@ -78,7 +78,7 @@ class Read(PathTool):
     async def validate_input(self, input: ReadInput, context: ToolContext) -> str | None:
         return self.validate_path_text(input, context)
 
-    async def call(self, input: ReadInput, context: ToolContext) -> ToolOutput:
+    async def call(self, input: ReadInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         path = self.resolve(input, context).real
         check_pages_use(path, input.pages)
         if is_notebook_path(path):

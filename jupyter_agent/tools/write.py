@@ -66,24 +66,20 @@ class FileEditTool(PathTool):
                 prepared.content_hash = change.base_hash
         return prepared
 
-    def planned_change(self, input, context: ToolContext) -> FileChange:
-        """The prepared plan, or (outside the working folders, or called directly) a new one."""
-        prepared = context.prepared
-        if prepared is not None and prepared.change is not None:
+    def planned_change(self, input, context: ToolContext, prepared: PreparedCall) -> FileChange:
+        """The plan's change; for a path outside the working folders, whose file is read only
+        once the call is allowed (see :meth:`prepare`), it is computed now."""
+        if prepared.change is not None:
             return prepared.change
-        path = prepared.paths[0].real if prepared is not None and prepared.paths else self.resolve(input, context).real
-        return self.plan(input, context, path)
+        return self.plan(input, context, prepared.paths[0].real)
 
-    def ask(self, verb: str, input, context: ToolContext) -> PermissionAsk:
-        prepared = context.prepared
-        path = prepared.paths[0].real if prepared is not None and prepared.paths else self.resolve(input, context).real
-        return PermissionAsk(message=f"{self.name} wants to {verb} {input.file_path}.",
-                             diff=prepared.diff if prepared is not None else None,
-                             suggested_rules=suggest_edit_rules(path, context))
+    def ask(self, verb: str, input, context: ToolContext, prepared: PreparedCall) -> PermissionAsk:
+        return PermissionAsk(message=f"{self.name} wants to {verb} {input.file_path}.", diff=prepared.diff,
+                             suggested_rules=suggest_edit_rules(prepared.paths[0].real, context))
 
-    async def call(self, input, context: ToolContext) -> ToolOutput:
+    async def call(self, input, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         """Carry out the plan; the model is told the file was created, or :meth:`updated`."""
-        change = self.planned_change(input, context)
+        change = self.planned_change(input, context, prepared)
         change.apply(context)
         shown = display_path(change.path, context.cwd)
         if change.before is None:
@@ -145,10 +141,11 @@ class Write(FileEditTool):
         return FileChange(path, current.text, content, current.encode(content), current.mode,
                           content_hash(current.raw))
 
-    async def check_permissions(self, input: WriteInput, context: ToolContext) -> PermissionResult:
-        change = context.prepared.change if context.prepared is not None else None
+    async def check_permissions(self, input: WriteInput, context: ToolContext,
+                                prepared: PreparedCall) -> PermissionResult:
+        change = prepared.change
         verb = "write" if change is None else "create" if change.before is None else "overwrite"
-        return self.ask(verb, input, context)
+        return self.ask(verb, input, context, prepared)
 
 
 def suggest_edit_rules(path: Path, context: ToolContext) -> tuple[str, ...]:

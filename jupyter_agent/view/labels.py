@@ -26,18 +26,19 @@ STATE_LABELS = {
     "error": "error",
     "denied": "denied",
     "stopped": "stopped",
+    "not_run": "not run",
     "raised": "ran, raised",
 }
 #: ... as an icon (the terminal, the transcript and the cards use the same).
 STATE_ICONS = {"input": "…", "pending": "…", "approval": "✋", "running": "⏳", "done": "✓", "error": "✗",
-               "denied": "⛔", "stopped": "⏹", "raised": "⚠"}
+               "denied": "⛔", "stopped": "⏹", "not_run": "–", "raised": "⚠"}
 NOTICE_ICONS = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}
 
 #: The colour of each tool state in the widgets.
 STATE_COLORS = {
     "input": "#888", "pending": "#888", "approval": "#d08700",
     "running": "#1a73e8", "done": "#188038", "error": "#c5221f",
-    "denied": "#a0522d", "stopped": "#888", "raised": "#d93025",
+    "denied": "#a0522d", "stopped": "#888", "not_run": "#888", "raised": "#d93025",
 }
 
 

@@ -15,14 +15,12 @@ Listeners get ``(kind, item)`` with kind ``"add"``, ``"update"``, ``"remove"`` o
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from ..loop import events as ev
-from ..loop.permission_result import DENIED
 from ..loop.state import Terminal
 from ..loop.usage import StreamUsage, Usage
 
@@ -56,8 +54,10 @@ class ThinkingItem(Item):
 class ToolItem(Item):
     """A tool call: ``state`` is ``input`` (still streaming), ``pending`` (decided, not
     started), ``approval`` (waiting for a person), ``running``, ``done``, ``error``,
-    ``denied`` (by a person or a rule), ``stopped`` (Stop, or the run ended first), or
-    ``raised`` (``NotebookRun``: the cell ran and raised ``exception``).
+    ``denied`` (by a person, a rule or a hook), ``stopped`` (Stop, or the run ended first),
+    ``not_run`` (an earlier call was denied, the response broke off), or ``raised``
+    (``NotebookRun``: the cell ran and raised ``exception``): the loop's
+    :class:`~jupyter_agent.loop.events.ToolOutcome`, see :data:`OUTCOME_STATES`.
 
     ``wait_s`` is the time spent waiting for a person's click; ``duration_s`` the
     time the loop measured for the whole call, so the tool itself ran ``run_s``."""
@@ -132,45 +132,12 @@ def tool_summary(name: str, input: dict[str, Any], width: int = 80, cwd: Path | 
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-#: Results that mean "a person or a rule said no" / "the call never finished".
-_DENIED_STARTS = (DENIED.split(" STOP")[0][:60], "Permission to use ", "Not run: the user denied")
-_DENIED_PARTS = ("is not allowed in plan mode", "needs approval (", "A hook refused")
-_STOPPED_STARTS = ("Interrupted by user", "The run was stopped before", "(no result: the run ended",
-                   "Cancelled: the run was stopped")
-_RAISED = re.compile(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning))\b")
-
-
-def _first_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            return block.get("text", "")
-    return ""
-
-
-def result_state(name: str, content: Any, is_error: bool) -> tuple[str, str]:
-    """``(state, exception)`` of a finished call, from its result: ``done``, ``error``,
-    ``denied``, ``stopped``, or ``raised`` with the exception's name (a ``NotebookRun``
-    cell that ran and raised is a result, not a failed call, yet it is no success)."""
-    text = _first_text(content)
-    if text.startswith(_STOPPED_STARTS):
-        return "stopped", ""
-    if is_error and (text.startswith(_DENIED_STARTS) or any(p in text for p in _DENIED_PARTS)):
-        return "denied", ""
-    if name == "NotebookRun" and "it raised an error" in text.split("\n", 1)[0]:
-        everything = "\n".join(v for k, v in _result_texts(content))
-        found = _RAISED.search(everything.split("\n", 1)[-1])
-        return "raised", found.group(1) if found else "an exception"
-    if name == "NotebookRun" and is_error and " was interrupted" in text.split("\n", 1)[0]:
-        return "stopped", ""
-    return ("error" if is_error else "done"), ""
-
-
-def _result_texts(content: Any) -> list[tuple[str, str]]:
-    if isinstance(content, str):
-        return [("text", content)]
-    return [("text", b.get("text", "")) for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+#: The tool state each outcome of the loop shows as (the loop decides; nothing here
+#: reads a result's words).
+OUTCOME_STATES = {
+    ev.ToolOutcome.OK: "done", ev.ToolOutcome.ERROR: "error", ev.ToolOutcome.DENIED: "denied",
+    ev.ToolOutcome.STOPPED: "stopped", ev.ToolOutcome.NOT_RUN: "not_run", ev.ToolOutcome.RAISED: "raised",
+}
 
 
 def _price(model: str, usage: Usage) -> float:
@@ -295,7 +262,7 @@ class RunModel:
         elif isinstance(event, ev.ToolResult):
             tool = self._tool(event.tool_use_id, event.name)
             tool.result = event.content
-            self._settle_tool(tool, event.content, event.is_error)
+            self._settle_tool(tool, event.outcome, event.exception)
             tool.duration_s = event.duration_s
             self._emit("update", tool)
         elif isinstance(event, ev.UserMessage):
@@ -306,11 +273,9 @@ class RunModel:
             self.finish(event)
         # Checkpoints and anything unknown change nothing visible.
 
-    def _settle_tool(self, tool: ToolItem, content: Any, is_error: bool) -> None:
-        state, exception = result_state(tool.name, content, is_error)
-        if tool.state == "denied" and state == "error":
-            state = "denied"  # the person's Deny, whatever words the result carries
-        elif tool.state == "stopped" and state in ("denied", "error"):
+    def _settle_tool(self, tool: ToolItem, outcome: ev.ToolOutcome, exception: str) -> None:
+        state = OUTCOME_STATES[outcome]
+        if tool.state == "stopped" and state == "denied":
             state = "stopped"  # Stop answered its approval card with a deny
         tool.state, tool.exception = state, exception
 
@@ -399,25 +364,15 @@ class RunModel:
             blocks = [{"type": "text", "text": content}]
         else:
             blocks = list(content or [])
-        for block in blocks:
-            if block.get("type") == "tool_result":
-                tool = self._tools.get(block.get("tool_use_id", ""))
-                if tool is not None and tool.state in ("input", "pending", "approval", "running"):
-                    tool.result = block.get("content")
-                    self._settle_tool(tool, block.get("content"), bool(block.get("is_error")))
-                    self._emit("update", tool)
-            elif block.get("type") == "text" and block.get("text"):
+        for block in blocks:  # (tool results came as ToolResult events)
+            if block.get("type") == "text" and block.get("text"):
                 label = "Loop note to the model" if event.synthetic else "User message"
                 self._add(NoticeItem("notice", level="info", text=f"{label}: {block['text']}"))
 
     # -- approvals and the end -------------------------------------------------------
-    def find_tool_for_approval(self, name: str, input: dict[str, Any]) -> ToolItem | None:
-        """The tool item an approval request is about (``can_use_tool`` gets no id)."""
-        candidates = [t for t in self.tools() if t.name == name and t.state in ("input", "pending")]
-        for tool in candidates:
-            if tool.input == input:
-                return tool
-        return candidates[0] if candidates else None
+    def tool_by_id(self, tool_use_id: str) -> ToolItem | None:
+        """The tool item of the call with this ``tool_use`` id (an approval names its call)."""
+        return self._tools.get(tool_use_id)
 
     def set_tool_state(self, tool: ToolItem, state: str, decision: str = "") -> None:
         now = time.monotonic()
@@ -446,12 +401,8 @@ class RunModel:
         self.terminal = terminal
         if terminal is not None:
             self.meter.observe(terminal)
-            counted = self.meter.total
-            # the loop counts finished responses only; the stream counted the rest too.
-            # (A model that reports no stream usage leaves only the loop's figure.)
-            if isinstance(terminal.usage, Usage) and terminal.usage.total_tokens > counted.total_tokens:
-                counted = terminal.usage
-            self._final_usage = counted
+            # the loop counted the stream as this model did: its figure is the run's
+            self._final_usage = terminal.usage if isinstance(terminal.usage, Usage) else self.meter.total
             self.turn_count = terminal.turn_count or self.turn_count
         for tool in self.tools():
             if tool.state in ("input", "pending", "approval", "running"):

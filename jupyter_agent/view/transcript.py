@@ -152,7 +152,7 @@ def tool_markdown(tool: ToolItem) -> str:
         if kind == "image":
             body += ["", f"![image]({value})"]
         else:
-            body += ["", "Error:" if tool.state in ("error", "denied", "stopped") else "Result:", "",
+            body += ["", "Error:" if tool.state in ("error", "denied", "stopped", "not_run") else "Result:", "",
                      fence(redact_and_cut(value))]
     return f"<details><summary>{summary}</summary>\n\n" + "\n".join(body) + "\n\n</details>"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 
 from jupyter_agent.loop.permission_result import PermissionAllow, PermissionAsk, PermissionDeny
 from jupyter_agent.view.runmodel import RunModel
@@ -38,7 +39,8 @@ async def pending_cards(view, n: int):
 
 
 EDIT = {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
-ASK = PermissionAsk("Edit wants to change a.py", diff="--- a.py\n+++ a.py\n-x = 1\n+x = 2", suggested_rules=("Edit(a.py)",))
+ASK = PermissionAsk("Edit wants to change a.py", diff="--- a.py\n+++ a.py\n-x = 1\n+x = 2", suggested_rules=("Edit(a.py)",),
+                    tool_use_id="t1")
 
 
 async def test_allow_click_allows_and_the_card_shows_tool_args_and_diff(monkeypatch):
@@ -53,6 +55,20 @@ async def test_allow_click_allows_and_the_card_shows_tool_args_and_diff(monkeypa
     click_from_thread(card.allow)
     assert await asyncio.wait_for(decision, 2) == PermissionAllow()
     assert view.approvals.children == () and model.tools()[0].decision == "Allowed by you."
+
+
+async def test_an_approval_marks_the_call_it_names_among_identical_calls(monkeypatch):
+    """The ask carries its call's tool_use id: the view never guesses by name and input."""
+    model, view, broker = make(monkeypatch)
+    calls = [{"type": "tool_use", "id": i, "name": "Edit", "input": EDIT} for i in ("t1", "t2")]
+    for event in response_events(calls):
+        model.handle(event)
+    decision = asyncio.ensure_future(broker.can_use_tool("Edit", EDIT, replace(ASK, tool_use_id="t2")))
+    (card,) = await pending_cards(view, 1)
+    assert [(t.id, t.state) for t in model.tools()] == [("t1", "pending"), ("t2", "approval")]
+    click_from_thread(card.deny)
+    await asyncio.wait_for(decision, 2)
+    assert [(t.id, t.state) for t in model.tools()] == [("t1", "pending"), ("t2", "denied")]
 
 
 async def test_deny_with_and_without_feedback(monkeypatch):
@@ -126,7 +142,7 @@ async def test_always_allow_asks_the_policy_what_else_it_now_allows(monkeypatch,
     outside = {"file_path": str(tmp_path.parent / "elsewhere.txt"), "content": "3"}
     asks = []
     for input in (write_a, write_b, outside):  # what the loop does before calling can_use_tool
-        asks.append(await policy.decide(tools["Write"], tools["Write"].Input.model_validate(input), context))
+        asks.append(await policy.check(tools["Write"], tools["Write"].Input.model_validate(input), context))
     model = RunModel()
     broker = ApprovalCards(RunView(model), model, policy=policy)
     first = asyncio.ensure_future(broker.can_use_tool("Write", write_a, asks[0]))

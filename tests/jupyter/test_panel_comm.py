@@ -153,7 +153,9 @@ async def test_deny_with_feedback_and_always_allow_from_the_panel(kernel, panel,
     await kernel.until(lambda: panel.view()["approvals"] and
                        "p_b.txt" in panel.view()["approvals"][0]["input"], 10, "the second approval")
     assert "Use p_b.txt instead." in str(api.requests[-1]["messages"][-1]["content"])
-    panel.send(op="approve", request=panel.view()["approvals"][0]["id"], choice="always")
+    second = panel.view()["approvals"][0]
+    assert second["tool_use_id"] == panel.items("tool")[1]["id"]  # the approval names its call
+    panel.send(op="approve", tool_use_id=second["tool_use_id"], choice="always")  # answered by that id
     await kernel.until(lambda: panel.headers() and panel.headers()[0]["ended"], 10, "the end")
     assert b.read_text() == "2" and a.read_text() == "3"  # the third write asked nobody
     decisions = [t["decision"] for t in panel.items("tool")]

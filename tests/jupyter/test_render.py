@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from jupyter_agent.loop.events import ModelRetry, Notice, RequestStart, ToolProgress, ToolResult, ToolStart, UserMessage
+from jupyter_agent.loop.events import ModelRetry, Notice, RequestStart, ToolOutcome, ToolProgress, ToolResult, ToolStart, UserMessage
 from jupyter_agent.loop.state import Terminal, TerminalReason
 from jupyter_agent.loop.usage import Usage
 from jupyter_agent.view.runmodel import BlockItem, NoticeItem, RunModel, TextItem, ThinkingItem, ToolItem
@@ -216,7 +216,8 @@ def test_a_cell_that_raised_says_so_with_the_exception_not_a_green_tick():
     for event in response_events([{"type": "tool_use", "id": "t1", "name": "NotebookRun",
                                    "input": {"notebook_path": "/work/project/a.ipynb", "cell_id": "c7"}}]):
         model.handle(event)
-    model.handle(ToolResult("t1", "NotebookRun", {"type": "tool_result", "tool_use_id": "t1", "content": content}, 0.4))
+    model.handle(ToolResult("t1", "NotebookRun", {"type": "tool_result", "tool_use_id": "t1", "content": content}, 0.4,
+                            outcome=ToolOutcome.RAISED, exception="NameError"))  # as the loop says it
     tool = model.tools()[0]
     assert tool.state == "raised" and tool.exception == "NameError"
     card = tool_html(tool)

@@ -40,7 +40,7 @@ class Echo(Tool):
     def is_concurrency_safe(self, input: Any) -> bool:
         return True
 
-    async def call(self, input: EchoInput, context) -> ToolOutput:
+    async def call(self, input: EchoInput, context, prepared) -> ToolOutput:
         return ToolOutput(content=f"echo: {input.text}")
 
 
@@ -63,7 +63,7 @@ class Sleep(Tool):
     def is_concurrency_safe(self, input: Any) -> bool:
         return True
 
-    async def call(self, input: SleepInput, context) -> ToolOutput:
+    async def call(self, input: SleepInput, context, prepared) -> ToolOutput:
         start = time.perf_counter()
         try:
             await asyncio.sleep(input.seconds)
@@ -85,7 +85,7 @@ class Change(Sleep):
     def is_concurrency_safe(self, input: Any) -> bool:
         return False
 
-    async def check_permissions(self, input: Any, context) -> Any:
+    async def check_permissions(self, input: Any, context, prepared) -> Any:
         return PermissionAsk(message=f"change {input.label}", suggested_rules=("Change",))
 
 
@@ -102,7 +102,7 @@ class Boom(Tool):
             raise FileNotFoundError(2, "No such file or directory", "sub")
         return None
 
-    async def call(self, input: EchoInput, context) -> ToolOutput:
+    async def call(self, input: EchoInput, context, prepared) -> ToolOutput:
         if input.text == "expected":
             raise ToolError("the thing you asked for does not exist")
         raise RuntimeError("kaboom " + "x" * 50_000)
@@ -116,7 +116,7 @@ class Quiet(Tool):
     def is_read_only(self, input: Any) -> bool:
         return True
 
-    async def call(self, input: EchoInput, context) -> ToolOutput:
+    async def call(self, input: EchoInput, context, prepared) -> ToolOutput:
         return ToolOutput(content="")
 
 
@@ -129,7 +129,7 @@ class Huge(Tool):
     def is_read_only(self, input: Any) -> bool:
         return True
 
-    async def call(self, input: EchoInput, context) -> ToolOutput:
+    async def call(self, input: EchoInput, context, prepared) -> ToolOutput:
         return ToolOutput(content="line\n" * 5000)
 
 

@@ -192,3 +192,35 @@ async def test_consumer_that_walks_away_leaves_no_running_tool(tools, timeline):
     assert_history_valid(run)
     leftover = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
     assert leftover == []
+
+
+async def test_output_token_recovery_stops_asking_after_its_limit(tools):
+    from jupyter_agent.loop.query import MAX_OUTPUT_TOKENS_RECOVERY_LIMIT
+
+    cut = [response(text(f"part {i}"), stop_reason="max_tokens") for i in range(MAX_OUTPUT_TOKENS_RECOVERY_LIMIT + 3)]
+    with FakeMessagesAPI(cut, strict=False) as api:
+        run = run_query(api, "go", tools)
+        terminal = await run.wait()
+        sent = len(api.requests)
+    assert sent == 1 + MAX_OUTPUT_TOKENS_RECOVERY_LIMIT  # the first answer, then one per recovery
+    assert terminal.reason == TerminalReason.COMPLETED
+    assert terminal.message == f"part {MAX_OUTPUT_TOKENS_RECOVERY_LIMIT}"
+
+
+async def test_a_stop_hook_that_always_blocks_is_obeyed_only_up_to_its_limit(tools):
+    from jupyter_agent.loop.query import MAX_STOP_HOOK_BLOCKS
+
+    blocks = []
+
+    def always_block(stop_input):
+        blocks.append(stop_input.stop_hook_active)
+        return HookResult(decision="block", message="not yet")
+
+    answers = [response(text(f"answer {i}")) for i in range(MAX_STOP_HOOK_BLOCKS + 3)]
+    with FakeMessagesAPI(answers, strict=False) as api:
+        run = run_query(api, "go", tools, hooks={"Stop": [always_block]})
+        terminal = await run.wait()
+        sent = len(api.requests)
+    assert sent == 1 + MAX_STOP_HOOK_BLOCKS  # each block sent the feedback once, then the run ended
+    assert terminal.reason == TerminalReason.COMPLETED
+    assert terminal.message == f"answer {MAX_STOP_HOOK_BLOCKS}"

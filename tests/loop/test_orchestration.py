@@ -122,10 +122,10 @@ async def test_always_allow_adds_a_session_rule(tools):
     added = []
 
     class RecordingPolicy(PermissionPolicy):
-        async def decide(self, tool, input, context):
+        async def decide(self, tool, input, context, prepared):
             if "Change" in added:
                 return PermissionAllow()
-            return await tool.check_permissions(input, context)
+            return await tool.check_permissions(input, context, prepared)
 
         def add_session_rules(self, rules):
             added.extend(rules)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from jupyter_agent import (
     AssistantMessage, RequestStart, StreamEvent, TerminalReason, ToolResult, ToolStart, UserMessage,
 )
@@ -152,7 +156,9 @@ async def test_a_runs_own_mode_and_model_apply_to_that_run_only(tools):
         other = model_for(api)
         other.name = "claude-other"
         run = conversation.send("plan it", permission_mode="plan", model=other)
-        assert conversation.permission_mode == "plan" and run.model_name == "claude-other"
+        # the run's own mode goes into the run; the conversation's setting is never swapped
+        assert run.permission_mode == "plan" and run.model_name == "claude-other"
+        assert conversation.permission_mode == "default" and conversation.permissions.mode == "default"
         await run.wait()
         assert conversation.permission_mode == "default"
         plain = conversation.send("again")
@@ -160,3 +166,21 @@ async def test_a_runs_own_mode_and_model_apply_to_that_run_only(tools):
         assert plain.model_name == "claude-test"
         assert "plan mode" in str(api.requests[0].body["system"]).lower()
         assert "plan mode" not in str(api.requests[1].body["system"]).lower()
+
+
+async def test_a_runs_own_turn_limit_goes_into_that_run_and_a_busy_conversation_says_so(tools):
+    from jupyter_agent import Conversation
+    from jupyter_agent.conversation import ConversationBusy
+
+    from .conftest import model_for
+
+    with FakeMessagesAPI([response(text("slow " * 40), delay_s=0.01)]) as api:
+        conversation = Conversation(model=model_for(api), tools=tools, max_turns=1)
+        run = conversation.send("go", max_turns=0)  # 0: no limit for this run only
+        assert run.params.max_turns is None and conversation.max_turns == 1
+        ending = asyncio.ensure_future(run.wait())
+        await asyncio.sleep(0)
+        with pytest.raises(ConversationBusy, match="still going"):
+            conversation.send("again")
+        await ending
+    assert conversation.max_turns == 1

@@ -172,3 +172,21 @@ async def test_secrets_in_outputs_are_redacted_before_saving_and_sending(folder,
     await run(ctx, "c1")
     saved = (folder / "nb.ipynb").read_text()
     assert "characters cut here" in saved and "Q7wQ7w" not in saved
+
+
+async def test_a_cell_that_raises_is_outcome_raised_with_the_exceptions_name(folder, session):
+    """The tool says what the cell raised as values (outcome, exception), not in words a
+    front would have to parse."""
+    from jupyter_agent.loop.events import ToolOutcome
+    from jupyter_agent.loop.tool_execution import run_tool_call
+
+    make_notebook(folder, "print('fine')", "raise KeyError('nope')")
+    ctx = ctx_for(folder, session)
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    env = ToolRunEnv(tools_by_name=dict(TOOLS), context=ctx)
+    ran = [await run_tool_call({"type": "tool_use", "id": f"toolu_{cell}", "name": "NotebookRun",
+                                "input": {"notebook_path": "nb.ipynb", "cell_id": cell}}, env)
+           for cell in ("c0", "c1")]
+    assert (ran[0].outcome, ran[0].exception) == (ToolOutcome.OK, "")
+    assert (ran[1].outcome, ran[1].exception) == (ToolOutcome.RAISED, "KeyError")
+    assert not ran[1].block.get("is_error")  # the cell ran: its traceback is a result, not a failed call
