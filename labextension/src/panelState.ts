@@ -8,7 +8,7 @@
  * null, with the line to say instead).
  */
 
-import { ApprovalChoice, PANEL_MESSAGE_TYPES, PANEL_VERSION, PanelRequest } from './panelProtocol';
+import { ApprovalChoice, PANEL_VERSION, PanelMessageType, PanelRequest } from './panelProtocol';
 import type { Disconnected } from './panelTransport';
 
 export const HINT = 'Run %load_ext jupyter_agent in this notebook to use the agent here.';
@@ -146,11 +146,12 @@ export class PanelState {
         }
       });
     }
-    if (data.type === PANEL_MESSAGE_TYPES.error) {
+    const type = data.type as PanelMessageType;
+    if (type === 'error') {
       return change({ say: { text: String(data.text), error: true } });
     }
     let out = change();
-    if (data.type === PANEL_MESSAGE_TYPES.state) {
+    if (type === 'state') {
       this.connected = true;
       this.disconnectedText = '';
       this.runs.clear();
@@ -159,7 +160,7 @@ export class PanelState {
       out = change({ reset: true, say: { text: '', error: false } });
       this.mergeRuns(data.runs, out);
       this.setApprovals(data.approvals ?? [], out);
-    } else if (data.type === PANEL_MESSAGE_TYPES.update) {
+    } else if (type === 'update') {
       this.mergeRuns(data.runs, out);
       if (Array.isArray(data.run_ids)) {
         const live = new Set(data.run_ids.map(String));

@@ -511,7 +511,7 @@ export class PanelView implements IDisposable {
     feedback.rows = 2;
     const buttons = el('div', 'jp-AgentPanel-buttons');
     const allow = button('Allow', 'jp-mod-styled jp-mod-accept', checkIcon);
-    const always = button('Always allow', 'jp-mod-styled', checkIcon);
+    const always = button('Always allow', 'jp-mod-styled');
     always.title = `Allow, and from now on in this session: ${(ask.rules ?? []).join(', ')}`;
     const deny = button('Deny', 'jp-mod-styled jp-mod-reject', closeIcon);
     const answer = (choice: ApprovalChoice) => {
