@@ -71,7 +71,7 @@ export interface IRunMessage {
 /** A pending approval. `id` answers it; `tool_use_id`, when the kernel sends it, names the call. */
 export interface IApproval {
   id: string | number;
-  tool_use_id?: string;
+  tool_use_id?: string | null;
   run?: string;
   tool: string;
   message?: string;
@@ -215,7 +215,7 @@ export class PanelState {
     const request: PanelRequest = {
       op: 'approve',
       request: ask.id,
-      ...(ask.tool_use_id !== undefined ? { tool_use_id: ask.tool_use_id } : {}),
+      ...(typeof ask.tool_use_id === 'string' && ask.tool_use_id ? { tool_use_id: ask.tool_use_id } : {}),
       choice,
       feedback: choice === 'deny' ? feedback : ''
     };

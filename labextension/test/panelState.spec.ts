@@ -187,6 +187,16 @@ describe('what the user sends', () => {
     });
   });
 
+  it('an approval whose call has no id (null) is answered by its request id alone', () => {
+    const unnamed = { ...ask, tool_use_id: null };
+    expect(connected([], [unnamed]).answer(unnamed, 'allow', '').request).toEqual({
+      op: 'approve',
+      request: 3,
+      choice: 'allow',
+      feedback: ''
+    });
+  });
+
   it("an approval that names its call is answered with the call's id too", () => {
     const named = { ...ask, id: 'toolu_01', tool_use_id: 'toolu_01' };
     expect(connected([], [named]).answer(named, 'always', '').request).toEqual({
