@@ -17,6 +17,7 @@ import { JupyterFrontEnd } from '@jupyterlab/application';
 import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { IDisposable } from '@lumino/disposable';
 import { BridgeError, CODES, IRequest, PROTOCOL_VERSION, TARGET, checkRequest } from './protocol';
 
 type JSONObject = Record<string, any>;
@@ -29,20 +30,52 @@ function now(): number {
   return Math.round((performance.timeOrigin + performance.now()) * 100) / 100;
 }
 
-/** Bridges running a cell for the agent right now. */
-const running = new Set<NotebookBridge>();
+/** The class of the run widget's Stop button (jupyter_agent/jupyter/runview.py). */
+const STOP_BUTTON_CLASS = 'jupyter-agent-stop';
 
-class NotebookBridge {
+class NotebookBridge implements IDisposable {
   private comms = new Set<Kernel.IComm>();
   private runs = 0;
+  private disposed = false;
 
   constructor(readonly panel: NotebookPanel) {
     // Say goodbye so the kernel fails a waiting request at once, not after a timeout.
-    const bye = () => this.bye();
-    panel.disposed.connect(bye);
-    window.addEventListener('beforeunload', bye);
-    panel.disposed.connect(() => window.removeEventListener('beforeunload', bye));
+    window.addEventListener('beforeunload', this.onUnload);
+    // Capture: the click is seen before the widget's own handler, whatever that does with it.
+    panel.node.addEventListener('click', this.interruptOnStop, true);
+    panel.disposed.connect(() => this.dispose());
   }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  /** Say goodbye and remove every listener this bridge added. */
+  dispose(): void {
+    if (this.disposed) {
+      return;
+    }
+    this.disposed = true;
+    this.bye();
+    window.removeEventListener('beforeunload', this.onUnload);
+    this.panel.node.removeEventListener('click', this.interruptOnStop, true);
+    this.watchedDoc?.off?.('update', this.onDocUpdate);
+    this.watchedDoc = null;
+  }
+
+  private readonly onUnload = (): void => this.bye();
+
+  /**
+   * The run widget's Stop cannot reach the kernel while a cell the agent started through
+   * this page is executing there: the click waits behind the cell. So a click on it also
+   * interrupts that cell, as the toolbar's stop button would.
+   */
+  private readonly interruptOnStop = (event: MouseEvent): void => {
+    const target = event.target as HTMLElement | null;
+    if (this.runs > 0 && target?.closest?.(`.${STOP_BUTTON_CLASS}`)) {
+      void this.kernel?.interrupt();
+    }
+  };
 
   bye(): void {
     const from = this.kernel?.clientId ?? '';
@@ -171,6 +204,10 @@ class NotebookBridge {
   private cachedVersion: string | null = null;
   private watchedDoc: any = null;
   private updates = 0;
+  private readonly onDocUpdate = (): void => {
+    this.cachedVersion = null;
+    this.updates++;
+  };
 
   /** A hash of the cells' ids, types and sources: what an agent edit must not race with.
    * Outputs and execution counts are left out (running a cell is not an edit). Kept until
@@ -179,12 +216,10 @@ class NotebookBridge {
   version(): string {
     const ydoc = this.shared.ydoc;
     if (ydoc !== this.watchedDoc) {
+      this.watchedDoc?.off?.('update', this.onDocUpdate);
       this.watchedDoc = ydoc;
       this.cachedVersion = null;
-      ydoc?.on?.('update', () => {
-        this.cachedVersion = null;
-        this.updates++;
-      });
+      ydoc?.on?.('update', this.onDocUpdate);
     }
     if (this.cachedVersion === null || !ydoc) {
       this.cachedVersion = this.computeVersion();
@@ -422,14 +457,11 @@ class NotebookBridge {
       notebook.mode = 'edit'; // runCells switches to command mode; keep the user typing
     }
     this.runs++;
-    running.add(this);
     let ok: boolean;
     try {
       ok = await execution;
     } finally {
-      if (--this.runs === 0) {
-        running.delete(this);
-      }
+      this.runs--;
     }
     const json = widget.model.toJSON() as JSONObject;
     const outputs = (json.outputs as JSONObject[]) ?? [];
@@ -449,24 +481,6 @@ class NotebookBridge {
       version: this.version()
     };
   }
-}
-
-/**
- * The run widget's Stop (class jupyter-agent-stop) cannot reach the kernel while a cell
- * the agent started through this page is executing there: the click waits behind the
- * cell. So a click on it also interrupts that cell, as the toolbar's stop button would.
- */
-function interruptOnStop(event: MouseEvent): void {
-  const target = event.target as HTMLElement | null;
-  const stop = target?.closest?.('.jupyter-agent-stop');
-  if (!stop) {
-    return;
-  }
-  running.forEach(bridge => {
-    if (bridge.panel.node.contains(stop)) {
-      void bridge.kernel?.interrupt();
-    }
-  });
 }
 
 /**
@@ -514,7 +528,6 @@ export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker):
     onKernel();
   };
 
-  document.addEventListener('click', interruptOnStop, true);
   tracker.forEach(connect);
   tracker.widgetAdded.connect((_, panel) => connect(panel));
   void app;
