@@ -17,11 +17,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
-
-/** The comm target of the kernel side (panel_comm.TARGET). */
-export const PANEL_TARGET = 'jupyter_agent.panel';
-/** panel_comm.PROTOCOL_VERSION */
-export const PANEL_PROTOCOL = 1;
+import { PANEL_TARGET, PANEL_VERSION as PANEL_PROTOCOL } from './protocol';
 export const HINT = 'Run %load_ext jupyter_agent in this notebook to use the agent here.';
 
 type JSONObject = Record<string, any>;
