@@ -32,8 +32,10 @@ BRIDGE_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 #: In a live read, the characters of one output's data beyond which it is cut, with a note.
 BRIDGE_MAX_OUTPUT_CHARS = 100_000
 #: In a live read, the characters of all outputs together beyond which later outputs are
-#: left out, with a note (the cells' sources always come whole).
+#: cut too (the cells' sources always come whole).
 BRIDGE_MAX_READ_OUTPUT_CHARS = 1_000_000
+#: What is kept of a cut output: the first characters of its text, then the note.
+BRIDGE_CUT_OUTPUT_KEEP_CHARS = 2_000
 #: The ``output_type`` of the note that stands for what a live read left out.
 BRIDGE_OMITTED_OUTPUT = "stream"
 #: What a run's reply says in ``status``.

@@ -25,6 +25,7 @@ import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import {
+  BRIDGE_CUT_OUTPUT_KEEP_CHARS,
   BRIDGE_MAX_MESSAGE_BYTES,
   BRIDGE_MAX_OUTPUT_CHARS,
   BRIDGE_MAX_READ_OUTPUT_CHARS,
@@ -71,10 +72,10 @@ function outputText(output: JSONObject): string {
 const thousands = (n: number) => n.toLocaleString('en-US');
 
 /**
- * Cut each output of `cells` to BRIDGE_MAX_OUTPUT_CHARS and all of them together to
- * BRIDGE_MAX_READ_OUTPUT_CHARS (characters of their JSON). An output over its share is
- * replaced by the start of its text and a note saying how much was left out and why: the
- * model reads the note and can ask for less.
+ * Cut each output of `cells` over BRIDGE_MAX_OUTPUT_CHARS, and every output once all of
+ * them reach BRIDGE_MAX_READ_OUTPUT_CHARS (characters of their JSON), to the start of its
+ * text and a note saying how much was left out and why: the model reads the note and can
+ * ask for less.
  */
 function capOutputs(cells: JSONObject[]): void {
   let budget = BRIDGE_MAX_READ_OUTPUT_CHARS;
@@ -88,17 +89,16 @@ function capOutputs(cells: JSONObject[]): void {
         budget -= size;
         return output;
       }
-      const share = Math.min(BRIDGE_MAX_OUTPUT_CHARS, budget);
-      const head = outputText(output).slice(0, Math.max(0, share - 1000));
+      const head = outputText(output).slice(0, Math.min(BRIDGE_CUT_OUTPUT_KEEP_CHARS, budget));
       budget = Math.max(0, budget - head.length);
       const why =
         size > BRIDGE_MAX_OUTPUT_CHARS
           ? `a live read carries at most ${thousands(BRIDGE_MAX_OUTPUT_CHARS)} characters of one output`
           : `a live read carries at most ${thousands(BRIDGE_MAX_READ_OUTPUT_CHARS)} characters of outputs in all`;
+      const shown = head.length ? `only its first ${thousands(head.length)} characters of text are shown` : 'it was left out';
       const note =
-        `[jupyter-agent: this ${String(output.output_type)} output has ${thousands(size)} characters; ` +
-        `${head.length ? `only its first ${thousands(head.length)} characters of text are shown` : 'it was left out'} ` +
-        `(${why}). To see a part of it, run code that shows less: a slice, a summary, or a Read of fewer cells.]`;
+        `[jupyter-agent: this ${String(output.output_type)} output has ${thousands(size)} characters; ${shown} ` +
+        `(${why}). To see more of it, run code that shows less at a time: a slice, a summary, a search.]`;
       return { output_type: BRIDGE_OMITTED_OUTPUT, name: 'stdout', text: head ? `${head}\n${note}\n` : `${note}\n` };
     });
   }

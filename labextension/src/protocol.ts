@@ -40,6 +40,9 @@ export const BRIDGE_MAX_OUTPUT_CHARS = 100000;
 /** In a live read, the characters of all outputs beyond which later ones are left out. */
 export const BRIDGE_MAX_READ_OUTPUT_CHARS = 1000000;
 
+/** What is kept of a cut output: the first characters of its text, then the note. */
+export const BRIDGE_CUT_OUTPUT_KEEP_CHARS = 2000;
+
 /** The output_type of the note that stands for what a live read left out. */
 export const BRIDGE_OMITTED_OUTPUT = 'stream';
 
