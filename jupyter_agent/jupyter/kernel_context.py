@@ -34,7 +34,8 @@ import logging
 import re
 import sys
 import types
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from ..redact import redact
 
@@ -110,7 +111,7 @@ def _dtype_text(dtype: Any) -> str:
     numpy_dtype = _known.numpy_dtype
     if numpy_dtype is not None and _among(numpy_dtype, _MRO_OF(kind)):
         # numpy's own dtypes (its C subclasses too; Python code cannot subclass them)
-        return str(numpy_dtype.__str__(dtype))  # the library's spelling: int64, datetime64[ns]
+        return cast(Callable[[Any], str], numpy_dtype.__str__)(dtype)  # the library's spelling: int64, datetime64[ns]
     if _among(kind, _known.pandas_dtypes):
         return str(dtype)  # exactly a pandas dtype class: category, str, Int64
     return f"<{_type_name(kind)}>"
@@ -201,7 +202,7 @@ def _module_namespace(name: str) -> dict[str, Any]:
     return namespace if type(namespace) is dict else {}
 
 
-_MODULE_DICT = types.ModuleType.__dict__["__dict__"].__get__
+_MODULE_DICT = cast(Callable[[types.ModuleType], Any], vars(types.ModuleType)["__dict__"].__get__)
 _known = _KnownClasses()
 
 

@@ -102,8 +102,8 @@ async def test_a_hello_on_another_comm_does_not_take_a_pages_place():
 @pytest.mark.asyncio
 async def test_a_request_over_the_message_limit_is_not_sent():
     """A message near the websocket's 10 MiB would close the page's kernel connection."""
-    from jupyter_agent.jupyter.protocol import BRIDGE_MAX_MESSAGE_BYTES, BridgeCode
     from jupyter_agent.jupyter.bridge import BridgeError
+    from jupyter_agent.jupyter.protocol import BRIDGE_MAX_MESSAGE_BYTES, BridgeCode
 
     bridge, comm = await _bridge_with_page()
     with pytest.raises(BridgeError) as refused:

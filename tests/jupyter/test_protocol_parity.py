@@ -15,7 +15,7 @@ from jupyter_agent.jupyter.protocol import BridgeCode
 
 PROTOCOL_TS = Path(__file__).resolve().parents[2] / "labextension" / "src" / "protocol.ts"
 
-_CONST = re.compile(r"^export const (\w+)\s*(?::[^=]+)?=\s*(.*?)(?:\s+as const)?;\s*$", re.M | re.S)
+_CONST = re.compile(r"^export const (\w+)\s*(?::[^=]+)?=\s*(.*?)(?:\s+as const)?;\s*$", re.MULTILINE | re.DOTALL)
 
 
 def _js_literal(text: str) -> object:
