@@ -6,20 +6,12 @@
  * approve (request, choice, feedback; tool_use_id when the approval carried one).
  * Kernel -> page: {v, type, ...}: state (everything), update (what changed), error (text).
  *
- * The constants have the names and shapes of the panel section of protocol.ts on the
- * branch that defines both protocols once: once both are in, they are re-exported from there.
+ * The constants are defined once, in protocol.ts (whose Python twin, protocol.py, a parity
+ * test compares); the panel's own types are derived from them here.
  */
 
-/** The comm target of the kernel side (panel_comm.TARGET). */
-export const PANEL_TARGET = 'jupyter_agent.panel';
-/** panel_comm.PROTOCOL_VERSION: a message of another version is refused and said. */
-export const PANEL_VERSION = 1;
-/** Page -> kernel `op`s (panel_comm.OPS). */
-export const PANEL_OPS = ['hello', 'send', 'stop', 'new', 'mode', 'approve'] as const;
-/** Kernel -> page `type`s. */
-export const PANEL_MESSAGE_TYPES = ['state', 'update', 'error'] as const;
-/** An approval's answers (`approve`'s `choice`). */
-export const PANEL_CHOICES = ['allow', 'always', 'deny'] as const;
+export { PANEL_CHOICES, PANEL_MESSAGE_TYPES, PANEL_OPS, PANEL_TARGET, PANEL_VERSION } from './protocol';
+import { PANEL_CHOICES, PANEL_MESSAGE_TYPES, PANEL_OPS } from './protocol';
 
 export type PanelOp = (typeof PANEL_OPS)[number];
 export type PanelMessageType = (typeof PANEL_MESSAGE_TYPES)[number];

@@ -3,7 +3,14 @@
  * with which code. The kernel side (jupyter_agent/jupyter/bridge.py) reads these codes.
  */
 
-import { BridgeError, CODES, OPS, PROTOCOL_VERSION, TARGET, checkRequest } from '../src/protocol';
+import {
+  BRIDGE_OPS as OPS,
+  BRIDGE_PAGE_CODES as CODES,
+  BRIDGE_TARGET as TARGET,
+  BRIDGE_VERSION as PROTOCOL_VERSION,
+  BridgeError,
+  checkRequest
+} from '../src/protocol';
 
 const good = { v: PROTOCOL_VERSION, id: 'r1', op: 'read' };
 
