@@ -2,20 +2,26 @@
 table and the end reason. Used by the live widget and as the static copy saved in the
 notebook, so it uses inline styles and plain tags only (an untrusted notebook's HTML is
 sanitized: no scripts, no ``<style>`` blocks survive there).
+
+Everything a run put in a snapshot (messages, tool inputs and results, the model's text,
+errors, end reasons) is untrusted: it passes through :func:`esc` (redacted, then
+HTML-escaped) before it is part of the HTML. The widget shows this HTML through
+``ipywidgets.HTML`` (``innerHTML``, trusted) and the saved copy is signed with the
+notebook, so an unescaped ``<img onerror>`` would run in both.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..redact import redact
 from .article import END_TABLE, STEP_TITLES
 from .frozen import thaw
 
-# ``Snapshot`` in the annotations below is lessons.snapshot.Snapshot, left unimported:
-# a Snapshot draws itself (``_repr_html_``) through this module.
+if TYPE_CHECKING:  # (a Snapshot draws itself, ``_repr_html_``, through this module)
+    from .snapshot import Snapshot
 
 NEW_BG = "#fff3b0"  # what changed since the last step
 LIT = "#1a73e8"
@@ -25,11 +31,14 @@ _PRE = ("white-space:pre-wrap;word-break:break-word;margin:2px 0;padding:4px;fon
 
 
 def esc(value: Any) -> str:
+    """``value`` as inert HTML text: secrets redacted, then every ``<>&"'`` escaped."""
     return html.escape(redact(str(value)))
 
 
 def short(value: Any, limit: int = 400) -> str:
-    text = value if isinstance(value, str) else json.dumps(thaw(value), ensure_ascii=False)
+    """``value`` as text (JSON unless a string), redacted, its middle cut beyond ``limit``
+    (redacted before the cut: a cut secret would no longer be recognized)."""
+    text = redact(value if isinstance(value, str) else json.dumps(thaw(value), ensure_ascii=False))
     return text if len(text) <= limit else text[: limit // 2] + f" … ({len(text) - limit} chars) … " + text[-limit // 2:]
 
 
@@ -132,7 +141,7 @@ def pairing_html(snap: Snapshot) -> str:
     colors = {"ok": "#188038", "error": "#c5221f", "waiting": "#b06000"}
     rows = "".join(
         f'<tr><td style="{_CELL}"><code>{esc(p.tool_use_id)}</code></td><td style="{_CELL}">{esc(p.name)}</td>'
-        f'<td style="{_CELL};color:{colors[p.status]}">{p.status}</td>'
+        f'<td style="{_CELL};color:{colors.get(p.status, "#444")}">{esc(p.status)}</td>'
         f'<td style="{_CELL}">{esc(short(p.result.get("content"), 160)) if p.result else "—"}</td></tr>'
         for p in pairs)
     head = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("tool_use.id", "name", "tool_result", "content"))
