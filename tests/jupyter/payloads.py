@@ -47,8 +47,8 @@ PAYLOADS = {"img": IMG, "svg": SVG, "details": DETAILS, "click": CLICK, "entity"
             "script": SCRIPT, "style": STYLE, "iframe": IFRAME, "link": JS_LINK, "encoded": ENCODED,
             "encoded_twice": ENCODED_TWICE}
 
-#: A file name (no "/") carrying a payload.
-FILE_NAME = f"notes{IMG}{CLICK}.txt"
+#: A file name (no "/", under the 255 bytes a name may have) carrying a payload.
+FILE_NAME = f"notes{IMG}.txt"
 
 
 def markdown(marker: str) -> str:
