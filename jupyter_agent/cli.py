@@ -8,6 +8,12 @@ why). The exit status says how the run ended (see ``EXIT_CODES``).
 
 Offline: ``--replay PATH`` (or ``$JUPYTER_AGENT_REPLAY``) plays a recorded transcript
 instead of calling the API; ``--replay demo`` is the packaged demo.
+
+Everything untrusted that is printed (the streamed answer, tool names and paths, notices,
+the approval's message, code and diff, the end's error message) goes through
+``render.terminal.terminal_text``: redacted, control characters and escape sequences shown
+as signs (``␛[2J``), invisible characters marked. An approval prints the whole of what will
+run or be written before ``[y/N]``.
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ from typing import Any, TextIO
 
 from .environment import REPLAY_ENV, missing_key, no_key_message, prepare_replay_files, resolve_transcript, turn_limit
 from .loop.permission_result import PERMISSION_MODES
-from .redact import redact
+from .redact import redact, safe_prefix_length
+from .render.invisible import INVISIBLE_WARNING, has_invisible
+from .render.terminal import terminal_text
 
 #: Answers to the approval prompt. Enter is "no" (the safe default, shown as [y/N]).
 YES = ("y", "yes", "ok", "okay", "allow", "sure")
@@ -94,7 +102,7 @@ class TerminalDisplay:
 
     def note(self, text: str) -> None:
         if not self.quiet:
-            self.err.write(redact(text) + "\n")
+            self.err.write(terminal_text(text) + "\n")
             self.err.flush()
 
     def handle(self, event: Any) -> None:
@@ -130,9 +138,10 @@ class TerminalDisplay:
             return
         printed = self._printed.get(item, 0)
         text = item.text
-        cut = len(text) if item.done else max(text.rfind(" "), text.rfind("\n"), printed - 1) + 1
+        # a tail that could be the start of a secret waits until it can be judged
+        cut = len(text) if item.done else max(safe_prefix_length(text), printed)
         if cut > printed:
-            self.out.write(redact(text[printed:cut]))
+            self.out.write(terminal_text(text[printed:cut]))
             self._printed[item] = cut
         if item.done:
             self.out.write("\n")
@@ -156,7 +165,8 @@ class TerminalDisplay:
         elif tool.state == "raised":
             self.note(f"  {icon} {tool.name} {tool.summary}: {STATE_LABELS['raised']} {tool.exception}")
         else:
-            content = tool.result if isinstance(tool.result, str) else json.dumps(tool.result, default=str)[:300]
+            # redacted before it is shortened: a key cut in two is no longer found
+            content = redact(tool.result if isinstance(tool.result, str) else json.dumps(tool.result, default=str))[:300]
             first = content.strip().splitlines()[0] if content and content.strip() else tool.state
             self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}: {first}")
 
@@ -166,7 +176,7 @@ class TerminalDisplay:
 
         reason, _ = end_reason_text(terminal)
         explanation = end_explanation(terminal, stopped_calls=stopped_calls(self.model))
-        self.err.write(redact(f"Ended: {reason}" + (f" — {explanation}" if explanation else "") + "\n"))
+        self.err.write(terminal_text(f"Ended: {reason}" + (f" — {explanation}" if explanation else "")) + "\n")
         usage = self.model.total_usage
         if not self.quiet:
             self.err.write(f"turns {terminal.turn_count} · tokens in {usage.input_tokens:,} out "
@@ -216,6 +226,20 @@ def interpret_answer(answer: str) -> tuple[str, str | None]:
     return "deny", word
 
 
+def approval_text(tool_name: str, input: dict[str, Any], message: str, diff: str | None) -> str:
+    """What the terminal shows before ``[y/N]``: the question and the whole of what will
+    run or be written (the message, with a cell's code; the diff, or the input when there
+    is none), all of it made inert; a warning when it holds invisible characters."""
+    raw_input = json.dumps(input, indent=1, ensure_ascii=False)
+    body = diff if diff else raw_input
+    lines = [f"✋ {tool_name} wants approval: {message}", body]
+    if any(has_invisible(t) for t in (message, body)):
+        lines.append(f"⚠ {INVISIBLE_WARNING}")
+    count = sum(t.count("\n") + 1 for t in (message, body))
+    lines.append(f"(all of it is shown above: {count:,} lines; scroll back to read it before you answer)")
+    return "\n" + "\n".join(terminal_text(line) for line in lines) + "\n"
+
+
 def terminal_approver(err: TextIO = sys.stderr, policy: Any = None, stdin: TextIO | None = None) -> Any:
     """``can_use_tool`` that asks on the terminal: ``[y/N]``; y/yes/ok/allow allows,
     a/always allows and adds the suggested rule, Enter/n/no/deny denies, anything else
@@ -234,18 +258,16 @@ def terminal_approver(err: TextIO = sys.stderr, policy: Any = None, stdin: TextI
             await broker.drain()  # an "always" answered just before may have released this one
             if request.done:
                 return
-            err.write(redact(f"\n✋ {request.tool_name} wants approval: {request.message}\n"
-                             f"{json.dumps(request.input, indent=1, ensure_ascii=False)[:2000]}\n"))
-            if request.diff:
-                err.write(redact(request.diff[:4000]) + "\n")
+            err.write(approval_text(request.tool_name, request.input, request.message, request.diff))
             rules = ", ".join(request.suggested_rules or (request.tool_name,))
-            err.write(f"Allow? [y/N]  y/yes/ok = allow · a = always (adds {rules}) · Enter/n = deny · "
-                      "or type a note to deny with it: ")
+            err.write(terminal_text(f"Allow? [y/N]  y/yes/ok = allow · a = always (adds {rules}) · Enter/n = deny · "
+                                    "or type a note to deny with it: "))
             err.flush()
             line = await _read_line_in_daemon(asyncio.get_running_loop(), stdin or sys.stdin)
             choice, feedback = interpret_answer(line)
             if choice == "deny":
-                err.write(redact(f"Denied; your note goes to the model: {feedback}\n") if feedback else "Denied.\n")
+                err.write(terminal_text(f"Denied; your note goes to the model: {feedback}") + "\n" if feedback
+                          else "Denied.\n")
             request.answer(choice, feedback)
             await asyncio.wait({request.future}, timeout=1)  # the answer lands before the next question
 
@@ -260,8 +282,9 @@ def no_terminal_denier() -> Any:
 
     async def deny(tool_name: str, input: dict[str, Any], ask: Any) -> Any:
         rules = " ".join(f"--allow '{r}'" for r in (getattr(ask, "suggested_rules", ()) or (tool_name,)))
+        what = ask.message.partition(":\n")[0]  # (a cell's whole code follows the colon)
         return PermissionDeny(
-            f"{tool_name} needs approval ({ask.message}) and no one is at a terminal to give it, so it "
+            f"{tool_name} needs approval ({what}) and no one is at a terminal to give it, so it "
             f"was not run. Whoever runs `jupyter agent run` can allow it with {rules}, or with "
             "--permission-mode acceptEdits (edits) or --permission-mode bypassPermissions (everything), "
             "or run it from a terminal to be asked.")

@@ -63,6 +63,31 @@ def redact(text: str) -> str:
     return text
 
 
+def safe_prefix_length(text: str) -> int:
+    """How much of ``text``, a text still growing (a streamed answer), can be judged now:
+    everything before a tail that could be the start of a secret. The tail is held back
+    from its last whitespace (a key, a token and the value of a header are one word), and
+    further back if it ends with the beginning of a known secret's value."""
+    cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"), text.rfind("\r")) + 1
+    for value, _name in _secret_values():
+        for size in range(min(len(value) - 1, len(text)), 0, -1):
+            if text.endswith(value[:size]):
+                cut = min(cut, len(text) - size)
+                break
+    # "Authorization: Bearer" and "x-api-key:" are followed by their value after a space
+    header = re.search(r"(?i)(x-api-key|authorization)\s*[:=]?\s*(bearer\s*)?$", text)
+    if header:
+        cut = min(cut, header.start())
+    return cut
+
+
+def redact_partial(text: str, done: bool = False) -> str:
+    """``text`` redacted; while it is still streaming (``done`` false), only the part
+    :func:`safe_prefix_length` says can be judged. Stop while the model quotes a token
+    leaves no prefix of it anywhere."""
+    return redact(text if done else text[: safe_prefix_length(text)])
+
+
 def is_secret_name(name: str) -> bool:
     """An environment variable the agent must not hand on: the agent's own (``ANTHROPIC_*``)
     and anything named like a key, token, secret or password."""

@@ -8,7 +8,8 @@ only for its own modules.
 A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``agent``,
 ``cli``, ...). The rule, lowest first:
 
-- ``loop``, ``prompts`` and ``redact`` import nothing of ours;
+- ``loop``, ``prompts`` and ``redact`` import nothing of ours; ``render`` (how untrusted text
+  reaches a screen: HTML, Markdown, terminal, invisible characters) imports only ``redact``;
 - ``model`` imports ``loop``; ``replay`` (the fake Messages API and ``ReplayModel``, product
   code: the offline demo runs on it) imports ``model``; ``files`` (atomic writes, what is
   at a path) imports ``loop``; ``notebook`` imports ``loop`` (and ``files``, ``redact``); ``tools``
@@ -20,8 +21,8 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
   key check, replay files, typed counts) imports ``model`` and ``replay``;
 - ``agent`` (``query()``, the wiring) imports those; ``conversation`` imports them and ``agent``;
 - ``view`` (the ``RunModel`` view model, the labels, the static transcript: what every
-  display of a run is drawn from, no widget stack) imports ``loop``, ``model`` (prices) and
-  ``redact``;
+  display of a run is drawn from, no widget stack) imports ``loop``, ``model`` (prices),
+  ``redact`` and ``render``;
 - ``jupyter`` and ``cli`` (the fronts) import anything below, ``view`` included, not each other;
 - entry points (``demo``, ``launch``, ``server_extension``), the ``lessons`` and the
   package root (the public API) import those; ``testing`` imports anything. Only
@@ -40,7 +41,7 @@ ROOT = "jupyter_agent"
 _MIDDLE = {"loop", "prompts", "redact", "model", "replay", "files", "notebook", "tools", "safety",
            "permissions", "environment"}
 _WIRING = _MIDDLE | {"agent", "conversation"}
-_SHARED = _WIRING | {"view"}  # what both fronts build on
+_SHARED = _WIRING | {"view", "render"}  # what both fronts build on
 _FRONTS = _SHARED | {"jupyter", "cli"}
 #: unit -> the units it may import (besides itself). ``redact``, ``safety``, ``lessons``,
 #: ``launch`` and ``server_extension`` are being added on other branches as this is written.
@@ -48,6 +49,7 @@ ALLOWED: dict[str, set[str]] = {
     "loop": set(),
     "prompts": set(),
     "redact": set(),
+    "render": {"redact"},
     "model": {"loop"},
     "replay": {"loop", "model"},
     "files": {"loop"},
@@ -58,7 +60,7 @@ ALLOWED: dict[str, set[str]] = {
     "environment": {"model", "replay"},
     "agent": _MIDDLE,
     "conversation": _MIDDLE | {"agent"},
-    "view": {"loop", "model", "redact"},
+    "view": {"loop", "model", "redact", "render"},
     "jupyter": _SHARED,
     "cli": _SHARED,
     "server_extension": _FRONTS,

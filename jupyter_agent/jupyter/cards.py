@@ -3,13 +3,20 @@
 Each item of a run (see ``view/runmodel.py``) is drawn as HTML into one ``ipywidgets.HTML``
 (or, for assistant text, Markdown into one ``Output``), so redrawing a card is one
 comm message. Collapsible parts are ``<details>``: no extra widgets, and the
-browser keeps them folded. Everything shown passes through :func:`redact`.
+browser keeps them folded.
+
+``ipywidgets.HTML`` does not sanitize, so the markup here is ours and every string in it
+that came from the model, a tool, a file or an error goes through
+``jupyter_agent.render.html`` (redacted, invisible characters marked, escaped). An approval
+card shows the whole of what will run or be written, in a box that scrolls, and says how
+much there is beside Allow: nothing is cut from what a person approves.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import logging
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,11 +25,15 @@ import ipywidgets as w
 from ..permissions import RULE_FAMILIES, Rule
 from ..view.labels import NOTICE_ICONS, STATE_COLORS, STATE_ICONS, end_explanation, end_reason_text, end_title
 from ..redact import redact
+from ..render.html import html_text, inline_html
+from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
 from ..view.runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative
 from ..view.transcript import (
     cache_line, redact_and_cut, format_usage, result_parts, stopped_calls, stopped_waiting, time_line,
     tool_label,
 )
+
+log = logging.getLogger(__name__)
 
 #: Syntax colours from JupyterLab's own editor theme, so code reads in light and dark themes.
 _CODE_STYLE = (
@@ -40,17 +51,24 @@ _PRE = ("white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:aut
 
 
 def esc(text: Any) -> str:
-    return html.escape(redact(str(text)))
+    """Untrusted text as HTML text (see :func:`jupyter_agent.render.html.html_text`)."""
+    return html_text(text)
 
 
 def pre(text: str) -> str:
+    """A tool's input or result in a box (redacted, then shortened in the middle)."""
     return f'<pre style="{_PRE}">{esc(redact_and_cut(text))}</pre>'
 
 
+def whole_pre(text: str) -> str:
+    """All of ``text`` in a box that scrolls: what an approval shows is never cut."""
+    return f'<pre style="{_PRE}">{esc(text)}</pre>'
+
+
 def diff_html(diff: str) -> str:
-    """A unified diff with added/removed lines coloured."""
+    """A unified diff with added/removed lines coloured: all of it (the box scrolls)."""
     lines = []
-    for line in redact_and_cut(diff, 12000).splitlines():
+    for line in redact(diff).splitlines():
         color = ("#188038" if line.startswith("+") and not line.startswith("+++") else
                  "#c5221f" if line.startswith("-") and not line.startswith("---") else
                  "#666" if line.startswith("@@") else "")
@@ -59,17 +77,19 @@ def diff_html(diff: str) -> str:
 
 
 def code_html(source: str, language: str = "python") -> str:
-    """Code as code: highlighted with Pygments (which ships with IPython), coloured by
-    JupyterLab's editor theme variables, line breaks kept."""
+    """Code as code, all of it: highlighted with Pygments (which ships with IPython, and
+    escapes what it highlights), coloured by JupyterLab's editor theme variables, line
+    breaks kept, invisible characters marked."""
+    shown = mark_invisible(redact(source))
     try:
         from pygments import highlight
         from pygments.formatters import HtmlFormatter
         from pygments.lexers import get_lexer_by_name
 
-        body = highlight(redact(redact_and_cut(source, 8000)), get_lexer_by_name(language),
-                         HtmlFormatter(nowrap=True))
+        body = highlight(shown, get_lexer_by_name(language), HtmlFormatter(nowrap=True))
     except Exception:  # no such lexer, or Pygments missing: plain, escaped
-        body = esc(redact_and_cut(source, 8000))
+        log.debug("code_html: no highlighting for %s; shown plain", language, exc_info=True)
+        body = html.escape(shown)
     return (f'{_CODE_STYLE}<pre class="ja-code" style="{_PRE};color:var(--jp-content-font-color1,#222);'
             f'font-family:var(--jp-code-font-family,monospace)">{body}</pre>')
 
@@ -78,8 +98,8 @@ def tool_html(tool: ToolItem) -> str:
     """A tool card: name, summary, state (with the wait and the run time apart); input
     and result folded."""
     color = STATE_COLORS.get(tool.state, "#888")
-    head = (f"<b>{STATE_ICONS.get(tool.state, '')} {esc(tool.name)}</b> "
-            f"<code>{esc(tool.summary)}</code> "
+    head = (f"<b>{STATE_ICONS.get(tool.state, '')} {inline_html(tool.name)}</b> "
+            f"<code>{inline_html(tool.summary)}</code> "
             f'<span style="color:{color}">{esc(tool_label(tool))}</span>')
     parts = [head]
     if tool.state == "input" and tool.partial_json:
@@ -120,7 +140,7 @@ def thinking_html(item: ThinkingItem) -> str:
 def block_html(item: BlockItem) -> str:
     dump = json.dumps(item.block, ensure_ascii=False, indent=1, default=str)
     return (f'<div style="{_BOX.format(color="#888")}"><details><summary>▫️ '
-            f"<code>{esc(item.block_type)}</code> block</summary>{pre(dump)}</details></div>")
+            f"<code>{inline_html(item.block_type)}</code> block</summary>{pre(dump)}</details></div>")
 
 
 def notice_html(item: NoticeItem) -> str:
@@ -199,34 +219,52 @@ def _notebook_position(notebook_path: str, cell_id: str, cwd: Path | str | None)
         total = len(nb.cells)
         if index is None:
             index = next((i for i, c in enumerate(nb.cells) if c.get("id") == cell_id), None)
-    except Exception:
-        pass
+    except Exception:  # the position is a courtesy: the card still shows the code
+        log.debug("could not read %s for the cell's position", notebook_path, exc_info=True)
     if index is None:
         return f"cell {cell_id}"
     return f"cell {index + 1}" + (f" of {total}" if total else "") + f" (id {cell_id})"
 
 
+def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None) -> str:
+    """What the Allow side says about how much the card shows: all of it, and how long."""
+    if tool_name == "NotebookRun":
+        shown, what = message.partition(":\n")[2], "the cell's code"
+    elif diff:
+        shown, what = diff, "the change"
+    else:
+        shown, what = json.dumps(input, ensure_ascii=False, indent=1), "the input"
+    lines = shown.count("\n") + 1 if shown else 0
+    scroll = " (scroll the box to read it all)" if lines > 20 else ""
+    return f"Shown above: all of {what}, {lines:,} line{'s' if lines != 1 else ''}{scroll}. Nothing is folded."
+
+
 def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None,
                   cwd: Path | str | None = None) -> str:
-    """What an approval card shows: the question; for ``NotebookRun`` the cell's code,
-    highlighted, and its position; for edits the diff; the raw input folded."""
-    raw = f"<details><summary>raw input</summary>{pre(json.dumps(input, ensure_ascii=False, indent=1))}</details>"
+    """What an approval card shows, whole: the question; for ``NotebookRun`` the cell's
+    code, highlighted, and its position; for edits the diff; the raw input folded; a
+    warning when any of it holds invisible or reordering characters."""
+    raw_input = json.dumps(input, ensure_ascii=False, indent=1)
+    raw = f"<details><summary>raw input</summary>{whole_pre(raw_input)}</details>"
     where = relative(str(input.get("file_path") or input.get("notebook_path") or ""), cwd)
+    warning = ""
+    if has_invisible(raw_input) or has_invisible(message) or has_invisible(diff or ""):
+        warning = f'<div class="ja-invisible" style="color:#c5221f;font-weight:bold">⚠ {esc(INVISIBLE_WARNING)}</div>'
     if tool_name == "NotebookRun":
         cell = str(input.get("cell_id", ""))
         position = _notebook_position(str(input.get("notebook_path", "")), cell, cwd)
         head, _, source = message.partition(":\n")
-        title = f"<b>✋ Run {esc(position)} of <code>{esc(where)}</code>?</b>"
-        code = code_html(source) if source else pre("(the cell's code could not be read)")
-        return title + code + raw
-    title = f"<b>✋ Allow <code>{esc(tool_name)}</code>"
-    title += f" on <code>{esc(where)}</code>?</b>" if where else "?</b>"
-    body = [title, f'<div style="font-size:12px">{esc(relative(message, cwd))}</div>']
+        title = f"<b>✋ Run {esc(position)} of <code>{inline_html(where)}</code>?</b>"
+        code = code_html(source) if source else whole_pre("(the cell's code could not be read)")
+        return title + warning + code + raw
+    title = f"<b>✋ Allow <code>{inline_html(tool_name)}</code>"
+    title += f" on <code>{inline_html(where)}</code>?</b>" if where else "?</b>"
+    body = [title, warning, f'<div style="font-size:12px">{esc(relative(message, cwd))}</div>']
     if diff:
         body.append(diff_html(relative(diff, cwd)))
         body.append(raw)
     else:
-        body.append(pre(json.dumps(input, ensure_ascii=False, indent=1)))
+        body.append(whole_pre(raw_input))
     return "".join(body)
 
 
@@ -248,7 +286,9 @@ class ApprovalCard(w.VBox):
         self.info = w.HTML(approval_html(tool_name, input, message, diff, cwd))
         self.feedback = w.Text(placeholder="Feedback for the model (sent with Deny)",
                                layout=w.Layout(width="40%", min_width="180px"))
-        self.allow = w.Button(description="Allow", button_style="success", icon="check")
+        # No icons on the buttons: a Font Awesome glyph would be part of the accessible
+        # name ("\uf00c Allow"); each button's name is its word.
+        self.allow = w.Button(description="Allow", button_style="success")
         rules_text = ", ".join(self.rules)
         self.always = w.Button(description="Always allow", button_style="info",
                                tooltip=f"Adds the rule {rules_text} for this session "
@@ -258,12 +298,14 @@ class ApprovalCard(w.VBox):
         self.always_label = w.HTML(
             f'<span style="font-size:12px;color:var(--jp-ui-font-color1,#333)">→ adds <code>{esc(rules_text)}</code>: '
             f"{esc('; '.join(describe_rule(r, cwd) for r in self.rules))}, for this session</span>")
-        self.deny = w.Button(description="Deny", button_style="danger", icon="times")
+        self.deny = w.Button(description="Deny", button_style="danger")
+        self.extent = w.HTML(f'<span class="ja-extent" style="font-size:12px;color:var(--jp-ui-font-color2,#555)">'
+                             f"{esc(approval_extent(tool_name, input, message, diff))}</span>")
         self.allow.on_click(lambda _b: self._decide("allow"))
         self.always.on_click(lambda _b: self._decide("always"))
         self.deny.on_click(lambda _b: self._decide("deny"))
         super().__init__(
-            [self.info,
+            [self.info, self.extent,
              w.HBox([self.allow, self.always, self.always_label], layout=w.Layout(align_items="center")),
              w.HBox([self.deny, self.feedback], layout=w.Layout(align_items="center"))],
             layout=w.Layout(border="2px solid #d08700", padding="4px", margin="4px 0"),
@@ -282,6 +324,6 @@ class ApprovalCard(w.VBox):
         self.info.value = self.info.value + f"<div><i>{esc(text)}</i></div>"
 
     def close(self) -> None:
-        for child in (self.allow, self.always, self.always_label, self.deny, self.feedback, self.info):
+        for child in (self.allow, self.always, self.always_label, self.deny, self.feedback, self.info, self.extent):
             child.close()
         super().close()

@@ -15,12 +15,16 @@ the panel is alive and shown instead of it once the kernel is gone (a restart, a
 reopened notebook: no "model not found"). Headless runs (nbclient applies the update)
 and viewers without widgets show it too. Re-running ``chat()`` keeps the history: the
 turns of the conversation still in the kernel, or, after a restart, the chat this cell
-had saved in the notebook file.
+had saved in the notebook file, *as text*: a notebook file may come from anyone, and
+Markdown read from it and shown again by this kernel would be trusted by JupyterLab, so
+the restored part is the saved plain-text record in a fenced block, never re-emitted as
+Markdown. Everything of the model's in the record goes through ``render.markdown``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,8 +35,11 @@ from .cards import esc
 from ..loop.permission_result import PERMISSION_MODES
 from .fallback import Fallback, live_class
 from ..redact import redact
+from ..render.markdown import markdown_fence, markdown_literal
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
 from ..view.transcript import transcript_markdown, transcript_plain
+
+log = logging.getLogger(__name__)
 
 VIEW = "application/vnd.jupyter.widget-view+json"
 #: The first line of a chat's Markdown record (how a re-created panel finds the old one).
@@ -65,13 +72,19 @@ def chat_markdown(entries: list[tuple[str, Any]], earlier: str = "") -> str:
         handle, here = value
         turn += 1
         where = "" if here else " (from a %%agent cell)"
-        md.append(f"---\n\n**🧑 you:** {handle.prompt}\n\n"
+        md.append(f"---\n\n**🧑 you:** {markdown_literal(handle.prompt)}\n\n"
                   + transcript_markdown(handle.model, title=f"agent · turn {turn}{where}", prompt=False))
     return redact("\n\n".join(md))
 
 
-def chat_plain(entries: list[tuple[str, Any]]) -> str:
-    plain = ["jupyter-agent chat"]
+#: The first line of a chat's plain-text record.
+PLAIN_TITLE = "jupyter-agent chat"
+
+
+def chat_plain(entries: list[tuple[str, Any]], earlier: str = "") -> str:
+    """The whole chat as plain text (redacted): ``earlier`` (the plain record of a chat
+    saved before a restart), then each turn and note."""
+    plain = [PLAIN_TITLE] + ([earlier] if earlier else [])
     for kind, value in entries:
         if kind == "note":
             plain.append(f"-- {value}")
@@ -81,8 +94,11 @@ def chat_plain(entries: list[tuple[str, Any]]) -> str:
 
 
 def saved_chat(notebook_path: str | None, cell_id: str | None) -> str:
-    """The chat Markdown this cell had saved in the notebook file (before a kernel
-    restart), without its title line; "" if there is none."""
+    """The chat this cell had saved in the notebook file (before a kernel restart), as the
+    plain text of its record without the title line; "" if there is none.
+
+    Plain text on purpose: the file may come from anyone, so what it holds is data to be
+    shown as text (:func:`earlier_markdown`), never Markdown to render again."""
     if not notebook_path or not cell_id:
         return ""
     try:
@@ -90,17 +106,27 @@ def saved_chat(notebook_path: str | None, cell_id: str | None) -> str:
 
         nb = nbformat.read(Path(notebook_path), as_version=4)
     except Exception:  # unreadable, not saved yet: nothing to restore
+        log.debug("no saved chat in %s", notebook_path, exc_info=True)
         return ""
     for cell in nb.cells:
         if cell.get("id") != cell_id:
             continue
         for output in cell.get("outputs") or []:
-            md = (output.get("data") or {}).get("text/markdown")
+            data = output.get("data") or {}
+            md, plain = data.get("text/markdown"), data.get("text/plain")
             md = "".join(md) if isinstance(md, list) else md
-            if isinstance(md, str) and CHAT_TITLE in md:
-                md = md[md.index(CHAT_TITLE):]  # (after the fallback's stylesheet)
-                return md.split("\n\n", 1)[1] if "\n\n" in md else ""
+            plain = "".join(plain) if isinstance(plain, list) else plain
+            if isinstance(md, str) and CHAT_TITLE in md and isinstance(plain, str):
+                title, _, rest = plain.partition("\n")
+                return rest.strip("\n") if title.strip() == PLAIN_TITLE else ""
     return ""
+
+
+def earlier_markdown(plain: str) -> str:
+    """A restored chat (:func:`saved_chat`) for the Markdown record: a note, then the
+    text in a fenced block, where nothing is markup."""
+    return ("*Earlier in this chat (saved before the kernel restarted, restored from the notebook file "
+            "as text; the agent does not remember it):*\n\n" + markdown_fence(plain))
 
 
 class ChatPanel(w.VBox):
@@ -117,23 +143,24 @@ class ChatPanel(w.VBox):
         self._displayed = False
         self._sending = False  # set while send() starts a run: its turn is "here"
         self._live: list[Any] = []
-        self.fallback = Fallback(self.transcript_markdown, lambda: chat_plain(self.entries))
+        self.fallback = Fallback(self.transcript_markdown, lambda: chat_plain(self.entries, self._earlier_plain))
         conv = self.session.conversation
         self.mode = w.Dropdown(options=PERMISSION_MODES, value=conv.permission_mode,
                                description="Mode", layout=w.Layout(width="230px"))
         self.mode.observe(self._mode_changed, names="value")
-        self.new_button = w.Button(description="New conversation", icon="plus",
+        self.new_button = w.Button(description="New conversation",
                                    layout=w.Layout(width="auto"))
         self.title = w.HTML(f'<b style="color:var(--jp-ui-font-color1,#222)">🤖 jupyter-agent chat</b> '
                             f'<code>{esc(conv.model_name)}</code>')
         self.earlier = w.Output(layout=w.Layout(display="none"))
         self._earlier_md = ""
+        self._earlier_plain = ""
         self.turns = w.VBox([])
         self.input = w.Textarea(placeholder="Ask the agent… (Send runs it on this notebook)",
                                 layout=w.Layout(width="auto", height="64px", flex="1 1 auto"))
-        self.send_button = w.Button(description="Send", button_style="primary", icon="paper-plane",
+        self.send_button = w.Button(description="Send", button_style="primary",
                                     layout=w.Layout(width="90px"))
-        self.stop_button = w.Button(description="Stop", button_style="warning", icon="stop",
+        self.stop_button = w.Button(description="Stop", button_style="warning",
                                     layout=w.Layout(width="90px", display="none"))
         self.status = w.HTML("")
         for button, handler in ((self.send_button, self._send_clicked), (self.stop_button, self._stop),
@@ -170,8 +197,8 @@ class ChatPanel(w.VBox):
         cell_id = (self.session.parent_request().get("metadata") or {}).get("cellId")
         earlier = saved_chat(self.session.notebook_path(), cell_id)
         if earlier:
-            self._earlier_md = ("*Earlier in this chat (saved before the kernel restarted; the agent "
-                                "does not remember it):*\n\n" + earlier)
+            self._earlier_plain = earlier
+            self._earlier_md = earlier_markdown(earlier)
             self.earlier.outputs = ({"output_type": "display_data", "metadata": {},
                                      "data": {"text/markdown": self._earlier_md}},)
             self.earlier.layout.display = None

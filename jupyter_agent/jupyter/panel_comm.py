@@ -17,7 +17,10 @@ items, the approvals), ``error`` (``text``: a refused request, said in the panel
 The runs are drawn from the same :class:`~jupyter_agent.view.runmodel.RunModel` the widgets use (items as
 plain data, nothing refolded), coalesced to one message per frame by a
 :class:`~.frames.FrameScheduler`, whatever the token rate. Every string passes through
-:func:`redact`. Comm messages may arrive on another thread (a JupyterLab subshell): each
+:func:`redact` (before any cut) and has its invisible characters marked; assistant text is
+sent as ``render.markdown.markdown_from_model`` of what ``redact_partial`` can judge so far
+(the panel renders it untrusted as well); an approval is sent whole (message, diff, input),
+with ``warning`` set when it holds invisible or reordering characters. Comm messages may arrive on another thread (a JupyterLab subshell): each
 hops to the kernel's event loop first.
 
 Loading stays cheap: the loop, the run model and ipywidgets load when a panel connects.
@@ -31,7 +34,9 @@ import json
 from typing import Any
 
 from .frames import FrameScheduler
-from ..redact import redact
+from ..redact import redact, redact_partial
+from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
+from ..render.markdown import markdown_from_model
 from ..view.runmodel import relative
 
 TARGET = "jupyter_agent.panel"
@@ -44,9 +49,15 @@ _SETTINGS = ("model", "permission_mode", "replay", "max_turns")
 
 
 def _cut(text: str, limit: int = MAX_PART) -> str:
+    """A tool's input or result for a tool card: redacted, then cut, then marked."""
     from ..view.transcript import redact_and_cut
 
-    return redact(redact_and_cut(text, limit))
+    return mark_invisible(redact_and_cut(text, limit))
+
+
+def _text(text: str) -> str:
+    """A string the panel shows as text: redacted, invisible characters marked."""
+    return mark_invisible(redact(text))
 
 
 def item_json(item: Any, key: str) -> dict[str, Any]:
@@ -57,9 +68,9 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
 
     if isinstance(item, ToolItem):
         progress = item.progress[-1] if item.progress and item.state == "running" else None
-        return {"key": key, "kind": "tool", "id": item.id, "name": item.name,
-                "summary": redact(item.summary), "state": item.state,
-                "label": STATE_LABELS.get(item.state, item.state), "decision": redact(item.decision),
+        return {"key": key, "kind": "tool", "id": item.id, "name": _text(item.name),
+                "summary": _text(item.summary), "state": item.state,
+                "label": STATE_LABELS.get(item.state, item.state), "decision": _text(item.decision),
                 "duration_s": round(item.duration_s, 2),
                 "input": _cut(json.dumps(item.input, ensure_ascii=False, indent=1, default=str)) if item.input else "",
                 "receiving": len(item.partial_json) if item.state == "input" else 0,
@@ -68,18 +79,33 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
                 "result": [[kind, value if kind == "image" else _cut(value)]
                            for kind, value in result_parts(item.result)]}
     if isinstance(item, TextItem):
-        return {"key": key, "kind": "text", "text": redact(item.text), "done": item.done}
+        return {"key": key, "kind": "text", "text": markdown_from_model(redact_partial(item.text, item.done)),
+                "done": item.done}
     if isinstance(item, ThinkingItem):
-        return {"key": key, "kind": "thinking", "text": redact(item.text), "done": item.done,
-                "redacted": item.redacted}
+        return {"key": key, "kind": "thinking", "text": mark_invisible(redact_partial(item.text, item.done)),
+                "done": item.done, "redacted": item.redacted}
     if isinstance(item, NoticeItem):
-        return {"key": key, "kind": "notice", "level": item.level, "text": redact(item.text)}
+        return {"key": key, "kind": "notice", "level": item.level, "text": _text(item.text)}
     if isinstance(item, PromptItem):
-        return {"key": key, "kind": "prompt", "text": redact(item.text)}
+        return {"key": key, "kind": "prompt", "text": _text(item.text)}
     if isinstance(item, BlockItem):
-        return {"key": key, "kind": "block", "block_type": item.block_type,
+        return {"key": key, "kind": "block", "block_type": _text(item.block_type),
                 "json": _cut(json.dumps(item.block, ensure_ascii=False, indent=1, default=str))}
     return {"key": key, "kind": "unknown"}
+
+
+def approval_json(request: Any, run_id: str, cwd: Any = None) -> dict[str, Any]:
+    """One pending approval as the panel shows it: all of it (message, diff, input; the
+    panel's box scrolls), nothing a person cannot see may be approved; ``warning`` says
+    when it holds invisible or reordering characters."""
+    message = relative(request.message or "", cwd)
+    diff = relative(request.diff or "", cwd)
+    raw_input = json.dumps(request.input, ensure_ascii=False, indent=1, default=str)
+    warning = any(has_invisible(t) for t in (message, diff, raw_input))
+    return {"id": request.id, "run": run_id, "tool": _text(request.tool_name),
+            "message": _text(message), "diff": _text(diff), "input": _text(raw_input),
+            "warning": INVISIBLE_WARNING if warning else "",
+            "rules": [_text(r) for r in request.suggested_rules] or [_text(request.tool_name)]}
 
 
 def _usage_json(usage: Any) -> dict[str, Any]:
@@ -295,12 +321,8 @@ class PanelHub:
         for request, handle in self.approvals.values():
             if request.done:
                 continue
-            cwd = handle.model.cwd  # paths as the cell's approval card shows them
-            out.append({"id": request.id, "run": handle.display_id, "tool": request.tool_name,
-                        "message": redact(relative(request.message or "", cwd)),
-                        "diff": _cut(relative(request.diff or "", cwd)),
-                        "input": _cut(json.dumps(request.input, ensure_ascii=False, indent=1, default=str)),
-                        "rules": [redact(r) for r in request.suggested_rules] or [request.tool_name]})
+            # paths as the cell's approval card shows them
+            out.append(approval_json(request, handle.display_id, handle.model.cwd))
         return out
 
     def _adopt_runs(self) -> None:

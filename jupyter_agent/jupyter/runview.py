@@ -7,6 +7,10 @@ most one comm message per frame, however fast tokens arrive. Assistant text is
 Markdown in an ``Output`` widget (the frontend's own Markdown renderer, as for a
 Markdown cell); everything else is HTML.
 
+Assistant text is the model's: it goes out as ``render.markdown.markdown_from_model`` of
+what ``redact_partial`` can judge so far (a tail that may be the start of a secret waits
+for the next frame), so its formatting renders and any HTML in it is inert text.
+
 Widget callbacks may run on another thread (a JupyterLab subshell), so every click
 handler hops to the event loop with ``loop.call_soon_threadsafe`` before touching
 the run or the widgets.
@@ -21,13 +25,18 @@ import ipywidgets as w
 
 from . import cards
 from .frames import FrameScheduler
-from ..redact import redact
+from ..redact import redact_partial
+from ..render.markdown import markdown_from_model
+from ..render.terminal import inert
 from ..view.runmodel import BlockItem, Item, NoticeItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem
 
 
-def _markdown_outputs(text: str) -> tuple[dict[str, Any], ...]:
+def _markdown_outputs(text: str, done: bool = True) -> tuple[dict[str, Any], ...]:
+    """The model's text as an output: escaped Markdown, and the same text plain (its
+    control characters shown, as a console would print it)."""
+    shown = redact_partial(text, done)
     return ({"output_type": "display_data", "metadata": {},
-             "data": {"text/markdown": redact(text), "text/plain": redact(text)}},)
+             "data": {"text/markdown": markdown_from_model(shown), "text/plain": inert(shown)}},)
 
 
 def _item_html(item: Item) -> str:
@@ -64,7 +73,8 @@ class RunView(w.VBox):
         self._item_layout = w.Layout()
         self._closing = False
         self.header = w.HTML(cards.header_html(model))
-        self.stop_button = w.Button(description="Stop", button_style="warning", icon="stop",
+        # (no icon: its glyph would be part of the button's accessible name)
+        self.stop_button = w.Button(description="Stop", button_style="warning",
                                     tooltip="Abort the run (every open tool call gets a result)",
                                     layout=w.Layout(width="auto", flex="0 0 auto"))
         self.stop_button.on_click(lambda _b: self.loop.call_soon_threadsafe(self._stop_clicked))
@@ -97,7 +107,7 @@ class RunView(w.VBox):
             return None
         # created with their content and a shared layout: one comm_open per item
         if isinstance(item, TextItem):
-            return w.Output(outputs=_markdown_outputs(item.text), layout=self._item_layout)
+            return w.Output(outputs=_markdown_outputs(item.text, item.done), layout=self._item_layout)
         return w.HTML(_item_html(item), layout=self._item_layout)
 
     def _draw_item(self, item: Item) -> None:
@@ -105,7 +115,7 @@ class RunView(w.VBox):
         if view is None:
             return
         if isinstance(item, TextItem):
-            outputs = _markdown_outputs(item.text)
+            outputs = _markdown_outputs(item.text, item.done)
             if view.outputs != outputs:
                 view.outputs = outputs
             return

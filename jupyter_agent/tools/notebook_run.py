@@ -77,11 +77,12 @@ class NotebookRun(PathTool):
             source = snapshot.find(input.cell_id).source
         except ToolError:
             pass
-        shown = source if len(source) <= 4000 else source[:4000] + "\n..."
         label = display_path(path, context.cwd)
+        # The whole cell, never a part: what the person approves is what runs (the cards
+        # scroll, the terminal prints every line).
         return PermissionAsk(
             message=f"NotebookRun wants to run cell {input.cell_id} of {input.notebook_path}"
-            + (f":\n{shown}" if shown else "."),
+            + (f":\n{source}" if source else "."),
             suggested_rules=(f"NotebookRun({label})",),
         )
 

@@ -4,7 +4,13 @@ At the end of a run the cell's live widget is replaced by this (``text/markdown`
 plus a ``text/plain`` fallback), so a saved notebook, GitHub, nbviewer and a
 headless-executed notebook all show the prompt, the answer, each tool call with
 its result, and the end reason. Collapsible parts use ``<details>``, which Jupyter's
-Markdown renderers (and GitHub's) keep. Everything passes through :func:`redact`.
+Markdown renderers (and GitHub's) keep.
+
+The markup is ours; every piece of it that came from the model, a tool or an error
+passes through ``jupyter_agent.render.markdown`` (the answer keeps its formatting, any
+HTML in it is inert; names, notices and messages are literal text; inputs and results are
+fenced) or, inside our ``<summary>``, ``render.html``. Redaction comes before any cut and
+any escaping; text still streaming shows only what :func:`redact_partial` can judge.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from typing import Any
 
 from .labels import NOTICE_ICONS, STATE_ICONS, STATE_LABELS, end_explanation, end_reason_text, end_title
 from ..loop.messages import cut_middle
-from ..redact import redact
+from ..redact import redact, redact_partial
+from ..render.html import inline_html
+from ..render.markdown import markdown_code, markdown_fence, markdown_from_model, markdown_literal
 from .runmodel import (
     BlockItem,
     NoticeItem,
@@ -40,10 +48,22 @@ def redact_and_cut(text: str, limit: int = MAX_RESULT_CHARS) -> str:
 
 
 def fence(text: str, lang: str = "") -> str:
-    """A fenced code block that no backtick run inside ``text`` can close early."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{lang}\n{text}\n{ticks}"
+    """A fenced code block that no backtick run inside ``text`` can close early (its text
+    redacted, invisible characters marked: :func:`~jupyter_agent.render.markdown.markdown_fence`)."""
+    return markdown_fence(text, lang)
+
+
+#: The media types a tool result's image may have to be shown as an image.
+_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
+
+
+def image_data_uri(media_type: str, data: str) -> str | None:
+    """A ``data:`` URI for an inline image of a known type and clean base64, else None
+    (a media type or data that could break out of the Markdown is shown as text)."""
+    if media_type in _IMAGE_TYPES and isinstance(data, str) and _BASE64.match(data):
+        return f"data:{media_type};base64," + re.sub(r"\s", "", data)
+    return None
 
 
 def result_parts(content: Any) -> list[tuple[str, str]]:
@@ -60,8 +80,12 @@ def result_parts(content: Any) -> list[tuple[str, str]]:
             parts.append(("text", block.get("text", "")))
         elif block.get("type") == "image":
             source = block.get("source") or {}
-            if source.get("type") == "base64":
-                parts.append(("image", f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"))
+            uri = image_data_uri(str(source.get("media_type", "image/png")), source.get("data", "")) \
+                if source.get("type") == "base64" else None
+            if uri is not None:
+                parts.append(("image", uri))
+            elif source.get("type") == "base64":
+                parts.append(("text", f"[image: {source.get('media_type')!s:.60}, not shown]"))
             else:
                 parts.append(("text", f"[image: {source.get('url', 'not inline')}]"))
         elif block.get("type") == "document":  # a PDF: say what it is, never dump its base64
@@ -96,7 +120,7 @@ def time_line(model: RunModel) -> str:
 
 def header_line(model: RunModel) -> str:
     turns = model.turn_count
-    return (f"model `{model.model or '?'}` · mode `{model.permission_mode or 'default'}` · "
+    return (f"model {markdown_code(model.model or '?')} · mode `{model.permission_mode or 'default'}` · "
             f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · {time_line(model)} "
             f'· <abbr title="{html.escape(cache_line(model))}">cache</abbr>')
 
@@ -119,11 +143,11 @@ def tool_label(tool: ToolItem) -> str:
 
 def tool_markdown(tool: ToolItem) -> str:
     """One tool call as a collapsible Markdown section."""
-    summary = (f"{STATE_ICONS.get(tool.state, '')} <b>{html.escape(tool.name)}</b> "
-               f"<code>{html.escape(tool.summary)}</code> — {tool_label(tool)}")
+    summary = (f"{STATE_ICONS.get(tool.state, '')} <b>{inline_html(tool.name)}</b> "
+               f"<code>{inline_html(tool.summary)}</code> — {inline_html(tool_label(tool))}")
     body = ["Input:", "", fence(redact_and_cut(json.dumps(tool.input, ensure_ascii=False, indent=1)), "json")]
     if tool.decision:
-        body += ["", f"*{tool.decision}*"]
+        body += ["", f"*{markdown_literal(tool.decision)}*"]
     for kind, value in result_parts(tool.result):
         if kind == "image":
             body += ["", f"![image]({value})"]
@@ -136,19 +160,20 @@ def tool_markdown(tool: ToolItem) -> str:
 def item_markdown(item: Any) -> str:
     """One item of a run as Markdown (the same order as the live view)."""
     if isinstance(item, PromptItem):
-        return "\n".join(f"> {line}" if line else ">" for line in ("**Prompt:** " + item.text).splitlines())
+        return "\n".join(f"> {line}" if line else ">"
+                         for line in ("**Prompt:** " + markdown_literal(item.text)).splitlines())
     if isinstance(item, TextItem):
-        return item.text
+        return markdown_from_model(redact_partial(item.text, item.done))
     if isinstance(item, ThinkingItem):
-        text = "(redacted by the API)" if item.redacted else item.text
+        text = "(redacted by the API)" if item.redacted else redact_partial(item.text, item.done)
         return f"<details><summary>💭 Thinking</summary>\n\n{fence(text)}\n\n</details>"
     if isinstance(item, ToolItem):
         return tool_markdown(item)
     if isinstance(item, BlockItem):
         dump = redact_and_cut(json.dumps(item.block, ensure_ascii=False, indent=1))
-        return f"<details><summary>▫️ {html.escape(item.block_type)} block</summary>\n\n{fence(dump, 'json')}\n\n</details>"
+        return f"<details><summary>▫️ {inline_html(item.block_type)} block</summary>\n\n{fence(dump, 'json')}\n\n</details>"
     if isinstance(item, NoticeItem):
-        return f"> {NOTICE_ICONS.get(item.level, '')} {item.text}"
+        return f"> {NOTICE_ICONS.get(item.level, '')} {markdown_literal(item.text)}"
     return ""
 
 
@@ -170,7 +195,9 @@ def end_markdown(model: RunModel) -> str:
     if not explanation:
         return f"✓ *{end_title(model.terminal)}* (`{reason}`) · {time_line(model)}"
     title = "Interrupted" if model.lost else end_title(model.terminal)
-    return f"**{title}** (`{'kernel lost' if model.lost else reason}`) — {explanation}"
+    # (title and reason are ours; an error's message came from the API, or from whatever
+    # answers at ANTHROPIC_BASE_URL)
+    return f"**{title}** (`{'kernel lost' if model.lost else reason}`) — {markdown_literal(explanation)}"
 
 
 #: How a transcript of a run still going ends, when shown as a fallback: it is seen only
@@ -197,8 +224,9 @@ def transcript_plain(model: RunModel) -> str:
     reason = "interrupted (kernel lost)" if model.lost else reason if model.ended is not None else "running"
     lines = [f"jupyter-agent run: {reason} after {model.turn_count} turn(s), {format_usage(model)}"]
     for item in model.items:
-        if isinstance(item, TextItem) and item.text.strip():
-            lines.append(item.text.strip())
+        text = redact_partial(item.text, item.done) if isinstance(item, TextItem) else ""
+        if text.strip():
+            lines.append(text.strip())
         elif isinstance(item, ToolItem):
             lines.append(f"[{item.name} {item.summary}: {tool_label(item)}]")
     return redact("\n".join(lines))

@@ -83,13 +83,13 @@ class Frontend:
 
     # -- cells --------------------------------------------------------------------------
     async def execute(self, code: str, *, lab: bool = True, timeout: float = 30,
-                      allow_stdin: bool | None = None) -> dict[str, Any]:
+                      allow_stdin: bool | None = None, cell_id: str | None = None) -> dict[str, Any]:
         """Run a cell; returns ``{"reply", "outputs", "msg_id", "seconds"}`` once it is idle.
 
-        ``lab=True`` sends what JupyterLab sends (a ``cellId``); ``lab=False`` what
-        nbclient sends (no ``cellId``, ``allow_stdin`` false).
+        ``lab=True`` sends what JupyterLab sends (a ``cellId``: ``cell_id``, else a new
+        one); ``lab=False`` what nbclient sends (no ``cellId``, ``allow_stdin`` false).
         """
-        metadata = {"cellId": str(uuid.uuid4())} if lab else {}
+        metadata = {"cellId": cell_id or str(uuid.uuid4())} if lab else {}
         msg = self.kc.session.msg("execute_request", {
             "code": code, "silent": False, "store_history": True, "user_expressions": {},
             "allow_stdin": (lab if allow_stdin is None else allow_stdin), "stop_on_error": True,
