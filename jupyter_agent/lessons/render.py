@@ -4,24 +4,68 @@ notebook, so it uses inline styles and plain tags only (an untrusted notebook's 
 sanitized: no scripts, no ``<style>`` blocks survive there).
 
 Everything a run put in a snapshot (messages, tool inputs and results, the model's text,
-errors, end reasons) is untrusted: it passes through :func:`esc` (redacted, then
-HTML-escaped) before it is part of the HTML. The widget shows this HTML through
+errors, end reasons) is untrusted: it passes through :func:`esc` (the package's HTML
+escaper, ``render.html.html_text``: redacted, invisible characters marked, escaped) before
+it is part of the HTML. The widget shows this HTML through
 ``ipywidgets.HTML`` (``innerHTML``, trusted) and the saved copy is signed with the
 notebook, so an unescaped ``<img onerror>`` would run in both.
 """
 
 from __future__ import annotations
 
-import html
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from ..redact import redact
+from ..render.html import html_text
 from .article import END_TABLE, STEP_TITLES
 from .frozen import thaw
 
-if TYPE_CHECKING:  # (a Snapshot draws itself, ``_repr_html_``, through this module)
-    from .snapshot import Snapshot
+
+class PairLike(Protocol):
+    """What this module reads of a :class:`~.snapshot.Pair`."""
+
+    @property
+    def tool_use_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def result(self) -> Any: ...
+
+
+class Snapshot(Protocol):
+    """What this module reads of a :class:`~.snapshot.Snapshot`. A protocol, not an
+    import: a Snapshot draws itself (``_repr_html_``) through this module, and the
+    package's imports run one way."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def step(self) -> int | None: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def turn_count(self) -> int: ...
+    @property
+    def transition(self) -> str | None: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def needs_follow_up(self) -> bool: ...
+    @property
+    def ended(self) -> bool: ...
+    @property
+    def end_reason(self) -> str | None: ...
+    @property
+    def end_message(self) -> str: ...
+    @property
+    def events(self) -> tuple[str, ...]: ...
+    @property
+    def changed(self) -> Mapping[str, Any]: ...
+    def pairs(self) -> Sequence[PairLike]: ...
 
 NEW_BG = "#fff3b0"  # what changed since the last step
 LIT = "#1a73e8"
@@ -31,8 +75,9 @@ _PRE = ("white-space:pre-wrap;word-break:break-word;margin:2px 0;padding:4px;fon
 
 
 def esc(value: Any) -> str:
-    """``value`` as inert HTML text: secrets redacted, then every ``<>&"'`` escaped."""
-    return html.escape(redact(str(value)))
+    """``value`` as inert HTML text: secrets redacted, invisible characters marked, then
+    every ``<>&"'`` escaped (the package's one HTML escaper)."""
+    return html_text(value)
 
 
 def short(value: Any, limit: int = 400) -> str:
