@@ -42,6 +42,10 @@ JS_LINK = f"[click me](javascript:{_mark('link')})"
 ENCODED = f'&lt;img src=x onerror="{_mark("encoded")}"&gt;'
 ENCODED_TWICE = f'&amp;lt;img src=x onerror="{_mark("encoded2")}"&amp;gt;'
 
+# Closes a fenced code block (of three backticks or tildes, or four backticks) that a
+# renderer may put untrusted text in, so that what follows would be Markdown again.
+FENCE_BREAK = f"```\n\n{IMG}\n\n~~~\n\n{SVG}\n\n````"
+
 #: Every payload, by name.
 PAYLOADS = {"img": IMG, "svg": SVG, "details": DETAILS, "click": CLICK, "entity": ENTITY_IN_HANDLER,
             "script": SCRIPT, "style": STYLE, "iframe": IFRAME, "link": JS_LINK, "encoded": ENCODED,
@@ -53,7 +57,7 @@ FILE_NAME = f"notes{IMG}.txt"
 
 def markdown(marker: str) -> str:
     """A Markdown answer with every payload, inline and inside a list, a table, a blockquote
-    and code, starting with ``marker`` (a word a test waits for) and ending with **bold**
+    and code, then fences that would close a fenced block around it, starting with ``marker`` (a word a test waits for) and ending with **bold**
     text (formatting that must still render)."""
     return f"""{marker}: here is what I found.
 
@@ -76,6 +80,8 @@ def markdown(marker: str) -> str:
 {JS_LINK} and {ENCODED} and {ENCODED_TWICE}
 
 `{IMG}` in code stays code.
+
+{FENCE_BREAK}
 
 **All done** ({marker})."""
 

@@ -17,6 +17,7 @@ tests/output/screenshots/ (see ``lab.py``).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,23 @@ from .lab import HAVE_BROWSER, button, cell, command, require_browser, run_and_w
     wait_for_end, wait_theme, write_notebook
 
 require_browser()
-pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
+pytestmark = [pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium"),
+              pytest.mark.timeout(420)]
 
 PANEL = "#jupyter-agent-panel"
 # Every <img> has loaded or failed (an onerror payload fires with the failure).
 _IMAGES_SETTLED = "() => Array.from(document.images).every(i => i.complete)"
+
+
+@pytest.fixture
+def script(api):
+    """``script(*responses)``; the test fails if any is left unused, and what is left is
+    cleared, so that a test that failed half way does not answer the next one's requests."""
+    yield api.add
+    left = api.pending
+    api._script.clear()
+    assert left == 0, f"{left} scripted responses were not requested"
+    assert not api.rejections, [r.error for r in api.rejections]
 
 
 def settle(page: Any, ready_js: str, timeout: float = 60) -> None:
@@ -58,6 +71,13 @@ def assert_inert(page: Any, *buttons: str) -> None:
     assert page.locator(".jp-Notebook").first.is_visible()
     for label in buttons:
         assert button(page, label).is_visible(), f"the {label} button is hidden"
+
+
+def deny(scope: Any) -> None:
+    """The user's answer, the only one: Deny with a note (without one, Deny also stops the
+    run; with one, the model reads it and the run goes on)."""
+    scope.locator("input[placeholder^='Feedback']").last.fill("Not this, thanks.")
+    scope.locator("button.jupyter-button:not([disabled])", has_text=re.compile(r"^\s*Deny\s*$")).last.click()
 
 
 def written(root: Path) -> list[str]:
@@ -109,9 +129,9 @@ def test_agent_cell_answer_thinking_tools_file_names_errors_and_notices(lab, pag
     wait_theme(page, light=True)
     assert_inert(page, "Allow", "Deny")
 
-    button(page, "Deny").click()  # the user's answer, the only one
-    wait_for_end(page)
+    deny(card)
     settle(page, shown("All done (FINAL)"))
+    wait_for_end(page)
     assert_inert(page)
     assert written(root) == []
     run_and_wait(page, 2)  # an overloaded answer (a retry notice), then an API error
@@ -144,7 +164,7 @@ def test_chat(lab, page_of, script):
     settle(page, "() => Array.from(document.querySelectorAll('.ja-chat button')).some(b => b.textContent.trim()"
                  f" === 'Deny') && ({shown('All done (CHAT)')})() && ({shown('CHATWRITE')})()")
     assert_inert(page, "Allow", "Deny")
-    chat.locator("button:has-text('Deny')").click()
+    deny(chat)
     settle(page, shown("All done (CHATDONE)"))
     chat.locator("button:has-text('Send'):not([disabled])").wait_for()  # the turn is over
     assert_inert(page)
@@ -193,7 +213,7 @@ def test_an_untrusted_notebooks_saved_chat_and_the_lessons_stay_inert(lab, page_
         c.id = f"c{i}"
     nb.cells[1].outputs = [nbformat.v4.new_output(
         "display_data", data={"text/markdown": f"{CHAT_TITLE}\n\n{payloads.markdown('STORED')}",
-                              "text/plain": "jupyter-agent chat"})]
+                              "text/plain": f"jupyter-agent chat\n\n{payloads.markdown('STORED')}"})]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, lab.root / "sent.ipynb")  # written directly: not signed by this server
     page = page_of("sent.ipynb", height=1400)
@@ -210,7 +230,7 @@ def test_an_untrusted_notebooks_saved_chat_and_the_lessons_stay_inert(lab, page_
     settle(page, "() => Array.from(document.querySelectorAll('button')).some(b => b.textContent.trim() === 'Deny')"
                  f" && ({shown('LRESULT')})() && ({shown('LCONTENT')})()")
     assert_inert(page, "Allow", "Deny")
-    button(page, "Deny").click()
+    deny(cell(page, 2))
     settle(page, f"() => ({shown('Ended:')})() && ({shown('LERROR')})()")
     run_and_wait(page, 3)
     cell(page, 3).locator(".jp-OutputArea-output img").first.wait_for(timeout=30000)
@@ -218,7 +238,7 @@ def test_an_untrusted_notebooks_saved_chat_and_the_lessons_stay_inert(lab, page_
     assert written(lab.root) == []
     screenshot(page, "untrusted_markup_lesson", cell(page, 2))
 
-    page = reopened(lab, page, "sent.ipynb", "All done (STORED)")
+    page = reopened(lab, page, "sent.ipynb", "STORED: here is what I found.")  # (restored as text)
     settle(page, shown("LERROR"))
     assert_inert(page)
 
