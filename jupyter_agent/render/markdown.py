@@ -42,6 +42,8 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 #: target the line scan did not see as one): their colon becomes ``%3A``.
 _DANGEROUS = re.compile(r"(?i)\b(javascript|vbscript|livescript|data|file|blob)"
                         r"(\\?:|&amp;(?:#0*58|#x0*3a|colon);?)(?=\S)")
+#: The characters :func:`_escape_line` acts on (everything else is copied as it is).
+_LINE_SPECIAL = re.compile(r"[\\`<&!]")
 #: Where a link target starts: ``](`` (inline link) or ``]:`` (reference definition).
 _DEST_START = re.compile(r"\](\(|:)")
 
@@ -174,6 +176,13 @@ def _escape_line(line: str, pending_dest: bool) -> tuple[str, bool]:
     text: list[str] = []
     i, n = 0, len(line)
     while i < n:
+        special = _LINE_SPECIAL.search(line, i)
+        if special is None:
+            text.append(line[i:])
+            break
+        if special.start() > i:  # plain text up to the next character that matters
+            text.append(line[i:special.start()])
+            i = special.start()
         c = line[i]
         if c == "\\" and i + 1 < n and line[i + 1] in _PUNCTUATION:
             nxt = line[i + 1]
