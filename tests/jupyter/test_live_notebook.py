@@ -297,7 +297,8 @@ def test_a_cell_printing_forever_is_interrupted_at_the_time_limit(lab, page_of, 
     write_notebook(nb, [
         '%load_ext jupyter_agent\n%config AgentConfig.allow = ["NotebookRun"]\n'
         "from jupyter_agent.jupyter.session import get_session\n"
-        "get_session().conversation.context.session.cell_timeout_s = 3",
+        "from jupyter_agent.notebook import tool_session\n"
+        "tool_session(get_session().conversation.context).cell_timeout_s = 3",
         "%%agent --permission-mode bypassPermissions\nrun the cell",
         "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.01)",
         "print('after', 6 * 7)",
