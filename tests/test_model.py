@@ -439,6 +439,29 @@ async def test_replay_model_plays_the_demo_through_a_real_loop_shape():
     assert not model.run.scratch.exists()  # closing the replay removes its scratch folder
 
 
+async def test_a_replayed_run_completes_through_query_and_is_priced_like_the_real_model(tmp_path):
+    """The loop's usage meter prices each streamed response with ``model.price(model, usage)``:
+    the replay answers as the real model would (it once answered with a bound method, and
+    every replayed run ended ``model_error``)."""
+    from jupyter_agent import query
+    from jupyter_agent.loop.permission_result import PermissionAllow
+    from jupyter_agent.loop.usage import Usage
+    from jupyter_agent.model.pricing import cost_usd
+
+    async def allow(name, input, ask):
+        return PermissionAllow()
+
+    model = ReplayModel(DEMO_TRANSCRIPT)
+    try:
+        usage = Usage(input_tokens=1000, output_tokens=100)
+        assert model.price(model.name, usage) == cost_usd(model.name, usage) > 0
+        terminal = await query("anything", model=model, can_use_tool=allow, cwd=tmp_path).wait()
+        assert terminal.reason == "completed", terminal.message
+        assert terminal.usage.cost_usd > 0
+    finally:
+        model.close()
+
+
 async def test_a_denied_call_ends_the_replayed_run_with_a_closing_answer():
     model = ReplayModel(DEMO_TRANSCRIPT)
     try:

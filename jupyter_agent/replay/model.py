@@ -23,6 +23,7 @@ from typing import Any
 from ..loop.events import Notice
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..model import AnthropicModel
+from ..model.pricing import cost_usd
 from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
 from ..model.transcript import load_transcript, record_transcript, write_expected_files
 from .packaged import DEMO_TRANSCRIPT, TRANSCRIPTS_DIR, resolve_transcript
@@ -62,7 +63,7 @@ class ReplayModel:
     """
 
     #: What the run's usage meter charges for a response cut short (the real model's prices).
-    price = AnthropicModel.price
+    price = staticmethod(cost_usd)
 
     def __init__(self, transcript: str | os.PathLike[str] | dict[str, Any], *, delay_s: float = 0.0) -> None:
         if not isinstance(transcript, dict):
