@@ -22,8 +22,8 @@ plain data, nothing refolded), coalesced to one message per frame by a
 :func:`redact` (before any cut) and has its invisible characters marked; assistant text is
 sent as ``render.markdown.markdown_from_model`` of what ``redact_partial`` can judge so far
 (the panel renders it untrusted as well); an approval is sent whole (message, diff, input),
-with ``warning`` set when it holds invisible or reordering characters. Comm messages may arrive on another thread (a JupyterLab subshell): each
-hops to the kernel's event loop first.
+with ``warning`` set when it holds invisible or reordering characters. Comm messages may
+arrive on another thread (a JupyterLab subshell): each hops to the kernel's event loop first.
 
 Loading stays cheap: the loop, the run model and ipywidgets load when a panel connects.
 """
@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 from typing import Any
 
 from .frames import FrameScheduler
@@ -40,6 +41,8 @@ from ..redact import redact, redact_partial
 from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
 from ..render.markdown import markdown_from_model
 from ..view.runmodel import relative
+
+log = logging.getLogger(__name__)
 
 TARGET = "jupyter_agent.panel"
 PROTOCOL_VERSION = 1
@@ -296,7 +299,8 @@ class PanelHub:
         tool_use_id = data.get("tool_use_id")
         if isinstance(tool_use_id, str) and tool_use_id:
             return next((e for e in self.approvals.values() if e[0].tool_use_id == tool_use_id), None)
-        return self.approvals.get(data.get("request"))  # type: ignore[arg-type]
+        request = data.get("request")
+        return self.approvals.get(request) if isinstance(request, int) else None
 
     # -- what the panels show -------------------------------------------------------------
     def session_header(self) -> dict[str, Any]:
@@ -423,8 +427,8 @@ class PanelHub:
         for comm in list(self.comms):
             try:
                 comm.close()
-            except Exception:
-                pass
+            except Exception:  # the panel or the kernel went first
+                log.debug("could not close a panel comm", exc_info=True)
         self.comms.clear()
 
 
@@ -472,8 +476,8 @@ def unregister(shell: Any, session: Any) -> None:
     if manager is not None:
         try:
             manager.unregister_target(TARGET, None)
-        except Exception:
-            pass
+        except Exception:  # already gone, or the kernel is shutting down
+            log.debug("could not unregister the panel's comm target", exc_info=True)
     hub = getattr(session, "panel_hub", None)
     if hub is not None:
         hub.close()

@@ -78,7 +78,8 @@ def notebook(tmp_path: Path, jupyter_dirs) -> tuple[Path, Path]:
 
 
 async def run_notebook_script(api, path: Path, max_retries: int = 2):
-    context = ToolContext(cwd=path.parent, session=ToolSession(kernels=KernelPool(transport="ipc", kernel_name="python3")))
+    kernels = KernelPool(transport="ipc", kernel_name="python3")
+    context = ToolContext(cwd=path.parent, session=ToolSession(kernels=kernels))
     try:
         run = query("count", model=model_for(api, max_retries=max_retries), cwd=path.parent,
                     permission_mode="acceptEdits", context=context,

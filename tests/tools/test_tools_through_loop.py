@@ -161,7 +161,8 @@ async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
                                        "cell_type": "code", "new_source": "print(sorted(data))"})
     run_load = tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "load"})
     run_new = tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "cell-1"})
-    context = ToolContext(cwd=workspace, session=ToolSession(kernels=KernelPool(transport="ipc", kernel_name="python3")))
+    kernels = KernelPool(transport="ipc", kernel_name="python3")
+    context = ToolContext(cwd=workspace, session=ToolSession(kernels=kernels))
     script = [response(read), response(insert), response(run_load, run_new), response(text("Sorted."))]
     try:
         with FakeMessagesAPI(script) as api:
