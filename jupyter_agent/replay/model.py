@@ -62,7 +62,7 @@ class ReplayModel:
     """
 
     #: What the run's usage meter charges for a response cut short (the real model's prices).
-    price = AnthropicModel.price
+    price = staticmethod(AnthropicModel.price)
 
     def __init__(self, transcript: str | os.PathLike[str] | dict[str, Any], *, delay_s: float = 0.0) -> None:
         if not isinstance(transcript, dict):
