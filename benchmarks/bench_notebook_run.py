@@ -27,9 +27,10 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jupyter_agent.notebook import KernelPool, close_session  # noqa: E402
+from jupyter_agent.notebook import KernelPool, ToolSession, close_session  # noqa: E402
 from jupyter_agent.permissions import Permissions  # noqa: E402
-from jupyter_agent.loop.tool import ToolContext, ToolSession  # noqa: E402
+from jupyter_agent.loop.services import Services  # noqa: E402
+from jupyter_agent.loop.tool import ToolContext  # noqa: E402
 from tests.tools.conftest import call_tool  # noqa: E402
 
 
@@ -43,7 +44,8 @@ TIMED = "import time as _t\n_t0 = _t.perf_counter()\n{body}\nopen('inner.txt', '
 async def run_cell(folder: Path, session: ToolSession, source: str) -> tuple[float, int, str]:
     path = folder / "bench.ipynb"
     path.write_text(nbformat.writes(new_notebook(cells=[new_code_cell(source, id="c")])) + "\n")
-    ctx = ToolContext(cwd=folder, permissions=Permissions(mode="bypassPermissions", cwd=folder), session=session)
+    policy = Permissions(mode="bypassPermissions", cwd=folder)
+    ctx = ToolContext(cwd=folder, permissions=policy, services=Services(session))
     await call_tool(ctx, "Read", {"file_path": str(path)})
     started = time.perf_counter()
     result = await call_tool(ctx, "NotebookRun", {"notebook_path": str(path), "cell_id": "c"})

@@ -28,7 +28,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jupyter_agent.notebook import file_backend  # noqa: E402
+from jupyter_agent.notebook import file_backend, tool_session  # noqa: E402
 from jupyter_agent.permissions import Permissions  # noqa: E402
 from jupyter_agent.loop.tool import ToolContext  # noqa: E402
 from jupyter_agent.tools import Grep, NotebookEdit, Read  # noqa: E402
@@ -123,7 +123,7 @@ async def bench_grep(root: Path) -> tuple[float | None, float]:
         if use_rg and ripgrep_path() is None:
             figures.append(None)
             continue
-        ctx.session.grep_use_ripgrep = use_rg
+        tool_session(ctx).grep_use_ripgrep = use_rg
 
         async def once():
             out = await tool.call(inp, ctx, await tool.prepare(inp, ctx))

@@ -76,12 +76,14 @@ def query(
         from .tools import default_tools
 
         tools = default_tools()
+    from .notebook.session import tool_session  # the %%agent cell the request came from
+
     params = QueryParams(
         model=resolved_model,
         tools=list(tools),
         context=context,
         system=system,
-        user_context=user_context(context.cwd, notebook_path, context.session.agent_cell_id),
+        user_context=user_context(context.cwd, notebook_path, tool_session(context).agent_cell_id),
         max_turns=max_turns,
         can_use_tool=can_use_tool,
         hooks=Hooks.coerce(hooks),

@@ -183,6 +183,6 @@ class Conversation:
         if self.running is not None:
             self.running.stop()
             await self.running.wait()
-        from .notebook.kernels import close_session
+        from .notebook.session import close_session, tool_session
 
-        await close_session(self.context.session)
+        await close_session(tool_session(self.context))

@@ -1,21 +1,26 @@
-"""The live-notebook bridge, kernel side: a comm to the JupyterLab page (docs/design.md, "The live-notebook bridge").
+"""The live-notebook bridge, kernel side: a comm to the JupyterLab page (docs/bridge.md).
 
-The page side is ``labextension/src/bridge.ts``; the protocol's names are defined once
-here and once in ``labextension/src/protocol.ts``.
+The page side is ``labextension/src/bridge.ts``; the protocol's names and limits are
+defined in ``protocol.py`` and, for the page, in ``labextension/src/protocol.ts``.
 
-* ``%load_ext`` starts a :class:`KernelBridge`: it registers :data:`TARGET` with the
+* ``%load_ext`` starts a :class:`KernelBridge`: it registers the target with the
   kernel's comm manager (pages that open later, or reload, open a comm to it) and
   opens one comm to the pages already open (they registered the target). Every page
   answers with a hello: its connection's ``clientId`` (the ``session`` of the execute
-  requests it sends) and the notebook it shows.
+  requests it sends) and the notebook it shows. A hello of another protocol version is
+  answered with a ``version`` refusal (the page tells its user to reload or reinstall)
+  and the run says so too.
 * :meth:`KernelBridge.request` sends ``{v, id, to, op, ...}`` and waits for the reply
-  with that id. ``to`` names one page: the one whose ``clientId`` sent the request that
-  started the run; other tabs ignore it.
+  with that id, on the comm it was sent on (a reply on another comm is dropped). ``to``
+  names one page: the one whose ``clientId`` sent the request that started the run;
+  other tabs ignore it. A request larger than ``BRIDGE_MAX_MESSAGE_BYTES`` is not sent.
 * Replies may arrive on another thread (JupyterLab 4.6 can send comm messages on a
   subshell), so what the comm receives there goes to the loop through
   ``loop.call_soon_threadsafe``; on the loop's own thread it is handled at once. A reply that comes after its request gave up (a
   timeout, a stopped run) is dropped; a malformed or unknown message gets an error
   reply and changes nothing.
+* Every failure carries a :class:`~.protocol.BridgeCode`; the message the tools report is
+  written here from the code (:func:`failure_message`), never parsed back.
 """
 
 from __future__ import annotations
@@ -23,18 +28,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import json
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-TARGET = "jupyter_agent.bridge"
-PROTOCOL_VERSION = 1
-#: Operations the page answers (labextension/src/protocol.ts: OPS).
-OPS = ("hello", "version", "read", "insert", "replace", "delete", "run")
-#: Messages the page sends without being asked.
-PAGE_EVENTS = ("hello", "bye")
+from .protocol import BRIDGE_MAX_MESSAGE_BYTES, BRIDGE_TARGET, BRIDGE_VERSION, BridgeCode, version_mismatch
+
+log = logging.getLogger(__name__)
+
+TARGET = BRIDGE_TARGET
+PROTOCOL_VERSION = BRIDGE_VERSION
 #: Seconds a request other than "run" may take before the page counts as gone.
 REQUEST_TIMEOUT_S = 5.0
 #: While a cell runs through the page, how often the page is asked whether it is still there.
@@ -47,21 +54,36 @@ NOT_ANSWERING = (
 
 
 class BridgeError(Exception):
-    """A request the page refused or could not answer; ``code`` is the protocol's
-    (``stale`` when the document changed since the caller read it). The live backend
-    turns it into the notebook errors the tools report. (Nothing here imports the
-    notebook package: ``%load_ext`` starts the bridge and must stay fast.)"""
+    """A request the page refused or could not answer; ``code`` is a
+    :class:`~.protocol.BridgeCode` (``stale`` when the document changed since the caller
+    read it). The live backend turns it into the notebook errors the tools report.
+    (Nothing here imports the notebook package: ``%load_ext`` starts the bridge and must
+    stay fast.)"""
 
-    def __init__(self, message: str, code: str = "failed") -> None:
+    def __init__(self, message: str, code: str = BridgeCode.FAILED) -> None:
         super().__init__(message)
         self.code = code
 
 
 class PageGone(BridgeError):
-    """The page did not answer in time, said goodbye, or its comm closed."""
+    """The page did not answer in time (``no_answer``), said goodbye or its comm closed
+    (``gone``)."""
 
-    def __init__(self, message: str = NOT_ANSWERING) -> None:
-        super().__init__(message, "gone")
+    def __init__(self, message: str = NOT_ANSWERING, code: str = BridgeCode.GONE) -> None:
+        super().__init__(message, code)
+
+
+def failure_message(code: str, detail: str) -> str:
+    """What the model is told of a refusal with ``code`` (``detail``: the page's words)."""
+    if code == BridgeCode.TOO_LARGE:
+        return (f"The notebook page could not answer: the message would be larger than the "
+                f"{BRIDGE_MAX_MESSAGE_BYTES // (1024 * 1024)} MiB the bridge carries ({detail}). Ask for "
+                "less: smaller cells or edits, or outputs that print less.")
+    if code == BridgeCode.SEND_FAILED:
+        return f"The notebook page could not send its answer ({detail}). The page is still open; try again."
+    if code == BridgeCode.VERSION:
+        return detail
+    return detail or "the page refused the request"
 
 
 @dataclass
@@ -101,6 +123,7 @@ class _Pending:
     future: asyncio.Future
     loop: asyncio.AbstractEventLoop
     client_id: str
+    comm: Any  # the comm the request went out on: only its reply settles it
 
 
 class KernelBridge:
@@ -151,13 +174,13 @@ class KernelBridge:
 
         try:
             comm.get_comm_manager().unregister_target(TARGET, self._on_page_open)
-        except Exception:
-            pass
+        except Exception:  # the kernel's comm manager is going away with it
+            log.debug("could not unregister the bridge target", exc_info=True)
         for c in list(self._comms):
             try:
                 c.close()
-            except Exception:
-                pass
+            except Exception:  # already closed by the page
+                log.debug("could not close a bridge comm", exc_info=True)
         self._comms.clear()
         for client_id in list(self.pages):
             self._forget(client_id, "the extension was unloaded")
@@ -185,7 +208,7 @@ class KernelBridge:
         if not isinstance(data, dict):
             return self._refuse(c, None, "bad_request", "a bridge message must be a JSON object")
         if "re" in data:
-            return self._settle(data)
+            return self._settle(c, data)
         op = data.get("op")
         if op == "hello" and isinstance(data.get("result"), dict):
             return self._hello(c, data)
@@ -199,14 +222,22 @@ class KernelBridge:
         self.protocol_errors.append(error)
         try:
             c.send({"v": PROTOCOL_VERSION, "re": request_id, "ok": False, "code": code, "error": error})
-        except Exception:
-            pass
+        except Exception:  # the comm closed: the page is gone, nobody to tell
+            log.debug("could not send a refusal to the page", exc_info=True)
 
     def _hello(self, c: Any, data: dict[str, Any]) -> None:
         client_id = str(data.get("from") or "")
         info = data["result"]
         if not client_id:
             return self._refuse(c, None, "bad_request", "a hello needs the page's client id in 'from'")
+        known = self.pages.get(client_id)
+        if known is not None and known.comm is not c and known.comm in self._comms:
+            # Only a page's own comm speaks for it: another comm's hello does not take its place.
+            return self._refuse(c, None, BridgeCode.BAD_REQUEST,
+                                f"client {client_id!r} already says hello on another open comm")
+        if data.get("v") != PROTOCOL_VERSION:
+            # Recorded (the run tells the user) and answered, so the page tells its user too.
+            self._refuse(c, None, BridgeCode.VERSION, mismatch_message(data.get("v")))
         self.pages[client_id] = Page(
             client_id=client_id, comm=c, path=str(info.get("path") or ""),
             server_root=str(info.get("server_root") or ""), version=str(info.get("version") or ""),
@@ -214,10 +245,16 @@ class KernelBridge:
         for loop, event in list(self._hello_waiters):
             loop.call_soon_threadsafe(event.set)
 
-    def _settle(self, data: dict[str, Any]) -> None:
+    def _settle(self, c: Any, data: dict[str, Any]) -> None:
         request_id = str(data.get("re"))
         with self._lock:
-            pending = self._pending.pop(request_id, None)
+            pending = self._pending.get(request_id)
+            foreign = pending is not None and pending.comm is not c
+            if not foreign:
+                self._pending.pop(request_id, None)
+        if foreign:  # a reply on another comm than the request's: not from the page asked
+            self.protocol_errors.append(f"a reply to {request_id} came on another comm")
+            return
         if isinstance(data.get("ms"), (int, float)):
             self.page_ms.append(float(data["ms"]))
         if pending is None:
@@ -226,8 +263,8 @@ class KernelBridge:
         if data.get("ok") is True and isinstance(data.get("result"), dict):
             outcome: Any = data["result"]
         else:
-            outcome = BridgeError(str(data.get("error") or "the page refused the request"),
-                                  str(data.get("code") or "failed"))
+            code = str(data.get("code") or BridgeCode.FAILED)
+            outcome = BridgeError(failure_message(code, str(data.get("error") or "")), code)
         if _running_here(pending.loop):
             _resolve(pending.future, outcome)
         else:
@@ -249,6 +286,7 @@ class KernelBridge:
             failed = [self._pending.pop(rid) for rid in doomed]
         for p in failed:
             p.loop.call_soon_threadsafe(_resolve, p.future, PageGone(f"{NOT_ANSWERING} ({why})"))
+        log.debug("forgot page %s: %s", client_id, why)
 
     # -- asking ------------------------------------------------------------------------------
     async def wait_for_page(self, client_id: str, timeout: float) -> Page | None:
@@ -287,11 +325,17 @@ class KernelBridge:
             raise BridgeError(mismatch_message(page.protocol), "version")
         loop = asyncio.get_running_loop()
         request_id = f"k{next(self._ids)}"
+        message = {"v": PROTOCOL_VERSION, "id": request_id, "to": client_id, "op": op, **arguments}
+        size = _json_size(message)
+        if size > BRIDGE_MAX_MESSAGE_BYTES:
+            # a larger message would close the page's kernel connection (docs/bridge.md)
+            raise BridgeError(failure_message(BridgeCode.TOO_LARGE, f"this {op!r} request has {size:,} bytes"),
+                              BridgeCode.TOO_LARGE)
         future = loop.create_future()
         with self._lock:
-            self._pending[request_id] = _Pending(future, loop, client_id)
+            self._pending[request_id] = _Pending(future, loop, client_id, page.comm)
         try:
-            page.comm.send({"v": PROTOCOL_VERSION, "id": request_id, "to": client_id, "op": op, **arguments})
+            page.comm.send(message)
         except Exception as exc:
             self._give_up(request_id)
             raise PageGone(f"{NOT_ANSWERING} ({exc})") from None
@@ -305,7 +349,7 @@ class KernelBridge:
         started = time.monotonic()
         next_ping = started + PING_INTERVAL_S
         while True:
-            # Wake up often: a Stop (the abort flag) is only noticed then (docs/design.md, "Stop and interrupts").
+            # Wake up often: a Stop (the abort flag) is only noticed then (docs/bridge.md).
             done, _ = await asyncio.wait({future}, timeout=0.1)
             if done:
                 outcome = future.result()
@@ -316,7 +360,8 @@ class KernelBridge:
                 raise asyncio.CancelledError()
             now = time.monotonic()
             if timeout is not None and now - started > timeout:
-                raise PageGone(f"{NOT_ANSWERING} (no answer to {op!r} within {timeout:.0f} s)")
+                raise PageGone(f"{NOT_ANSWERING} (no answer to {op!r} within {timeout:.0f} s)",
+                               BridgeCode.NO_ANSWER)
             if timeout is None and now >= next_ping:
                 # A long run: make sure the page is still there (a reload orphans the comm).
                 await self.request(client_id, "version", timeout=REQUEST_TIMEOUT_S)
@@ -341,10 +386,15 @@ def _resolve(future: asyncio.Future, outcome: Any) -> None:
         future.set_result(outcome)
 
 
+def _json_size(message: dict[str, Any]) -> int:
+    """Bytes of ``message`` as JSON (about what the comm sends)."""
+    return len(json.dumps(message, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+
+
 def mismatch_message(protocol: Any) -> str:
-    return (f"The JupyterLab page speaks bridge protocol {protocol!r}, this kernel's jupyter-agent speaks "
-            f"{PROTOCOL_VERSION}: install the same jupyter-agent version for the server and the kernel, "
-            "then reload the page. Until then the agent edits no open notebook.")
+    """What the user and the model are told when the page speaks another bridge version."""
+    return (version_mismatch("bridge", protocol, PROTOCOL_VERSION)
+            + " Until then the agent edits no open notebook.")
 
 
 # -- one bridge per kernel -------------------------------------------------------------------
@@ -368,7 +418,8 @@ def start_bridge(shell: Any) -> KernelBridge | None:
     bridge = KernelBridge()
     try:
         bridge.start()
-    except Exception:
+    except Exception:  # no comm manager (an unusual kernel): the agent works on files only
+        log.warning("the live-notebook bridge did not start", exc_info=True)
         return None
     _bridge = bridge
     return bridge
@@ -383,7 +434,7 @@ def stop_bridge() -> None:
 
 class ExecutionTracker:
     """Knows whether a cell is executing in this kernel (IPython's pre/post_run_cell): a
-    cell run through the page would queue behind it forever (docs/design.md, "The live-notebook bridge")."""
+    cell run through the page would queue behind it forever (docs/bridge.md, the deadlock)."""
 
     def __init__(self, shell: Any) -> None:
         self.depth = 0

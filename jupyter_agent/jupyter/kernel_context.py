@@ -11,11 +11,15 @@ raise, or have effects (open a connection, consume an iterator). So:
 - the type comes from ``type(obj)`` (never ``obj.__class__``), and its name from the
   ``type`` descriptors themselves (a metaclass cannot override them);
 - ``isinstance`` is not used (it may consult ``obj.__class__`` or a metaclass's
-  ``__instancecheck__``): known types are found by walking ``type(obj).__mro__``;
-- a shape is read only for known array and frame types (numpy, pandas), through the
-  library's own descriptor looked up on the library's class, and only when every class
-  between ``type(obj)`` and that class comes from a trusted library (a user subclass
-  could override what the library's code calls);
+  ``__instancecheck__``); containers are found by walking ``type(obj).__mro__``;
+- a shape is read only for the array and frame types of numpy and pandas, recognised by
+  identity: the real classes are looked up in the already imported modules
+  (``sys.modules``, never imported here) and ``type(obj)`` must be one of them exactly.
+  A subclass, wherever it was defined, gets its type name only (it may override what the
+  library's code calls), and so does a class that merely calls itself ``numpy.ndarray``
+  (a ``__module__`` or ``__qualname__`` is a claim, not an identity);
+- a dtype is spelt out only when its type is numpy's own ``dtype`` or a dtype class of
+  pandas (again by identity);
 - lengths only for the builtin containers, through the builtin's own ``__len__``;
 - values only for builtin scalars and short strings (a secret-looking name hides it).
 
@@ -26,11 +30,16 @@ lists 1,000 variables including a million-row data frame.
 from __future__ import annotations
 
 import collections
+import logging
 import re
+import sys
 import types
-from typing import Any, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from ..redact import redact
+
+log = logging.getLogger(__name__)
 
 #: The ``type`` descriptors: calling them directly bypasses anything a metaclass defines.
 _NAME_OF = type.__dict__["__qualname__"].__get__
@@ -41,8 +50,6 @@ _FUNCTION_MODULE = types.FunctionType.__dict__["__module__"].__get__
 
 #: Names IPython puts in the namespace (besides ``_``-names, always skipped).
 IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
-#: Libraries whose classes may stand between an object's type and a known type.
-TRUSTED_MODULES = ("numpy", "pandas", "builtins")
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
 _SCALARS = (bool, int, float, complex, type(None))
 _CONTAINERS = (list, tuple, dict, set, frozenset, bytes, bytearray, str, range, collections.deque)
@@ -61,26 +68,19 @@ def _among(cls: type, classes: Any) -> bool:
 
 
 def _type_name(cls: type) -> str:
+    """How a type is named in the listing: the library's public name for a known class
+    (``pandas.DataFrame``), else the name the class gives itself, marked when it takes the
+    name of a known class it is not."""
+    known = _known.names.get(id(cls))
+    if known is not None and _known.by_id.get(id(cls)) is cls:
+        return known
     module, name = _MODULE_OF(cls), _NAME_OF(cls)
     module = module if type(module) is str else "?"
-    if module in ("builtins", "__main__"):
-        return name
-    if module.startswith(("pandas.", "numpy.")) and "." not in name:
-        return f"{module.split('.')[0]}.{name}"  # pandas.core.frame.DataFrame -> pandas.DataFrame
-    return f"{module}.{name}"
-
-
-def _known_base(cls: type, module: str, name: str) -> type | None:
-    """The class ``module.name`` in ``cls``'s MRO, if every class before it is trusted."""
-    for base in _MRO_OF(cls):
-        base_module = _MODULE_OF(base)
-        if type(base_module) is not str:
-            return None
-        if _NAME_OF(base) == name and (base_module == module or base_module.startswith(module + ".")):
-            return base
-        if not base_module.startswith(TRUSTED_MODULES):
-            return None  # a user class sits in between: it may override what the library calls
-    return None
+    name = name if type(name) is str else "?"
+    label = name if module in ("builtins", "__main__") else f"{module}.{name}"
+    if label in _known.labels:
+        return f"{label} (a look-alike, not that library's class)"
+    return label
 
 
 def _static(cls: type, attr: str, obj: Any) -> Any:
@@ -107,10 +107,14 @@ def _safe_label(value: Any) -> str:
 
 
 def _dtype_text(dtype: Any) -> str:
-    module = _MODULE_OF(type(dtype))
-    if type(module) is str and module.startswith(("numpy", "pandas")):
-        return str(dtype)  # the library's own spelling: int64, category, datetime64[ns]
-    return f"<{_type_name(type(dtype))}>"
+    kind = type(dtype)
+    numpy_dtype = _known.numpy_dtype
+    if numpy_dtype is not None and _among(numpy_dtype, _MRO_OF(kind)):
+        # numpy's own dtypes (its C subclasses too; Python code cannot subclass them)
+        return cast(Callable[[Any], str], numpy_dtype.__str__)(dtype)  # the library's spelling: int64, datetime64[ns]
+    if _among(kind, _known.pandas_dtypes):
+        return str(dtype)  # exactly a pandas dtype class: category, str, Int64
+    return f"<{_type_name(kind)}>"
 
 
 def _shape_text(shape: Any) -> str:
@@ -141,13 +145,65 @@ def _series(obj: Any, cls: type) -> str:
     return text if name is None else f"{text}, name {_safe_label(name)}"
 
 
-#: (module, class name, describe) for the array and frame types whose shape is shown.
-KNOWN_TYPES = (
-    ("pandas", "DataFrame", _frame),
-    ("pandas", "Series", _series),
-    ("pandas", "Index", _array),
-    ("numpy", "ndarray", _array),
+#: (module, class names, describe) for the array and frame types whose shape is shown;
+#: only objects of exactly these classes (the module's own, by identity) are described.
+KNOWN_TYPES: tuple[tuple[str, tuple[str, ...], Callable[[Any, type], str]], ...] = (
+    ("pandas", ("DataFrame",), _frame),
+    ("pandas", ("Series",), _series),
+    ("pandas", ("Index", "RangeIndex", "DatetimeIndex", "TimedeltaIndex", "PeriodIndex",
+                "CategoricalIndex", "IntervalIndex", "MultiIndex"), _array),
+    ("numpy", ("ndarray",), _array),
 )
+
+
+class _KnownClasses:
+    """The real classes of :data:`KNOWN_TYPES` in this kernel, found in ``sys.modules``
+    (a library not imported yet has no objects to describe: nothing is imported here)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, type] = {}
+        self.describe: dict[int, Callable[[Any, type], str]] = {}
+        self.names: dict[int, str] = {}
+        self.labels: set[str] = set()
+        self.numpy_dtype: type | None = None
+        self.pandas_dtypes: tuple[type, ...] = ()
+
+    @classmethod
+    def loaded(cls) -> _KnownClasses:
+        """The known classes of the libraries imported now."""
+        self = cls()
+        for module_name, class_names, describe in KNOWN_TYPES:
+            self.labels.update(f"{module_name}.{name}" for name in class_names)
+            namespace = _module_namespace(module_name)
+            for name in class_names:
+                known = namespace.get(name)
+                if type(known) is type:  # the libraries' classes have no metaclass
+                    self.by_id[id(known)] = known
+                    self.describe[id(known)] = describe
+                    self.names[id(known)] = f"{module_name}.{name}"
+        numpy_dtype = _module_namespace("numpy").get("dtype")  # its metaclass is numpy's own
+        self.numpy_dtype = numpy_dtype if _among(type, _MRO_OF(type(numpy_dtype))) else None
+        self.pandas_dtypes = tuple(value for name, value in _module_namespace("pandas").items()
+                                   if type(name) is str and name.endswith("Dtype") and type(value) is type)
+        return self
+
+    def find(self, cls: type) -> Callable[[Any, type], str] | None:
+        """How to describe an object whose type is exactly ``cls``, if it is a known class."""
+        return self.describe.get(id(cls)) if self.by_id.get(id(cls)) is cls else None
+
+
+def _module_namespace(name: str) -> dict[str, Any]:
+    """The namespace of the imported module ``name`` (empty when not imported); read from
+    the module's dictionary (a module ``__getattr__`` is never called)."""
+    module = sys.modules.get(name)
+    if type(module) is not types.ModuleType:
+        return {}
+    namespace = _MODULE_DICT(module)
+    return namespace if type(namespace) is dict else {}
+
+
+_MODULE_DICT = cast(Callable[[types.ModuleType], Any], vars(types.ModuleType)["__dict__"].__get__)
+_known = _KnownClasses()
 
 
 def describe(name: str, obj: Any) -> str:
@@ -159,15 +215,13 @@ def describe(name: str, obj: Any) -> str:
             return f"{label} ({obj.bit_length()} bits)"
         return f"{label} = {_value(name, repr(obj))}"
     mro = _MRO_OF(cls)
-    for module, known, fn in KNOWN_TYPES:
-        if module not in _loaded_roots:
-            continue
-        base = _known_base(cls, module, known)
-        if base is not None:
-            try:
-                return f"{label}, {fn(obj, base)}"
-            except Exception:  # an odd object of a known type: the type alone will do
-                return label
+    describe_known = _known.find(cls)
+    if describe_known is not None:
+        try:
+            return f"{label}, {describe_known(obj, cls)}"
+        except Exception:  # an odd object of a known type: the type alone will do
+            log.debug("could not describe %s %r", label, name, exc_info=True)
+            return label
     for container in _CONTAINERS:
         if _among(container, mro):
             size = container.__len__(obj)
@@ -184,10 +238,6 @@ def _value(name: str, text: str) -> str:
     if _SECRET_NAME.search(name):
         return "(hidden: the name looks like a secret)"
     return redact(text)
-
-
-#: Top-level packages of KNOWN_TYPES already imported (nothing here imports them).
-_loaded_roots: set[str] = set()
 
 
 def _skip(name: str, obj: Any, hidden: Mapping[str, Any]) -> bool:
@@ -210,10 +260,8 @@ def kernel_variables(namespace: Mapping[str, Any], *, hidden: Mapping[str, Any] 
     """One line per user variable of ``namespace`` (``name: description``), newest
     ``max_names`` names at most and about ``max_chars`` characters in all; the last line
     says how many were left out."""
-    import sys
-
-    _loaded_roots.clear()
-    _loaded_roots.update(root for root in ("numpy", "pandas") if root in sys.modules)
+    global _known
+    _known = _KnownClasses.loaded()
     names = [(k, v) for k, v in list(namespace.items())
              if type(k) is str and not _skip(k, v, hidden or {})]
     left_out = max(0, len(names) - max_names)
@@ -223,6 +271,7 @@ def kernel_variables(namespace: Mapping[str, Any], *, hidden: Mapping[str, Any] 
         try:
             line = f"{name}: {describe(name, obj)}"
         except Exception:  # never let one odd object cost the listing
+            log.debug("could not describe %r", name, exc_info=True)
             line = f"{name}: {_type_name(type(obj))}"
         if size + len(line) > max_chars:
             left_out += len(names) - left_out - len(lines)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .bridge import get_bridge, mismatch_message, tracker_for
 
 if TYPE_CHECKING:
-    from ..loop.tool import ToolSession
+    from ..notebook.session import ToolSession
 
 # The notebook package (nbformat, jsonschema) is imported only when a notebook is bound:
 # a run start must stay quick where there is none (a console, a kernel without a page).
@@ -89,7 +89,9 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
     """Register the document the tools use for this kernel's notebook; returns the mode
     (``live``, ``waiting`` (live once the page's hello comes), ``guarded``, ``batch`` or
     ``none``). ``notices(text)`` shows a line to the user."""
-    tool_session = conversation.context.session
+    from ..notebook.session import tool_session as tool_session_of
+
+    tool_session = tool_session_of(conversation.context)
     _unbind(tool_session)
     parent = agent_session.parent_request()
     cell_id = (parent.get("metadata") or {}).get("cellId")

@@ -5,13 +5,18 @@ the extension closes the comm, and the panel shows a one-line hint). Over it the
 drives this kernel's :class:`~.session.AgentSession`: the same conversation as
 ``%%agent`` cells and ``chat()``.
 
-Page -> kernel, ``{"v": 1, "op": ...}``: ``hello`` (send the whole state), ``send``
+The protocol's names are defined in ``protocol.py`` (``PANEL_*``) and, for the page, in
+``labextension/src/protocol.ts``. The panel opens the comm with ``{"v", "op": "hello"}``;
+a panel of another version gets an ``error`` that says to reload or reinstall, and nothing
+else.
+
+Page -> kernel, ``{"v", "op": ...}``: ``hello`` (send the whole state), ``send``
 (``prompt``), ``stop``, ``new`` (a new conversation), ``mode`` (``mode``), ``approve``
 (``tool_use_id`` of the call, or the older ``request`` number; ``choice``: allow | always |
 deny; ``feedback``). Each pending approval the kernel sends carries both ``id`` and
 ``tool_use_id``.
 
-Kernel -> page, ``{"v": 1, "type": ...}``: ``state`` (everything: the session's header,
+Kernel -> page, ``{"v", "type": ...}``: ``state`` (everything: the session's header,
 the conversation's runs with all their items, the pending approvals), ``update`` (what
 changed since the last message: the header, changed items and the new order of a run's
 items, the approvals), ``error`` (``text``: a refused request, said in the panel).
@@ -37,6 +42,7 @@ import logging
 from typing import Any
 
 from .frames import FrameScheduler
+from .protocol import PANEL_OPS, PANEL_TARGET, PANEL_VERSION, version_mismatch
 from ..redact import redact, redact_partial
 from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
 from ..render.markdown import markdown_from_model
@@ -44,9 +50,8 @@ from ..view.runmodel import relative
 
 log = logging.getLogger(__name__)
 
-TARGET = "jupyter_agent.panel"
-PROTOCOL_VERSION = 1
-OPS = ("hello", "send", "stop", "new", "mode", "approve")
+TARGET = PANEL_TARGET
+PROTOCOL_VERSION = PANEL_VERSION
 #: Longest text of one tool input or result part sent to the panel (cut in the middle).
 MAX_PART = 6000
 #: Settings shown in the panel's header: a change (``%agent --...``, ``%config``) redraws it.
@@ -198,16 +203,22 @@ class PanelHub:
 
     # -- comms (any thread) -------------------------------------------------------------
     def open(self, comm: Any, open_msg: dict[str, Any]) -> None:
-        """The comm target's handler: a panel connected."""
+        """The comm target's handler: a panel connected (its hello is the open's data)."""
+        hello = (open_msg.get("content") or {}).get("data")
+        version = hello.get("v") if isinstance(hello, dict) else None
         comm.on_msg(lambda msg: self._soon(self._on_msg, comm, msg))
         comm.on_close(lambda _msg: self._soon(self._closed, comm))
+        if version != PROTOCOL_VERSION:
+            # A panel of another version would misread every message: tell it, send nothing else.
+            self._soon(self._error, comm, _mismatch(version))
+            return
         self._soon(self._opened, comm)
 
     def _soon(self, fn: Any, *args: Any) -> None:
         try:
             self.loop.call_soon_threadsafe(fn, *args)
         except RuntimeError:  # the kernel's loop is closed: it is going down
-            pass
+            log.debug("the kernel's loop is closed; a panel message is dropped")
 
     # -- the loop thread ----------------------------------------------------------------
     def _opened(self, comm: Any) -> None:
@@ -222,6 +233,7 @@ class PanelHub:
         try:
             comm.send({"v": PROTOCOL_VERSION, **data})
         except Exception:  # a comm closed under us: the panel reconnects when it can
+            log.debug("a panel's comm is closed", exc_info=True)
             self._closed(comm)
 
     def _broadcast(self, data: dict[str, Any]) -> None:
@@ -233,19 +245,18 @@ class PanelHub:
 
     def _on_msg(self, comm: Any, msg: dict[str, Any]) -> None:
         data = (msg.get("content") or {}).get("data")
-        if not isinstance(data, dict) or data.get("op") not in OPS:
+        if not isinstance(data, dict) or data.get("op") not in PANEL_OPS:
             op = data.get("op") if isinstance(data, dict) else None
             self._error(comm, f"The panel sent an unknown request ({op!r}); nothing was done. "
                               "Reload the page if jupyter-agent was just updated.")
             return
         if data.get("v") != PROTOCOL_VERSION:
-            self._error(comm, f"The panel speaks protocol version {data.get('v')!r} and this kernel's "
-                              f"jupyter-agent speaks {PROTOCOL_VERSION}: install the same version in the "
-                              "kernel and the server, then reload the page.")
+            self._error(comm, _mismatch(data.get("v")))
             return
         try:
             getattr(self, f"_op_{data['op']}")(comm, data)
         except Exception as exc:  # a refused request is said in the panel, never raised here
+            log.debug("a panel request was refused", exc_info=True)
             self._error(comm, f"{type(exc).__name__}: {exc}" if not _plain(exc) else str(exc))
 
     def _op_hello(self, comm: Any, data: dict[str, Any]) -> None:
@@ -299,8 +310,7 @@ class PanelHub:
         tool_use_id = data.get("tool_use_id")
         if isinstance(tool_use_id, str) and tool_use_id:
             return next((e for e in self.approvals.values() if e[0].tool_use_id == tool_use_id), None)
-        request = data.get("request")
-        return self.approvals.get(request) if isinstance(request, int) else None
+        return self.approvals.get(data.get("request"))  # type: ignore[arg-type]
 
     # -- what the panels show -------------------------------------------------------------
     def session_header(self) -> dict[str, Any]:
@@ -427,9 +437,13 @@ class PanelHub:
         for comm in list(self.comms):
             try:
                 comm.close()
-            except Exception:  # the panel or the kernel went first
+            except Exception:  # already closed by the page
                 log.debug("could not close a panel comm", exc_info=True)
         self.comms.clear()
+
+
+def _mismatch(version: Any) -> str:
+    return version_mismatch("panel", version, PROTOCOL_VERSION)
 
 
 def _plain(exc: Exception) -> bool:
@@ -476,8 +490,8 @@ def unregister(shell: Any, session: Any) -> None:
     if manager is not None:
         try:
             manager.unregister_target(TARGET, None)
-        except Exception:  # already gone, or the kernel is shutting down
-            log.debug("could not unregister the panel's comm target", exc_info=True)
+        except Exception:  # not registered (a failed %load_ext)
+            log.debug("could not unregister the panel target", exc_info=True)
     hub = getattr(session, "panel_hub", None)
     if hub is not None:
         hub.close()

@@ -2,20 +2,70 @@
 table and the end reason. Used by the live widget and as the static copy saved in the
 notebook, so it uses inline styles and plain tags only (an untrusted notebook's HTML is
 sanitized: no scripts, no ``<style>`` blocks survive there).
+
+Everything a run put in a snapshot (messages, tool inputs and results, the model's text,
+errors, end reasons) is untrusted: it passes through :func:`esc` (the package's HTML
+escaper, ``render.html.html_text``: redacted, invisible characters marked, escaped) before
+it is part of the HTML. The widget shows this HTML through
+``ipywidgets.HTML`` (``innerHTML``, trusted) and the saved copy is signed with the
+notebook, so an unescaped ``<img onerror>`` would run in both.
 """
 
 from __future__ import annotations
 
-import html
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from ..redact import redact
+from ..render.html import html_text
 from .article import END_TABLE, STEP_TITLES
 from .frozen import thaw
 
-# ``Snapshot`` in the annotations below is lessons.snapshot.Snapshot, left unimported:
-# a Snapshot draws itself (``_repr_html_``) through this module.
+
+class PairLike(Protocol):
+    """What this module reads of a :class:`~.snapshot.Pair`."""
+
+    @property
+    def tool_use_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def result(self) -> Any: ...
+
+
+class Snapshot(Protocol):
+    """What this module reads of a :class:`~.snapshot.Snapshot`. A protocol, not an
+    import: a Snapshot draws itself (``_repr_html_``) through this module, and the
+    package's imports run one way."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def step(self) -> int | None: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def turn_count(self) -> int: ...
+    @property
+    def transition(self) -> str | None: ...
+    @property
+    def message_count(self) -> int: ...
+    @property
+    def needs_follow_up(self) -> bool: ...
+    @property
+    def ended(self) -> bool: ...
+    @property
+    def end_reason(self) -> str | None: ...
+    @property
+    def end_message(self) -> str: ...
+    @property
+    def events(self) -> tuple[str, ...]: ...
+    @property
+    def changed(self) -> Mapping[str, Any]: ...
+    def pairs(self) -> Sequence[PairLike]: ...
 
 NEW_BG = "#fff3b0"  # what changed since the last step
 LIT = "#1a73e8"
@@ -25,11 +75,15 @@ _PRE = ("white-space:pre-wrap;word-break:break-word;margin:2px 0;padding:4px;fon
 
 
 def esc(value: Any) -> str:
-    return html.escape(redact(str(value)))
+    """``value`` as inert HTML text: secrets redacted, invisible characters marked, then
+    every ``<>&"'`` escaped (the package's one HTML escaper)."""
+    return html_text(value)
 
 
 def short(value: Any, limit: int = 400) -> str:
-    text = value if isinstance(value, str) else json.dumps(thaw(value), ensure_ascii=False)
+    """``value`` as text (JSON unless a string), redacted, its middle cut beyond ``limit``
+    (redacted before the cut: a cut secret would no longer be recognized)."""
+    text = redact(value if isinstance(value, str) else json.dumps(thaw(value), ensure_ascii=False))
     return text if len(text) <= limit else text[: limit // 2] + f" … ({len(text) - limit} chars) … " + text[-limit // 2:]
 
 
@@ -132,7 +186,7 @@ def pairing_html(snap: Snapshot) -> str:
     colors = {"ok": "#188038", "error": "#c5221f", "waiting": "#b06000"}
     rows = "".join(
         f'<tr><td style="{_CELL}"><code>{esc(p.tool_use_id)}</code></td><td style="{_CELL}">{esc(p.name)}</td>'
-        f'<td style="{_CELL};color:{colors[p.status]}">{p.status}</td>'
+        f'<td style="{_CELL};color:{colors.get(p.status, "#444")}">{esc(p.status)}</td>'
         f'<td style="{_CELL}">{esc(short(p.result.get("content"), 160)) if p.result else "—"}</td></tr>'
         for p in pairs)
     head = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("tool_use.id", "name", "tool_result", "content"))

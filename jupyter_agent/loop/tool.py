@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .events import ToolOutcome
 from .permission_result import PermissionAllow, PermissionAsk, PermissionResult
+from .services import Services
 
 
 class ToolInput(BaseModel):
@@ -137,40 +138,20 @@ class ToolCheckPolicy(PermissionPolicy):
 
 
 @dataclass
-class ToolSession:
-    """What every call of one conversation shares besides the files read.
-
-    The loop never looks inside: the tools and the notebook package keep their state
-    here, and the front that owns the conversation sets the per-run facts.
-    """
-
-    #: The conversation's KernelPool (notebook/kernels.py), started on first use.
-    kernels: Any = None
-    #: str(path) -> NotebookDocument the tools use instead of the file (a live or memory notebook).
-    notebook_documents: dict[str, Any] = field(default_factory=dict)
-    #: str(path) -> (content hash, merged 1-based line ranges shown): Reads of a file in pages.
-    read_coverage: dict[str, tuple[str, list[tuple[int, int]]]] = field(default_factory=dict)
-    #: The id of the ``%%agent`` cell the request came from ("below this cell" means after it).
-    agent_cell_id: str | None = None
-    #: Grep: force ripgrep (True) or the Python search (False); None picks ripgrep when found.
-    grep_use_ripgrep: bool | None = None
-    #: NotebookRun: seconds a cell may run (None: the tool's default).
-    cell_timeout_s: float | None = None
-
-
-@dataclass
 class ToolContext:
     """Everything a call may use besides its input.
 
-    ``session`` is shared by every call of one conversation (kernels, notebook
-    documents, the files read); ``abort`` is set when the user stops the run.
+    ``services`` holds what the tools of one conversation share (the notebook tools'
+    kernels and documents, a tool's settings), each part under its own class: the loop
+    never looks inside. ``read_file_state`` is the files read; ``abort`` is set when the
+    user stops the run.
     """
 
     cwd: Path
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     permissions: PermissionPolicy = field(default_factory=ToolCheckPolicy)
     read_file_state: dict[str, FileReadRecord] = field(default_factory=dict)
-    session: ToolSession = field(default_factory=ToolSession)
+    services: Services = field(default_factory=Services)
     tool_use_id: str = ""
     progress: Callable[[Any], None] = lambda data: None
     #: Where oversized results are saved (None: a private folder of this user's; tests set it).

@@ -4,17 +4,18 @@
   a version for staleness checks.
 * :class:`FileNotebook` (``.ipynb`` on disk), :class:`MemoryNotebook` (tests); a live
   JupyterLab backend plugs in the same way.
-* :func:`open_notebook` picks the document for a path: one registered in
-  ``session.notebook_documents`` (a live or memory notebook), else the file.
+* :func:`open_notebook` picks the document for a path: one registered in the
+  conversation's :class:`ToolSession` (a live or memory notebook), else the file.
 * :mod:`.render` — the model-facing ``<cell id="...">`` text; :mod:`.kernels` — one
   kernel per notebook per conversation (:func:`close_session` at the end).
+* :mod:`.session` — :class:`ToolSession`, what the tools of one conversation share
+  (kernels, documents, settings); a tool gets it with ``tool_session(ctx)``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..loop.tool import ToolSession
 # First, before .document imports nbformat: importing it defers the RFC 3987 grammar that
 # nbformat's jsonschema would build (docs/design.md, "Kernel start and nbformat").
 from . import deferred_grammar  # noqa: F401
@@ -28,8 +29,9 @@ from .document import (
     StaleNotebookError,
 )
 from .file_backend import FileNotebook, load_notebook, validate_notebook
-from .kernels import KernelPool, close_session, kernel_pool
+from .kernels import KernelPool
 from .memory_backend import MemoryNotebook
+from .session import ToolSession, close_session, kernel_pool, tool_session
 
 __all__ = [
     "Cell",
@@ -42,11 +44,13 @@ __all__ = [
     "NotebookSnapshot",
     "RunResult",
     "StaleNotebookError",
+    "ToolSession",
     "close_session",
     "kernel_pool",
     "load_notebook",
     "open_notebook",
     "register_document",
+    "tool_session",
     "validate_notebook",
 ]
 

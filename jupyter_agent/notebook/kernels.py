@@ -1,8 +1,8 @@
 """One Jupyter kernel per notebook for a conversation: started on first run, shut down at the end.
 
-The pool lives in ``ctx.session.kernels`` (see :func:`kernel_pool`). Whoever owns
-the conversation calls :func:`close_session` (or ``await pool.aclose()``) when it ends;
-as a safety net, kernels still alive when the interpreter exits are killed then.
+The pool lives in the conversation's ``ToolSession`` (see :func:`.session.kernel_pool`).
+Whoever owns the conversation calls :func:`.session.close_session` (or ``await pool.aclose()``)
+when it ends; as a safety net, kernels still alive when the interpreter exits are killed then.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_runtime_dir
 from nbformat.v4 import output_from_msg
 
-from ..loop.tool import ToolSession
 from ..redact import redact, without_secrets
 from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
 from .outputs import StreamText, finish_outputs
@@ -378,22 +377,6 @@ def _kernel_installed(name: str) -> bool:
     except Exception:  # no such kernel spec (or an unreadable one): the caller says so
         log.debug("kernel spec %r not available", name, exc_info=True)
         return False
-
-
-def kernel_pool(session: ToolSession) -> KernelPool:
-    """The conversation's pool (created on first use). Its kernels talk over local ipc
-    sockets: nothing listens on a TCP port, and ipykernel has no plain-TCP warning to print."""
-    pool = session.kernels
-    if pool is None:
-        pool = session.kernels = KernelPool(transport="ipc")
-    return pool
-
-
-async def close_session(session: ToolSession) -> None:
-    """End of a conversation: shut down its kernels."""
-    pool, session.kernels = session.kernels, None
-    if pool is not None:
-        await pool.aclose()
 
 
 @atexit.register

@@ -1,4 +1,4 @@
-"""The notebook open in a JupyterLab page, reached over the bridge (docs/design.md, "The live-notebook bridge").
+"""The notebook open in a JupyterLab page, reached over the bridge (docs/bridge.md).
 
 :class:`LiveNotebook` implements :class:`NotebookDocument` with requests to one page
 (the page whose connection started the run): reads show what the user sees, unsaved
@@ -30,7 +30,9 @@ from .document import (POSITION_ID, EditResult, NotebookDocument, NotebookError,
                        StaleNotebookError, find_cell_index)
 from .file_backend import FileNotebook
 
-
+#: Seconds past a run's time limit the kernel still waits for the page's reply: the page
+#: interrupts the kernel at the limit and answers once the interrupted cell has ended.
+RUN_REPLY_GRACE_S = 15.0
 
 class LiveNotebook(NotebookDocument):
     """The open notebook of one page, edited and run through that page."""
@@ -43,7 +45,7 @@ class LiveNotebook(NotebookDocument):
         self.bridge = bridge
         self.client_id = client_id
         #: () -> True while a cell executes in this kernel: a run through the page would
-        #: queue behind it forever (docs/design.md, "The live-notebook bridge": the deadlock)
+        #: queue behind it forever (docs/bridge.md, the deadlock)
         self.is_busy = is_busy or (lambda: False)
         #: what every edit says when no page answers (the page is waited for once)
         self.absent_reason = absent
@@ -132,13 +134,16 @@ class LiveNotebook(NotebookDocument):
                 "`%%agent --wait`), and a run through the page would wait behind it forever. Cells of "
                 "the open notebook run only from an agent run started by a plain %%agent cell.")
         real = await self._real_id(cell_id, expected_version)
+        # The time limit is kept by the page: while the cell runs this kernel's event loop is
+        # busy with it (docs/bridge.md), so only the page can interrupt it in time.
         try:
             result = await asyncio.wait_for(
-                self._ask("run", cell_id=real, expected_version=expected_version, timeout=None, abort=abort), timeout)
+                self._ask("run", cell_id=real, expected_version=expected_version, timeout_s=timeout,
+                          timeout=None, abort=abort), timeout + RUN_REPLY_GRACE_S)
         except asyncio.TimeoutError:
             raise NotebookError(
-                f"The cell ran longer than {timeout:.0f} s. It may still be running in the page: interrupt "
-                "the kernel there if it should stop.") from None
+                f"The cell ran longer than {timeout:.0f} s and the page did not interrupt it. It may still be "
+                "running in the page: interrupt the kernel there if it should stop.") from None
         except asyncio.CancelledError:
             if abort is not None and abort.is_set():
                 cell = (self._last.find(real) if self._last else cell_view({"id": real}, 0, True))
@@ -149,9 +154,13 @@ class LiveNotebook(NotebookDocument):
         cell = cell_view(result.get("cell") or {}, int(result.get("index") or 0), True)
         outputs = [o for o in result.get("outputs") or [] if isinstance(o, dict)]
         count = result.get("execution_count")
+        status = str(result.get("status") or "ok")
+        note = "Ran in the user's kernel, through the open notebook page."
+        if status == "timeout":
+            note = (f"The cell was interrupted after {timeout:.0f} s (the cell time limit), in the user's kernel, "
+                    "through the open notebook page.")
         return RunResult(cell=cell, outputs=outputs, execution_count=count if isinstance(count, int) else None,
-                         status=str(result.get("status") or "ok"), version=str(result.get("version") or ""),
-                         saved=True, note="Ran in the user's kernel, through the open notebook page.")
+                         status=status, version=str(result.get("version") or ""), saved=True, note=note)
 
 
 class GuardedNotebook(FileNotebook):

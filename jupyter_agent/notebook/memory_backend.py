@@ -1,6 +1,6 @@
 """A notebook held in memory: the same interface as a file, for tests and scratch work.
 
-Put one in ``ctx.session.notebook_documents[str(path)]`` and the notebook tools use it
+Register one (``register_document(tool_session(ctx), doc)``) and the notebook tools use it
 instead of the file at that path (that is also how a live backend plugs in).
 """
 

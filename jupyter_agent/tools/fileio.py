@@ -18,6 +18,7 @@ from pathlib import Path
 from ..files.atomic import MODIFIED_SINCE_READ, content_hash
 from ..files.filestat import read_regular_file
 from ..loop.tool import FileReadRecord, ToolContext, ToolError
+from ..notebook.session import tool_session
 
 #: A text file is held whole in memory up to this size: Edit/Write load it, Read pages it,
 #: a multiline Grep scans it. Larger ones are refused or skipped (the model could not hold
@@ -138,7 +139,7 @@ def record_read(
     key = str(path)
     partial = False
     if lines is not None and total_lines is not None and (lines[0] > 1 or lines[1] < total_lines):
-        coverage = ctx.session.read_coverage
+        coverage = tool_session(ctx).read_coverage
         seen_hash, ranges = coverage.get(key, (None, []))
         ranges = ranges if seen_hash == raw_hash else []
         ranges = _merge([*ranges, lines])
@@ -167,7 +168,7 @@ def check_read_before_write(ctx: ToolContext, path: Path, current_raw: bytes, *,
     if record.content_hash != content_hash(current_raw):
         raise ToolError(MODIFIED_SINCE_READ)
     if need_whole and record.partial:
-        coverage = ctx.session.read_coverage.get(str(path), (None, []))[1]
+        coverage = tool_session(ctx).read_coverage.get(str(path), (None, []))[1]
         seen = ", ".join(f"{a}-{b}" for a, b in coverage)
         raise ToolError(
             "File has only been read in part" + (f" (lines {seen})" if seen else "") + ". Read the rest of it "
@@ -180,4 +181,4 @@ def note_write(ctx: ToolContext, path: Path, data: bytes, mtime_ns: int) -> None
     ctx.read_file_state[str(path)] = FileReadRecord(
         path=str(path), mtime_ns=mtime_ns, content_hash=content_hash(data), partial=False
     )
-    ctx.session.read_coverage.pop(str(path), None)
+    tool_session(ctx).read_coverage.pop(str(path), None)

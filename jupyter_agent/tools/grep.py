@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from ..notebook.session import tool_session
 from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .paths import display_path
@@ -111,7 +112,7 @@ class Grep(PathTool):
             before=input.before if input.before is not None else around,
             after=input.after if input.after is not None else around, multiline=bool(input.multiline),
         )
-        result = await search(request, use_ripgrep=context.session.grep_use_ripgrep)
+        result = await search(request, use_ripgrep=tool_session(context).grep_use_ripgrep)
         files = _allowed(result.files, context)
         return ToolOutput(format_result(files, input, mode, context, single_file=is_file,
                                         truncated=result.truncated))

@@ -21,6 +21,7 @@ from ..notebook import (
     open_notebook,
 )
 from ..notebook.document import StaleNotebookError, check_cell_id_text
+from ..notebook.session import tool_session
 from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool, check_text_size, unified_diff
 from .fileio import NOT_READ_YET
@@ -44,7 +45,7 @@ class NotebookEditInput(ToolInput):
 
 async def notebook_for_change(path_text: str, path, ctx: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot]:
     """The notebook's document and snapshot, after checking it was read and has not changed since."""
-    doc = open_notebook(path, ctx.session)
+    doc = open_notebook(path, tool_session(ctx))
     snapshot = await doc.snapshot()
     record = ctx.read_file_state.get(str(path))
     if record is None:

@@ -1,6 +1,6 @@
 """``NotebookRun {notebook_path, cell_id}``: execute one code cell in the notebook's kernel.
 
-One kernel per notebook per conversation (``ctx.session.kernels``), started on first
+One kernel per notebook per conversation (``tool_session(ctx).kernels``), started on first
 use in the notebook's folder. The outputs come back rendered as ``Read`` renders them,
 and (file and memory backends) are stored in the notebook. A run that exceeds its time
 limit, or that the user stops, interrupts the kernel.
@@ -21,6 +21,7 @@ from ..notebook import is_notebook_path
 from ..notebook.document import Cell, NotebookSnapshot, RunResult, check_cell_id_text
 from ..notebook.outputs import finish_outputs
 from ..notebook.render import render_run
+from ..notebook.session import tool_session
 from ..redact import redact
 from ..loop.events import ToolOutcome
 from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
@@ -30,7 +31,7 @@ from .paths import display_path, inside_roots
 
 log = logging.getLogger(__name__)
 
-#: Seconds a cell may run before it is interrupted (``ctx.session.cell_timeout_s`` overrides).
+#: Seconds a cell may run before it is interrupted (``tool_session(ctx).cell_timeout_s`` overrides).
 DEFAULT_CELL_TIMEOUT_S = 300.0
 _FAILED = ("timeout", "interrupted", "died")
 #: Seconds between "still running" progress reports while a cell runs.
@@ -95,7 +96,7 @@ class NotebookRun(PathTool):
     async def call(self, input: NotebookRunInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         path = self.resolve(input, context).real
         doc, snapshot = await notebook_for_change(input.notebook_path, path, context)
-        timeout = float(context.session.cell_timeout_s or DEFAULT_CELL_TIMEOUT_S)
+        timeout = float(tool_session(context).cell_timeout_s or DEFAULT_CELL_TIMEOUT_S)
         result = await _with_progress(doc.run_cell(input.cell_id, timeout=timeout, abort=context.abort,
                                                    expected_version=snapshot.version),
                                       input.cell_id, context)

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from ..notebook import NotebookError, is_notebook_path, open_notebook
 from ..notebook.render import render_notebook
+from ..notebook.session import tool_session
 from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from ..files.filestat import stat_file
@@ -82,7 +83,7 @@ class Read(PathTool):
         path = self.resolve(input, context).real
         check_pages_use(path, input.pages)
         if is_notebook_path(path):
-            registered = str(path) in context.session.notebook_documents
+            registered = str(path) in tool_session(context).notebook_documents
             if registered or path.is_file():
                 try:
                     return await self._read_notebook(path, input, context)
@@ -171,7 +172,7 @@ class Read(PathTool):
                                                         "data": base64.b64encode(data).decode("ascii")}}])
 
     async def _read_notebook(self, path, input: ReadInput, context: ToolContext) -> ToolOutput:
-        doc = open_notebook(path, context.session)
+        doc = open_notebook(path, tool_session(context))
         snapshot = await doc.snapshot()
         page = render_notebook(snapshot, offset=input.offset or 0, limit=input.limit)
         context.read_file_state[str(path)] = FileReadRecord(

@@ -11,6 +11,7 @@ from pydantic import Field
 
 from ..loop.permission_result import PermissionAsk, PermissionResult
 from ..notebook import NotebookError, is_notebook_path, validate_notebook
+from ..notebook.session import tool_session
 from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool, check_text_size, unified_diff
 from ..files.atomic import atomic_write
@@ -115,7 +116,7 @@ class Write(FileEditTool):
             return error
         path = self.resolve(input, context)
         if is_notebook_path(path.real):
-            if str(path.real) in context.session.notebook_documents:
+            if str(path.real) in tool_session(context).notebook_documents:
                 # the open notebook (a page, or an editor that would overwrite the file)
                 return ("This notebook is open in the user's editor: writing the whole file would be lost "
                         "or would lose the user's work. Change it cell by cell with NotebookEdit.")

@@ -1,5 +1,5 @@
 /**
- * The live-notebook bridge, page side (DESIGN §5).
+ * The live-notebook bridge, page side (docs/bridge.md).
  *
  * The kernel (jupyter_agent.jupyter.bridge) opens a comm to TARGET on %load_ext; this
  * page registers that target on every notebook's kernel, and also opens a comm itself
@@ -10,14 +10,34 @@
  *
  * Every edit goes through the notebook's shared model, so it shows at once, is saved
  * as a person's edit would be, and is exactly one undo step (stopCapturing around it).
- * Runs use NotebookActions.runCells: the Shift+Enter path.
+ * Runs use NotebookActions.runCells: the Shift+Enter path; past the request's time limit
+ * the page interrupts the kernel (the kernel's own loop is busy with the cell).
+ *
+ * No message may come near the 10 MiB a Tornado websocket accepts (a larger one closes
+ * the page's kernel connection): a read cuts each output and all of them to a budget, with
+ * a note of what was left out, and a reply still over BRIDGE_MAX_MESSAGE_BYTES is sent as
+ * a "too_large" refusal instead.
  */
 
 import { JupyterFrontEnd } from '@jupyterlab/application';
+import { Notification } from '@jupyterlab/apputils';
 import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
-import { BridgeError, CODES, IRequest, PROTOCOL_VERSION, TARGET, checkRequest } from './protocol';
+import { IDisposable } from '@lumino/disposable';
+import {
+  BRIDGE_CUT_OUTPUT_KEEP_CHARS,
+  BRIDGE_MAX_MESSAGE_BYTES,
+  BRIDGE_MAX_OUTPUT_CHARS,
+  BRIDGE_MAX_READ_OUTPUT_CHARS,
+  BRIDGE_OMITTED_OUTPUT,
+  BRIDGE_PAGE_CODES as CODES,
+  BRIDGE_TARGET as TARGET,
+  BRIDGE_VERSION as PROTOCOL_VERSION,
+  BridgeError,
+  IRequest,
+  checkRequest
+} from './protocol';
 
 type JSONObject = Record<string, any>;
 /** Sends a request's success reply (at most once). */
@@ -29,20 +49,121 @@ function now(): number {
   return Math.round((performance.timeOrigin + performance.now()) * 100) / 100;
 }
 
-/** Bridges running a cell for the agent right now. */
-const running = new Set<NotebookBridge>();
+/** The class of the run widget's Stop button (jupyter_agent/jupyter/runview.py). */
+const STOP_BUTTON_CLASS = 'jupyter-agent-stop';
 
-class NotebookBridge {
+/** Bytes of a message as the comm sends it (JSON, UTF-8). */
+function jsonBytes(data: JSONObject): number {
+  return new TextEncoder().encode(JSON.stringify(data)).length;
+}
+
+/** The readable text of an output (what is kept of it when it is cut). */
+function outputText(output: JSONObject): string {
+  const join = (value: unknown) => (Array.isArray(value) ? value.join('') : typeof value === 'string' ? value : '');
+  switch (output.output_type) {
+    case 'stream':
+      return join(output.text);
+    case 'error':
+      return `${String(output.ename)}: ${String(output.evalue)}\n${join(output.traceback)}`;
+    default:
+      return join(output.data?.['text/plain']);
+  }
+}
+
+const thousands = (n: number) => n.toLocaleString('en-US');
+
+/**
+ * Cut each output of `cells` over BRIDGE_MAX_OUTPUT_CHARS, and every output once all of
+ * them reach BRIDGE_MAX_READ_OUTPUT_CHARS (characters of their JSON), to the start of its
+ * text and a note saying how much was left out and why: the model reads the note and can
+ * ask for less.
+ */
+function capOutputs(cells: JSONObject[]): void {
+  let budget = BRIDGE_MAX_READ_OUTPUT_CHARS;
+  for (const cell of cells) {
+    if (!Array.isArray(cell.outputs)) {
+      continue;
+    }
+    cell.outputs = cell.outputs.map((output: JSONObject) => {
+      const size = JSON.stringify(output).length;
+      if (size <= BRIDGE_MAX_OUTPUT_CHARS && size <= budget) {
+        budget -= size;
+        return output;
+      }
+      const head = outputText(output).slice(0, Math.min(BRIDGE_CUT_OUTPUT_KEEP_CHARS, budget));
+      budget = Math.max(0, budget - head.length);
+      const why =
+        size > BRIDGE_MAX_OUTPUT_CHARS
+          ? `a live read carries at most ${thousands(BRIDGE_MAX_OUTPUT_CHARS)} characters of one output`
+          : `a live read carries at most ${thousands(BRIDGE_MAX_READ_OUTPUT_CHARS)} characters of outputs in all`;
+      const shown = head.length
+        ? `only its first ${thousands(head.length)} characters of text are shown`
+        : 'it was left out';
+      const note =
+        `[jupyter-agent: this ${String(output.output_type)} output has ${thousands(size)} characters; ${shown} ` +
+        `(${why}). To see more of it, run code that shows less at a time: a slice, a summary, a search.]`;
+      return { output_type: BRIDGE_OMITTED_OUTPUT, name: 'stdout', text: head ? `${head}\n${note}\n` : `${note}\n` };
+    });
+  }
+}
+
+/** Tell the user once per page that the kernel speaks another bridge version. */
+let versionSaid = false;
+function sayVersionMismatch(detail: string): void {
+  if (versionSaid) {
+    return;
+  }
+  versionSaid = true;
+  Notification.error(
+    `jupyter-agent: ${detail || 'the kernel speaks another bridge protocol version'} ` +
+      '(reload the page; if it persists, install the same jupyter-agent version for the server and the kernel)',
+    { autoClose: false }
+  );
+}
+
+class NotebookBridge implements IDisposable {
   private comms = new Set<Kernel.IComm>();
   private runs = 0;
+  private disposed = false;
 
   constructor(readonly panel: NotebookPanel) {
     // Say goodbye so the kernel fails a waiting request at once, not after a timeout.
-    const bye = () => this.bye();
-    panel.disposed.connect(bye);
-    window.addEventListener('beforeunload', bye);
-    panel.disposed.connect(() => window.removeEventListener('beforeunload', bye));
+    window.addEventListener('beforeunload', this.onUnload);
+    // Capture: the click is seen before the widget's own handler, whatever that does with it.
+    panel.node.addEventListener('click', this.interruptOnStop, true);
+    panel.disposed.connect(() => this.dispose());
   }
+
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  /** Say goodbye and remove every listener this bridge added. */
+  dispose(): void {
+    if (this.disposed) {
+      return;
+    }
+    this.disposed = true;
+    this.bye();
+    window.removeEventListener('beforeunload', this.onUnload);
+    this.panel.node.removeEventListener('click', this.interruptOnStop, true);
+    this.watchedDoc?.off?.('update', this.onDocUpdate);
+    this.watchedDoc = null;
+  }
+
+  private readonly onUnload = (): void => this.bye();
+
+  /**
+   * The run widget's Stop cannot reach the kernel while a cell the agent started through
+   * this page is executing there: the click waits behind the cell. So a click on it also
+   * interrupts that cell, as the toolbar's stop button would.
+   */
+  private readonly interruptOnStop = (event: MouseEvent): void => {
+    const target = event.target as HTMLElement | null;
+    if (this.runs > 0 && target?.closest?.(`.${STOP_BUTTON_CLASS}`)) {
+      void this.kernel?.interrupt();
+    }
+  };
 
   bye(): void {
     const from = this.kernel?.clientId ?? '';
@@ -76,14 +197,38 @@ class NotebookBridge {
     }
   }
 
+  /** Send one message; a reply over BRIDGE_MAX_MESSAGE_BYTES, or one the comm could not
+   * send, goes as a refusal with its code instead (the kernel then tells the real cause). */
   private send(comm: Kernel.IComm, data: JSONObject): void {
     if (comm.isDisposed) {
       return;
     }
+    let message = data;
+    const size = jsonBytes(data);
+    if (size > BRIDGE_MAX_MESSAGE_BYTES && 're' in data) {
+      message = {
+        v: PROTOCOL_VERSION,
+        re: data.re,
+        from: data.from,
+        ok: false,
+        code: CODES.tooLarge,
+        error: `the page's answer has ${thousands(size)} bytes (the notebook's cells are too large to send at once)`
+      };
+    }
     try {
-      comm.send(data as any);
+      comm.send(message as any);
     } catch (err) {
       console.warn('jupyter-agent: could not answer the kernel', err);
+      if ('re' in data && message.ok !== false) {
+        this.send(comm, {
+          v: PROTOCOL_VERSION,
+          re: data.re,
+          from: data.from,
+          ok: false,
+          code: CODES.sendFailed,
+          error: String(err)
+        });
+      }
     }
   }
 
@@ -91,7 +236,11 @@ class NotebookBridge {
     const received = now();
     const req = data as IRequest;
     if (req && typeof req === 'object' && 're' in (req as any)) {
-      return; // a reply echoed back to us by another page: nothing to do
+      const refusal = req as JSONObject;
+      if (refusal.ok === false && refusal.code === CODES.version && refusal.re === null) {
+        sayVersionMismatch(String(refusal.error ?? '')); // the kernel refused our hello
+      }
+      return; // otherwise a reply echoed back to us by another page: nothing to do
     }
     const problem = checkRequest(data);
     const re = req && typeof req === 'object' && typeof req.id === 'string' ? req.id : null;
@@ -171,6 +320,10 @@ class NotebookBridge {
   private cachedVersion: string | null = null;
   private watchedDoc: any = null;
   private updates = 0;
+  private readonly onDocUpdate = (): void => {
+    this.cachedVersion = null;
+    this.updates++;
+  };
 
   /** A hash of the cells' ids, types and sources: what an agent edit must not race with.
    * Outputs and execution counts are left out (running a cell is not an edit). Kept until
@@ -179,12 +332,10 @@ class NotebookBridge {
   version(): string {
     const ydoc = this.shared.ydoc;
     if (ydoc !== this.watchedDoc) {
+      this.watchedDoc?.off?.('update', this.onDocUpdate);
       this.watchedDoc = ydoc;
       this.cachedVersion = null;
-      ydoc?.on?.('update', () => {
-        this.cachedVersion = null;
-        this.updates++;
-      });
+      ydoc?.on?.('update', this.onDocUpdate);
     }
     if (this.cachedVersion === null || !ydoc) {
       this.cachedVersion = this.computeVersion();
@@ -234,6 +385,7 @@ class NotebookBridge {
     }
     const shared = this.shared;
     const cells = (shared.cells as any[]).map(cell => cell.toJSON());
+    capOutputs(cells);
     const metadata = shared.getMetadata();
     return {
       path: this.panel.context.path,
@@ -422,51 +574,47 @@ class NotebookBridge {
       notebook.mode = 'edit'; // runCells switches to command mode; keep the user typing
     }
     this.runs++;
-    running.add(this);
+    // The time limit: the kernel cannot keep it (its loop is busy with this very cell), so
+    // the page interrupts the kernel, as the run widget's Stop does.
+    const limit = typeof req.timeout_s === 'number' && req.timeout_s > 0 ? req.timeout_s : null;
+    let timedOut = false;
+    const timer =
+      limit === null
+        ? null
+        : window.setTimeout(() => {
+            timedOut = true;
+            void kernel.interrupt();
+          }, limit * 1000);
     let ok: boolean;
     try {
       ok = await execution;
     } finally {
-      if (--this.runs === 0) {
-        running.delete(this);
+      if (timer !== null) {
+        window.clearTimeout(timer);
       }
+      this.runs--;
     }
     const json = widget.model.toJSON() as JSONObject;
     const outputs = (json.outputs as JSONObject[]) ?? [];
     const error = outputs.find(o => o.output_type === 'error');
     let status = ok ? 'ok' : 'error';
-    if (error && error.ename === 'KeyboardInterrupt') {
+    if (timedOut) {
+      status = 'timeout';
+    } else if (error && error.ename === 'KeyboardInterrupt') {
       status = 'interrupted';
     } else if (error) {
       status = 'error';
     }
+    capOutputs([json]);
     return {
       cell: json,
       index,
-      outputs,
+      outputs: json.outputs ?? [],
       execution_count: json.execution_count ?? null,
       status,
       version: this.version()
     };
   }
-}
-
-/**
- * The run widget's Stop (class jupyter-agent-stop) cannot reach the kernel while a cell
- * the agent started through this page is executing there: the click waits behind the
- * cell. So a click on it also interrupts that cell, as the toolbar's stop button would.
- */
-function interruptOnStop(event: MouseEvent): void {
-  const target = event.target as HTMLElement | null;
-  const stop = target?.closest?.('.jupyter-agent-stop');
-  if (!stop) {
-    return;
-  }
-  running.forEach(bridge => {
-    if (bridge.panel.node.contains(stop)) {
-      void bridge.kernel?.interrupt();
-    }
-  });
 }
 
 /**
@@ -485,13 +633,22 @@ export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker):
       }
       registered.add(kernel);
       if (!kernel.handleComms) {
-        // Only the first connection to a kernel in a page handles comms (DESIGN §5).
+        // Only the first connection to a kernel in a page handles comms (docs/bridge.md).
         console.warn(
           `jupyter-agent: ${panel.context.path}'s kernel connection does not handle comms (another view opened it first); the agent cannot reach this notebook live.`
         );
         return;
       }
-      kernel.registerCommTarget(TARGET, (comm: Kernel.IComm) => bridge.attach(comm, true));
+      kernel.registerCommTarget(TARGET, (comm: Kernel.IComm, msg: KernelMessage.ICommOpenMsg) => {
+        const v = (msg.content.data as JSONObject | undefined)?.v;
+        if (v !== PROTOCOL_VERSION) {
+          // Still say hello: the kernel records the mismatch and tells the agent's run too.
+          sayVersionMismatch(
+            `the kernel's jupyter-agent speaks bridge protocol ${String(v)}, this page ${PROTOCOL_VERSION}`
+          );
+        }
+        bridge.attach(comm, true);
+      });
       // A kernel that loaded the extension before this page opened has its target
       // registered: say hello from here. Without it, the kernel just closes the comm.
       // kernel.info resolves once the connection has the kernel's info (requestKernelInfo
@@ -514,7 +671,6 @@ export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker):
     onKernel();
   };
 
-  document.addEventListener('click', interruptOnStop, true);
   tracker.forEach(connect);
   tracker.widgetAdded.connect((_, panel) => connect(panel));
   void app;

@@ -4,10 +4,12 @@
  * plugin here to add one.
  */
 
-import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { activateBridge } from './bridge';
-import { activatePanel } from './panel';
+import { PANEL_PLUGIN_ID, activatePanel } from './panel';
 
 /** The bridge that lets the agent in the kernel read, edit and run the open notebook. */
 const bridgePlugin: JupyterFrontEndPlugin<void> = {
@@ -18,17 +20,25 @@ const bridgePlugin: JupyterFrontEndPlugin<void> = {
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => activateBridge(app, tracker)
 };
 
-/** The side panel: a chat bound to the current notebook's kernel (panel.ts). */
+/** The side panel: a chat bound to the current notebook's kernel (panel.ts); its settings
+ * are schema/panel.json. */
 const panelPlugin: JupyterFrontEndPlugin<void> = {
-  id: 'jupyter-agent:panel',
+  id: PANEL_PLUGIN_ID,
   description: "A sidebar chat with the agent in the current notebook's kernel.",
   autoStart: true,
-  requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
-    activatePanel(app, tracker);
+  requires: [INotebookTracker, IRenderMimeRegistry],
+  optional: [ILayoutRestorer, ISettingRegistry],
+  activate: async (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    rendermime: IRenderMimeRegistry,
+    restorer: ILayoutRestorer | null,
+    settings: ISettingRegistry | null
+  ) => {
+    await activatePanel(app, tracker, rendermime, restorer, settings);
   }
 };
 
-const plugins: JupyterFrontEndPlugin<any>[] = [bridgePlugin, panelPlugin];
+const plugins: JupyterFrontEndPlugin<void>[] = [bridgePlugin, panelPlugin];
 
 export default plugins;

@@ -63,3 +63,50 @@ async def test_a_reply_from_another_thread_still_reaches_the_waiting_request():
     thread.join()
     assert not waiting.done()  # handed to the loop, not touched from the subshell's thread
     assert await asyncio.wait_for(task, 2) == {"version": "live-1-abc"}
+
+
+@pytest.mark.asyncio
+async def test_a_reply_on_another_comm_than_the_requests_is_ignored():
+    """Only the comm a request went out on settles it: another comm (another page, or a
+    stale comm) answering with the same id changes nothing."""
+    bridge, comm = await _bridge_with_page()
+    other = RecordingComm()
+    bridge._comms.extend([comm, other])
+    task = asyncio.create_task(bridge.request("client", "version"))
+    await asyncio.sleep(0)
+    (request,) = comm.sent
+    waiting = next(iter(bridge._pending.values())).future
+    forged = reply_to(request)
+    forged["content"]["data"]["result"] = {"version": "forged"}
+    bridge._receive(other, forged)
+    assert not waiting.done(), "a reply from another comm settled the request"
+    assert bridge.protocol_errors
+    bridge._receive(comm, reply_to(request))
+    assert await task == {"version": "live-1-abc"}
+
+
+@pytest.mark.asyncio
+async def test_a_hello_on_another_comm_does_not_take_a_pages_place():
+    bridge, comm = await _bridge_with_page()
+    other = RecordingComm()
+    bridge._comms.extend([comm, other])
+    hello = {"content": {"data": {"v": PROTOCOL_VERSION, "op": "hello", "from": "client",
+                                  "result": {"path": "elsewhere.ipynb"}}}}
+    bridge._receive(other, hello)
+    assert bridge.pages["client"].comm is comm and bridge.pages["client"].path == ""
+    assert other.sent and other.sent[-1]["ok"] is False
+    bridge._receive(comm, hello)  # the page's own comm may say hello again
+    assert bridge.pages["client"].path == "elsewhere.ipynb"
+
+
+@pytest.mark.asyncio
+async def test_a_request_over_the_message_limit_is_not_sent():
+    """A message near the websocket's 10 MiB would close the page's kernel connection."""
+    from jupyter_agent.jupyter.bridge import BridgeError
+    from jupyter_agent.jupyter.protocol import BRIDGE_MAX_MESSAGE_BYTES, BridgeCode
+
+    bridge, comm = await _bridge_with_page()
+    with pytest.raises(BridgeError) as refused:
+        await bridge.request("client", "insert", index=0, source="x" * (BRIDGE_MAX_MESSAGE_BYTES + 1))
+    assert refused.value.code == BridgeCode.TOO_LARGE and "MiB" in str(refused.value)
+    assert comm.sent == []

@@ -165,7 +165,7 @@ async def _serve_page(kernel, comm_id: str, me: str, cells: list[dict]) -> None:
 @in_module_loop
 async def test_no_run_through_the_page_from_a_busy_cell(kernel, script, module_tmp, api):
     """`%%agent --wait` keeps its cell busy: a run through the page would queue behind it
-    forever (docs/design.md, "The live-notebook bridge"), so NotebookRun says why instead, and nothing deadlocks."""
+    forever (docs/bridge.md), so NotebookRun says why instead, and nothing deadlocks."""
     comm_id = bridge_comm(kernel)
     me = kernel.kc.session.session
     own = module_tmp / "own.ipynb"
@@ -199,6 +199,11 @@ async def test_a_page_speaking_another_protocol_version_is_told_and_never_edited
     kernel.comm_msg(comm_id, {"v": 99, "op": "hello", "from": me, "result": {
         "path": "own.ipynb", "server_root": str(module_tmp), "version": "v1"}})
     await asyncio.sleep(0.3)
+    # the page is answered too, so it tells its user to reload or reinstall
+    await kernel.until(lambda: [r for r in replies(kernel, comm_id) if r.get("code") == "version"], 10,
+                       "the refusal of the hello")
+    refusal = [r for r in replies(kernel, comm_id) if r.get("code") == "version"][-1]
+    assert refusal["re"] is None and "speaks bridge protocol 99" in refusal["error"]
     edit = {"notebook_path": str(own), "cell_id": "first", "new_source": "a = 3"}
     script(response(tool_use("Read", {"file_path": str(own)})), response(tool_use("NotebookEdit", edit)),
            response(text("The page is too old.")),

@@ -68,6 +68,90 @@ def test_a_hostile_object_is_listed_by_type_without_calling_its_code():
     ]
 
 
+LOOK_ALIKES = '''
+calls = []
+class ExtrasFrame(pd.DataFrame):
+    """A DataFrame subclass from a module whose name starts like pandas'."""
+    @property
+    def index(self):
+        calls.append("ExtrasFrame.index"); raise RuntimeError("index")
+ExtrasFrame.__module__ = "pandas_extras"
+class NumpyExtrasArray(np.ndarray):
+    @property
+    def shape(self):
+        calls.append("NumpyExtrasArray.shape"); return (7,)
+NumpyExtrasArray.__module__ = "numpy.extras"
+class FakeArray:
+    """Claims to be numpy's ndarray."""
+    @property
+    def shape(self):
+        calls.append("FakeArray.shape"); return (1,)
+    @property
+    def dtype(self):
+        calls.append("FakeArray.dtype"); return "float64"
+FakeArray.__module__ = "numpy"
+FakeArray.__qualname__ = FakeArray.__name__ = "ndarray"
+class FakeFrame:
+    @property
+    def shape(self):
+        calls.append("FakeFrame.shape"); return (1, 1)
+FakeFrame.__module__ = "pandas.core.frame"
+FakeFrame.__qualname__ = FakeFrame.__name__ = "DataFrame"
+'''
+
+
+def test_look_alike_classes_get_their_type_name_and_no_code_runs():
+    """Trusted types are recognised by identity, never by a module-name prefix or the name a
+    class gives itself: subclasses and impostors are listed by type only."""
+    scope: dict = {"pd": pd, "np": np, "__name__": "__main__"}
+    exec(LOOK_ALIKES, scope)
+    calls = scope["calls"]
+    ns = {"extras": scope["ExtrasFrame"]({"a": [1, 2]}),
+          "sub": np.zeros(3).view(scope["NumpyExtrasArray"]),
+          "fake": scope["FakeArray"](), "fake_df": scope["FakeFrame"](),
+          "arr": np.zeros((2, 5), dtype="int8"), "df": pd.DataFrame({"n": [1, 2, 3]}),
+          "idx": pd.RangeIndex(4)}
+    lines = kernel_variables(ns)
+    assert calls == []
+    assert lines == [
+        "extras: pandas_extras.ExtrasFrame",
+        "sub: numpy.extras.NumpyExtrasArray",
+        "fake: numpy.ndarray (a look-alike, not that library's class)",
+        "fake_df: pandas.core.frame.DataFrame",
+        "arr: numpy.ndarray, shape (2, 5), dtype int8",
+        "df: pandas.DataFrame, 3 rows × 1 columns; columns: n int64",
+        "idx: pandas.RangeIndex, shape (4,), dtype int64",
+    ]
+
+
+def test_a_look_alike_dtype_is_not_spelt_out():
+    """A real Series whose dtype is a user's extension dtype: its type name, not its str()."""
+    calls: list[str] = []
+
+    class LoudDtype(pd.api.extensions.ExtensionDtype):
+        name = "loud"
+        type = object
+
+        def __str__(self) -> str:
+            calls.append("LoudDtype.__str__")
+            return "loud"
+
+        def __repr__(self) -> str:
+            calls.append("LoudDtype.__repr__")
+            return "loud"
+
+    LoudDtype.__module__ = "pandas_loud"
+    dtype = LoudDtype()
+    from jupyter_agent.jupyter import kernel_context
+
+    kernel_variables({})  # the known classes of the libraries imported now
+    spelt = "<pandas_loud.test_a_look_alike_dtype_is_not_spelt_out.<locals>.LoudDtype>"
+    assert kernel_context._dtype_text(dtype) == spelt
+    assert kernel_context._dtype_text(np.dtype("float32")) == "float32"
+    assert kernel_context._dtype_text(pd.CategoricalDtype(["a"])) == "category"
+    assert calls == []
+
+
 def test_the_listing_is_bounded():
     wide = pd.DataFrame(np.zeros((2, 100)), columns=[f"c{i}" for i in range(100)])
     ns = {f"v{i}": i for i in range(500)} | {"wide": wide}

@@ -256,3 +256,65 @@ def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, s
     run_cell(page, 1)
     wait_for_end(page, timeout=60000)
     assert "after_restart = 1" in cell_sources(page)
+
+
+@pytest.mark.timeout(300)  # the page takes a while to open an 11 MB notebook
+def test_a_read_of_a_notebook_holding_an_11_mb_output_is_cut_with_a_note(lab, page_of, script, api):
+    """A live Read once sent an 11 MB output whole: over the 10 MiB a websocket message may
+    have, the page's kernel connection dropped and every later request failed. The page
+    cuts the output with a note; the connection stays, and the next requests work."""
+    nb = _agent_notebook(lab, "big_output.ipynb", "read it, add a cell, read it again",
+                         extra=["print('x' * 11_000_000)"])
+    stored = nbformat.read(nb, as_version=4)  # the output as saved (the server would rate-limit it live)
+    stored.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="x" * 11_000_000 + "\n")]
+    nbformat.write(stored, nb)
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent", "new_source": "y = 2",
+                                           "cell_type": "code", "edit_mode": "insert"})),
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(text("Read it twice.")),
+    )
+    page = page_of("big_output.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    wait_for_end(page, timeout=90000)
+    screenshot(page, "live_big_output")
+    results = _tool_results(api)
+    assert len(results) == 3, results
+    assert not any("stopped answering" in r for r in results), results
+    first_read, edit, second_read = results
+    for read in (first_read, second_read):
+        assert "this stream output has 11,000,0" in read and "only its first 2,000 characters" in read, read[:3000]
+    assert "y = 2" in cell_sources(page)  # the page still answers: the edit reached it
+    assert "y = 2" in second_read
+
+
+def test_a_cell_printing_forever_is_interrupted_at_the_time_limit(lab, page_of, script, api):
+    """The cell time limit holds in live mode: the kernel's loop is busy with the cell, so
+    the page interrupts the kernel at the limit; the kernel is usable afterwards."""
+    nb = lab.root / "forever.ipynb"
+    write_notebook(nb, [
+        '%load_ext jupyter_agent\n%config AgentConfig.allow = ["NotebookRun"]\n'
+        "from jupyter_agent.jupyter.session import get_session\n"
+        "from jupyter_agent.notebook import tool_session\n"
+        "tool_session(get_session().conversation.context).cell_timeout_s = 3",
+        "%%agent --permission-mode bypassPermissions\nrun the cell",
+        "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.01)",
+        "print('after', 6 * 7)",
+    ], ids=["load", "agent", "forever", "after"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "forever"})),
+        response(text("It ran too long.")),
+    )
+    page = page_of("forever.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    wait_for_end(page, timeout=60000)
+    screenshot(page, "live_time_limit")
+    result = _tool_results(api)[-1]
+    assert "timed out" in result and "interrupted after 3 s" in result, result[:2000]
+    assert "KeyboardInterrupt" in cell(page, 2).locator(".jp-OutputArea").inner_text()
+    run_and_wait(page, 3)  # the kernel takes the next cell
+    assert "after 42" in cell(page, 3).locator(".jp-OutputArea").inner_text()

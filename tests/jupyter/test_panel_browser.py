@@ -113,3 +113,23 @@ def test_side_panel_round_trip(lab, page_of, script, api):
         panel.locator(".jp-AgentPanel-hintBox", has_text=HINT).wait_for(timeout=30000)
     finally:
         screenshot(page, "panel_end")
+
+
+def test_panel_settings_place_and_open_it(lab, page_of):
+    """The panel's settings (labextension/schema/panel.json), as a user's settings file sets
+    them: in the left sidebar, open when JupyterLab starts. Its buttons are named by their
+    words (the icons are aria-hidden)."""
+    write_notebook(lab.root / "settings.ipynb", ["1 + 1"])
+    user_settings = lab.settings / "jupyter-agent" / "panel.jupyterlab-settings"
+    user_settings.parent.mkdir(parents=True, exist_ok=True)
+    user_settings.write_text('{"side": "left", "openOnStart": true}')
+    try:
+        page = page_of("settings.ipynb")
+        panel = page.locator(f"#jp-left-stack {PANEL}")
+        panel.wait_for(timeout=30000)  # open without a click, on the left
+        assert page.locator(f"#jp-right-stack {PANEL}").count() == 0
+        send = panel.get_by_role("button", name="Send", exact=True)
+        assert send.locator("[aria-hidden='true'] svg").count() == 1  # an icon, hidden from screen readers
+        panel.get_by_role("button", name="Stop", exact=True).wait_for()
+    finally:
+        user_settings.unlink()

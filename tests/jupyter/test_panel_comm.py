@@ -10,6 +10,7 @@ import pytest
 import pytest_asyncio
 
 from jupyter_agent.jupyter.panel_comm import TARGET
+from jupyter_agent.jupyter.protocol import PANEL_VERSION
 from jupyter_agent.testing import response, text, thinking, tool_use
 from jupyter_agent.replay.packaged import DEMO_TRANSCRIPT
 
@@ -27,10 +28,10 @@ class Panel:
         self.kernel = kernel
         self.comm_id = uuid.uuid4().hex
 
-    def open(self) -> Panel:
+    def open(self, version: int = PANEL_VERSION) -> Panel:
         kc = self.kernel.kc
         kc.shell_channel.send(kc.session.msg("comm_open", {
-            "comm_id": self.comm_id, "target_name": TARGET, "data": {}}))
+            "comm_id": self.comm_id, "target_name": TARGET, "data": {"v": version, "op": "hello"}}))
         return self
 
     def send(self, **data) -> None:
@@ -195,7 +196,7 @@ async def test_bad_requests_are_refused_and_secrets_never_sent(kernel, panel, sc
     panel.send(op="approve", request=12345, choice="allow")
     await kernel.until(lambda: len(panel.view()["errors"]) == 3, 5, "three refusals")
     first, second, third = panel.view()["errors"]
-    assert "unknown request ('format_disk')" in first and "protocol version 99" in second
+    assert "unknown request ('format_disk')" in first and "panel protocol 99" in second
     assert "already answered" in third
     secret_file = module_tmp / "env.txt"
     secret_file.write_text(f"ANTHROPIC_API_KEY={SECRET}\n")
@@ -204,6 +205,17 @@ async def test_bad_requests_are_refused_and_secrets_never_sent(kernel, panel, sc
     await kernel.until(lambda: panel.headers() and panel.headers()[0]["ended"], 10, "the end")
     sent = str(panel.received())
     assert SECRET not in sent and "[redacted" in sent
+
+
+async def test_a_panel_of_another_protocol_version_is_told_to_reload_and_sent_nothing_else(kernel, panel):
+    """The panel's hello (the comm's open data) is version-checked: a page of another
+    version would misread every state and update."""
+    old = Panel(kernel).open(version=PANEL_VERSION + 98)
+    await kernel.until(lambda: old.received(), 10, "the kernel's answer")
+    await kernel.execute("1")  # give the kernel every chance to send more
+    (only,) = old.received()
+    assert only["type"] == "error" and only["v"] == PANEL_VERSION
+    assert f"panel protocol {PANEL_VERSION + 98}" in only["text"] and "reload the page" in only["text"]
 
 
 async def test_a_kernel_without_the_extension_closes_the_panel_comm(module_tmp, api):

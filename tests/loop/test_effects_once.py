@@ -22,12 +22,13 @@ from nbformat.v4 import new_code_cell, new_notebook
 from jupyter_agent import ModelRetry, Notice, StreamEvent, TerminalReason, ToolStart, query
 from jupyter_agent.loop.permission_result import PermissionAllow
 from jupyter_agent.loop.tool import ToolCheckPolicy
-from jupyter_agent.notebook import KernelPool, close_session
+from jupyter_agent.notebook import KernelPool, ToolSession, close_session, tool_session
 from jupyter_agent.testing import (
     FakeMessagesAPI, cut_stream, pause, response, stall, stream_error, text, tool_use,
 )
 from jupyter_agent.replay.sse import build_events
-from jupyter_agent.loop.tool import ToolContext, ToolSession
+from jupyter_agent.loop.services import Services
+from jupyter_agent.loop.tool import ToolContext
 
 from .conftest import model_for, run_query
 
@@ -79,14 +80,14 @@ def notebook(tmp_path: Path, jupyter_dirs) -> tuple[Path, Path]:
 
 async def run_notebook_script(api, path: Path, max_retries: int = 2):
     kernels = KernelPool(transport="ipc", kernel_name="python3")
-    context = ToolContext(cwd=path.parent, session=ToolSession(kernels=kernels))
+    context = ToolContext(cwd=path.parent, services=Services(ToolSession(kernels=kernels)))
     try:
         run = query("count", model=model_for(api, max_retries=max_retries), cwd=path.parent,
                     permission_mode="acceptEdits", context=context,
                     can_use_tool=lambda name, input, ask: PermissionAllow())
         events = [e async for e in run]
     finally:
-        await close_session(context.session)
+        await close_session(tool_session(context))
     return run, events
 
 

@@ -19,11 +19,14 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from jupyter_agent.notebook import (
     KernelPool,
     MemoryNotebook,
+    ToolSession,
     close_session,
     register_document,
+    tool_session,
 )
 from jupyter_agent.permissions import Permissions
-from jupyter_agent.loop.tool import ToolContext, ToolSession
+from jupyter_agent.loop.services import Services
+from jupyter_agent.loop.tool import ToolContext
 from tests.tools.conftest import call_tool
 
 from .corpus import PNG
@@ -65,8 +68,8 @@ def make_notebook(folder: Path, *sources: str) -> Path:
 
 
 def ctx_for(folder: Path, session: ToolSession) -> ToolContext:
-    return ToolContext(cwd=folder, permissions=Permissions(mode="bypassPermissions", cwd=folder,
-                                                                       allow=["NotebookRun"]), session=session)
+    policy = Permissions(mode="bypassPermissions", cwd=folder, allow=["NotebookRun"])
+    return ToolContext(cwd=folder, permissions=policy, services=Services(session))
 
 
 async def run(ctx, cell_id: str) -> dict:
@@ -121,7 +124,7 @@ async def test_images_come_back_as_image_blocks(folder, session):
 async def test_a_cell_over_its_time_limit_is_interrupted_and_the_kernel_survives(folder, session):
     make_notebook(folder, "import time\nprint('start', flush=True)\ntime.sleep(30)", "print('still alive')")
     ctx = ctx_for(folder, session)
-    ctx.session.cell_timeout_s = 1.0
+    tool_session(ctx).cell_timeout_s = 1.0
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
     started = asyncio.get_running_loop().time()
     result = await run(ctx, "c0")
@@ -129,7 +132,7 @@ async def test_a_cell_over_its_time_limit_is_interrupted_and_the_kernel_survives
     assert "KeyboardInterrupt" in result["content"]
     assert asyncio.get_running_loop().time() - started < 10
     assert "still alive" in (await run(ctx, "c1"))["content"]
-    ctx.session.cell_timeout_s = None
+    tool_session(ctx).cell_timeout_s = None
 
 
 async def test_stop_interrupts_a_running_cell(folder, session):
@@ -149,7 +152,7 @@ async def test_memory_notebook_runs_in_the_same_kernel(folder, session):
     doc = MemoryNotebook(folder / "nb.ipynb", new_notebook(cells=[new_code_cell("print(memory_value)", id="m")]),
                          kernels=session.kernels)
     ctx = ctx_for(folder, ToolSession(kernels=session.kernels))
-    register_document(ctx.session, doc)
+    register_document(tool_session(ctx), doc)
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
     result = await run(ctx, "m")
     assert "41" in result["content"] and doc.cells[0]["outputs"][0]["text"] == "41\n"

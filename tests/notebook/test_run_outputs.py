@@ -14,9 +14,8 @@ import pytest
 from jupyter_agent.jupyter.cards import tool_html
 from jupyter_agent.view.runmodel import RunModel
 from jupyter_agent.loop.events import ToolProgress, ToolResult, ToolStart
-from jupyter_agent.loop.tool import ToolSession
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
-from jupyter_agent.notebook import KernelPool, close_session
+from jupyter_agent.notebook import KernelPool, ToolSession, close_session
 from tests.tools.conftest import TOOLS, call_tool
 
 from .test_kernels import ctx_for, folder, jupyter_dirs, make_notebook, run, session  # noqa: F401 (fixtures)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from jupyter_agent.notebook import tool_session
 from jupyter_agent.tools.search import SearchRequest, ripgrep_path, search
 
 from .conftest import call_tool
@@ -184,7 +185,7 @@ async def test_grep_tool_output_is_identical_with_and_without_ripgrep(messy_tree
     for args in ({"output_mode": "content", "-C": 1}, {"output_mode": "count"}, {}):
         outputs = []
         for use in (True, False):
-            ctx.session.grep_use_ripgrep = use
+            tool_session(ctx).grep_use_ripgrep = use
             result = await call_tool(ctx, "Grep", {"pattern": "needle", **args})
             assert not result.get("is_error") and "a.txt" in result["content"]
             outputs.append(result["content"])

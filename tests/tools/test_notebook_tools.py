@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from jupyter_agent.notebook import MemoryNotebook, register_document
+from jupyter_agent.notebook import MemoryNotebook, register_document, tool_session
 
 from .conftest import call_tool
 
@@ -105,7 +105,7 @@ async def test_own_edits_do_not_need_a_new_read(ctx, notebook):
 
 async def test_a_registered_document_is_used_instead_of_the_file(ctx, workspace):
     doc = MemoryNotebook(workspace / "live.ipynb", new_notebook(cells=[new_code_cell("a = 1", id="only")]))
-    register_document(ctx.session, doc)
+    register_document(tool_session(ctx), doc)
     read = await call_tool(ctx, "Read", {"file_path": "live.ipynb"})
     assert read["content"] == '<cell id="only">a = 1</cell id="only">'
     result = await call_tool(ctx, "NotebookEdit", {"notebook_path": "live.ipynb", "cell_id": "only",
@@ -225,12 +225,12 @@ async def test_notebook_run_settles_and_redacts_whatever_a_backend_returns(ctx, 
             return RunResult(cell=cell, outputs=outputs, execution_count=1, saved=False)
 
     doc = OwnRunner(workspace / "live.ipynb", new_notebook(cells=[new_code_cell("go()", id="only")]))
-    register_document(ctx.session, doc)
+    register_document(tool_session(ctx), doc)
     await call_tool(ctx, "Read", {"file_path": "live.ipynb"})
     from .conftest import make_ctx
 
     bypass = make_ctx(workspace, "bypassPermissions", allow=["NotebookRun"])  # runs always ask otherwise
-    bypass.session, bypass.read_file_state = ctx.session, ctx.read_file_state
+    bypass.services, bypass.read_file_state = ctx.services, ctx.read_file_state
     result = await call_tool(bypass, "NotebookRun", {"notebook_path": "live.ipynb", "cell_id": "only"})
     assert key not in json.dumps(result) and "Z9Z9Z9" not in json.dumps(result)
     assert result["content"] == "Ran cell only [1].\n100% [redacted ANTHROPIC_API_KEY]"
@@ -248,7 +248,7 @@ async def test_a_run_approval_numbers_the_cell_as_the_open_page_shows_it(workspa
     nbformat.write(on_disk, workspace / "page.ipynb")
     page = new_notebook(cells=[*on_disk.cells, new_code_cell("x + 1", id="new1")])
     ctx = make_ctx(workspace, "default")
-    register_document(ctx.session, MemoryNotebook(workspace / "page.ipynb", page))
+    register_document(tool_session(ctx), MemoryNotebook(workspace / "page.ipynb", page))
     await call_tool(ctx, "Read", {"file_path": "page.ipynb"})
     asks = []
 

@@ -18,6 +18,7 @@ import pytest
 from jupyter_agent import ToolStart, query
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
 from jupyter_agent.loop.tool import ToolContext
+from jupyter_agent.notebook import tool_session
 from jupyter_agent.tools import Grep
 from jupyter_agent.tools.globmatch import compile_glob
 from jupyter_agent.tools.ignore import walk_files
@@ -88,7 +89,7 @@ def _grep_env(ctx: ToolContext, timeout_s: float) -> ToolRunEnv:
 async def test_python_grep_fallback_is_killed_by_the_time_limit(workspace):
     (workspace / "a.txt").write_text("a" * 40 + "!\n")
     ctx = make_ctx(workspace)
-    ctx.session.grep_use_ripgrep = False
+    tool_session(ctx).grep_use_ripgrep = False
     block = {"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "(a+)+$"}}
     started = time.monotonic()
     async with Ticker() as ticker:
@@ -100,7 +101,7 @@ async def test_python_grep_fallback_is_killed_by_the_time_limit(workspace):
 async def test_ripgrep_finds_it_at_once(workspace):
     (workspace / "a.txt").write_text("a" * 40 + "!\n" + "a" * 40 + "\n")
     ctx = make_ctx(workspace)
-    ctx.session.grep_use_ripgrep = True
+    tool_session(ctx).grep_use_ripgrep = True
     result = await execute_tool_call({"type": "tool_use", "id": "t1", "name": "Grep",
                                       "input": {"pattern": "(a+)+$", "output_mode": "count"}}, _grep_env(ctx, 5.0))
     assert text_of(result).startswith("a.txt:1")
@@ -111,7 +112,7 @@ async def test_stop_ends_a_slow_fallback_grep_at_once(workspace):
     grep = tool_use("Grep", {"pattern": "(a+)+$"})
     with FakeMessagesAPI([response(grep)]) as api:
         run = query("search", model=api.model(), cwd=workspace)
-        run.params.context.session.grep_use_ripgrep = False
+        tool_session(run.params.context).grep_use_ripgrep = False
         stopped = None
         async for event in run:
             if isinstance(event, ToolStart):
@@ -127,7 +128,7 @@ async def test_stop_ends_a_slow_fallback_grep_at_once(workspace):
 async def test_grep_multiline_spans_lines(workspace, backend):
     (workspace / "s.go").write_text("type S struct {\n    a int\n    field string\n}\nother\n")
     ctx = make_ctx(workspace)
-    ctx.session.grep_use_ripgrep = backend
+    tool_session(ctx).grep_use_ripgrep = backend
     one_line = await call_tool(ctx, "Grep", {"pattern": r"struct \{.*field", "output_mode": "content"})
     assert text_of(one_line) == "No matches found"
     spanning = await call_tool(ctx, "Grep", {"pattern": r"struct \{.*?field", "output_mode": "content",

@@ -16,11 +16,12 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from jupyter_agent import query
 from jupyter_agent.loop.permission_result import PermissionAllow
-from jupyter_agent.notebook import KernelPool, close_session
+from jupyter_agent.notebook import KernelPool, ToolSession, close_session, tool_session
 from jupyter_agent.notebook.memory_backend import MemoryNotebook
 from jupyter_agent.permissions import ApprovalBroker, Permissions
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
-from jupyter_agent.loop.tool import ToolContext, ToolSession
+from jupyter_agent.loop.services import Services
+from jupyter_agent.loop.tool import ToolContext
 
 
 def results_sent(api: FakeMessagesAPI, request_number: int) -> dict[str, dict]:
@@ -162,14 +163,14 @@ async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
     run_load = tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "load"})
     run_new = tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "cell-1"})
     kernels = KernelPool(transport="ipc", kernel_name="python3")
-    context = ToolContext(cwd=workspace, session=ToolSession(kernels=kernels))
+    context = ToolContext(cwd=workspace, services=Services(ToolSession(kernels=kernels)))
     script = [response(read), response(insert), response(run_load, run_new), response(text("Sorted."))]
     try:
         with FakeMessagesAPI(script) as api:
             _, terminal = await run_script(api, "sort the data", workspace, permission_mode="acceptEdits",
                                            context=context, can_use_tool=lambda name, input, ask: PermissionAllow())
     finally:
-        await close_session(context.session)
+        await close_session(tool_session(context))
     assert terminal.reason == "completed"
     assert result_text(results_sent(api, 1)[read["id"]]) == '<cell id="load">data = [3, 1, 2]</cell id="load">'
     inserted = result_text(results_sent(api, 2)[insert["id"]])
@@ -197,8 +198,8 @@ def _counting_notebook(workspace: Path) -> tuple[Path, CountingNotebook, ToolCon
     nb = new_notebook(cells=[new_code_cell("a = 1", id="first"), new_code_cell("b = 2", id="second")])
     path.write_text(nbformat.writes(nb) + "\n")
     doc = CountingNotebook(os.path.realpath(path), nb)
-    context = ToolContext(cwd=workspace, session=ToolSession())
-    context.session.notebook_documents[os.path.realpath(path)] = doc
+    context = ToolContext(cwd=workspace)
+    tool_session(context).notebook_documents[os.path.realpath(path)] = doc
     return path, doc, context
 
 

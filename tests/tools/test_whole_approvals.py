@@ -38,8 +38,9 @@ class Asked:
 
 def surfaces(name: str, input: dict[str, Any], ask: Any, cwd: Any) -> dict[str, str]:
     """What each surface shows of an ask, as text a person reads."""
-    request = type("Request", (), {"id": 1, "tool_name": name, "input": input, "message": ask.message,
-                                   "diff": ask.diff, "suggested_rules": ask.suggested_rules, "tool_use_id": "t1"})
+    request = type("Request", (), {"id": 1, "tool_use_id": ask.tool_use_id, "tool_name": name, "input": input,
+                                   "message": ask.message,
+                                   "diff": ask.diff, "suggested_rules": ask.suggested_rules})
     panel = approval_json(request, "run-1", cwd)
     return {
         "card": html.unescape(re.sub(r"<[^>]*>", "", approval_html(name, input, ask.message, ask.diff, cwd))),

@@ -1,0 +1,31 @@
+/**
+ * The side panel's protocol, page side: its names in one place. The kernel side is
+ * jupyter_agent/jupyter/panel_comm.py.
+ *
+ * Page -> kernel: {v, op, ...arguments}: hello, send (prompt), stop, new, mode (mode),
+ * approve (request, choice, feedback; tool_use_id when the approval carried one).
+ * Kernel -> page: {v, type, ...}: state (everything), update (what changed), error (text).
+ *
+ * The constants are defined once, in protocol.ts (whose Python twin, protocol.py, a parity
+ * test compares); the panel's own types are derived from them here.
+ */
+
+export { PANEL_CHOICES, PANEL_MESSAGE_TYPES, PANEL_OPS, PANEL_TARGET, PANEL_VERSION } from './protocol';
+import { PANEL_CHOICES, PANEL_MESSAGE_TYPES, PANEL_OPS } from './protocol';
+
+export type PanelOp = (typeof PANEL_OPS)[number];
+export type PanelMessageType = (typeof PANEL_MESSAGE_TYPES)[number];
+export type ApprovalChoice = (typeof PANEL_CHOICES)[number];
+
+/** A request from the page, without its version (PanelConnection.send adds it). */
+export type PanelRequest =
+  | { op: Extract<PanelOp, 'hello' | 'stop' | 'new'> }
+  | { op: Extract<PanelOp, 'send'>; prompt: string }
+  | { op: Extract<PanelOp, 'mode'>; mode: string }
+  | {
+      op: Extract<PanelOp, 'approve'>;
+      request: string | number;
+      tool_use_id?: string;
+      choice: ApprovalChoice;
+      feedback: string;
+    };
