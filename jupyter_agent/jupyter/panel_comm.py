@@ -310,7 +310,8 @@ class PanelHub:
         tool_use_id = data.get("tool_use_id")
         if isinstance(tool_use_id, str) and tool_use_id:
             return next((e for e in self.approvals.values() if e[0].tool_use_id == tool_use_id), None)
-        return self.approvals.get(data.get("request"))  # type: ignore[arg-type]
+        request = data.get("request")
+        return self.approvals.get(request) if isinstance(request, int) else None
 
     # -- what the panels show -------------------------------------------------------------
     def session_header(self) -> dict[str, Any]:
