@@ -166,7 +166,8 @@ class TerminalDisplay:
             self.note(f"  {icon} {tool.name} {tool.summary}: {STATE_LABELS['raised']} {tool.exception}")
         else:
             # redacted before it is shortened: a key cut in two is no longer found
-            content = redact(tool.result if isinstance(tool.result, str) else json.dumps(tool.result, default=str))[:300]
+            text = tool.result if isinstance(tool.result, str) else json.dumps(tool.result, default=str)
+            content = redact(text)[:300]
             first = content.strip().splitlines()[0] if content and content.strip() else tool.state
             self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}: {first}")
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import logging
 import os
 import re
 import stat
@@ -39,6 +40,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from .loop.permission_result import (
     DENIED,
@@ -51,6 +54,8 @@ from .loop.permission_result import (
 from .safety import rule_names_place, safety_hit
 from .loop.tool import PermissionPolicy, PreparedCall, Tool, ToolContext
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
+
+log = logging.getLogger(__name__)
 
 #: The file-editing tools are one family: a rule naming any of them covers them all
 #: (``Write(pyproject.toml)`` also stops an Edit of it), as in Claude Code.
@@ -107,7 +112,7 @@ class Permissions(PermissionPolicy):
         self._tools: dict[str, Tool] = {}
         self._last_ctx: ToolContext | None = None
 
-    @property  # type: ignore[override]  # always one of the modes here
+    @property  # always one of the modes here
     def mode(self) -> str:
         return self._mode
 
@@ -240,14 +245,14 @@ class Permissions(PermissionPolicy):
                 return False
             tool = found
         ctx = ctx or self._last_ctx or ToolContext(cwd=self._cwd(None))
-        if isinstance(input, dict):
-            try:
-                input = tool.Input.model_validate(input)
-            except Exception:
-                return False
         try:
+            if isinstance(input, dict):
+                input = tool.Input.model_validate(input)
             return isinstance(await self.check(tool, input, ctx), PermissionAllow)
-        except Exception:
+        except ValidationError:  # an input the tool refuses is not allowed
+            return False
+        except Exception:  # a check that fails allows nothing
+            log.debug("checking %s failed; not allowed", tool.name, exc_info=True)
             return False
 
     async def check(self, tool: Tool, input: Any, ctx: ToolContext) -> PermissionResult:
@@ -399,7 +404,9 @@ class ApprovalBroker:
         self.pending: list[ApprovalRequest] = []
         self._tasks: set[asyncio.Task] = set()
 
-    async def __call__(self, tool_name: str, input: dict[str, Any], ask: PermissionAsk) -> PermissionAllow | PermissionDeny:
+    async def __call__(
+        self, tool_name: str, input: dict[str, Any], ask: PermissionAsk
+    ) -> PermissionAllow | PermissionDeny:
         request = ApprovalRequest(tool_name, dict(input), ask, asyncio.get_running_loop(), on_always=self._always)
         self.pending.append(request)
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.I)
@@ -27,11 +28,12 @@ MIN_SECRET_LEN = 12
 _cache: tuple[dict[Any, Any], list[tuple[str, str]]] | None = None
 
 
-def _environ_now() -> dict[Any, Any]:
-    # os.environ's own dict (CPython keeps it as ``_data``): comparing it with the copy taken
-    # last time is one C-level dict comparison, where rebuilding and sorting every
-    # (name, value) pair cost that work twice per frame while a run streams.
-    return getattr(os.environ, "_data", os.environ)
+def _environ_now() -> Mapping[Any, Any]:
+    # os.environ's own dict (CPython keeps it as ``_data``, bytes to bytes on POSIX): comparing
+    # it with the copy taken last time is one C-level dict comparison, where rebuilding and
+    # sorting every (name, value) pair cost that work twice per frame while a run streams.
+    environ: Mapping[Any, Any] = getattr(os.environ, "_data", os.environ)
+    return environ
 
 
 def _secret_values() -> list[tuple[str, str]]:

@@ -308,7 +308,8 @@ async def test_a_ui_thread_can_answer(ws):
     def on_request(request):
         threading.Thread(target=request.allow).start()  # as a widget callback on another thread
 
-    result = await call_tool(ctx, "Write", {"file_path": "t.txt", "content": "t"}, ApprovalBroker(on_request=on_request))
+    broker = ApprovalBroker(on_request=on_request)
+    result = await call_tool(ctx, "Write", {"file_path": "t.txt", "content": "t"}, broker)
     assert not result.get("is_error") and (ws / "t.txt").read_text() == "t"
 
 

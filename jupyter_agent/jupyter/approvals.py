@@ -40,7 +40,7 @@ class ApprovalCards:
         self._stopped: dict[int, str] = {}
         #: request id -> (request, card) of the cards showing: `%agent approvals` shows
         #: them again where the user can reach them
-        self.cards: dict[int, tuple[ApprovalRequest, ApprovalCard]] = {}
+        self.cards: dict[int, tuple[ApprovalRequest, ApprovalCard | None]] = {}
         #: called (loop thread) when a card shows: the run waits, a good moment to bring
         #: the cell's saved fallback up to date (a save now keeps the transcript so far)
         self.on_show: Any = None

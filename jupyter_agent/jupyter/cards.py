@@ -18,7 +18,8 @@ import html
 import json
 import logging
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import ipywidgets as w
 
@@ -37,8 +38,10 @@ log = logging.getLogger(__name__)
 
 #: Syntax colours from JupyterLab's own editor theme, so code reads in light and dark themes.
 _CODE_STYLE = (
-    "<style>.ja-code .k,.ja-code .kn,.ja-code .kd,.ja-code .kc,.ja-code .ow{color:var(--jp-mirror-editor-keyword-color,#008000);font-weight:bold}"
-    ".ja-code .s,.ja-code .s1,.ja-code .s2,.ja-code .sd,.ja-code .sa,.ja-code .si{color:var(--jp-mirror-editor-string-color,#ba2121)}"
+    "<style>.ja-code .k,.ja-code .kn,.ja-code .kd,.ja-code .kc,.ja-code .ow"
+    "{color:var(--jp-mirror-editor-keyword-color,#008000);font-weight:bold}"
+    ".ja-code .s,.ja-code .s1,.ja-code .s2,.ja-code .sd,.ja-code .sa,.ja-code .si"
+    "{color:var(--jp-mirror-editor-string-color,#ba2121)}"
     ".ja-code .mi,.ja-code .mf,.ja-code .m{color:var(--jp-mirror-editor-number-color,#080)}"
     ".ja-code .c,.ja-code .c1,.ja-code .cm{color:var(--jp-mirror-editor-comment-color,#408080);font-style:italic}"
     ".ja-code .nf,.ja-code .nc{color:var(--jp-mirror-editor-def-color,#00f)}"
@@ -254,7 +257,7 @@ class ApprovalCard(w.VBox):
 
     def __init__(self, tool_name: str, input: dict[str, Any], message: str = "",
                  diff: str | None = None, rules: tuple[str, ...] = (),
-                 on_decide: Callable[["ApprovalCard", str, str], None] | None = None,
+                 on_decide: Callable[[ApprovalCard, str, str], None] | None = None,
                  cwd: Path | str | None = None) -> None:
         self.tool_name = tool_name
         self.rules = rules or (tool_name,)

@@ -26,8 +26,12 @@ the fallback is emptied.
 
 from __future__ import annotations
 
+import logging
 import uuid
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
 
 
 def live_class(key: str) -> str:
@@ -92,4 +96,4 @@ class Fallback:
         try:
             update_display(bundle, raw=True, display_id=self.display_id)
         except Exception:  # no frontend (plain Python)
-            pass
+            log.debug("could not update the fallback display", exc_info=True)

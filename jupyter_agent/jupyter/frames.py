@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 
 class FrameScheduler:

@@ -21,15 +21,19 @@ from __future__ import annotations
 import asyncio
 import bisect
 import itertools
+import logging
 import uuid
 from collections import deque
-from typing import Any, AsyncIterator, Callable
+from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 from ..loop.state import Terminal
 from ..redact import redact
 from ..view.runmodel import RunModel
 from .fallback import Fallback, live_class
 from ..view.transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdown, transcript_plain
+
+log = logging.getLogger(__name__)
 
 #: Least seconds between two refreshes of the live output's fallback.
 FALLBACK_REFRESH_S = 2.0
@@ -71,7 +75,7 @@ class AgentRun:
 
     def __init__(self, run: Any, model: RunModel, *, view: Any = None, broker: Any = None,
                  prompt: str = "", interactive: bool = True, tick_s: float = 1.0,
-                 on_end: Callable[["AgentRun"], None] | None = None) -> None:
+                 on_end: Callable[[AgentRun], None] | None = None) -> None:
         self.run = run
         self.model = model
         self.view = view
@@ -86,7 +90,7 @@ class AgentRun:
         self.error: str | None = None
         self._tick_s = tick_s
         self._on_end = on_end
-        self._callbacks: list[Callable[["AgentRun"], None]] = []
+        self._callbacks: list[Callable[[AgentRun], None]] = []
         self._changed = asyncio.Event()
         self._done = asyncio.Event()
         self._displayed = False
@@ -158,7 +162,8 @@ class AgentRun:
         seen = -1
         while True:
             while fresh := self.events.after(seen):
-                for seen, event in fresh:
+                for index, event in fresh:
+                    seen = index
                     yield event
             if self._done.is_set():
                 return
@@ -170,7 +175,7 @@ class AgentRun:
         return redact(f"<AgentRun {status} turns={self.model.turn_count} prompt={self.prompt[:40]!r}>")
 
     # -- running -------------------------------------------------------------------------
-    def start(self) -> "AgentRun":
+    def start(self) -> AgentRun:
         """Start the driver task on the running event loop (keep the reference: docs/design.md, "Background tasks")."""
         loop = asyncio.get_event_loop()
         self.task = loop.create_task(self._drive(), name=f"jupyter-agent {self.display_id}")
@@ -229,9 +234,9 @@ class AgentRun:
                 try:
                     callback(self)
                 except Exception:  # one broken listener must not keep the others waiting
-                    pass
+                    log.debug("a done-callback of the run failed: %r", callback, exc_info=True)
 
-    def add_done_callback(self, callback: Callable[["AgentRun"], None]) -> None:
+    def add_done_callback(self, callback: Callable[[AgentRun], None]) -> None:
         """Call ``callback(handle)`` when the run has ended (at once if it has)."""
         if self._done.is_set():
             callback(self)
@@ -294,6 +299,6 @@ class AgentRun:
         try:
             update_display(self._bundle(), raw=True, display_id=self.display_id)
         except Exception:  # no frontend (plain Python): the transcript is on the handle
-            pass
+            log.debug("could not update the run's display", exc_info=True)
         if not self._live():
             self.fallback.clear()

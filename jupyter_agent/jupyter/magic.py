@@ -23,7 +23,7 @@ import functools
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -44,10 +44,10 @@ class _ShownHelp(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse that reports bad input as IPython's UsageError (no traceback)."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message}\n{self.format_usage().rstrip()}\n(see `%agent --help`)")
 
-    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:
             print(message)
         raise _ShownHelp()

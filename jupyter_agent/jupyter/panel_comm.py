@@ -27,8 +27,8 @@ plain data, nothing refolded), coalesced to one message per frame by a
 :func:`redact` (before any cut) and has its invisible characters marked; assistant text is
 sent as ``render.markdown.markdown_from_model`` of what ``redact_partial`` can judge so far
 (the panel renders it untrusted as well); an approval is sent whole (message, diff, input),
-with ``warning`` set when it holds invisible or reordering characters. Comm messages may arrive on another thread (a JupyterLab subshell): each
-hops to the kernel's event loop first.
+with ``warning`` set when it holds invisible or reordering characters. Comm messages may
+arrive on another thread (a JupyterLab subshell): each hops to the kernel's event loop first.
 
 Loading stays cheap: the loop, the run model and ipywidgets load when a panel connects.
 """
@@ -310,7 +310,8 @@ class PanelHub:
         tool_use_id = data.get("tool_use_id")
         if isinstance(tool_use_id, str) and tool_use_id:
             return next((e for e in self.approvals.values() if e[0].tool_use_id == tool_use_id), None)
-        return self.approvals.get(data.get("request"))  # type: ignore[arg-type]
+        request = data.get("request")
+        return self.approvals.get(request) if isinstance(request, int) else None
 
     # -- what the panels show -------------------------------------------------------------
     def session_header(self) -> dict[str, Any]:

@@ -19,7 +19,8 @@ the run or the widgets.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import ipywidgets as w
 

@@ -10,6 +10,7 @@ an "ask" is then a deny with a clear message), and starts the driver task.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -20,6 +21,8 @@ from typing import Any
 from .config import AgentConfig
 from ..environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
+
+log = logging.getLogger(__name__)
 
 
 class AgentBusy(RuntimeError):
@@ -89,8 +92,8 @@ class AgentSession:
             return
         try:
             asyncio.get_event_loop().create_task(conversation.aclose())
-        except Exception:
-            pass
+        except Exception:  # no event loop to close it on: its HTTP client is collected instead
+            log.debug("could not schedule closing the old conversation", exc_info=True)
 
     def set_defaults(self, *, model: str | None = None, permission_mode: str | None = None,
                      max_turns: int | None = None, cwd: str | None = None,
@@ -344,7 +347,7 @@ class AgentSession:
             elif callable(previous):
                 previous(signum, frame)
 
-        on_sigint._jupyter_agent_previous = previous  # type: ignore[attr-defined]
+        on_sigint._jupyter_agent_previous = previous  # type: ignore[attr-defined]  # a mark on a function
         kernel.saved_sigint_handler = on_sigint
         self._sigint_installed = True
 
@@ -368,7 +371,7 @@ class AgentSession:
             self.leave_plain_outputs("The kernel was restarted." if restart else "The kernel was shut down.")
             return original(restart, *args, **kwargs)
 
-        do_shutdown._jupyter_agent_original = original  # type: ignore[attr-defined]
+        do_shutdown._jupyter_agent_original = original  # type: ignore[attr-defined]  # a mark on a function
         kernel.do_shutdown = do_shutdown
         import atexit
 
@@ -382,30 +385,30 @@ class AgentSession:
             try:
                 active.lose(why)
             except Exception:  # the kernel is going down: do what can be done
-                pass
+                log.debug("could not leave the active run's output plain", exc_info=True)
         for listener in list(self.shutdown_listeners):
             try:
                 listener(why)
             except Exception:
-                pass
+                log.debug("a shutdown listener failed: %r", listener, exc_info=True)
         try:
             sys.stdout.flush()
-        except Exception:
-            pass
+        except Exception:  # stdout already closed at interpreter exit
+            log.debug("could not flush stdout", exc_info=True)
 
     def uninstall(self) -> None:
         """Undo :meth:`_install_interrupt_handler` (``%unload_ext``)."""
         kernel = getattr(self.shell, "kernel", None)
         handler = getattr(kernel, "saved_sigint_handler", None)
         previous = getattr(handler, "_jupyter_agent_previous", None)
-        if previous is not None:
+        if kernel is not None and previous is not None:
             kernel.saved_sigint_handler = previous
             if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is handler:
                 signal.signal(signal.SIGINT, previous)
         self._sigint_installed = False
         shutdown = getattr(kernel, "do_shutdown", None)
         original = getattr(shutdown, "_jupyter_agent_original", None)
-        if original is not None:
+        if kernel is not None and original is not None:
             kernel.do_shutdown = original
             import atexit
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
+from collections.abc import Callable
 
 Hook = Callable[..., Any]
 
@@ -59,7 +60,7 @@ class Hooks:
     stop: list[Hook] = field(default_factory=list)
 
     @classmethod
-    def coerce(cls, hooks: "Hooks | dict[str, list[Hook]] | None") -> "Hooks":
+    def coerce(cls, hooks: Hooks | dict[str, list[Hook]] | None) -> Hooks:
         """Accept a ``Hooks`` or a dict keyed ``PreToolUse`` / ``PostToolUse`` / ``Stop``."""
         if hooks is None:
             return cls()

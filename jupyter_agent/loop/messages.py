@@ -9,7 +9,8 @@ or a Stop. Every request goes through :func:`ensure_tool_result_pairing` first.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 Message = dict[str, Any]
 
@@ -74,10 +75,11 @@ def ensure_tool_result_pairing(messages: list[Message]) -> tuple[list[Message], 
         message = messages[i]
         if message.get("role") != "assistant":
             if message.get("role") == "user":
-                message = _drop_dangling_results(message, repaired, notes)
-                if message is None:
+                kept_message = _drop_dangling_results(message, repaired, notes)
+                if kept_message is None:
                     i += 1
                     continue
+                message = kept_message
             repaired.append(message)
             i += 1
             continue

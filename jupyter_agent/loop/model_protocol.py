@@ -7,12 +7,13 @@ implementation is :class:`jupyter_agent.model.AnthropicModel`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+from collections.abc import AsyncIterator
 
 from .events import AssistantMessage, ModelFallback, ModelRetry, Notice, StreamEvent
 
 #: ``Notice``: a line for the user from the model layer (the offline replay says what it plays)
-ModelEvent = Union[StreamEvent, ModelRetry, ModelFallback, AssistantMessage, Notice]
+ModelEvent = StreamEvent | ModelRetry | ModelFallback | AssistantMessage | Notice
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,12 @@ result gets an error result: each ``tool_use`` ends with exactly one ``tool_resu
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import Any, AsyncIterator, Iterator, Literal
+from typing import Any, Literal
+from collections.abc import AsyncIterator, Iterator
 
 from .abort import AbortSignal
 from .events import ToolOutcome, ToolResult
@@ -39,7 +41,7 @@ class TrackedCall:
     read_only: bool = False
     #: Queued but not to be started yet (a call that changes something, still streaming).
     held: bool = False
-    task: asyncio.Task | None = None
+    task: asyncio.Task[None] | None = None
     result: CallResult | None = None
     started_at: float = 0.0
     ended_at: float = 0.0
@@ -90,7 +92,7 @@ class ToolScheduler:
                 call.status = "running"
                 call.started_at = time.perf_counter()
                 call.task = asyncio.ensure_future(self._run(call))
-                call.task.add_done_callback(lambda task, call=call: self._task_done(call, task))
+                call.task.add_done_callback(functools.partial(self._task_done, call))
             else:
                 break  # keep order: nothing overtakes a call that has to wait
 
@@ -102,7 +104,7 @@ class ToolScheduler:
         self._finish(call, result)
         self._start_ready()
 
-    def _task_done(self, call: TrackedCall, task: asyncio.Task) -> None:
+    def _task_done(self, call: TrackedCall, task: asyncio.Task[None]) -> None:
         # A task cancelled before its first step never runs its body, so the result of
         # a cancelled call is set here, where every way out of the task passes.
         if call.status == "running":

@@ -1,15 +1,15 @@
 """The three answers a permission check can give.
 
 The loop calls ``policy.decide(tool, input, context, prepared)`` (a
-:class:`~.tool.PermissionPolicy`, on the call's plan) before every tool call. An ``ask`` goes to the ``can_use_tool`` callback (a UI's approval
-card, a terminal prompt, a test); with none, an ``ask`` is a deny that says how to allow
-the call.
+:class:`~.tool.PermissionPolicy`, on the call's plan) before every tool call. An ``ask``
+goes to the ``can_use_tool`` callback (a UI's approval card, a terminal prompt, a test);
+with none, an ``ask`` is a deny that says how to allow the call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from .events import ToolOutcome
 
@@ -72,4 +72,4 @@ class PermissionAsk:
     behavior: Literal["ask"] = "ask"
 
 
-PermissionResult = Union[PermissionAllow, PermissionDeny, PermissionAsk]
+PermissionResult = PermissionAllow | PermissionDeny | PermissionAsk

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 from .tool import Tool, ToolContext
 from .abort import AbortSignal
@@ -31,7 +32,7 @@ from .events import (
     AssistantMessage, Checkpoint, ModelFallback, ModelRetry, Notice, RequestStart,
     StreamEvent, ToolOutcome, ToolResult, UserMessage, STEP_NAMES,
 )
-from .hooks import Hooks, StopHookInput, call_hook
+from .hooks import HookResult, Hooks, StopHookInput, call_hook
 from .messages import (
     INTERRUPTED_MESSAGE, MISSING_RESULT_MESSAGE, create_user_message, ensure_tool_result_pairing,
     normalize_messages_for_api, prepend_user_context, yield_missing_tool_result_blocks,
@@ -193,7 +194,7 @@ def _checkpoint(step: int, state: State, turn: Turn, **extra: Any) -> Checkpoint
     )
 
 
-async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal) -> AsyncIterator[Any]:
+async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal) -> AsyncGenerator[Any, None]:
     """The loop. Yields events; the last one is always a :class:`Terminal`."""
     env = ToolRunEnv(
         tools_by_name={t.name: t for t in params.tools}, context=params.context,
@@ -232,7 +233,7 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
                 return
             for event in turn.announce:
                 yield event
-            if turn.transition.reason in NEW_TURN_REASONS:
+            if turn.transition is not None and turn.transition.reason in NEW_TURN_REASONS:
                 loop.stop_hook_blocks = 0
                 if params.checkpoints:
                     yield _checkpoint(4, record.state, turn)
@@ -258,18 +259,21 @@ def build_request(turn: Turn, loop: _Loop) -> Iterator[Any]:
     if params.checkpoints:
         yield _checkpoint(1, turn.state, turn, request=turn.request)
 
-async def collect_response(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
+async def collect_response(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
     """Step 2: call the model, streaming, and collect ``assistant_messages`` and the
     ``tool_use`` blocks. With streaming tools, a call may start before the response ends."""
     params, record, signal = loop.params, loop.record, loop.signal
+    request = turn.request
+    if request is None:
+        raise RuntimeError("collect_response runs after build_request has made the request")
     executor = turn.executor = StreamingToolExecutor(loop.env, signal) if params.streaming_tools else None
     snapshot: dict[str, Any] | None = None
     stopped_blocks: list[int] = []
     record.requests += 1
     record.phase = "streaming"
-    yield RequestStart(turn.state.turn_count, record.requests, params.model.name, len(turn.request.messages))
+    yield RequestStart(turn.state.turn_count, record.requests, params.model.name, len(request.messages))
     try:
-        async with contextlib.aclosing(stream_with_abort(params.model, turn.request, signal)) as stream:
+        async with contextlib.aclosing(stream_with_abort(params.model, request, signal)) as stream:
             async for event in stream:
                 record.meter.observe(event)
                 if isinstance(event, StreamEvent):
@@ -347,7 +351,7 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
         yield _checkpoint(2, turn.state, turn, tool_use_blocks=tuple(turn.tool_use_blocks))
 
 
-async def execute_tools(turn: Turn, loop: _Loop) -> AsyncIterator[Any]:
+async def execute_tools(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
     """Step 3: every call to its end (``run_tools``, or the executor that started them
     while the model streamed); then the results, in call order, as one user message."""
     loop.record.phase = "tools"
@@ -394,7 +398,8 @@ async def without_tools(turn: Turn, loop: _Loop) -> None:
         return
     verdict = await _run_stop_hooks(loop.params.hooks, last, history, state.stop_hook_active)
     if verdict is not None and verdict.stop:
-        turn.finish(TerminalReason.STOP_HOOK_PREVENTED, verdict.message or "A Stop hook ended the run.", history=history)
+        message = verdict.message or "A Stop hook ended the run."
+        turn.finish(TerminalReason.STOP_HOOK_PREVENTED, message, history=history)
     elif verdict is not None and verdict.decision == "block" and loop.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS:
         loop.stop_hook_blocks += 1
         feedback = create_user_message(f"Stop hook feedback:\n{verdict.message or ''}")
@@ -456,7 +461,8 @@ async def _close_turn(turn: Turn, partial: list[dict[str, Any]], signal: AbortSi
     turn.history = tuple(history)
 
 
-async def _run_stop_hooks(hooks: Hooks, last: dict[str, Any], history: list, active: bool):
+async def _run_stop_hooks(hooks: Hooks, last: dict[str, Any], history: list[dict[str, Any]],
+                         active: bool) -> HookResult | None:
     for hook in hooks.stop:
         verdict = await call_hook(hook, StopHookInput(_text_of(last), tuple(history), active))
         if verdict is not None and (verdict.stop or verdict.decision == "block"):

@@ -8,7 +8,8 @@ itself when nobody iterates. ``stop()`` is safe from any thread.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from typing import Any
+from collections.abc import AsyncIterator
 
 from .abort import AbortSignal
 from .messages import ensure_tool_result_pairing

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Any, AsyncIterator
+from typing import Any
+from collections.abc import AsyncGenerator
 
 from .abort import AbortSignal
 from .events import ModelFallback, ModelRetry, StreamEvent
@@ -29,7 +30,7 @@ class Aborted(Exception):
     """The user pressed Stop while the model was streaming."""
 
 
-async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSignal) -> AsyncIterator[Any]:
+async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSignal) -> AsyncGenerator[Any, None]:
     """The model's events, until Stop: a producer task reads the HTTP stream into a
     queue, so Stop can wake the loop at once and close the connection.
 
@@ -37,7 +38,8 @@ async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSi
     once the loop has taken the event and asked for the next one. The loop may close
     the stream instead (to keep a partial response whose tools changed something),
     and then no retried request leaves."""
-    queue: asyncio.Queue = asyncio.Queue()
+    # events, (event, hand-off future) pairs, an exception, or one of the two markers
+    queue: asyncio.Queue[Any] = asyncio.Queue()
     done, aborted = object(), object()
 
     async def produce() -> None:

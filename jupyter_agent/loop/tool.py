@@ -16,7 +16,8 @@ import asyncio
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -156,7 +157,7 @@ class ToolContext:
     #: Where oversized results are saved (None: a private folder of this user's; tests set it).
     tool_results_dir: Path | None = None
 
-    def for_call(self, tool_use_id: str, progress: Callable[[Any], None]) -> "ToolContext":
+    def for_call(self, tool_use_id: str, progress: Callable[[Any], None]) -> ToolContext:
         """The same context, labelled for one call (shares every mutable part)."""
         return replace(self, tool_use_id=tool_use_id, progress=progress)
 
@@ -220,6 +221,6 @@ class Tool:
     def summary(self, input: dict[str, Any]) -> str:
         """A one-line description of a call for UIs (e.g. the file path)."""
         for key in ("file_path", "notebook_path", "pattern", "path"):
-            if isinstance(input.get(key), str):
-                return input[key]
+            if isinstance(value := input.get(key), str):
+                return value
         return ""

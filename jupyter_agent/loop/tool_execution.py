@@ -3,9 +3,9 @@
 In order: unknown tool, already aborted, schema validation, ``validate_input``,
 ``prepare`` (the call planned once: resolved paths, an edit's change and the hash it
 is based on), PreToolUse hooks, the permission decision on that plan, ``call``
-(which carries the plan out, with a timeout), PostToolUse hooks. Every path ends in exactly one ``tool_result`` with the ``tool_use`` id;
-a failing tool never raises into the loop. Only cancellation (Stop) propagates, and
-the caller turns that into a result too.
+(which carries the plan out, with a timeout), PostToolUse hooks. Every path ends in exactly
+one ``tool_result`` with the ``tool_use`` id; a failing tool never raises into the loop. Only
+cancellation (Stop) propagates, and the caller turns that into a result too.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import logging
 import os
 import stat
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
@@ -27,6 +29,8 @@ from .events import ToolOutcome, ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
 from .permission_result import DENIED, PermissionAllow, PermissionAsk, PermissionDeny
+
+log = logging.getLogger(__name__)
 
 #: Error text longer than this is cut in the middle (the model needs head and tail).
 MAX_ERROR_CHARS = 10_000
@@ -69,7 +73,10 @@ class ToolRunEnv:
             return False
         try:
             return bool(getattr(tool, question)(tool.Input.model_validate(block.get("input") or {})))
-        except Exception:
+        except ValidationError:  # the call fails validation when it runs; until then it counts as changing
+            return False
+        except Exception:  # a tool's own answer failed: assume the cautious one
+            log.debug("%s.%s failed; counted as False", tool.name, question, exc_info=True)
             return False
 
 
@@ -162,7 +169,7 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
     env.emit(ToolStart(tool_use_id, name, raw_input))
     try:
         output = await asyncio.wait_for(tool.call(parsed, context, prepared), timeout=tool.timeout_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return error_result(tool_use_id, f"{name} timed out after {tool.timeout_s:g} s and was cancelled.")
     except ToolError as exc:
         return error_result(tool_use_id, str(exc) or f"{name} failed.")
@@ -233,12 +240,14 @@ async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: T
         answer = await answer
     if isinstance(answer, bool):  # a plain yes/no from a simple callback
         answer = PermissionAllow() if answer else PermissionDeny(DENIED, interrupt=True)
-    if not isinstance(answer, (PermissionAllow, PermissionDeny)):
-        return PermissionDeny(f"can_use_tool returned {type(answer).__name__}; expected allow or deny.",
-                              outcome=ToolOutcome.ERROR)
-    if isinstance(answer, PermissionAllow) and answer.always:
-        context.permissions.add_session_rules(answer.always)
-    return answer
+    if isinstance(answer, PermissionAllow):
+        if answer.always:
+            context.permissions.add_session_rules(answer.always)
+        return answer
+    if isinstance(answer, PermissionDeny):
+        return answer
+    return PermissionDeny(f"can_use_tool returned {type(answer).__name__}; expected allow or deny.",
+                          outcome=ToolOutcome.ERROR)
 
 
 def _bounded_content(tool: Tool, content: Any, tool_use_id: str, context: ToolContext) -> Any:
@@ -273,13 +282,14 @@ def private_results_dir(wanted: Path | None = None) -> Path:
     """
     global _fallback_dir
     folder = wanted or Path(tempfile.gettempdir()) / f"jupyter-agent-{os.getuid()}"
+    present = True
     try:
         os.mkdir(folder, 0o700)
     except FileExistsError:
         pass
     except OSError:
-        folder = None
-    if folder is not None:
+        present = False
+    if present:
         st = os.lstat(folder)
         if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
             return Path(folder)

@@ -17,12 +17,12 @@ class Usage:
     cost_usd: float = 0.0
     requests: int = 0
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     @classmethod
-    def from_api(cls, usage: dict[str, Any] | None) -> "Usage":
+    def from_api(cls, usage: dict[str, Any] | None) -> Usage:
         usage = usage or {}
         return cls(
             input_tokens=int(usage.get("input_tokens") or 0),

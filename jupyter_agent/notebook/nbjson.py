@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from json.decoder import scanstring  # type: ignore[attr-defined]
+from json.decoder import scanstring  # type: ignore[attr-defined]  # public, but not in typeshed's stub
 from typing import Any
 
 from .document import NotebookError
@@ -94,7 +94,8 @@ class NotebookText:
     def delete(self, index: int) -> str:
         spans, text = self.cell_spans, self.text
         if len(spans) == 1:
-            open_, close = self.cells_span  # type: ignore[misc]
+            assert self.cells_span is not None  # a cell was found, so the array was
+            open_, close = self.cells_span
             return text[:open_] + "[]" + text[close:]
         if index < len(spans) - 1:
             return text[: spans[index][0]] + text[spans[index + 1][0]:]
@@ -169,7 +170,8 @@ def parse(text: str) -> NotebookText:
 
 
 def _skip(text: str, i: int) -> int:
-    return _WS.match(text, i).end()  # type: ignore[union-attr]
+    match = _WS.match(text, i)  # matches everywhere (it may match nothing)
+    return match.end() if match else i
 
 
 def _expect(text: str, i: int, ch: str) -> None:

@@ -13,7 +13,7 @@ a short hint; a whole read is bounded and pages by cells.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,7 +168,7 @@ def render_notebook(snapshot: NotebookSnapshot, *, offset: int = 0, limit: int |
     return NotebookPage(to_content(parts), offset, last, total)
 
 
-def render_run(cell: Cell, outputs: list[Mapping[str, Any]], execution_count: int | None,
+def render_run(cell: Cell, outputs: Sequence[Mapping[str, Any]], execution_count: int | None,
                status: str, note: str = "") -> str | list[dict[str, Any]]:
     """What ``NotebookRun`` returns: a status line, then the outputs rendered as in ``Read``."""
     count = f" [{execution_count}]" if execution_count is not None else ""

@@ -100,7 +100,7 @@ class Edit(FileEditTool):
                     f"{_shorten(input.old_string, 200)!r} were successfully replaced with "
                     f"{_shorten(input.new_string, 200)!r}.")
         return (f"The file {shown} has been updated. Here's the result of running `cat -n` on a "
-                f"snippet of the edited file:\n{_snippet(change.before, change.after)}")
+                f"snippet of the edited file:\n{_snippet(change.before or '', change.after)}")
 
 
 def _match_line_endings(text: str, old: str, new: str, newline: str) -> tuple[str, str]:

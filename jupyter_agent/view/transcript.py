@@ -171,7 +171,8 @@ def item_markdown(item: Any) -> str:
         return tool_markdown(item)
     if isinstance(item, BlockItem):
         dump = redact_and_cut(json.dumps(item.block, ensure_ascii=False, indent=1))
-        return f"<details><summary>▫️ {inline_html(item.block_type)} block</summary>\n\n{fence(dump, 'json')}\n\n</details>"
+        summary = f"<summary>▫️ {inline_html(item.block_type)} block</summary>"
+        return f"<details>{summary}\n\n{fence(dump, 'json')}\n\n</details>"
     if isinstance(item, NoticeItem):
         return f"> {NOTICE_ICONS.get(item.level, '')} {markdown_literal(item.text)}"
     return ""

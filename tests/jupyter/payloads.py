@@ -57,8 +57,8 @@ FILE_NAME = f"notes{IMG}.txt"
 
 def markdown(marker: str) -> str:
     """A Markdown answer with every payload, inline and inside a list, a table, a blockquote
-    and code, then fences that would close a fenced block around it, starting with ``marker`` (a word a test waits for) and ending with **bold**
-    text (formatting that must still render)."""
+    and code, then fences that would close a fenced block around it, starting with ``marker``
+    (a word a test waits for) and ending with **bold** text (formatting that must still render)."""
     return f"""{marker}: here is what I found.
 
 - first item {IMG}

@@ -39,8 +39,8 @@ async def pending_cards(view, n: int):
 
 
 EDIT = {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}
-ASK = PermissionAsk("Edit wants to change a.py", diff="--- a.py\n+++ a.py\n-x = 1\n+x = 2", suggested_rules=("Edit(a.py)",),
-                    tool_use_id="t1")
+ASK = PermissionAsk("Edit wants to change a.py", diff="--- a.py\n+++ a.py\n-x = 1\n+x = 2",
+                    suggested_rules=("Edit(a.py)",), tool_use_id="t1")
 
 
 async def test_allow_click_allows_and_the_card_shows_tool_args_and_diff(monkeypatch):

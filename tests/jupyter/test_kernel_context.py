@@ -145,7 +145,8 @@ def test_a_look_alike_dtype_is_not_spelt_out():
     from jupyter_agent.jupyter import kernel_context
 
     kernel_variables({})  # the known classes of the libraries imported now
-    assert kernel_context._dtype_text(dtype) == "<pandas_loud.test_a_look_alike_dtype_is_not_spelt_out.<locals>.LoudDtype>"
+    spelt = "<pandas_loud.test_a_look_alike_dtype_is_not_spelt_out.<locals>.LoudDtype>"
+    assert kernel_context._dtype_text(dtype) == spelt
     assert kernel_context._dtype_text(np.dtype("float32")) == "float32"
     assert kernel_context._dtype_text(pd.CategoricalDtype(["a"])) == "category"
     assert calls == []

@@ -8,7 +8,9 @@ import base64
 
 import pytest
 
-from jupyter_agent.loop.events import ModelRetry, Notice, RequestStart, ToolOutcome, ToolProgress, ToolResult, ToolStart, UserMessage
+from jupyter_agent.loop.events import (
+    ModelRetry, Notice, RequestStart, ToolOutcome, ToolProgress, ToolResult, ToolStart, UserMessage,
+)
 from jupyter_agent.loop.state import Terminal, TerminalReason
 from jupyter_agent.loop.usage import Usage
 from jupyter_agent.view.runmodel import BlockItem, NoticeItem, RunModel, TextItem, ThinkingItem, ToolItem
@@ -63,7 +65,8 @@ def test_events_fold_into_what_a_person_sees():
 def test_tool_card_follows_the_call_through_its_states():
     model = RunModel()
     seen = []
-    model.listen(lambda kind, item: seen.append(item.state) if isinstance(item, ToolItem) and kind == "update" else None)
+    model.listen(lambda kind, item: seen.append(item.state)
+                 if isinstance(item, ToolItem) and kind == "update" else None)
     events = response_events([{"type": "tool_use", "id": "t9", "name": "Write",
                                "input": {"file_path": "x.txt", "content": "hi"}}])
     for event in events:
@@ -139,8 +142,8 @@ def test_secrets_never_reach_the_transcript(monkeypatch):
     model = RunModel(prompt="print the env")
     for event in response_events([{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": ".env"}}]):
         model.handle(event)
-    model.handle(ToolResult("t1", "Read", {"type": "tool_result", "tool_use_id": "t1",
-                                           "content": f"KEY={secret}\nT=tok_1234567890abcdef\nother sk-ant-zzzzzzzzzzzzzz"}))
+    content = f"KEY={secret}\nT=tok_1234567890abcdef\nother sk-ant-zzzzzzzzzzzzzz"
+    model.handle(ToolResult("t1", "Read", {"type": "tool_result", "tool_use_id": "t1", "content": content}))
     md = transcript_markdown(model)
     assert secret not in md and "tok_1234567890abcdef" not in md and "sk-ant-zzzz" not in md
     assert "[redacted ANTHROPIC_API_KEY]" in md and "[redacted MY_SERVICE_TOKEN]" in md

@@ -31,7 +31,7 @@ async def replay_once(kernel, clicks: list[str], note: str = "") -> tuple[str, s
     await kernel.execute("demo_run = _")
     for click in clicks:
         label = "Allow" if click == "allow" else "Deny"
-        found = await kernel.until(lambda: [b for b in kernel.buttons(label) if b not in seen], 20, label)
+        found = await kernel.until(lambda label=label: [b for b in kernel.buttons(label) if b not in seen], 20, label)
         button = found[-1]
         seen.update(kernel.buttons("Allow"), kernel.buttons("Deny"))
         if click == "deny":

@@ -68,7 +68,8 @@ def payload_in_html(value: str) -> list[str]:
     page.feed(value)
     found = [f"<{t}>" for t, _ in page.tags if t in ("script", "svg", "iframe")]
     found += [f"{t} {a}" for t, attrs in page.tags for a in attrs if a.startswith("on")]
-    found += [f"img {a['src']}" for t, a in page.tags if t == "img" and not (a.get("src") or "").startswith("data:image/")]
+    found += [f"img {a['src']}" for t, a in page.tags
+              if t == "img" and not (a.get("src") or "").startswith("data:image/")]
     found += [s for s in page.styles if "jp-Notebook" in s]
     found += [f"open {t}" for t, a in page.tags if t == "details" and "open" in a and "ontoggle" in a]
     return found

@@ -74,11 +74,13 @@ async def play(turns, fault_at, fault, stop_after, deny, streaming, fault_after=
                     tools=[Echo(), Sleep(), Change(), Boom()], permissions=ToolCheckPolicy(),
                     can_use_tool=can_use_tool, streaming_tools=streaming)
         count = 0
+        last = None
         async for event in run:
+            last = event
             count += 1
             if stop_after is not None and count == stop_after:
                 run.stop()
-        assert isinstance(event, Terminal) and run.terminal is event
+        assert isinstance(last, Terminal) and run.terminal is last
         rejections = list(api.rejections)
     await asyncio.sleep(0.05)  # let closed HTTP streams finish their own clean-up
     leftover = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]

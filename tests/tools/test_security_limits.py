@@ -166,7 +166,8 @@ async def test_always_allow_suggestion_for_a_folder_named_stars_is_literal(works
     ctx = make_ctx(workspace)
     asks = []
     await call_tool(ctx, "Write", {"file_path": "**/x.txt", "content": "x"},
-                    can_use_tool=lambda name, input, ask: asks.append(ask) or PermissionAllow(always=ask.suggested_rules))
+                    can_use_tool=lambda name, input, ask: asks.append(ask)
+                    or PermissionAllow(always=ask.suggested_rules))
     assert asks[0].suggested_rules == (r"Edit(\*\*/**)",)
     assert (workspace / "**" / "x.txt").exists()
     again = await call_tool(ctx, "Write", {"file_path": "**/y.txt", "content": "y"})
