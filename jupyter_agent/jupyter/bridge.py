@@ -16,9 +16,9 @@ defined in ``protocol.py`` and, for the page, in ``labextension/src/protocol.ts`
   other tabs ignore it. A request larger than ``BRIDGE_MAX_MESSAGE_BYTES`` is not sent.
 * Replies may arrive on another thread (JupyterLab 4.6 can send comm messages on a
   subshell), so what the comm receives there goes to the loop through
-  ``loop.call_soon_threadsafe``; on the loop's own thread it is handled at once. A reply that comes after its request gave up (a
-  timeout, a stopped run) is dropped; a malformed or unknown message gets an error
-  reply and changes nothing.
+  ``loop.call_soon_threadsafe``; on the loop's own thread it is handled at once. A reply
+  that comes after its request gave up (a timeout, a stopped run) is dropped; a malformed
+  or unknown message gets an error reply and changes nothing.
 * Every failure carries a :class:`~.protocol.BridgeCode`; the message the tools report is
   written here from the code (:func:`failure_message`), never parsed back.
 """
@@ -26,6 +26,7 @@ defined in ``protocol.py`` and, for the page, in ``labextension/src/protocol.ts`
 from __future__ import annotations
 
 import asyncio
+import functools
 import collections
 import itertools
 import json
@@ -164,8 +165,8 @@ class KernelBridge:
 
         # Looked up at call time: ipykernel replaces create_comm when it starts.
         broadcast = comm.create_comm(target_name=TARGET, data={"v": PROTOCOL_VERSION, "op": "open"})
-        broadcast.on_msg(lambda msg, c=broadcast: self._receive(c, msg))
-        broadcast.on_close(lambda msg, c=broadcast: self._closed(c))
+        broadcast.on_msg(functools.partial(self._receive, broadcast))
+        broadcast.on_close(lambda _msg: self._closed(broadcast))
         self._comms.append(broadcast)
 
     def close(self) -> None:
@@ -304,7 +305,7 @@ class KernelBridge:
                 event.clear()
                 try:
                     await asyncio.wait_for(event.wait(), min(remaining, 0.1))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
             return self.pages[client_id]
         finally:

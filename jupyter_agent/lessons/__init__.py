@@ -11,5 +11,5 @@ from .recording import ApprovalSpan, Recording, Timed, record_run
 from .snapshot import END_TABLE, STEP_TITLES, FrozenDict, Pair, Snapshot, freeze, thaw
 from .stepper import Stepper, describe
 
-__all__ = ["Lesson", "pairing_problems", "Stepper", "Snapshot", "Pair", "Recording", "Timed", "ApprovalSpan", "record_run",
-           "END_TABLE", "STEP_TITLES", "FrozenDict", "freeze", "thaw", "describe"]
+__all__ = ["Lesson", "pairing_problems", "Stepper", "Snapshot", "Pair", "Recording", "Timed", "ApprovalSpan",
+           "record_run", "END_TABLE", "STEP_TITLES", "FrozenDict", "freeze", "thaw", "describe"]

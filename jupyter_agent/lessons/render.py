@@ -84,7 +84,9 @@ def short(value: Any, limit: int = 400) -> str:
     """``value`` as text (JSON unless a string), redacted, its middle cut beyond ``limit``
     (redacted before the cut: a cut secret would no longer be recognized)."""
     text = redact(value if isinstance(value, str) else json.dumps(thaw(value), ensure_ascii=False))
-    return text if len(text) <= limit else text[: limit // 2] + f" … ({len(text) - limit} chars) … " + text[-limit // 2:]
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + f" … ({len(text) - limit} chars) … " + text[-limit // 2:]
 
 
 def diagram_html(step: int | None, ended: bool = False, end_reason: str | None = None) -> str:
@@ -153,8 +155,8 @@ def view_html(snap: Snapshot, name: str) -> str:
     if not items:
         return '<div style="color:#888">(empty)</div>'
     if name == "tool_results":
-        return "".join(f'<div style="padding:2px 6px;{"background:" + NEW_BG if i in new else ""}">{block_html(b)}</div>'
-                       for i, b in enumerate(items))
+        return "".join(f'<div style="padding:2px 6px;{"background:" + NEW_BG if i in new else ""}">'
+                       f"{block_html(b)}</div>" for i, b in enumerate(items))
     return "".join(message_html(m, i in new) for i, m in enumerate(items))
 
 
@@ -197,7 +199,7 @@ def end_html(snap: Snapshot) -> str:
     """The end reason with its row of the article's table."""
     if not snap.ended:
         return ""
-    condition, handling = END_TABLE.get(snap.end_reason, ("", ""))
+    condition, handling = END_TABLE.get(snap.end_reason or "", ("", ""))
     note = (" <i>completed means the loop ended, not that the task is done.</i>"
             if snap.end_reason == "completed" else "")
     return (f'<div style="border:2px solid #c5221f;border-radius:6px;padding:6px 10px;margin:6px 0">'

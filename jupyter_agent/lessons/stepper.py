@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any, Callable
+from typing import Any
+from collections.abc import AsyncIterator, Callable
 
 from ..loop.events import (
     AssistantMessage, Checkpoint, ModelFallback, ModelRetry, Notice, RequestStart, StreamEvent,
@@ -78,7 +79,7 @@ class Stepper:
         self.recording = Recording()
         self._snapshots: list[Snapshot] = []
         self.position = -1
-        self._events = None
+        self._events: AsyncIterator[Any] | None = None
         self._pull: asyncio.Task | None = None
         self._approval_waiting = asyncio.Event()
         self._pending_lines: list[str] = []
@@ -91,7 +92,7 @@ class Stepper:
     @classmethod
     def start(cls, prompt: Any, *, permission_mode: str = "default", allow: Any = (), deny: Any = (),
               ask: Any = (), can_use_tool: Any = None, on_approval: Callable[[Any], Any] | None = None,
-              cwd: Any = None, **query_kwargs: Any) -> "Stepper":
+              cwd: Any = None, **query_kwargs: Any) -> Stepper:
         """``query(prompt, checkpoints=True, ...)`` wrapped in a stepper.
 
         Without ``can_use_tool``, every "ask" becomes an
@@ -152,7 +153,7 @@ class Stepper:
             return []
         return [r for r in self.broker.pending if not r.done]
 
-    def on_change(self, callback: Callable[["Stepper"], Any]) -> None:
+    def on_change(self, callback: Callable[[Stepper], Any]) -> None:
         """Call ``callback(stepper)`` whenever the position, the snapshots or the approvals change."""
         self._listeners.append(callback)
 
@@ -264,11 +265,12 @@ class Stepper:
         if self._events is None:
             self.recording.now()  # the clock starts with the first pull
             self._events = self.run.__aiter__()
+        events = self._events
         self.recording.resume()
         try:
             while True:
                 try:
-                    event = await self._events.__anext__()
+                    event = await events.__anext__()
                 except StopAsyncIteration:
                     if not self.ended and self.run.terminal is not None:
                         self._snap_end(self.run.terminal)

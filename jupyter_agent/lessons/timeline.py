@@ -120,13 +120,14 @@ def build_timeline(recording: Recording) -> Timeline:
             tools[event.tool_use_id] = span
             spans.append(span)
         elif isinstance(event, ToolResult):
-            span = tools.get(event.tool_use_id)
-            if span is None:  # answered without running: unknown tool, invalid input, denied...
+            known = tools.get(event.tool_use_id)
+            if known is None:  # answered without running: unknown tool, invalid input, denied...
                 span = Span("tool", f"{event.name or '?'} {event.tool_use_id[-6:]}", t, t, turn=turn,
                             tool_use_id=event.tool_use_id, status="not run")
                 tools[event.tool_use_id] = span
                 spans.append(span)
             else:
+                span = known
                 span.end = min(span.start + event.duration_s, t) if event.duration_s else t
                 span.status = "error" if event.is_error else "ok"
             span.marks.append((t, "tool_result handed back"))
@@ -190,7 +191,7 @@ def to_svg(timeline: Timeline, width: int = 880) -> str:
             tick = "#1d3557" if what.startswith("tool_use") else "#333"
             out.append(f'<line x1="{x(t):.1f}" y1="{y + 2}" x2="{x(t):.1f}" y2="{y + row_h - 2}" '
                        f'stroke="{tick}" stroke-width="2"><title>{escape(what)} at {t:.3f}s</title></line>')
-        if span.kind == "model" and span.status == "ok":  # where this response ended, across every row
+        if span.kind == "model" and span.status == "ok" and span.end is not None:  # where it ended, every row
             out.append(f'<line x1="{x(span.end):.1f}" y1="{top - 4}" x2="{x(span.end):.1f}" '
                        f'y2="{top + row_h * len(rows)}" stroke="#4e79a7" stroke-dasharray="4 3"/>')
     axis_y = top + row_h * len(rows) + 14

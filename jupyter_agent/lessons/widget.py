@@ -12,8 +12,10 @@ is what stays readable.
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import ipywidgets as w
 
@@ -23,6 +25,11 @@ from .stepper import Stepper
 from .timeline import build_timeline
 
 BUTTONS = ("Next step", "Next turn", "Run to end", "Back")
+
+
+def _answer(request: Any, _card: Any, choice: str, feedback: str | None) -> None:
+    """An approval card's click, answered on the request it shows."""
+    request.answer(choice, feedback)
 
 
 class _Panel(w.VBox):
@@ -156,7 +163,8 @@ class StepperView:
         with self.box.hold_sync():
             self._update_buttons()
             if snap is None:
-                self.header.value = hide_static + "<b>Not started.</b> Press <b>Next step</b>: the loop builds its first request."
+                self.header.value = (hide_static + "<b>Not started.</b> Press <b>Next step</b>: "
+                                     "the loop builds its first request.")
                 self.diagram.value = render.diagram_html(None)
             else:
                 self.header.value = hide_static + render.header_html(snap, len(self.stepper.snapshots))
@@ -166,7 +174,8 @@ class StepperView:
                 for i, (name, label) in enumerate(render.VIEW_NAMES.items()):
                     self.view_panes[name].value = render.view_html(snap, name)
                     new = len(snap.changed.get(name, ()))
-                    self.views.set_title(i, f"{label} ({len(getattr(snap, name))})" + (f"  +{new} changed" if new else ""))
+                    changed = f"  +{new} changed" if new else ""
+                    self.views.set_title(i, f"{label} ({len(getattr(snap, name))})" + changed)
                 self.pairs.value = render.pairing_html(snap)
                 self.events.value = render.events_html(snap)
             self.status.value = self._status_html(snap)
@@ -178,8 +187,8 @@ class StepperView:
         parts = []
         if snap is not None:
             flag = "needs_follow_up" in snap.changed.get("fields", ())
-            parts.append(f'<code>needs_follow_up</code> = <code style="{"background:" + render.NEW_BG if flag else ""}">'
-                         f"{snap.needs_follow_up}</code>")
+            style = "background:" + render.NEW_BG if flag else ""
+            parts.append(f'<code>needs_follow_up</code> = <code style="{style}">{snap.needs_follow_up}</code>')
             if not self.stepper.at_end and self.stepper.position < len(self.stepper.snapshots) - 1:
                 parts.append("<i>looking back: Next step replays the recorded snapshots</i>")
         if self.stepper.pending_approvals:
@@ -197,7 +206,7 @@ class StepperView:
                 self._cards[rid] = ApprovalCard(
                     request.tool_name, request.input, request.message, request.diff,
                     tuple(request.suggested_rules),
-                    on_decide=lambda _card, choice, feedback, request=request: request.answer(choice, feedback))
+                    on_decide=functools.partial(_answer, request))
         self.approvals.children = tuple(self._cards.values())
 
 

@@ -140,7 +140,7 @@ class LiveNotebook(NotebookDocument):
             result = await asyncio.wait_for(
                 self._ask("run", cell_id=real, expected_version=expected_version, timeout_s=timeout,
                           timeout=None, abort=abort), timeout + RUN_REPLY_GRACE_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise NotebookError(
                 f"The cell ran longer than {timeout:.0f} s and the page did not interrupt it. It may still be "
                 "running in the page: interrupt the kernel there if it should stop.") from None

@@ -211,7 +211,8 @@ async def test_a_page_speaking_another_protocol_version_is_told_and_never_edited
     await kernel.execute("%agent new")
     for prompt, left, answer in (("edit it", 2, "The page is too old."), ("again", 0, "Still too old.")):
         await kernel.execute(f"%%agent --permission-mode bypassPermissions\n{prompt}")
-        await kernel.until(lambda: api.pending == left and answer in kernel.widget_text(), 20, "the run's end")
+        await kernel.until(lambda left=left, answer=answer: api.pending == left and answer in kernel.widget_text(),
+                           20, "the run's end")
         await asyncio.sleep(0.3)  # the run ends after its last answer
     assert "speaks bridge protocol 99" in str(api.requests[-1].body["messages"])
     assert own.read_bytes() == before
