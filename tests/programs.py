@@ -31,3 +31,17 @@ def path_without_scripts(path: str | None = None) -> str:
     ours = {os.path.realpath(SCRIPTS), os.path.realpath(Path(sys.executable).parent)}
     entries = (os.environ.get("PATH", "") if path is None else path).split(os.pathsep)
     return os.pathsep.join(e for e in entries if e and os.path.realpath(e) not in ours)
+
+
+#: where the machine's own programs (git, node: Debian packages, never the venv's) live
+SYSTEM_DIRS = ("/usr/local/bin", "/usr/bin", "/bin")
+
+
+def system_program(name: str) -> str | None:
+    """The absolute path of the machine's own program ``name`` (``git``, ``node``), looked
+    for in the system's program folders only, or None when it is not installed."""
+    for folder in SYSTEM_DIRS:
+        path = os.path.join(folder, name)
+        if os.access(path, os.X_OK):
+            return path
+    return None

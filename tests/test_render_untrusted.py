@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import json
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
@@ -24,6 +23,7 @@ from jupyter_agent.render.markdown import (
     markdown_literal,
 )
 from jupyter_agent.render.terminal import terminal_text
+from tests.programs import system_program
 
 ONERROR = "window.pwned=1"
 #: Markup a hostile model (or a file it read) may put in its answer.
@@ -120,17 +120,19 @@ def _mistune(text: str) -> str:
     return mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])(text)
 
 
+
 MARKED = Path(__file__).resolve().parents[1] / "labextension" / "node_modules" / "marked"
 
 
 def _marked_all(texts: list[str]) -> list[str]:
     """``texts`` rendered by marked with GFM, as JupyterLab's Markdown renderer does."""
-    if not (shutil.which("node") and (MARKED / "package.json").exists()):
+    node = system_program("node")
+    if not (node and (MARKED / "package.json").exists()):
         pytest.skip("marked (labextension/node_modules) or node is not here")
     script = ("const {marked} = require(process.argv[1]); let s='';process.stdin.on('data',d=>s+=d);"
               "process.stdin.on('end',()=>{const t=JSON.parse(s);"
               "process.stdout.write(JSON.stringify(t.map(x=>marked.parse(x,{gfm:true}))));});")
-    done = subprocess.run(["node", "-e", script, str(MARKED)], input=json.dumps(texts), capture_output=True,
+    done = subprocess.run([node, "-e", script, str(MARKED)], input=json.dumps(texts), capture_output=True,
                           text=True, timeout=60, check=True)
     return json.loads(done.stdout)
 

@@ -16,6 +16,8 @@ import nbformat
 import pytest
 
 from jupyter_agent.replay.packaged import DEMO_TRANSCRIPT
+from tests.programs import system_program
+
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 LESSONS = sorted(NOTEBOOKS.glob("*.ipynb"))
@@ -23,8 +25,11 @@ LESSONS = sorted(NOTEBOOKS.glob("*.ipynb"))
 
 def _git_status() -> str:
     """``git status`` of notebooks/ (every untracked file listed), or "" outside a checkout."""
+    git = system_program("git")
+    if git is None:
+        return ""
     try:
-        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--ignored", "."],
+        return subprocess.run([git, "status", "--porcelain", "--untracked-files=all", "--ignored", "."],
                               cwd=NOTEBOOKS, capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
