@@ -77,8 +77,19 @@ class PathTool(Tool):
             return []
 
     async def prepare(self, input: Any, context: ToolContext) -> PreparedCall:
-        return PreparedCall(paths=self.permission_paths(input, context), read_only=self.is_read_only(input),
-                            edits_files=self.edits_files, runs_code=self.runs_code)
+        paths = self.permission_paths(input, context)
+        problem = None
+        if not paths:
+            # Every call of a path tool names at least one path. None resolving here, though
+            # validate_input resolved it, means the file system changed in between (a folder
+            # swapped for a symlink): the call's error, before anyone is asked.
+            try:
+                self.resolve(input, context)
+                problem = f"{self.raw_path(input)} could not be resolved; check the path and call again."
+            except ToolError as exc:
+                problem = str(exc)
+        return PreparedCall(paths=paths, read_only=self.is_read_only(input), edits_files=self.edits_files,
+                            runs_code=self.runs_code, problem=problem)
 
     def validate_path_text(self, input: Any, ctx: ToolContext) -> str | None:
         try:

@@ -13,6 +13,7 @@ import threading
 import time
 
 from jupyter_agent.loop.permission_result import PermissionAllow
+from jupyter_agent.tools.write import Write
 
 from .conftest import call_tool, make_ctx, text_of
 
@@ -33,6 +34,20 @@ async def test_a_folder_swapped_for_a_symlink_while_the_card_is_open(workspace):
                              can_use_tool=approve_after_the_swap)
     assert result.get("is_error") and "changed on disk" in text_of(result)
     assert not (hooks / "pre-commit").exists() and not (workspace / "parked" / "pre-commit").exists()
+
+
+async def test_a_path_that_stops_resolving_after_validation_is_the_calls_error(workspace, monkeypatch):
+    """The race of the test below, made certain: validate_input resolved the path, and by the
+    time the call is planned it no longer resolves. The plan carries the problem, and the call
+    ends with an error result before anyone is asked (it once reached the ask with no path
+    and raised IndexError out of the loop's pipeline)."""
+
+    async def passes(self, input, context):
+        return None
+
+    monkeypatch.setattr(Write, "validate_input", passes)
+    result = await call_tool(make_ctx(workspace, "acceptEdits"), "Write", {"file_path": "", "content": "x"})
+    assert result["is_error"] and "file_path is empty" in text_of(result)
 
 
 async def test_a_folder_flipping_to_an_outside_symlink_never_gets_a_write_outside(workspace, outside):
