@@ -39,7 +39,13 @@ async def replay_once(kernel, clicks: list[str], note: str = "") -> tuple[str, s
             # the card's own Deny (the one next to the note), newest first
             button = [b for b in kernel.buttons("Deny") if b in found][-1]
         kernel.click(button)
-    md = await transcript(kernel, display_id, timeout=30)
+    try:
+        md = await transcript(kernel, display_id, timeout=60)
+    except TimeoutError:
+        # say where the run stood, so a failure here can be read from the CI log
+        state = await kernel.value("demo_run.terminal")
+        pytest.fail(f"the run did not end: clicks={clicks} terminal={state}\n"
+                    f"widgets: {kernel.widget_text()[-3000:]}")
     reason = await kernel.value("demo_run.terminal.reason.value")
     return md, reason.strip("'")
 
