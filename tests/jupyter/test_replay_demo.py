@@ -35,17 +35,23 @@ async def replay_once(kernel, clicks: list[str], note: str = "") -> tuple[str, s
         button = found[-1]
         seen.update(kernel.buttons("Allow"), kernel.buttons("Deny"))
         if click == "deny":
-            kernel.set_value(kernel.of_model("TextModel")[-1], note)
+            # the note of the card still open (an answered card's note is disabled)
+            note_box = [t for t in kernel.of_model("TextModel") if not kernel.widgets[t].get("disabled")][-1]
+            kernel.set_value(note_box, note)
             # the card's own Deny (the one next to the note), newest first
             button = [b for b in kernel.buttons("Deny") if b in found][-1]
         kernel.click(button)
+        # Wait until the card took the click (its buttons are disabled then): a button of this
+        # card whose comm_open came late must not look like the next card's.
+        await kernel.until(lambda button=button, label=label: button not in kernel.buttons(label), 20,
+                           "the card to take the click")
     try:
         md = await transcript(kernel, display_id, timeout=60)
     except TimeoutError:
         # say where the run stood, so a failure here can be read from the CI log
-        state = await kernel.value("demo_run.terminal")
+        state = await kernel.value("repr(demo_run.terminal)")
         pytest.fail(f"the run did not end: clicks={clicks} terminal={state}\n"
-                    f"widgets: {kernel.widget_text()[-3000:]}")
+                    f"widgets: {kernel.widget_text()[-20000:]}")
     reason = await kernel.value("demo_run.terminal.reason.value")
     return md, reason.strip("'")
 
