@@ -22,29 +22,48 @@ async def kernel(kernel):
     await kernel.execute("%agent --replay ''")  # the next module's tests talk to the fake API
 
 
+def parent_of(kernel, comm_id: str) -> str | None:
+    ref = f"IPY_MODEL_{comm_id}"
+    return next((p for p, s in kernel.widgets.items() if ref in (s.get("children") or ())), None)
+
+
+async def approval_card(kernel, button: str) -> dict[str, str]:
+    """The widgets of the approval card that holds ``button``, by role (``Allow``, ``Deny``,
+    ``note``...). Waits for the card's own comm: a container opens after its children, so
+    once the card is known every button and the note box of it are known too."""
+    card = await kernel.until(lambda: (row := parent_of(kernel, button)) and parent_of(kernel, row), 20, "the card")
+    parts: dict[str, str] = {}
+    for row_ref in kernel.widgets[card]["children"]:
+        for ref in kernel.widgets[row_ref.removeprefix("IPY_MODEL_")].get("children") or ():
+            cid = ref.removeprefix("IPY_MODEL_")
+            state = kernel.widgets[cid]
+            if state.get("_model_name") == "ButtonModel":
+                parts[state["description"]] = cid
+            elif state.get("_model_name") == "TextModel":
+                parts["note"] = cid
+    return parts
+
+
 async def replay_once(kernel, clicks: list[str], note: str = "") -> tuple[str, str]:
     """Run the packaged demo, answer its approvals with ``clicks`` (``allow``/``deny``,
     a deny with ``note``); the run's transcript and its end reason."""
-    seen = set(kernel.buttons("Allow")) | set(kernel.buttons("Deny"))
+    seen = set(kernel.of_model("ButtonModel"))
     result = await kernel.execute("%%agent --replay demo\nplease translate my notebook into French")
     display_id = display_id_of(result)
     await kernel.execute("demo_run = _")
     for click in clicks:
-        label = "Allow" if click == "allow" else "Deny"
-        found = await kernel.until(lambda label=label: [b for b in kernel.buttons(label) if b not in seen], 20, label)
-        button = found[-1]
-        seen.update(kernel.buttons("Allow"), kernel.buttons("Deny"))
+        # A new card is one whose Allow was not seen before; its parts are looked up through
+        # the card itself, so a late button of an answered card is never taken for it.
+        found = await kernel.until(lambda: [b for b in kernel.buttons("Allow") if b not in seen], 20, "a new card")
+        card = await approval_card(kernel, found[-1])
+        seen.update(card.values())
         if click == "deny":
-            # the note of the card still open (an answered card's note is disabled)
-            note_box = [t for t in kernel.of_model("TextModel") if not kernel.widgets[t].get("disabled")][-1]
-            kernel.set_value(note_box, note)
-            # the card's own Deny (the one next to the note), newest first
-            button = [b for b in kernel.buttons("Deny") if b in found][-1]
-        kernel.click(button)
-        # Wait until the card took the click (its buttons are disabled then): a button of this
-        # card whose comm_open came late must not look like the next card's.
-        await kernel.until(lambda button=button, label=label: button not in kernel.buttons(label), 20,
-                           "the card to take the click")
+            kernel.set_value(card["note"], note)
+        kernel.click(card["Allow" if click == "allow" else "Deny"])
+        # the card took the click when all its buttons are disabled
+        await kernel.until(lambda card=card: not any(
+            card[name] in kernel.buttons(name) for name in ("Allow", "Always allow", "Deny")), 20,
+            "the card to take the click")
     try:
         md = await transcript(kernel, display_id, timeout=60)
     except TimeoutError:
