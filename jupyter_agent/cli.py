@@ -115,7 +115,7 @@ class TerminalDisplay:
 
     # -- what the model says changed ----------------------------------------------------
     def _on_model(self, kind: str, item: Any) -> None:
-        from .view.labels import NOTICE_ICONS
+        from .view.labels import NOTICE_LABELS
         from .view.runmodel import NoticeItem, TextItem, ThinkingItem, ToolItem
 
         model = self.model
@@ -127,9 +127,9 @@ class TerminalDisplay:
         elif isinstance(item, TextItem) and kind in ("add", "update"):
             self._print_text(item)
         elif isinstance(item, ThinkingItem) and kind == "add":
-            self.note("💭 thinking…")
+            self.note("thinking…")
         elif isinstance(item, NoticeItem) and kind == "add":
-            self.note(f"{NOTICE_ICONS.get(item.level, NOTICE_ICONS['info'])} {item.text}")
+            self.note(f"{NOTICE_LABELS.get(item.level, NOTICE_LABELS['info'])} {item.text}")
         elif isinstance(item, ToolItem):
             self._tool_line(item)
 
@@ -182,7 +182,8 @@ class TerminalDisplay:
         if not self.quiet:
             self.err.write(f"turns {terminal.turn_count} · tokens in {usage.input_tokens:,} out "
                            f"{usage.output_tokens:,} cache read {usage.cache_read_input_tokens:,} "
-                           f"write {usage.cache_creation_input_tokens:,} · ≈ ${usage.cost_usd:.4f}\n")
+                           f"write {usage.cache_creation_input_tokens:,}"
+                           + ("" if self.model.offline else f" · ≈ ${usage.cost_usd:.4f}") + "\n")
         self.err.flush()
 
 
@@ -233,9 +234,9 @@ def approval_text(tool_name: str, input: dict[str, Any], message: str, diff: str
     is none), all of it made inert; a warning when it holds invisible characters."""
     raw_input = json.dumps(input, indent=1, ensure_ascii=False)
     body = diff if diff else raw_input
-    lines = [f"✋ {tool_name} wants approval: {message}", body]
+    lines = [f"? {tool_name} wants approval: {message}", body]
     if any(has_invisible(t) for t in (message, body)):
-        lines.append(f"⚠ {INVISIBLE_WARNING}")
+        lines.append(f"! {INVISIBLE_WARNING}")
     count = sum(t.count("\n") + 1 for t in (message, body))
     lines.append(f"(all of it is shown above: {count:,} lines; scroll back to read it before you answer)")
     return "\n" + "\n".join(terminal_text(line) for line in lines) + "\n"

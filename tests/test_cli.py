@@ -65,7 +65,7 @@ def test_without_a_terminal_asks_are_denied_and_max_turns_sets_the_status(tmp_pa
         proc = jupyter_agent("run", str(nb), "-p", "Set x to 3", "--max-turns", "1",
                              cwd=tmp_path, env=clean_env(tmp_path, **api.env()), stdin="")
     assert proc.returncode == 3, proc.stderr  # max_turns
-    assert "⛔ NotebookEdit" in proc.stderr and "no one is at a terminal" in proc.stderr
+    assert "⊘ NotebookEdit" in proc.stderr and "no one is at a terminal" in proc.stderr
     # advice for whoever runs the command: its flags, not Python options
     assert "--allow 'Edit(" in proc.stderr and "--permission-mode" in proc.stderr
     assert "can_use_tool=" not in proc.stderr and "allow=(" not in proc.stderr
@@ -144,7 +144,7 @@ def test_interactive_terminal_asks_for_approval(tmp_path, monkeypatch):
         code = main(["run", str(nb), "-p", "Set x"], out=out, err=err)
         feedback = api.requests[-1]["messages"][-1]["content"][0]
     assert code == 0, err.getvalue()
-    assert err.getvalue().count("✋ NotebookEdit wants approval") == 2 and "x = 4" in err.getvalue()
+    assert err.getvalue().count("? NotebookEdit wants approval") == 2 and "x = 4" in err.getvalue()
     assert nbformat.read(nb, as_version=4).cells[0].source == "x = 4"  # yes, then no with feedback
     assert feedback["is_error"] and "please keep 4" in str(feedback["content"])
 

@@ -24,7 +24,11 @@ from collections.abc import Callable
 import ipywidgets as w
 
 from ..permissions import RULE_FAMILIES, Rule
-from ..view.labels import NOTICE_ICONS, STATE_COLORS, STATE_ICONS, end_explanation, end_reason_text, end_title
+from ..view.labels import STATE_COLORS, STATE_LINES, end_explanation, end_reason_text, end_title, end_tone
+from ..view.style import (
+    ADDED_BG, BORDER, BOX_BG, BRAND_LINE, ERROR, ICONS, MUTED, NOTICE_SVG, REMOVED_BG, STATE_SVG, STYLE, TEXT, TONES,
+    WARN, WARN_LINE, readable,
+)
 from ..redact import redact
 from ..render.html import html_text, inline_html
 from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
@@ -36,21 +40,23 @@ from ..view.transcript import (
 
 log = logging.getLogger(__name__)
 
-#: Syntax colours from JupyterLab's own editor theme, so code reads in light and dark themes.
-_CODE_STYLE = (
-    "<style>.ja-code .k,.ja-code .kn,.ja-code .kd,.ja-code .kc,.ja-code .ow"
-    "{color:var(--jp-mirror-editor-keyword-color,#008000);font-weight:bold}"
-    ".ja-code .s,.ja-code .s1,.ja-code .s2,.ja-code .sd,.ja-code .sa,.ja-code .si"
-    "{color:var(--jp-mirror-editor-string-color,#ba2121)}"
-    ".ja-code .mi,.ja-code .mf,.ja-code .m{color:var(--jp-mirror-editor-number-color,#080)}"
-    ".ja-code .c,.ja-code .c1,.ja-code .cm{color:var(--jp-mirror-editor-comment-color,#408080);font-style:italic}"
-    ".ja-code .nf,.ja-code .nc{color:var(--jp-mirror-editor-def-color,#00f)}"
-    ".ja-code .nb,.ja-code .bp{color:var(--jp-mirror-editor-builtin-color,#008000)}"
-    ".ja-code .o{color:var(--jp-mirror-editor-operator-color,#a2f)}</style>")
-_BOX = ("border:1px solid var(--jp-border-color2,#ddd);border-left:4px solid {color};"
+#: Syntax colours from JupyterLab's own editor theme, made readable as text in light and
+#: dark themes (its dark theme's comment colour is 2.0:1 on a code box).
+_CODE_STYLE = "<style>" + "".join(
+    f"{selectors}{{color:{readable(var)}{extra}}}" for selectors, var, extra in (
+        (".ja-code .k,.ja-code .kn,.ja-code .kd,.ja-code .kc,.ja-code .ow", "--jp-mirror-editor-keyword-color",
+         ";font-weight:bold"),
+        (".ja-code .s,.ja-code .s1,.ja-code .s2,.ja-code .sd,.ja-code .sa,.ja-code .si",
+         "--jp-mirror-editor-string-color", ""),
+        (".ja-code .mi,.ja-code .mf,.ja-code .m", "--jp-mirror-editor-number-color", ""),
+        (".ja-code .c,.ja-code .c1,.ja-code .cm", "--jp-mirror-editor-comment-color", ";font-style:italic"),
+        (".ja-code .nf,.ja-code .nc", "--jp-mirror-editor-def-color", ""),
+        (".ja-code .nb,.ja-code .bp", "--jp-mirror-editor-builtin-color", ""),
+        (".ja-code .o", "--jp-mirror-editor-operator-color", ""))) + "</style>"
+_BOX = (f"border:1px solid {BORDER};border-left:4px solid {{color}};"
         "border-radius:4px;padding:4px 8px;margin:3px 0;font-size:var(--jp-ui-font-size1,13px)")
 _PRE = ("white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto;margin:4px 0;"
-        "padding:4px;background:var(--jp-layout-color2,#f5f5f5);font-size:12px")
+        f"padding:4px;background:{BOX_BG};color:{TEXT};font-size:12px")
 
 
 def esc(text: Any) -> str:
@@ -72,11 +78,13 @@ def diff_html(diff: str) -> str:
     """A unified diff with added/removed lines coloured: all of it (the box scrolls)."""
     lines = []
     for line in redact(diff).splitlines():
-        color = ("#188038" if line.startswith("+") and not line.startswith("+++") else
-                 "#c5221f" if line.startswith("-") and not line.startswith("---") else
-                 "#666" if line.startswith("@@") else "")
-        lines.append(f'<span style="color:{color}">{esc(line)}</span>' if color else esc(line))
-    return f'<pre style="{_PRE}">' + "\n".join(lines) + "</pre>"
+        background = (ADDED_BG if line.startswith("+") and not line.startswith("+++") else
+                      REMOVED_BG if line.startswith("-") and not line.startswith("---") else "")
+        color = MUTED if line.startswith("@@") else ""
+        # (a line is a block so its background spans the box; the sign says it without colour)
+        style = f"background:{background}" if background else f"color:{color}" if color else ""
+        lines.append(f'<span class="ja-diff-line" style="display:block;{style}">{esc(line) or " "}</span>')
+    return f'<pre style="{_PRE}">' + "".join(lines) + "</pre>"
 
 
 def code_html(source: str, language: str = "python") -> str:
@@ -93,20 +101,20 @@ def code_html(source: str, language: str = "python") -> str:
     except Exception:  # no such lexer, or Pygments missing: plain, escaped
         log.debug("code_html: no highlighting for %s; shown plain", language, exc_info=True)
         body = html.escape(shown)
-    return (f'{_CODE_STYLE}<pre class="ja-code" style="{_PRE};color:var(--jp-content-font-color1,#222);'
+    return (f'{_CODE_STYLE}<pre class="ja-code" style="{_PRE};'
             f'font-family:var(--jp-code-font-family,monospace)">{body}</pre>')
 
 
 def tool_html(tool: ToolItem) -> str:
     """A tool card: name, summary, state (with the wait and the run time apart); input
     and result folded."""
-    color = STATE_COLORS.get(tool.state, "#888")
-    head = (f"<b>{STATE_ICONS.get(tool.state, '')} {inline_html(tool.name)}</b> "
+    color = STATE_COLORS.get(tool.state, MUTED)
+    head = (f'<b><span style="color:{color}">{STATE_SVG.get(tool.state, "")}</span> {inline_html(tool.name)}</b> '
             f"<code>{inline_html(tool.summary)}</code> "
             f'<span style="color:{color}">{esc(tool_label(tool))}</span>')
     parts = [head]
     if tool.state == "input" and tool.partial_json:
-        parts.append(f'<span style="color:#888"> receiving input ({len(tool.partial_json)} chars)</span>')
+        parts.append(f'<span style="color:{MUTED}"> receiving input ({len(tool.partial_json)} chars)</span>')
     if tool.input:
         parts.append(f"<details><summary>input</summary>"
                      f"{pre(json.dumps(tool.input, ensure_ascii=False, indent=1))}</details>")
@@ -129,33 +137,33 @@ def tool_html(tool: ToolItem) -> str:
         # errors are shown open: they are what a person needs to see
         open_ = " open" if tool.state in ("error", "raised") else ""
         parts.append(f"<details{open_}><summary>{title}</summary>{''.join(body)}</details>")
-    return f'<div style="{_BOX.format(color=color)}">' + "".join(parts) + "</div>"
+    return f'<div style="{_BOX.format(color=STATE_LINES.get(tool.state, BORDER))}">' + "".join(parts) + "</div>"
 
 
 def thinking_html(item: ThinkingItem) -> str:
     if item.redacted:
-        return '<div style="color:#888">💭 <i>thinking (redacted by the API)</i></div>'
+        return f'<div style="color:{MUTED}">{ICONS["thinking"]} <i>thinking (redacted by the API)</i></div>'
     if not item.done:  # the body is drawn once, at the end, so an opened fold stays open
-        return f'<div style="color:#888">💭 <i>thinking… ({len(item.text):,} chars)</i></div>'
-    return (f'<details style="color:#666"><summary>💭 thinking ({len(item.text):,} chars)</summary>'
+        return f'<div style="color:{MUTED}">{ICONS["thinking"]} <i>thinking… ({len(item.text):,} chars)</i></div>'
+    return (f'<details style="color:{MUTED}"><summary>{ICONS["thinking"]} thinking ({len(item.text):,} chars)</summary>'
             f"{pre(item.text)}</details>")
 
 
 def block_html(item: BlockItem) -> str:
     dump = json.dumps(item.block, ensure_ascii=False, indent=1, default=str)
-    return (f'<div style="{_BOX.format(color="#888")}"><details><summary>▫️ '
+    return (f'<div style="{_BOX.format(color=BORDER)}"><details><summary>{ICONS["block"]} '
             f"<code>{inline_html(item.block_type)}</code> block</summary>{pre(dump)}</details></div>")
 
 
 def notice_html(item: NoticeItem) -> str:
-    color = {"warning": "#d08700", "error": "#c5221f"}.get(item.level, "#666")
-    icon = NOTICE_ICONS.get(item.level, NOTICE_ICONS["info"])
+    color = {"warning": WARN, "error": ERROR}.get(item.level, MUTED)
+    icon = NOTICE_SVG.get(item.level, NOTICE_SVG["info"])
     return f'<div style="color:{color}">{icon} {esc(item.text)}</div>'
 
 
 def prompt_html(item: PromptItem) -> str:
-    return (f'<div style="border-left:3px solid var(--jp-brand-color1,#1a73e8);padding:2px 8px;'
-            f'margin:2px 0;white-space:pre-wrap;color:var(--jp-ui-font-color1,#333)">'
+    return (f'<div style="border-left:3px solid {BRAND_LINE};padding:2px 8px;'
+            f'margin:2px 0;white-space:pre-wrap;color:{TEXT}">'
             f"{esc(item.text)}</div>")
 
 
@@ -169,8 +177,8 @@ def header_html(model: RunModel) -> str:
         status = "interrupted: the kernel went away"
     elif model.ended is not None:
         status = ""  # the footer says how it ended
-    return (f'<div style="font-size:12px;color:var(--jp-ui-font-color2,#555)" title="{esc(cache_line(model))}">'
-            f"🤖 <b>{esc(model.model or '?')}</b> · mode <code>{esc(model.permission_mode)}</code> · "
+    return (f'<div style="font-size:12px;color:{MUTED}" title="{esc(cache_line(model))}">'
+            f"{ICONS['agent']} <b>{esc(model.model or '?')}</b> · mode <code>{esc(model.permission_mode)}</code> · "
             f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · "
             f"{esc(time_line(model))}{' · <i>' + esc(status) + '</i>' if status else ''}</div>")
 
@@ -182,9 +190,10 @@ def footer_html(model: RunModel) -> str:
                                   waiting=stopped_waiting(model))
     title = "Interrupted" if model.lost else end_title(model.terminal)
     if not explanation:
-        return (f'<div class="ja-end" style="color:var(--jp-ui-font-color2,#555);font-size:12px;margin:2px 0">'
-                f"✓ {esc(title)} <code>{esc(reason)}</code> · {esc(time_line(model))}</div>")
-    color = "#d08700" if reason in ("max_turns", "aborted_streaming", "aborted_tools") else "#c5221f"
+        return (f'<div class="ja-end" style="color:{MUTED};font-size:12px;margin:2px 0">'
+                f'<span style="color:{TONES["success"][0]}">{ICONS["done"]}</span> {esc(title)}'
+                f" <code>{esc(reason)}</code> · {esc(time_line(model))}</div>")
+    color = TONES[end_tone("kernel lost" if model.lost else reason)][1]
     return (f'<div class="ja-end" style="{_BOX.format(color=color)}"><b>{esc(title)}</b> '
             f'<code>{esc("kernel lost" if model.lost else reason)}</code> — {esc(explanation)}</div>')
 
@@ -229,14 +238,15 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
     where = relative(str(input.get("file_path") or input.get("notebook_path") or ""), cwd)
     warning = ""
     if has_invisible(raw_input) or has_invisible(message) or has_invisible(diff or ""):
-        warning = f'<div class="ja-invisible" style="color:#c5221f;font-weight:bold">⚠ {esc(INVISIBLE_WARNING)}</div>'
+        warning = (f'<div class="ja-invisible" style="color:{ERROR};font-weight:bold">{ICONS["warning"]} '
+                   f"{esc(INVISIBLE_WARNING)}</div>")
     if tool_name == "NotebookRun":
         # the tool's own question names the cell as the page numbers it (NotebookRun.check_permissions)
         head, _, source = message.partition(":\n")
-        title = f"<b>✋ {esc(relative(head, cwd))}?</b>"
+        title = f"<b>{ICONS['ask']} {esc(relative(head, cwd))}?</b>"
         code = code_html(source) if source else whole_pre("(the cell's code could not be read)")
         return title + warning + code + raw
-    title = f"<b>✋ Allow <code>{inline_html(tool_name)}</code>"
+    title = f"<b>{ICONS['ask']} Allow <code>{inline_html(tool_name)}</code>"
     title += f" on <code>{inline_html(where)}</code>?</b>" if where else "?</b>"
     body = [title, warning, f'<div style="font-size:12px">{esc(relative(message, cwd))}</div>']
     if diff:
@@ -262,7 +272,7 @@ class ApprovalCard(w.VBox):
         self.tool_name = tool_name
         self.rules = rules or (tool_name,)
         self._on_decide = on_decide
-        self.info = w.HTML(approval_html(tool_name, input, message, diff, cwd))
+        self.info = w.HTML(STYLE + approval_html(tool_name, input, message, diff, cwd))
         self.feedback = w.Text(placeholder="Feedback for the model (sent with Deny)",
                                layout=w.Layout(width="40%", min_width="180px"))
         # No icons on the buttons: a Font Awesome glyph would be part of the accessible
@@ -275,10 +285,12 @@ class ApprovalCard(w.VBox):
                                layout=w.Layout(width="136px", min_width="136px"))
         # (the button's description is part of the public contract: the rule goes beside it)
         self.always_label = w.HTML(
-            f'<span style="font-size:12px;color:var(--jp-ui-font-color1,#333)">→ adds <code>{esc(rules_text)}</code>: '
+            f'<span style="font-size:12px;color:{TEXT}">→ adds <code>{esc(rules_text)}</code>: '
             f"{esc('; '.join(describe_rule(r, cwd) for r in self.rules))}, for this session</span>")
         self.deny = w.Button(description="Deny", button_style="danger")
-        self.extent = w.HTML(f'<span class="ja-extent" style="font-size:12px;color:var(--jp-ui-font-color2,#555)">'
+        for button in (self.allow, self.always, self.deny):
+            button.add_class("ja-button")  # readable colours (view/style.py; the stylesheet is in `info`)
+        self.extent = w.HTML(f'<span class="ja-extent" style="font-size:12px;color:{MUTED}">'
                              f"{esc(approval_extent(tool_name, input, message, diff))}</span>")
         self.allow.on_click(lambda _b: self._decide("allow"))
         self.always.on_click(lambda _b: self._decide("always"))
@@ -287,7 +299,7 @@ class ApprovalCard(w.VBox):
             [self.info, self.extent,
              w.HBox([self.allow, self.always, self.always_label], layout=w.Layout(align_items="center")),
              w.HBox([self.deny, self.feedback], layout=w.Layout(align_items="center"))],
-            layout=w.Layout(border="2px solid #d08700", padding="4px", margin="4px 0"),
+            layout=w.Layout(border=f"2px solid {WARN_LINE}", padding="4px", margin="4px 0"),
         )
 
     def _decide(self, choice: str) -> None:

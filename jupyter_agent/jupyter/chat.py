@@ -37,25 +37,27 @@ from .fallback import Fallback, live_class
 from ..redact import redact
 from ..render.markdown import markdown_fence, markdown_literal
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
+from ..view.style import BORDER, BORDER_STRONG, BOX_BG, BRAND_LINE, ERROR, ICONS, MUTED, STYLE, TEXT
 from ..view.transcript import transcript_markdown, transcript_plain
 
 log = logging.getLogger(__name__)
 
 VIEW = "application/vnd.jupyter.widget-view+json"
 #: The first line of a chat's Markdown record (how a re-created panel finds the old one).
-CHAT_TITLE = "**🤖 jupyter-agent chat**"
+CHAT_TITLE = "**jupyter-agent chat**"
+#: ... as earlier versions wrote it (with an emoji): notebooks saved then still hold it.
+_OLD_CHAT_TITLE = "**\N{ROBOT FACE} jupyter-agent chat**"
 
 _USER_STYLE = ("margin:10px 0 4px 15%;padding:6px 10px;border-radius:8px;white-space:pre-wrap;"
-               "background:var(--jp-layout-color2,#eef2f7);color:var(--jp-ui-font-color1,#222);"
-               "border:1px solid var(--jp-border-color2,#ddd);border-right:3px solid var(--jp-brand-color1,#1a73e8)")
+               f"background:{BOX_BG};color:{TEXT};border:1px solid {BORDER};border-right:3px solid {BRAND_LINE}")
 _AGENT_LABEL = ('<div style="margin:6px 0 0;font-size:12px;font-weight:bold;'
-                'color:var(--jp-ui-font-color2,#555)">🤖 agent</div>')
+                f'color:{MUTED}">{ICONS["agent"]} agent</div>')
 
 
 def user_bubble_html(text: str) -> str:
     """The user's message, right of the agent's, in the theme's colours."""
     return (f'<div class="ja-user" style="{_USER_STYLE}"><div style="font-size:11px;font-weight:bold;'
-            f'color:var(--jp-ui-font-color2,#555)">🧑 you</div>{esc(text)}</div>')
+            f'color:{MUTED}">{ICONS["person"]} you</div>{esc(text)}</div>')
 
 
 def chat_markdown(entries: list[tuple[str, Any]], earlier: str = "") -> str:
@@ -72,7 +74,7 @@ def chat_markdown(entries: list[tuple[str, Any]], earlier: str = "") -> str:
         handle, here = value
         turn += 1
         where = "" if here else " (from a %%agent cell)"
-        md.append(f"---\n\n**🧑 you:** {markdown_literal(handle.prompt)}\n\n"
+        md.append(f"---\n\n**you:** {markdown_literal(handle.prompt)}\n\n"
                   + transcript_markdown(handle.model, title=f"agent · turn {turn}{where}", prompt=False))
     return redact("\n\n".join(md))
 
@@ -116,7 +118,7 @@ def saved_chat(notebook_path: str | None, cell_id: str | None) -> str:
             md, plain = data.get("text/markdown"), data.get("text/plain")
             md = "".join(md) if isinstance(md, list) else md
             plain = "".join(plain) if isinstance(plain, list) else plain
-            if isinstance(md, str) and CHAT_TITLE in md and isinstance(plain, str):
+            if isinstance(md, str) and (CHAT_TITLE in md or _OLD_CHAT_TITLE in md) and isinstance(plain, str):
                 title, _, rest = plain.partition("\n")
                 return rest.strip("\n") if title.strip() == PLAIN_TITLE else ""
     return ""
@@ -150,7 +152,7 @@ class ChatPanel(w.VBox):
         self.mode.observe(self._mode_changed, names="value")
         self.new_button = w.Button(description="New conversation",
                                    layout=w.Layout(width="auto"))
-        self.title = w.HTML(f'<b style="color:var(--jp-ui-font-color1,#222)">🤖 jupyter-agent chat</b> '
+        self.title = w.HTML(f'{STYLE}<b style="color:{TEXT}">{ICONS["agent"]} jupyter-agent chat</b> '
                             f'<code>{esc(conv.model_name)}</code>')
         self.earlier = w.Output(layout=w.Layout(display="none"))
         self._earlier_md = ""
@@ -163,18 +165,20 @@ class ChatPanel(w.VBox):
         self.stop_button = w.Button(description="Stop", button_style="warning",
                                     layout=w.Layout(width="90px", display="none"))
         self.status = w.HTML("")
+        for button in (self.send_button, self.stop_button):
+            button.add_class("ja-button")  # readable colours (view/style.py; the stylesheet is in the title)
         for button, handler in ((self.send_button, self._send_clicked), (self.stop_button, self._stop),
                                 (self.new_button, self._new)):
             # clicks may arrive on another thread: do the work on the event loop
             button.on_click(lambda _b, h=handler: self.loop.call_soon_threadsafe(h))
         header = w.HBox([self.title, self.mode, self.new_button],
                         layout=w.Layout(justify_content="space-between", align_items="center",
-                                        border_bottom="1px solid var(--jp-border-color2,#ddd)",
+                                        border_bottom=f"1px solid {BORDER}",
                                         padding="0 0 4px 0"))
         composer = w.HBox([self.input, w.VBox([self.send_button, self.stop_button])],
                           layout=w.Layout(align_items="flex-start", margin="8px 0 0 0"))
         super().__init__([header, self.earlier, self.turns, composer, self.status],
-                         layout=w.Layout(border="1px solid var(--jp-border-color1,#ccc)", padding="8px"),
+                         layout=w.Layout(border=f"1px solid {BORDER_STRONG}", padding="8px"),
                          _dom_classes=("ja-chat", live_class(self.fallback.key)))
         self._restore_history()
         self.session.listeners.append(self._run_started)
@@ -271,8 +275,8 @@ class ChatPanel(w.VBox):
             return
         note = "New conversation: the agent does not see the turns above."
         self.turns.children = (*self.turns.children, w.HTML(
-            f'<div style="margin:8px 0;text-align:center;font-size:12px;color:var(--jp-ui-font-color2,#555);'
-            f'border-top:1px dashed var(--jp-border-color2,#ccc)">{esc(note)}</div>'))
+            f'<div style="margin:8px 0;text-align:center;font-size:12px;color:{MUTED};'
+            f'border-top:1px dashed {BORDER}">{esc(note)}</div>'))
         if self.entries or self._earlier_md:
             self.entries.append(("note", note))
             self._update_record()
@@ -288,7 +292,7 @@ class ChatPanel(w.VBox):
         self.stop_button.layout.display = None if busy and own_stop else "none"
 
     def _say(self, text: str, error: bool = False) -> None:
-        color = "var(--jp-error-color1,#c5221f)" if error else "var(--jp-ui-font-color2,#666)"
+        color = ERROR if error else MUTED
         self.status.value = (f'<span style="color:{color};white-space:pre-wrap;font-size:12px">'
                              f"{text if not error else esc(text)}</span>") if text else ""
 

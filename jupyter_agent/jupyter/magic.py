@@ -267,14 +267,16 @@ def status_text(session: AgentSession) -> str:
         # response still cost tokens); the conversation's own count has finished ones only
         from ..loop.usage import Usage
 
-        u = Usage()
+        u, offline = Usage(), bool(replay)
         for handle in session.runs:
             if getattr(handle, "conversation", None) is conv:
                 u.add(handle.model.total_usage)
+                offline = offline or handle.model.offline
         if u.total_tokens < conv.usage.total_tokens:  # runs sent without this session
             u = conv.usage
         lines.append(f"  conversation:    {len(conv.messages)} messages, {len(conv.runs)} runs, "
-                     f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens, ≈ ${u.cost_usd:.4f}")
+                     f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
+                     + ("" if offline else f", ≈ ${u.cost_usd:.4f}"))
     else:
         lines.append("  conversation:    not started")
     lines.append(f"  running:         {'yes' if session.active is not None else 'no'}")
@@ -293,7 +295,7 @@ def runs_table(session: AgentSession) -> str:
         prompt = " ".join(handle.prompt.split())
         prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
         lines.append(f"{i:>3}  {reason:<18} {handle.model.turn_count:>5} {usage.total_tokens:>9,} "
-                     f"{f'${usage.cost_usd:.4f}':>9}  {prompt}")
+                     f"{'—' if handle.model.offline else f'${usage.cost_usd:.4f}':>9}  {prompt}")
     return redact("\n".join(lines))
 
 

@@ -29,6 +29,7 @@ from .frames import FrameScheduler
 from ..redact import redact_partial
 from ..render.markdown import markdown_from_model
 from ..render.terminal import inert
+from ..view.style import BORDER, STYLE
 from ..view.runmodel import BlockItem, Item, NoticeItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem
 
 
@@ -82,13 +83,14 @@ class RunView(w.VBox):
         # The labextension interrupts a cell the agent runs through the page when this is
         # clicked: the click itself waits in the kernel until that cell ends.
         self.stop_button.add_class("jupyter-agent-stop")
+        self.stop_button.add_class("ja-button")  # readable colours: the stylesheet is in the footer
         self.body = w.VBox([])
         self.approvals = w.VBox([])
-        self.footer = w.HTML("")
+        self.footer = w.HTML(STYLE)  # (replaced by the end, when Stop is gone)
         self.top = top = w.HBox([self.header, self.stop_button],
                      layout=w.Layout(justify_content="space-between", align_items="center"))
         super().__init__([top, self.body, self.approvals, self.footer],
-                         layout=w.Layout(border="1px solid var(--jp-border-color2,#ddd)", padding="4px"))
+                         layout=w.Layout(border=f"1px solid {BORDER}", padding="4px"))
         self.comm.on_close(lambda _msg: self.loop.call_soon_threadsafe(self._closed_by_frontend))
         model.listen(self._on_model)
         self._draw_children()

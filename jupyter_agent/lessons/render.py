@@ -19,6 +19,9 @@ from typing import Any, Protocol
 
 from ..redact import redact
 from ..render.html import html_text
+from ..view.labels import end_tone
+from ..view.style import BORDER_STRONG, BOX_BG, BRAND_LINE, CHANGED_BG, ERROR, LIT_BG, MUTED, SUCCESS, \
+    SUCCESS_LINE, TEXT, TONES, WARN
 from .article import END_TABLE, STEP_TITLES
 from .frozen import thaw
 
@@ -67,11 +70,12 @@ class Snapshot(Protocol):
     def changed(self) -> Mapping[str, Any]: ...
     def pairs(self) -> Sequence[PairLike]: ...
 
-NEW_BG = "#fff3b0"  # what changed since the last step
-LIT = "#1a73e8"
-_CELL = "border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top"
+# Colours are the theme's (view/style.py): the widget and its saved copy read in light and dark.
+NEW_BG = CHANGED_BG  # what changed since the last step
+LIT = BRAND_LINE
+_CELL = f"border:1px solid {BORDER_STRONG};padding:3px 8px;text-align:left;vertical-align:top"
 _PRE = ("white-space:pre-wrap;word-break:break-word;margin:2px 0;padding:4px;font-size:12px;"
-        "background:#f6f6f6;max-height:18em;overflow:auto")
+        f"background:{BOX_BG};max-height:18em;overflow:auto")
 
 
 def esc(value: Any) -> str:
@@ -94,18 +98,19 @@ def diagram_html(step: int | None, ended: bool = False, end_reason: str | None =
     cells = []
     for n, title in STEP_TITLES.items():
         lit = n == step and not ended
-        style = (f"border:2px solid {LIT if lit else '#bbb'};border-radius:8px;padding:6px 10px;"
-                 f"background:{'#e3eefc' if lit else '#fafafa'};font-weight:{'bold' if lit else 'normal'};"
-                 "min-width:9em;text-align:center")
+        style = (f"border:2px solid {LIT if lit else BORDER_STRONG};border-radius:8px;padding:6px 10px;"
+                 f"background:{LIT_BG if lit else 'transparent'};color:{TEXT};"
+                 f"font-weight:{'bold' if lit else 'normal'};min-width:9em;text-align:center")
         cells.append(f'<td style="{style}" data-step="{n}" data-lit="{str(lit).lower()}">{n}. {esc(title)}</td>')
-    end_style = (f"border:2px solid {'#c5221f' if ended else '#bbb'};border-radius:8px;padding:6px 10px;"
-                 f"background:{'#fde8e6' if ended else '#fafafa'};font-weight:{'bold' if ended else 'normal'};"
+    _, end_line, end_bg = TONES[end_tone(end_reason)] if ended else (None, BORDER_STRONG, "transparent")
+    end_style = (f"border:2px solid {end_line};border-radius:8px;padding:6px 10px;"
+                 f"background:{end_bg};color:{TEXT};font-weight:{'bold' if ended else 'normal'};"
                  "text-align:center")
     end_cell = (f'<td style="{end_style}" data-step="end" data-lit="{str(ended).lower()}">'
                 f'end{": " + esc(end_reason) if ended and end_reason else ""}</td>')
-    arrow = '<td style="padding:0 4px;color:#888">→</td>'
+    arrow = f'<td style="padding:0 4px;color:{MUTED}">→</td>'
     return ('<table style="border-collapse:separate;border-spacing:0;margin:4px 0"><tr>' + arrow.join(cells)
-            + '<td style="padding:0 6px;color:#888">↺ back to 1 while needs_follow_up</td>' + end_cell
+            + f'<td style="padding:0 6px;color:{MUTED}">↺ back to 1 while needs_follow_up</td>' + end_cell
             + "</tr></table>")
 
 
@@ -130,20 +135,20 @@ def block_html(block: Any) -> str:
         return (f'<div><b>tool_use</b> <code>{esc(block.get("name"))}</code> id=<code>{esc(block.get("id"))}</code>'
                 f' input=<code>{esc(short(block.get("input"), 300))}</code></div>')
     if kind == "tool_result":
-        err = ' <b style="color:#c5221f">is_error</b>' if block.get("is_error") else ""
+        err = f' <b style="color:{ERROR}">is_error</b>' if block.get("is_error") else ""
         return (f'<div><b>tool_result</b> tool_use_id=<code>{esc(block.get("tool_use_id"))}</code>{err}: '
-                f'<span style="color:#444">{esc(short(block.get("content"), 300))}</span></div>')
+                f'<span style="color:{MUTED}">{esc(short(block.get("content"), 300))}</span></div>')
     if kind == "thinking":
-        return f'<div style="color:#666"><i>thinking: {esc(short(block.get("thinking", ""), 200))}</i></div>'
+        return f'<div style="color:{MUTED}"><i>thinking: {esc(short(block.get("thinking", ""), 200))}</i></div>'
     return f"<div><b>{esc(kind)}</b> {esc(short(block, 200))}</div>"
 
 
 def message_html(message: Any, new: bool) -> str:
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or ())
-    style = f"border-left:3px solid {'#188038' if message.get('role') == 'assistant' else '#888'};" \
+    style = f"border-left:3px solid {SUCCESS_LINE if message.get('role') == 'assistant' else BORDER_STRONG};" \
             f"padding:2px 6px;margin:3px 0;{'background:' + NEW_BG if new else ''}"
-    mark = ' <span style="color:#b06000">(new)</span>' if new else ""
+    mark = f' <span style="color:{WARN}">(new)</span>' if new else ""
     return (f'<div style="{style}"><b>{esc(message.get("role"))}</b>{mark}'
             + "".join(block_html(b) for b in blocks) + "</div>")
 
@@ -153,7 +158,7 @@ def view_html(snap: Snapshot, name: str) -> str:
     items = getattr(snap, name)
     new = set(snap.changed.get(name, ()))
     if not items:
-        return '<div style="color:#888">(empty)</div>'
+        return f'<div style="color:{MUTED}">(empty)</div>'
     if name == "tool_results":
         return "".join(f'<div style="padding:2px 6px;{"background:" + NEW_BG if i in new else ""}">'
                        f"{block_html(b)}</div>" for i, b in enumerate(items))
@@ -184,11 +189,11 @@ def pairing_html(snap: Snapshot) -> str:
     """Each ``tool_use`` id with its ``tool_result`` (matched by id)."""
     pairs = snap.pairs()
     if not pairs:
-        return '<div style="color:#888">No tool_use yet.</div>'
-    colors = {"ok": "#188038", "error": "#c5221f", "waiting": "#b06000"}
+        return f'<div style="color:{MUTED}">No tool_use yet.</div>'
+    colors = {"ok": SUCCESS, "error": ERROR, "waiting": WARN}
     rows = "".join(
         f'<tr><td style="{_CELL}"><code>{esc(p.tool_use_id)}</code></td><td style="{_CELL}">{esc(p.name)}</td>'
-        f'<td style="{_CELL};color:{colors.get(p.status, "#444")}">{esc(p.status)}</td>'
+        f'<td style="{_CELL};color:{colors.get(p.status, TEXT)}">{esc(p.status)}</td>'
         f'<td style="{_CELL}">{esc(short(p.result.get("content"), 160)) if p.result else "—"}</td></tr>'
         for p in pairs)
     head = "".join(f'<th style="{_CELL}">{h}</th>' for h in ("tool_use.id", "name", "tool_result", "content"))
@@ -202,7 +207,8 @@ def end_html(snap: Snapshot) -> str:
     condition, handling = END_TABLE.get(snap.end_reason or "", ("", ""))
     note = (" <i>completed means the loop ended, not that the task is done.</i>"
             if snap.end_reason == "completed" else "")
-    return (f'<div style="border:2px solid #c5221f;border-radius:6px;padding:6px 10px;margin:6px 0">'
+    line = TONES[end_tone(snap.end_reason)][1]
+    return (f'<div style="border:2px solid {line};border-radius:6px;padding:6px 10px;margin:6px 0">'
             f'<b>Ended: <code>{esc(snap.end_reason)}</code></b>{note}'
             f'<table style="border-collapse:collapse;margin-top:4px"><tr><th style="{_CELL}">condition</th>'
             f'<th style="{_CELL}">what the code does</th></tr><tr><td style="{_CELL}">{esc(condition)}</td>'

@@ -23,6 +23,7 @@ from ..jupyter.cards import ApprovalCard
 from . import render
 from .stepper import Stepper
 from .timeline import build_timeline
+from ..view.style import BORDER_STRONG, ERROR, STYLE, WARN
 
 BUTTONS = ("Next step", "Next turn", "Run to end", "Back")
 
@@ -76,13 +77,14 @@ class StepperView:
         self.end = w.HTML()
         self.view_panes = {name: w.HTML() for name in render.VIEW_NAMES}
         self.views = w.Accordion(children=list(self.view_panes.values()))
+        self.views.add_class("ja-accordion")  # readable titles (view/style.py; the stylesheet is in `header`)
         self.pairs = w.HTML()
         self.events = w.HTML()
         self.approvals = w.VBox()
         self.box = _Panel([
             self.header, self.diagram, w.HBox(list(self.buttons.values())), self.status, self.approvals,
             self.end, self.state, self.views, w.HTML("<b>tool_use ↔ tool_result</b>"), self.pairs, self.events,
-        ], layout=w.Layout(border="1px solid #ccc", padding="6px"))
+        ], layout=w.Layout(border=f"1px solid {BORDER_STRONG}", padding="6px"))
         stepper.on_change(lambda _s: self.refresh())
         self.refresh()
 
@@ -159,7 +161,7 @@ class StepperView:
     def refresh(self) -> None:
         """Redraw from the stepper's current snapshot (and update the static copy)."""
         snap = self.stepper.current
-        hide_static = f"<style>.{self.static_class}{{display:none !important}}</style>"
+        hide_static = f"<style>.{self.static_class}{{display:none !important}}</style>{STYLE}"
         with self.box.hold_sync():
             self._update_buttons()
             if snap is None:
@@ -192,9 +194,9 @@ class StepperView:
             if not self.stepper.at_end and self.stepper.position < len(self.stepper.snapshots) - 1:
                 parts.append("<i>looking back: Next step replays the recorded snapshots</i>")
         if self.stepper.pending_approvals:
-            parts.append('<b style="color:#b06000">The loop is waiting inside step 3 for your approval.</b>')
+            parts.append(f'<b style="color:{WARN}">The loop is waiting inside step 3 for your approval.</b>')
         if self.error:
-            parts.append(f'<span style="color:#c5221f">{render.esc(self.error)}</span>')
+            parts.append(f'<span style="color:{ERROR}">{render.esc(self.error)}</span>')
         return " · ".join(parts)
 
     def _draw_approvals(self) -> None:

@@ -184,6 +184,10 @@ class Notice:
     text: str
 
 
+#: ``Notice.kind`` of a run played from a recording: no API is called, nothing is spent.
+OFFLINE_REPLAY = "offline_replay"
+
+
 StepName = Literal["build_request", "collect_response", "run_tools", "next_state"]
 STEP_NAMES: tuple[StepName, ...] = ("build_request", "collect_response", "run_tools", "next_state")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from ..loop.events import Notice
+from ..loop.events import OFFLINE_REPLAY, Notice
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..model import AnthropicModel
 from ..model.pricing import cost_usd
@@ -178,7 +178,7 @@ class ReplayModel:
             text += f" ({self.transcript['description']})"
         if self.run.scratch is not None:
             text += f". It works in a new scratch folder, {self.run.scratch}"
-        return Notice("offline_replay", text + ".")
+        return Notice(OFFLINE_REPLAY, text + ".")
 
     def _next_response(self, request: ModelRequest) -> ScriptedResponse:
         """The response to serve now: the next recorded one, filled in for this run, or

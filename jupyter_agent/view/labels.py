@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..loop.state import TERMINAL_EXPLANATIONS
+from .style import BORDER_STRONG, BRAND, BRAND_LINE, ERROR, ERROR_LINE, MUTED, SUCCESS, SUCCESS_LINE, WARN, WARN_LINE
 
 #: A tool call's state (``ToolItem.state``) in words.
 STATE_LABELS = {
@@ -29,17 +30,36 @@ STATE_LABELS = {
     "not_run": "not run",
     "raised": "ran, raised",
 }
-#: ... as an icon (the terminal, the transcript and the cards use the same).
-STATE_ICONS = {"input": "…", "pending": "…", "approval": "✋", "running": "⏳", "done": "✓", "error": "✗",
-               "denied": "⛔", "stopped": "⏹", "not_run": "–", "raised": "⚠"}
-NOTICE_ICONS = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}
+#: ... as a text sign (the transcript and the terminal; the widgets draw ``style.STATE_SVG``).
+#: No emoji: signs from Unicode's symbol blocks, in the common text fonts (DejaVu, Menlo,
+#: Cascadia, Segoe UI Symbol), which show where no emoji font is installed.
+STATE_ICONS = {"input": "…", "pending": "…", "approval": "?", "running": "▸", "done": "✓", "error": "✗",
+               "denied": "⊘", "stopped": "■", "not_run": "–", "raised": "!"}
+#: A notice's level in words (the transcript and the terminal).
+NOTICE_LABELS = {"info": "Note:", "warning": "Warning:", "error": "Error:"}
 
-#: The colour of each tool state in the widgets.
+#: The colour of each tool state in the widgets (text-readable theme colours: ``style.py``).
 STATE_COLORS = {
-    "input": "#888", "pending": "#888", "approval": "#d08700",
-    "running": "#1a73e8", "done": "#188038", "error": "#c5221f",
-    "denied": "#a0522d", "stopped": "#888", "not_run": "#888", "raised": "#d93025",
+    "input": MUTED, "pending": MUTED, "approval": WARN,
+    "running": BRAND, "done": SUCCESS, "error": ERROR,
+    "denied": WARN, "stopped": MUTED, "not_run": MUTED, "raised": ERROR,
 }
+#: ... and the line at the left of its card.
+STATE_LINES = {
+    "input": BORDER_STRONG, "pending": BORDER_STRONG, "approval": WARN_LINE,
+    "running": BRAND_LINE, "done": SUCCESS_LINE, "error": ERROR_LINE,
+    "denied": WARN_LINE, "stopped": BORDER_STRONG, "not_run": BORDER_STRONG, "raised": ERROR_LINE,
+}
+
+
+def end_tone(reason: str | None) -> str:
+    """How an end reason looks (a key of ``style.TONES``): a normal end as success, a
+    stop or the turn limit as a warning, the others as errors."""
+    if reason == "completed":
+        return "success"
+    if reason in ("max_turns", "aborted_streaming", "aborted_tools"):
+        return "warn"
+    return "error"
 
 
 def end_reason_text(terminal: Any) -> tuple[str, str]:

@@ -170,6 +170,8 @@ class RunModel:
         self.wait_s = 0.0
         #: the kernel went away while the run was going (restart, shutdown)
         self.lost = False
+        #: played from a recording (an offline replay): its tokens cost nothing, so no cost is shown
+        self.offline = False
         self.started = time.monotonic()
         self.ended: float | None = None
         self.terminal: Terminal | None = None
@@ -273,6 +275,7 @@ class RunModel:
         elif isinstance(event, ev.UserMessage):
             self._user_message(event)
         elif isinstance(event, ev.Notice):
+            self.offline = self.offline or event.kind == ev.OFFLINE_REPLAY
             self._add(NoticeItem("notice", level="info", text=f"{event.text}"))
         elif isinstance(event, Terminal):
             self.finish(event)

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from .labels import NOTICE_ICONS, STATE_ICONS, STATE_LABELS, end_explanation, end_reason_text, end_title
+from .labels import NOTICE_LABELS, STATE_ICONS, STATE_LABELS, end_explanation, end_reason_text, end_title
 from ..loop.messages import cut_middle
 from ..redact import redact, redact_partial
 from ..render.html import inline_html
@@ -99,9 +99,11 @@ def result_parts(content: Any) -> list[tuple[str, str]]:
 
 
 def format_usage(model: RunModel) -> str:
-    """One line: tokens in/out and estimated cost (cache figures: :func:`cache_line`)."""
+    """One line: tokens in/out and estimated cost (cache figures: :func:`cache_line`); no
+    cost for an offline replay, which spends nothing."""
     u = model.total_usage
-    return f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · ≈ ${u.cost_usd:.4f}"
+    cost = "" if model.offline else f" · ≈ ${u.cost_usd:.4f}"
+    return f"tokens in {u.input_tokens:,} · out {u.output_tokens:,}{cost}"
 
 
 def cache_line(model: RunModel) -> str:
@@ -145,7 +147,8 @@ def tool_markdown(tool: ToolItem) -> str:
     """One tool call as a collapsible Markdown section."""
     summary = (f"{STATE_ICONS.get(tool.state, '')} <b>{inline_html(tool.name)}</b> "
                f"<code>{inline_html(tool.summary)}</code> — {inline_html(tool_label(tool))}")
-    body = ["Input:", "", fence(redact_and_cut(json.dumps(tool.input, ensure_ascii=False, indent=1)), "json")]
+    # (no language: JupyterLab's JSON colours are its editor's, and its brackets are 2.9:1 on white)
+    body = ["Input:", "", fence(redact_and_cut(json.dumps(tool.input, ensure_ascii=False, indent=1)))]
     if tool.decision:
         body += ["", f"*{markdown_literal(tool.decision)}*"]
     for kind, value in result_parts(tool.result):
@@ -166,15 +169,15 @@ def item_markdown(item: Any) -> str:
         return markdown_from_model(redact_partial(item.text, item.done))
     if isinstance(item, ThinkingItem):
         text = "(redacted by the API)" if item.redacted else redact_partial(item.text, item.done)
-        return f"<details><summary>💭 Thinking</summary>\n\n{fence(text)}\n\n</details>"
+        return f"<details><summary>Thinking</summary>\n\n{fence(text)}\n\n</details>"
     if isinstance(item, ToolItem):
         return tool_markdown(item)
     if isinstance(item, BlockItem):
         dump = redact_and_cut(json.dumps(item.block, ensure_ascii=False, indent=1))
-        summary = f"<summary>▫️ {inline_html(item.block_type)} block</summary>"
-        return f"<details>{summary}\n\n{fence(dump, 'json')}\n\n</details>"
+        summary = f"<summary>{inline_html(item.block_type)} block</summary>"
+        return f"<details>{summary}\n\n{fence(dump)}\n\n</details>"
     if isinstance(item, NoticeItem):
-        return f"> {NOTICE_ICONS.get(item.level, '')} {markdown_literal(item.text)}"
+        return f"> **{NOTICE_LABELS.get(item.level, NOTICE_LABELS['info'])}** {markdown_literal(item.text)}"
     return ""
 
 
@@ -212,7 +215,7 @@ def transcript_markdown(model: RunModel, title: str = "jupyter-agent", *, header
                         prompt: bool = True) -> str:
     """The whole run as Markdown, secrets redacted (so far, ending with ``unfinished``,
     if it is still going). ``prompt=False`` leaves the prompt out (the chat shows it)."""
-    parts = [f"**🤖 {title}** · {header_line(model)}"] if header else []
+    parts = [f"**{title}** · {header_line(model)}"] if header else []
     items = [i for i in model.items if prompt or not isinstance(i, PromptItem)]
     parts += [md for md in (item_markdown(i) for i in items) if md.strip()]
     parts.append(end_markdown(model) if model.ended is not None else unfinished)

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from jupyter_agent.loop.permission_result import PermissionAllow, PermissionAsk, PermissionDeny
 from jupyter_agent.view.runmodel import RunModel
+from jupyter_agent.view.style import ADDED_BG
 from jupyter_agent.permissions import DENIED
 
 from .helpers import record_widget_messages, response_events
@@ -50,7 +51,7 @@ async def test_allow_click_allows_and_the_card_shows_tool_args_and_diff(monkeypa
     decision = asyncio.ensure_future(broker.can_use_tool("Edit", EDIT, ASK))
     (card,) = await pending_cards(view, 1)
     assert model.tools()[0].state == "approval"
-    assert "Edit" in card.info.value and "x = 2" in card.info.value and "color:#188038" in card.info.value
+    assert "Edit" in card.info.value and "x = 2" in card.info.value and f"background:{ADDED_BG}" in card.info.value
     assert [b.description for b in (card.allow, card.always, card.deny)] == ["Allow", "Always allow", "Deny"]
     click_from_thread(card.allow)
     assert await asyncio.wait_for(decision, 2) == PermissionAllow()

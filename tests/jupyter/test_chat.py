@@ -42,7 +42,7 @@ def chat_outputs(result) -> tuple[str, str]:
     widget, then its fallback (the chat as Markdown, seen only without the kernel)."""
     shown = [o for o in result["outputs"] if o["msg_type"] == "display_data"]
     assert [VIEW in o["data"] for o in shown] == [True, False], shown
-    assert "**🤖 jupyter-agent chat**" in shown[1]["data"]["text/markdown"]
+    assert "**jupyter-agent chat**" in shown[1]["data"]["text/markdown"]
     assert "<style>" in shown[1]["data"]["text/markdown"]  # hides itself while the panel lives
     return shown[1]["transient"]["display_id"], shown[0]["data"][VIEW]["model_id"]
 
@@ -113,7 +113,7 @@ async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, 
     kernel.click(allow)
     md = await record(kernel, transcript_id)
     # the ended turn is in the saved record (secrets redacted) and stays in the panel
-    assert "**🧑 you:** Write hi to chat.txt" in md and "Done." in md and "✓ *Finished*" in md
+    assert "**you:** Write hi to chat.txt" in md and "Done." in md and "✓ *Finished*" in md
     assert api.api_key not in md and "[redacted ANTHROPIC_API_KEY]" in md
     await kernel.until(lambda: 'class="ja-end"' in shown_in(kernel, panel), 5, "the end in the panel")
     assert "Writing chat.txt." in shown_in(kernel, panel) and 'class="ja-user"' in shown_in(kernel, panel)

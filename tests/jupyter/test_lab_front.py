@@ -96,7 +96,7 @@ def test_cards_and_how_runs_end(lab, page_of, api):
     card.locator("text=Stopped").first.wait_for(timeout=30000)
     screenshot(page, "stopped_run", card)
     out = card.inner_text()
-    assert "⏹" in out and "stopped" in out and "— error" not in out
+    assert "⏹" not in out and "stopped" in out and "— error" not in out  # (its icon is SVG, not an emoji)
     assert (root / "notes.txt").read_text() == "# settings\nvalue = 1\n"
 
     run_and_wait(page, 4)

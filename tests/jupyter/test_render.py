@@ -13,6 +13,7 @@ from jupyter_agent.loop.events import (
 )
 from jupyter_agent.loop.state import Terminal, TerminalReason
 from jupyter_agent.loop.usage import Usage
+from jupyter_agent.view.style import ICONS, MUTED, STATE_SVG, SUCCESS
 from jupyter_agent.view.runmodel import BlockItem, NoticeItem, RunModel, TextItem, ThinkingItem, ToolItem
 from jupyter_agent.view.transcript import fence, transcript_bundle, transcript_markdown
 
@@ -118,7 +119,7 @@ def test_transcript_shows_everything_and_says_what_the_end_means():
         model.handle(event)
     md = transcript_markdown(model)
     assert "> **Prompt:** Set value to 2" in md
-    assert "<details><summary>💭 Thinking</summary>" in md
+    assert "<details><summary>Thinking</summary>" in md
     assert "Let me **fix** it." in md and "Done: `value` is now 2." in md
     assert "<b>Edit</b> <code>src/app.py</code> — done" in md
     assert f"![image](data:image/png;base64,{PNG})" in md
@@ -187,9 +188,9 @@ async def test_view_shows_thinking_folded_and_unknown_blocks(monkeypatch):
         model.handle(event)
     view.finish()
     html = [getattr(c, "value", "") for c in view.body.children]
-    assert any(h.startswith('<details style="color:#666"><summary>💭 thinking') for h in html)
+    assert any(h.startswith(f'<details style="color:{MUTED}"><summary>{ICONS["thinking"]} thinking') for h in html)
     assert any("server_tool_use" in h and "<details>" in h for h in html)
-    tool_html = next(h for h in html if "<b>✓ Edit</b>" in h)
+    tool_html = next(h for h in html if f'{STATE_SVG["done"]}</span> Edit</b>' in h)
     assert "<img src=\"data:image/png;base64," in tool_html and "has been updated" in tool_html
     assert "claude-test" in view.header.value and "2 turns" in view.header.value
 
@@ -224,9 +225,10 @@ def test_a_cell_that_raised_says_so_with_the_exception_not_a_green_tick():
     tool = model.tools()[0]
     assert tool.state == "raised" and tool.exception == "NameError"
     card = tool_html(tool)
-    assert "ran, raised NameError" in card and "✓" not in card and "#188038" not in card  # no green tick
+    assert "ran, raised NameError" in card and STATE_SVG["done"] not in card and SUCCESS not in card  # no green tick
+    assert STATE_SVG["raised"] in card
     assert "<code>a.ipynb cell_id=c7</code>" in card  # relative to the working folder
-    assert "⚠ <b>NotebookRun</b> <code>a.ipynb cell_id=c7</code> — ran, raised NameError" in tool_markdown(tool)
+    assert "! <b>NotebookRun</b> <code>a.ipynb cell_id=c7</code> — ran, raised NameError" in tool_markdown(tool)
 
 
 def test_the_header_keeps_cache_figures_in_a_tooltip():

@@ -84,7 +84,7 @@ async def test_denied_is_denied_and_the_wait_is_apart(kernel, script, module_tmp
     await kernel.until(lambda: kernel.display_updates(fallback["transient"]["display_id"])[-1:] and
                        kernel.display_updates(fallback["transient"]["display_id"])[-1]["data"] == {"text/plain": ""},
                        5, "the fallback emptied")
-    assert "⛔ <b>Write</b> <code>denied.txt</code> — denied by you" in md  # relative, not "error"
+    assert "⊘ <b>Write</b> <code>denied.txt</code> — denied by you" in md  # relative, not "error"
     assert "— error" not in md
     assert re.search(r"\(([0-9.]+) s waiting for you\)", md) and float(
         re.search(r"\(([0-9.]+) s waiting for you\)", md).group(1)) >= 0.5
@@ -151,5 +151,5 @@ async def test_a_kernel_shutdown_leaves_the_transcript_and_reads_as_interrupted(
         await frontend.stop()
     md = updates[-1]["data"]["text/markdown"]
     assert "I'll write it." in md and "**Interrupted** (`kernel lost`)" in md
-    assert "⏹ <b>Write</b>" in md and "— stopped" in md
+    assert "■ <b>Write</b>" in md and "— stopped" in md
     assert not (tmp_path / "x.txt").exists()
