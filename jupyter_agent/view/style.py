@@ -65,13 +65,11 @@ REMOVED_BG = tint("--jp-error-color1")
 CHANGED_BG = tint("--jp-warn-color1", 25)
 LIT_BG = tint("--jp-brand-color1")
 
-#: Each tone: (text colour, line colour, background tint).
+#: Each tone (``labels.end_tone``): (text colour, line colour, background tint).
 TONES = {
     "success": (SUCCESS, SUCCESS_LINE, tint("--jp-success-color1")),
     "warn": (WARN, WARN_LINE, tint("--jp-warn-color1")),
     "error": (ERROR, ERROR_LINE, tint("--jp-error-color1")),
-    "brand": (BRAND, BRAND_LINE, LIT_BG),
-    "muted": (MUTED, BORDER_STRONG, "transparent"),
 }
 
 #: ipywidgets' coloured buttons are white on the theme's colour: 2.7:1 for a warning in the
