@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
+from ..loop.permission_result import ask_parts
 from ..permissions import RULE_FAMILIES, Rule
 from ..view.labels import NOTICE_ICONS, STATE_COLORS, STATE_ICONS, end_explanation, end_reason_text, end_title
 from ..redact import redact
@@ -209,7 +210,7 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
 def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None) -> str:
     """What the Allow side says about how much the card shows: all of it, and how long."""
     if tool_name == "NotebookRun":
-        shown, what = message.partition(":\n")[2], "the cell's code"
+        shown, what = ask_parts(message)[1], "the cell's code"
     elif diff:
         shown, what = diff, "the change"
     else:
@@ -232,7 +233,7 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
         warning = f'<div class="ja-invisible" style="color:#c5221f;font-weight:bold">⚠ {esc(INVISIBLE_WARNING)}</div>'
     if tool_name == "NotebookRun":
         # the tool's own question names the cell as the page numbers it (NotebookRun.check_permissions)
-        head, _, source = message.partition(":\n")
+        head, source = ask_parts(message)
         title = f"<b>✋ {esc(relative(head, cwd))}?</b>"
         code = code_html(source) if source else whole_pre("(the cell's code could not be read)")
         return title + warning + code + raw
