@@ -280,11 +280,11 @@ def terminal_approver(err: TextIO = sys.stderr, policy: Any = None, stdin: TextI
 def no_terminal_denier() -> Any:
     """``can_use_tool`` without a terminal: deny every ask, and tell the model (and so the
     log) how the person running the command can allow such calls next time."""
-    from .loop.permission_result import PermissionDeny
+    from .loop.permission_result import PermissionDeny, ask_parts
 
     async def deny(tool_name: str, input: dict[str, Any], ask: Any) -> Any:
         rules = " ".join(f"--allow '{r}'" for r in (getattr(ask, "suggested_rules", ()) or (tool_name,)))
-        what = ask.message.partition(":\n")[0]  # (a cell's whole code follows the colon)
+        what = ask_parts(ask.message)[0]  # (a cell's whole code follows the question)
         return PermissionDeny(
             f"{tool_name} needs approval ({what}) and no one is at a terminal to give it, so it "
             f"was not run. Whoever runs `jupyter agent run` can allow it with {rules}, or with "

@@ -49,6 +49,7 @@ from .loop.permission_result import (
     PermissionAsk,
     PermissionDeny,
     PermissionResult,
+    ask_with_note,
     check_permission_mode,
 )
 from .safety import rule_names_place, safety_hit
@@ -198,7 +199,8 @@ class Permissions(PermissionPolicy):
 
         for rule in self.ask:
             if self._matches(rule, tool, input, paths, ctx, real_only=False):
-                return PermissionAsk(f"{own_message} (The rule '{rule}' asks for approval.)", diff, own_rules)
+                return PermissionAsk(ask_with_note(own_message, f"(The rule '{rule}' asks for approval.)"), diff,
+                                     own_rules)
         allow_rules = [*self.allow, *self.session_allow]
         if not read_only:
             for path in paths:
@@ -209,14 +211,15 @@ class Permissions(PermissionPolicy):
                 if hit and not any(r.pattern and rule_names_place(r.pattern, hit)
                                    and self._matches(r, tool, input, [path], ctx, real_only=True)
                                    for r in allow_rules):
-                    return PermissionAsk(f"{own_message} {path.real} is a protected path ({hit.reason}); it always "
-                                         "needs approval.", diff, (f"{tool.name}({escape_glob(str(path.real))})",))
+                    return PermissionAsk(ask_with_note(own_message, f"{path.real} is a protected path ({hit.reason}); "
+                                                       "it always needs approval."),
+                                         diff, (f"{tool.name}({escape_glob(str(path.real))})",))
         allowed_by_rule = any(self._matches(r, tool, input, paths, ctx, real_only=True) for r in allow_rules)
         if prepared.runs_code and not allowed_by_rule:
             # Code that runs can write anything, safety paths included, and cannot be checked
             # path by path: it asks in every mode, bypassPermissions too, unless a rule allows it.
-            return PermissionAsk(f"{own_message} (Running code always asks unless an allow rule covers it, "
-                                 "in every permission mode.)", diff, own_rules)
+            return PermissionAsk(ask_with_note(own_message, "(Running code always asks unless an allow rule "
+                                               "covers it, in every permission mode.)"), diff, own_rules)
         if self.mode == "bypassPermissions" or allowed_by_rule:
             return PermissionAllow()
         roots = self.allowed_roots(ctx)
@@ -228,7 +231,7 @@ class Permissions(PermissionPolicy):
             rules = own_rules if not read_only else (f"Read({escape_glob(str(folder))}/**)",)
             why = (f"is outside the working folders ({', '.join(map(str, roots))})" if outside else
                    "has other hard links, which may be outside the working folders")
-            return PermissionAsk(f"{own_message} {place} {why}.", diff, rules)
+            return PermissionAsk(ask_with_note(own_message, f"{place} {why}."), diff, rules)
         if read_only:
             return PermissionAllow()
         if self.mode == "acceptEdits" and prepared.edits_files:

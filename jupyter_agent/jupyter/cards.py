@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
+from ..loop.permission_result import ask_parts
 from ..permissions import RULE_FAMILIES, Rule
 from ..view.labels import STATE_COLORS, STATE_LINES, end_explanation, end_reason_text, end_title, end_tone
 from ..view.style import (
@@ -218,7 +219,7 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
 def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None) -> str:
     """What the Allow side says about how much the card shows: all of it, and how long."""
     if tool_name == "NotebookRun":
-        shown, what = message.partition(":\n")[2], "the cell's code"
+        shown, what = ask_parts(message)[1], "the cell's code"
     elif diff:
         shown, what = diff, "the change"
     else:
@@ -242,7 +243,7 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
                    f"{esc(INVISIBLE_WARNING)}</div>")
     if tool_name == "NotebookRun":
         # the tool's own question names the cell as the page numbers it (NotebookRun.check_permissions)
-        head, _, source = message.partition(":\n")
+        head, source = ask_parts(message)
         title = f"<b>{ICONS['ask']} {esc(relative(head, cwd))}?</b>"
         code = code_html(source) if source else whole_pre("(the cell's code could not be read)")
         return title + warning + code + raw

@@ -5,8 +5,9 @@ It is a view of the same conversation as the ``%%agent`` cells (one
 side of each turn is a :class:`~.runview.RunView`, with its approval cards. It reads
 like the chats people know (jupyter-ai, notebook-intelligence): one header, the turns
 inside the panel with the user's messages told apart from the agent's, the input at the
-bottom, one Stop; colours come from JupyterLab's theme variables, so it reads in light
-and dark themes. Turns started from ``%%agent`` cells appear here too.
+bottom (Enter sends, Shift+Enter adds a line: the page's extension does it, ``chatKeys.ts``),
+one Stop; colours come from JupyterLab's theme variables, so it reads in light and dark
+themes. Turns started from ``%%agent`` cells appear here too.
 
 A widget needs a kernel to render; a saved notebook must still show the chat. The
 panel is followed by its fallback output (``fallback.py``): the whole chat as Markdown,
@@ -34,6 +35,7 @@ import ipywidgets as w
 from .cards import esc
 from ..loop.permission_result import PERMISSION_MODES
 from .fallback import Fallback, live_class
+from .protocol import CHAT_CLASS, CHAT_INPUT_CLASS, CHAT_SEND_CLASS
 from ..redact import redact
 from ..render.markdown import markdown_fence, markdown_literal
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
@@ -158,10 +160,13 @@ class ChatPanel(w.VBox):
         self._earlier_md = ""
         self._earlier_plain = ""
         self.turns = w.VBox([])
-        self.input = w.Textarea(placeholder="Ask the agent… (Send runs it on this notebook)",
-                                layout=w.Layout(width="auto", height="64px", flex="1 1 auto"))
+        # In JupyterLab the page turns Enter in this input into a click on Send (the classes
+        # are how it finds them: protocol.CHAT_*; ipywidgets has no key events to listen to).
+        self.input = w.Textarea(placeholder="Ask the agent… (Enter sends, Shift+Enter for a new line)",
+                                layout=w.Layout(width="auto", height="64px", flex="1 1 auto"),
+                                _dom_classes=(CHAT_INPUT_CLASS,))
         self.send_button = w.Button(description="Send", button_style="primary",
-                                    layout=w.Layout(width="90px"))
+                                    layout=w.Layout(width="90px"), _dom_classes=(CHAT_SEND_CLASS,))
         self.stop_button = w.Button(description="Stop", button_style="warning",
                                     layout=w.Layout(width="90px", display="none"))
         self.status = w.HTML("")
@@ -179,7 +184,7 @@ class ChatPanel(w.VBox):
                           layout=w.Layout(align_items="flex-start", margin="8px 0 0 0"))
         super().__init__([header, self.earlier, self.turns, composer, self.status],
                          layout=w.Layout(border=f"1px solid {BORDER_STRONG}", padding="8px"),
-                         _dom_classes=("ja-chat", live_class(self.fallback.key)))
+                         _dom_classes=(CHAT_CLASS, live_class(self.fallback.key)))
         self._restore_history()
         self.session.listeners.append(self._run_started)
         self.session.shutdown_listeners.append(self._kernel_going)

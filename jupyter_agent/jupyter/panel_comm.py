@@ -107,13 +107,20 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
 def approval_json(request: Any, run_id: str, cwd: Any = None) -> dict[str, Any]:
     """One pending approval as the panel shows it: all of it (message, diff, input; the
     panel's box scrolls), nothing a person cannot see may be approved; ``warning`` says
-    when it holds invisible or reordering characters."""
+    when it holds invisible or reordering characters. For ``NotebookRun``, ``question``
+    and ``code`` are the message's question and the cell's whole code ("" otherwise)."""
     message = relative(request.message or "", cwd)
     diff = relative(request.diff or "", cwd)
     raw_input = json.dumps(request.input, ensure_ascii=False, indent=1, default=str)
     warning = any(has_invisible(t) for t in (message, diff, raw_input))
+    question, code = "", ""
+    if request.tool_name == "NotebookRun":  # the cell's code, shown as code (as the cell's card does)
+        from ..loop.permission_result import ask_parts
+
+        question, code = ask_parts(message)
     return {"id": request.id, "tool_use_id": request.tool_use_id, "run": run_id, "tool": _text(request.tool_name),
-            "message": _text(message), "diff": _text(diff), "input": _text(raw_input),
+            "message": _text(message), "question": _text(question), "code": _text(code),
+            "diff": _text(diff), "input": _text(raw_input),
             "warning": INVISIBLE_WARNING if warning else "",
             "rules": [_text(r) for r in request.suggested_rules] or [_text(request.tool_name)]}
 

@@ -1,4 +1,5 @@
-"""The two comm protocols between the kernel and the JupyterLab page, defined once for Python.
+"""The two comm protocols between the kernel and the JupyterLab page (and the classes by which
+the page finds chat()'s input), defined once for Python.
 
 ``labextension/src/protocol.ts`` defines the same names for the page, with the same
 values; ``tests/jupyter/test_protocol_parity.py`` parses that file and fails when a
@@ -97,3 +98,15 @@ def version_mismatch(what: str, theirs: object, ours: int) -> str:
     return (f"The JupyterLab page speaks {what} protocol {theirs!r}, this kernel's jupyter-agent speaks "
             f"{ours}: install the same jupyter-agent version for the server and the kernel, then reload "
             "the page.")
+
+
+# -- chat() ------------------------------------------------------------------------------------
+# ipywidgets' Textarea has no key events: the page (``labextension/src/chatKeys.ts``) finds
+# chat()'s input and Send button by these classes and clicks Send on Enter.
+
+#: The class of chat()'s box: its input and Send button are found inside it.
+CHAT_CLASS = "ja-chat"
+#: The class of chat()'s input (an ipywidgets Textarea): Enter there clicks Send.
+CHAT_INPUT_CLASS = "ja-chat-input"
+#: The class of chat()'s Send button.
+CHAT_SEND_CLASS = "ja-chat-send"

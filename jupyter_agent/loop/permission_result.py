@@ -58,12 +58,32 @@ class PermissionDeny:
     behavior: Literal["deny"] = "deny"
 
 
+#: In an ask's message, what separates the question from the whole content it is about
+#: (``NotebookRun``: the cell's code), when there is one.
+CONTENT_FOLLOWS = ":\n"
+
+
+def ask_parts(message: str) -> tuple[str, str]:
+    """An ask's message as its question and the content after :data:`CONTENT_FOLLOWS`
+    ("" when there is none), for a front that shows the content as code."""
+    question, follows, content = message.partition(CONTENT_FOLLOWS)
+    return (question, content) if follows else (message, "")
+
+
+def ask_with_note(message: str, note: str) -> str:
+    """``message`` with ``note`` (why it asks) added to its question: the content after
+    the question stays exactly what will run."""
+    question, content = ask_parts(message)
+    return f"{question} {note}" + (CONTENT_FOLLOWS + content if content else "")
+
+
 @dataclass(frozen=True)
 class PermissionAsk:
-    """A person must decide. ``diff`` shows what an edit would change;
-    ``suggested_rules`` are what "Always allow" would add. ``tool_use_id`` names the call
-    (the loop sets it before ``can_use_tool`` sees the ask), so a UI knows which call
-    the question is about."""
+    """A person must decide. ``message`` is the question, then (for ``NotebookRun``)
+    :data:`CONTENT_FOLLOWS` and the whole content it is about. ``diff`` shows what an edit
+    would change; ``suggested_rules`` are what "Always allow" would add. ``tool_use_id``
+    names the call (the loop sets it before ``can_use_tool`` sees the ask), so a UI knows
+    which call the question is about."""
 
     message: str
     diff: str | None = None

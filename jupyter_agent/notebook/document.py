@@ -181,6 +181,13 @@ class NotebookDocument(ABC):
     async def snapshot(self) -> NotebookSnapshot:
         """All cells, with the document's current version."""
 
+    async def changes_refused(self) -> str | None:
+        """Why no edit or run of this document would be carried out (no page answers for
+        it, or another program owns it), or None. Checked before a person is asked to
+        approve one: an approval drawn from the file, which lags behind the page the user
+        looks at, would number and show cells the user does not see."""
+        return None
+
     async def validation_problem(self) -> str | None:
         """Why nbformat would refuse the saved notebook, or None (a live or memory
         document is checked by whoever saves it: None)."""

@@ -68,6 +68,9 @@ class LiveNotebook(NotebookDocument):
                 self.absent = self.describe_mismatch(page.protocol)
         return self.absent is None
 
+    async def changes_refused(self) -> str | None:
+        return None if await self.answering() else (self.absent or "No notebook page answers for this notebook.")
+
     async def _ask(self, op: str, **arguments: Any) -> dict[str, Any]:
         if not await self.answering():
             raise NotebookError(self.absent or "")
@@ -171,6 +174,9 @@ class GuardedNotebook(FileNotebook):
     def __init__(self, path: Path | str, reason: str, kernels: Any = None) -> None:
         super().__init__(path, kernels=kernels)
         self.reason = reason
+
+    async def changes_refused(self) -> str | None:
+        return self.reason
 
     def _refuse(self) -> None:
         raise NotebookError(self.reason)

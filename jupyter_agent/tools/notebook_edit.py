@@ -44,8 +44,12 @@ class NotebookEditInput(ToolInput):
 
 
 async def notebook_for_change(path_text: str, path, ctx: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot]:
-    """The notebook's document and snapshot, after checking it was read and has not changed since."""
+    """The notebook's document and snapshot, after checking it takes changes, was read and
+    has not changed since."""
     doc = open_notebook(path, tool_session(ctx))
+    refused = await doc.changes_refused()
+    if refused:  # before anyone is asked: the snapshot would be the file, not the page
+        raise ToolError(refused)
     snapshot = await doc.snapshot()
     record = ctx.read_file_state.get(str(path))
     if record is None:

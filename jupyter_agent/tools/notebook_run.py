@@ -16,7 +16,7 @@ from collections.abc import Awaitable
 
 from pydantic import Field
 
-from ..loop.permission_result import PermissionAsk, PermissionResult
+from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionResult
 from ..notebook import is_notebook_path
 from ..notebook.document import Cell, NotebookSnapshot, RunResult, check_cell_id_text
 from ..notebook.outputs import finish_outputs
@@ -89,7 +89,7 @@ class NotebookRun(PathTool):
         # scroll, the terminal prints every line).
         return PermissionAsk(
             message=f"NotebookRun wants to run {position} of {input.notebook_path}"
-            + (f":\n{source}" if source else "."),
+            + (f"{CONTENT_FOLLOWS}{source}" if source else "."),
             suggested_rules=(f"NotebookRun({label})",),
         )
 

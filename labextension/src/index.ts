@@ -1,7 +1,7 @@
 /**
  * jupyter-agent's JupyterLab extension: a list of plugins. Each feature lives in its
- * own module (bridge.ts: the live-notebook bridge; panel.ts: the side panel); add a
- * plugin here to add one.
+ * own module (bridge.ts: the live-notebook bridge; panel.ts: the side panel; chatKeys.ts:
+ * Enter sends in chat()); add a plugin here to add one.
  */
 
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -9,6 +9,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { activateBridge } from './bridge';
+import { activateChatKeys } from './chatKeys';
 import { PANEL_PLUGIN_ID, activatePanel } from './panel';
 
 /** The bridge that lets the agent in the kernel read, edit and run the open notebook. */
@@ -39,6 +40,16 @@ const panelPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<void>[] = [bridgePlugin, panelPlugin];
+/** chat()'s keyboard: Enter sends, Shift+Enter adds a new line (chatKeys.ts). */
+const chatKeysPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-agent:chat-keys',
+  description: 'In jupyter_agent.chat(), Enter sends and Shift+Enter adds a new line.',
+  autoStart: true,
+  activate: () => {
+    activateChatKeys();
+  }
+};
+
+const plugins: JupyterFrontEndPlugin<void>[] = [bridgePlugin, panelPlugin, chatKeysPlugin];
 
 export default plugins;

@@ -12,9 +12,10 @@ import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { ApprovalChoice, PanelRequest } from './panelProtocol';
-import { IApproval, IChange, ISay, PanelState } from './panelState';
+import { IApproval, IChange, ISay, LOAD_CODE, PanelState, loadOutcome, opensOnStart } from './panelState';
 import { Disconnected, PanelConnection } from './panelTransport';
 import { PanelView, agentIcon } from './panelView';
 
@@ -51,7 +52,8 @@ export class AgentSidePanel extends Widget {
       newConversation: () => this.request({ op: 'new' }),
       mode: mode => this.request({ op: 'mode', mode }),
       answer: (ask: IApproval, choice: ApprovalChoice, feedback: string) =>
-        this.send(this.state.answer(ask, choice, feedback))
+        this.send(this.state.answer(ask, choice, feedback)),
+      load: () => void this.load()
     });
     this.connection.received.connect(this.onMessage, this);
     this.connection.disconnected.connect(this.onDisconnected, this);
@@ -63,6 +65,19 @@ export class AgentSidePanel extends Widget {
     if (this.connection.bind(panel)) {
       this.view.setTitle(panel?.context.path ?? null);
     }
+  }
+
+  /** Called when the user closes or opens the panel (Notebook 7 remembers a close). */
+  onVisibilityChanged: ((visible: boolean) => void) | null = null;
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this.onVisibilityChanged?.(true);
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this.onVisibilityChanged?.(false);
   }
 
   dispose(): void {
@@ -91,6 +106,18 @@ export class AgentSidePanel extends Widget {
     this.view.say(say);
     if (request && this.connection.send(request)) {
       this.view.clearInput();
+    }
+  }
+
+  /** The hint's Load button: `%load_ext jupyter_agent` in the kernel, then connect (or say why not). */
+  private async load(): Promise<void> {
+    const reply = await this.connection.load(LOAD_CODE);
+    const say = loadOutcome(reply);
+    if (say.error) {
+      this.view.loadFailed();
+    }
+    if (!this.state.connected || say.error) {
+      this.view.say(say);
     }
   }
 
@@ -139,8 +166,56 @@ export async function activatePanel(
   tracker.currentChanged.connect(follow);
   panel.disposed.connect(() => tracker.currentChanged.disconnect(follow));
   follow();
-  if (options.openOnStart) {
-    void app.restored.then(() => app.shell.activateById(panel.id));
+  const notebook7 = app.name === NOTEBOOK7_APP_NAME;
+  if (opensOnStart({ ...options, notebook7, closedByUser: closedByUser() })) {
+    void app.restored.then(() => openWithNotebook(app, tracker, panel));
+  }
+  if (notebook7) {
+    // Notebook 7 does not keep its sidebars across pages: remember whether the user closed
+    // the panel, so it opens on the next notebook page unless they did.
+    panel.onVisibilityChanged = visible => rememberClosed(!visible && !!tracker.currentWidget);
   }
   return panel;
+}
+
+/** `app.name` in Notebook 7 (the `notebook` package), whose shell starts with its sidebars closed. */
+const NOTEBOOK7_APP_NAME = 'Jupyter Notebook';
+
+/** Where a user's close of the panel in Notebook 7 is remembered (this browser only). */
+const CLOSED_KEY = 'jupyter-agent:panel-closed';
+
+function closedByUser(): boolean {
+  try {
+    return window.localStorage.getItem(CLOSED_KEY) === '1';
+  } catch (err) {
+    console.debug('jupyter-agent: no local storage; the panel opens', err);
+    return false;
+  }
+}
+
+function rememberClosed(closed: boolean): void {
+  try {
+    if (closed) {
+      window.localStorage.setItem(CLOSED_KEY, '1');
+    } else {
+      window.localStorage.removeItem(CLOSED_KEY);
+    }
+  } catch (err) {
+    console.debug('jupyter-agent: no local storage; the close is not remembered', err);
+  }
+}
+
+/** Open the panel once a notebook is shown (not on a page without one, such as Notebook 7's file browser). */
+function openWithNotebook(app: JupyterFrontEnd, tracker: INotebookTracker, panel: AgentSidePanel): void {
+  if (tracker.currentWidget) {
+    app.shell.activateById(panel.id);
+    return;
+  }
+  const opened = () => {
+    tracker.currentChanged.disconnect(opened);
+    if (tracker.currentWidget && !panel.isDisposed) {
+      app.shell.activateById(panel.id);
+    }
+  };
+  tracker.currentChanged.connect(opened);
 }

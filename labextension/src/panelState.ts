@@ -13,6 +13,12 @@ import type { Disconnected } from './panelTransport';
 
 export const HINT = 'Run %load_ext jupyter_agent in this notebook to use the agent here.';
 
+/** What the Load button runs in the notebook's kernel (silently: no cell, no execution count). */
+export const LOAD_CODE = '%load_ext jupyter_agent';
+
+/** The reasons a Load button can help: the kernel is there but has not loaded the extension. */
+const LOADABLE: ReadonlySet<Disconnected> = new Set<Disconnected>(['refused', 'restarting']);
+
 /** What the panel says when it has no conversation, by reason. */
 export const DISCONNECTED_TEXT: Record<Disconnected, string> = {
   'no-notebook': 'Open a notebook to use the agent.',
@@ -68,16 +74,42 @@ export interface IRunMessage {
   order?: string[];
 }
 
-/** A pending approval. `id` answers it; `tool_use_id`, when the kernel sends it, names the call. */
+/** A pending approval. `id` answers it; `tool_use_id`, when the kernel sends it, names the call.
+ * For NotebookRun, `question` and `code` are the message's question and the cell's code. */
 export interface IApproval {
   id: string | number;
   tool_use_id?: string | null;
   run?: string;
   tool: string;
   message?: string;
+  question?: string;
+  code?: string;
   diff?: string;
   input?: string;
+  warning?: string;
   rules?: string[];
+}
+
+/** What an approval card shows, in order: the line under its title, then the code (a cell
+ * to run), the diff (an edit) or the input (anything else); `rawInput` is the input again,
+ * folded, when the code or the diff is what is shown. */
+export interface IApprovalParts {
+  line: string;
+  shown: { kind: 'code' | 'diff' | 'input'; text: string };
+  rawInput: string | null;
+}
+
+/** The parts of an approval card, as the cell's card shows them: a NotebookRun shows the
+ * cell's code, not the JSON of its input. */
+export function approvalParts(ask: IApproval): IApprovalParts {
+  const input = typeof ask.input === 'string' ? ask.input : '';
+  if (typeof ask.code === 'string' && ask.code) {
+    return { line: ask.question || ask.message || '', shown: { kind: 'code', text: ask.code }, rawInput: input };
+  }
+  if (typeof ask.diff === 'string' && ask.diff) {
+    return { line: ask.message || '', shown: { kind: 'diff', text: ask.diff }, rawInput: input };
+  }
+  return { line: ask.message || '', shown: { kind: 'input', text: input }, rawInput: null };
 }
 
 /** A run as the panel knows it. */
@@ -130,6 +162,8 @@ export class PanelState {
   connected = false;
   /** Why there is no conversation ('' when connected). */
   disconnectedText = DISCONNECTED_TEXT['no-notebook'];
+  /** The kernel is there without the extension: the hint offers to load it. */
+  loadable = false;
   session: ISessionHeader | null = null;
   /** The runs in the order they are shown. */
   readonly runs = new Map<string, IRun>();
@@ -154,6 +188,7 @@ export class PanelState {
     if (type === 'state') {
       this.connected = true;
       this.disconnectedText = '';
+      this.loadable = false;
       this.runs.clear();
       // a state starts over (another kernel's asks may share ids)
       this.approvals = [];
@@ -186,6 +221,7 @@ export class PanelState {
   disconnect(reason: Disconnected): IChange {
     this.connected = false;
     this.disconnectedText = DISCONNECTED_TEXT[reason];
+    this.loadable = LOADABLE.has(reason);
     this.runs.clear();
     this.approvals = [];
     this.session = null;
@@ -310,4 +346,40 @@ export function diffLineClass(line: string): string {
     return 'jp-AgentPanel-del';
   }
   return line.startsWith('@@') ? 'jp-AgentPanel-hunk' : '';
+}
+
+/** What a kernel's reply to the Load button's `%load_ext` says, as the line under the hint.
+ * `reply` is the execute reply's content (status, ename, evalue). */
+export function loadOutcome(reply: { status?: string; ename?: string; evalue?: string } | null): ISay {
+  if (reply?.status === 'ok') {
+    return { text: 'jupyter-agent is loaded in this kernel; connecting…', error: false };
+  }
+  if (reply?.status === 'error') {
+    const what = [reply.ename, reply.evalue].filter(Boolean).join(': ') || 'an error';
+    const missing = reply.ename === 'ModuleNotFoundError' || reply.ename === 'ImportError';
+    return {
+      text:
+        `${LOAD_CODE} failed in this kernel (${what}).` +
+        (missing
+          ? " Install jupyter-agent in the kernel's environment (pip install jupyter-agent), restart the kernel, then Load again."
+          : ' Run it in a cell to see the whole error.'),
+      error: true
+    };
+  }
+  return {
+    text: `${LOAD_CODE} did not finish (${reply?.status ?? 'no reply'}): run it in a cell to see why.`,
+    error: true
+  };
+}
+
+/** Enter sends; Shift+Enter is a new line (and an input method composing text keeps Enter). */
+export function isSendKey(event: { key: string; shiftKey: boolean; isComposing?: boolean }): boolean {
+  return event.key === 'Enter' && !event.shiftKey && !event.isComposing;
+}
+
+/** Whether the panel opens when a notebook page starts: when the settings say so, and in
+ * Notebook 7 (whose sidebars start closed, the panel hidden under View → Right Sidebar)
+ * unless the user closed it there before. */
+export function opensOnStart(options: { openOnStart: boolean; notebook7: boolean; closedByUser: boolean }): boolean {
+  return options.openOnStart || (options.notebook7 && !options.closedByUser);
 }

@@ -77,6 +77,32 @@ export class PanelConnection implements IDisposable {
     return true;
   }
 
+  /**
+   * Run `code` (`%load_ext jupyter_agent`) in the kernel, silently as a user expects of a
+   * button: no cell, no execution count, nothing in the notebook. Resolves with the
+   * kernel's reply (null when there is no kernel or it did not answer); on "ok" the panel
+   * connects again (a silent execute has no execute_input for onIOPub to see).
+   */
+  async load(code: string): Promise<KernelMessage.IExecuteReplyMsg['content'] | null> {
+    const kernel = this.notebook_?.sessionContext.session?.kernel ?? null;
+    if (!kernel) {
+      return null;
+    }
+    let reply: KernelMessage.IExecuteReplyMsg['content'] | null = null;
+    try {
+      const future = kernel.requestExecute({ code, silent: true, store_history: false, allow_stdin: false });
+      reply = (await future.done).content;
+    } catch (err) {
+      console.debug('jupyter-agent: the Load request got no reply', err); // the kernel went away
+      return null;
+    }
+    if (reply.status === 'ok' && !this.disposed && kernel === this.notebook_?.sessionContext.session?.kernel) {
+      this.close();
+      this.open();
+    }
+    return reply;
+  }
+
   /** Send a request to the kernel; false when no comm is open. */
   send(request: PanelRequest): boolean {
     if (!this.comm || this.comm.isDisposed) {

@@ -13,14 +13,17 @@ import { ApprovalChoice } from './panelProtocol';
 import {
   IApproval,
   IChange,
+  LOAD_CODE,
   IItem,
   IRun,
   IRunChange,
   ISay,
   PanelState,
+  approvalParts,
   diffLineClass,
   endedNormally,
   formatUsage,
+  isSendKey,
   shortPaths,
   turnsText
 } from './panelState';
@@ -40,6 +43,8 @@ export interface IPanelActions {
   newConversation(): void;
   mode(mode: string): void;
   answer(ask: IApproval, choice: ApprovalChoice, feedback: string): void;
+  /** Load the extension in the notebook's kernel (the hint's Load button). */
+  load(): void;
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, className = '', text?: string): HTMLElementTagNameMap[K] {
@@ -158,7 +163,7 @@ export class PanelView implements IDisposable {
     this.newButton.onclick = () => actions.newConversation();
     this.modeSelect.onchange = () => actions.mode(this.modeSelect.value);
     this.input.onkeydown = (event: KeyboardEvent) => {
-      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      if (isSendKey(event)) {
         event.preventDefault();
         actions.send(this.input.value);
       }
@@ -243,7 +248,11 @@ export class PanelView implements IDisposable {
     this.approvals.textContent = ''; // a state starts over (another kernel's asks may share ids)
     this.host.classList.toggle('jp-AgentPanel-disconnected', !state.connected);
     if (!state.connected) {
-      this.conversation.appendChild(el('div', 'jp-AgentPanel-hintBox', state.disconnectedText));
+      const hint = el('div', 'jp-AgentPanel-hintBox', state.disconnectedText);
+      if (state.loadable) {
+        hint.appendChild(this.loadButton());
+      }
+      this.conversation.appendChild(hint);
       return;
     }
     for (const run of state.runs.values()) {
@@ -257,6 +266,30 @@ export class PanelView implements IDisposable {
           'Ask for something below. The agent works on this notebook, in its kernel; every edit and run waits for your Allow.'
         )
       );
+    }
+  }
+
+  /** Runs `%load_ext jupyter_agent` in the kernel; the panel connects when it is loaded, and
+   * says under the input what went wrong when it is not. */
+  private loadButton(): HTMLElement {
+    const row = el('div', 'jp-AgentPanel-buttons');
+    const load = button('Load', 'jp-AgentPanel-load jp-mod-styled jp-mod-accept');
+    load.title = `Run ${LOAD_CODE} in this notebook's kernel (no cell is added)`;
+    load.onclick = () => {
+      load.disabled = true;
+      load.querySelector('.jp-AgentPanel-buttonLabel')!.textContent = 'Loading…';
+      this.actions.load();
+    };
+    row.appendChild(load);
+    return row;
+  }
+
+  /** The Load button can be pressed again (the load failed). */
+  loadFailed(): void {
+    const load = this.conversation.querySelector<HTMLButtonElement>('.jp-AgentPanel-load');
+    if (load) {
+      load.disabled = false;
+      load.querySelector('.jp-AgentPanel-buttonLabel')!.textContent = 'Load';
     }
   }
 
@@ -493,27 +526,43 @@ export class PanelView implements IDisposable {
     }
   }
 
+  /** A card as the cell's: what will run or change (its box scrolls), then the note and
+   * Allow / Always allow / Deny, which stay in view however long the code is. */
   private approvalCard(ask: IApproval): HTMLElement {
     const card = el('div', 'jp-AgentPanel-approval');
     card.dataset.request = String(ask.id);
     if (ask.tool_use_id) {
       card.dataset.toolUseId = ask.tool_use_id;
     }
+    const body = el('div', 'jp-AgentPanel-approvalBody');
     const title = el('div', 'jp-AgentPanel-approvalTitle');
     title.append(el('span', '', 'Allow '), el('b', '', str(ask.tool)), el('span', '', '?'));
-    card.appendChild(title);
-    if (ask.message) {
-      card.appendChild(el('div', 'jp-AgentPanel-muted', ask.message));
+    body.appendChild(title);
+    const parts = approvalParts(ask);
+    if (parts.line) {
+      body.appendChild(el('div', 'jp-AgentPanel-muted', parts.line));
     }
-    card.appendChild(ask.diff ? diffBlock(ask.diff) : pre(str(ask.input)));
-    const feedback = el('textarea', 'jp-AgentPanel-feedback');
+    if (ask.warning) {
+      body.appendChild(el('div', 'jp-AgentPanel-error jp-AgentPanel-warning', ask.warning));
+    }
+    const shown = parts.shown;
+    body.appendChild(
+      shown.kind === 'diff'
+        ? diffBlock(shown.text)
+        : pre(shown.text, `jp-AgentPanel-pre${shown.kind === 'code' ? ' jp-AgentPanel-code' : ''}`)
+    );
+    if (parts.rawInput) {
+      body.appendChild(details('raw input', pre(parts.rawInput)));
+    }
+    const actions = el('div', 'jp-AgentPanel-approvalActions');
+    const feedback = el('input', 'jp-AgentPanel-feedback');
+    feedback.type = 'text';
     feedback.placeholder = 'Optional note for the agent (sent with Deny)';
-    feedback.rows = 2;
     const buttons = el('div', 'jp-AgentPanel-buttons');
-    const allow = button('Allow', 'jp-mod-styled jp-mod-accept', checkIcon);
-    const always = button('Always allow', 'jp-mod-styled');
+    const allow = button('Allow', 'jp-mod-styled jp-AgentPanel-allow', checkIcon);
+    const always = button('Always allow', 'jp-mod-styled jp-AgentPanel-always');
     always.title = `Allow, and from now on in this session: ${(ask.rules ?? []).join(', ')}`;
-    const deny = button('Deny', 'jp-mod-styled jp-mod-reject', closeIcon);
+    const deny = button('Deny', 'jp-mod-styled jp-AgentPanel-deny', closeIcon);
     const answer = (choice: ApprovalChoice) => {
       for (const b of [allow, always, deny]) {
         b.disabled = true;
@@ -523,8 +572,9 @@ export class PanelView implements IDisposable {
     allow.onclick = () => answer('allow');
     always.onclick = () => answer('always');
     deny.onclick = () => answer('deny');
-    buttons.append(allow, always, deny);
-    card.append(feedback, buttons);
+    buttons.append(allow, deny, always); // the two answers first: a narrow panel wraps the third
+    actions.append(feedback, buttons);
+    card.append(body, actions);
     return card;
   }
 }

@@ -120,3 +120,14 @@ export const PANEL_ITEM_KINDS = ['prompt', 'text', 'thinking', 'tool', 'notice',
 
 /** An approval's answers (`approve`'s `choice`). */
 export const PANEL_CHOICES = ['allow', 'always', 'deny'] as const;
+
+// -- chat() (jupyter_agent/jupyter/chat.py, ipywidgets) ⇄ chatKeys.ts ---------------------
+
+/** The class of chat()'s box: its input and Send button are found inside it. */
+export const CHAT_CLASS = 'ja-chat';
+
+/** The class of chat()'s input (an ipywidgets Textarea): Enter there clicks Send. */
+export const CHAT_INPUT_CLASS = 'ja-chat-input';
+
+/** The class of chat()'s Send button. */
+export const CHAT_SEND_CLASS = 'ja-chat-send';

@@ -121,6 +121,29 @@ async def test_no_page_answering_refuses_edits_of_the_kernels_own_notebook(kerne
     assert "are refused" in kernel.widget_text()  # said to the user, not only to the model
 
 
+@in_module_loop
+async def test_no_page_answering_asks_no_approval_numbered_from_the_file(kernel, script, module_tmp, api):
+    """With no page answering, the tools see the file, which lags behind the page the user
+    looks at (an unsaved cell, the empty cell Shift+Enter adds): an approval drawn from it
+    said "run cell 4 of 4" beside a page of 5 cells, for a run that is refused after Allow
+    anyway. The refusal comes first, and nobody is asked."""
+    own = module_tmp / "own.ipynb"
+    script(response(tool_use("Read", {"file_path": str(own)})),
+           response(tool_use("NotebookRun", {"notebook_path": str(own), "cell_id": "cell-0"})),
+           response(text("I cannot run it here.")))
+    await kernel.execute("%agent new")
+    mine = kernel.kc.session.session
+    kernel.kc.session.session = "another-frontend-without-the-extension"
+    try:
+        await kernel.execute("%%agent\nrun the first cell")  # default mode: a run would ask
+        await kernel.until(lambda: api.pending == 0 and "I cannot run it here." in kernel.widget_text(), 20,
+                           "the run's end, with no approval waiting")
+    finally:
+        kernel.kc.session.session = mine
+    assert "wants to run" not in kernel.widget_text()  # no card asked
+    assert "no JupyterLab page with the jupyter-agent extension answers" in str(api.requests[-1].body["messages"])
+
+
 def test_headless_execution_owns_the_notebook_nothing_lost_no_deadlock(tmp_path, monkeypatch):
     path = tmp_path / "batch.ipynb"
     with FakeMessagesAPI([

@@ -117,8 +117,12 @@ def test_the_chat_reads_like_a_chat_in_light_and_dark_themes(lab, page_of, api):
     run_and_wait(page, 0)
     run_and_wait(page, 1)
     chat = page.locator(".ja-chat")
-    chat.locator("textarea").fill("Write hi to hello.txt")
-    chat.locator("button:has-text('Send')").click()
+    box = chat.locator("textarea")
+    box.fill("Write hi")
+    box.press("Shift+Enter")  # a new line...
+    box.press_sequentially("to hello.txt")
+    assert box.input_value() == "Write hi\nto hello.txt"
+    box.press("Enter")  # ...and Enter sends, as in the side panel (labextension/src/chatKeys.ts)
     chat.locator("button.mod-success:has-text('Allow')").wait_for(timeout=30000)
     stops = [b for b in page.locator("button:has-text('Stop')").all() if b.is_visible()]
     assert len(stops) == 1  # one Stop
@@ -129,6 +133,8 @@ def test_the_chat_reads_like_a_chat_in_light_and_dark_themes(lab, page_of, api):
     chat.locator("button:has-text('Send'):not([disabled])").wait_for()  # the turn is over
     # the turn stays inside the panel, the input below it
     assert chat.locator(".ja-user").count() == 1
+    assert "Write hi\nto hello.txt" in chat.locator(".ja-user").inner_text()  # one message, two lines
+    assert box.input_value() == ""  # sent once, then cleared
     turn_y = chat.locator("text=Done: hello.txt says").bounding_box()["y"]
     assert chat.locator("textarea").bounding_box()["y"] > turn_y
     assert "model not found" not in page.inner_text("body")

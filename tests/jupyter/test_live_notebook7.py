@@ -54,6 +54,8 @@ def test_notebook7_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(nb7, 
     page = None
     try:
         page = nb7.open("scenario7.ipynb", context)
+        # the side panel is open beside the notebook, not hidden under View → Right Sidebar
+        page.locator("#jp-right-stack #jupyter-agent-panel").wait_for(state="visible", timeout=30000)
         allow_the_insert_then_the_run(page)
         page.wait_for_selector("text=Done: the new cell printed 42.", timeout=60000)
         assert "[4]" in cell(page, 3).locator(".jp-InputPrompt").inner_text()  # the user's kernel

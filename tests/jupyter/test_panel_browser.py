@@ -133,3 +133,80 @@ def test_panel_settings_place_and_open_it(lab, page_of):
         panel.get_by_role("button", name="Stop", exact=True).wait_for()
     finally:
         user_settings.unlink()
+
+
+#: (cx, cy) of an element's centre is the element itself (or inside it): it is drawn in view,
+#: not scrolled away, clipped or covered.
+_IN_VIEW = """el => {
+    const r = el.getBoundingClientRect();
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    return !!hit && (hit === el || el.contains(hit));
+}"""
+
+#: The colour a theme variable resolves to, as a computed background.
+_THEME_COLOR = """name => {
+    const probe = document.createElement('div');
+    probe.style.background = `var(${name})`;
+    document.body.appendChild(probe);
+    const color = getComputedStyle(probe).backgroundColor;
+    probe.remove();
+    return color;
+}"""
+
+
+def _theme(page, light: bool) -> None:
+    if page.evaluate("document.body.dataset.jpThemeLight") != str(light).lower():
+        menu(page, "Settings", "Theme", "JupyterLab Light" if light else "JupyterLab Dark")
+        wait_theme(page, light=light)
+
+
+def test_panel_load_button_and_a_long_cells_approval(lab, page_of, script, api):
+    """A kernel without the extension: the hint's Load button loads it (no cell added, none
+    run) and the panel connects. Then a NotebookRun of a 120-line cell: the panel's card
+    shows the cell's code (not the call's JSON) in its own scrolling box, with the note,
+    Allow (green) and Deny (red) in view below it, in light and dark themes."""
+    nb = lab.root / "long.ipynb"
+    source = "\n".join(f"v{i} = {i}" for i in range(120)) + "\nprint('the end')"
+    write_notebook(nb, [source], ids=["longcell"])
+    script(response(tool_use("Read", {"file_path": str(nb)})),
+           response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "longcell"})),
+           response(text("Understood: not run.")))
+    page = page_of("long.ipynb", height=800)
+    _theme(page, light=True)
+    page.click(f"li[data-id='{PANEL[1:]}']")
+    panel = page.locator(PANEL)
+    hint = panel.locator(".jp-AgentPanel-hintBox", has_text=HINT)
+    hint.get_by_role("button", name="Load", exact=True).wait_for(timeout=30000)
+    screenshot(page, "panel_load_light")
+    hint.get_by_role("button", name="Load", exact=True).click()
+    panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)  # connected
+    assert len(cell_sources(page)) == 1  # no cell added...
+    assert cell(page, 0).locator(".jp-InputPrompt").inner_text().strip() == "[ ]:"  # ...none run
+
+    panel.locator(".jp-AgentPanel-input").fill("Run the long cell")
+    panel.locator(".jp-AgentPanel-input").press("Enter")
+    card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
+    card.wait_for(timeout=30000)
+    question = card.locator(".jp-AgentPanel-approvalBody > .jp-AgentPanel-muted").inner_text()
+    assert "cell 1 of 1 (id longcell)" in question
+    code = card.locator(".jp-AgentPanel-code").inner_text()
+    assert code.startswith("v0 = 0\nv1 = 1") and code.rstrip().endswith("print('the end')")
+    assert '"cell_id"' not in code  # the code, not the call's JSON (folded below it)
+    body = card.locator(".jp-AgentPanel-approvalBody")
+    assert body.evaluate("b => b.scrollHeight > b.clientHeight")  # the long code scrolls in its box...
+    for theme in ("light", "dark"):
+        _theme(page, light=theme == "light")
+        for name in ("Allow", "Deny"):  # ...and the buttons and the note stay in view
+            assert card.get_by_role("button", name=name, exact=True).evaluate(_IN_VIEW), (theme, name)
+        assert card.locator(".jp-AgentPanel-feedback").evaluate(_IN_VIEW), theme
+        allow, deny = (card.get_by_role("button", name=n, exact=True).evaluate(
+            "b => getComputedStyle(b).backgroundColor") for n in ("Allow", "Deny"))
+        shade = "color0" if theme == "light" else "color1"
+        assert allow == page.evaluate(_THEME_COLOR, f"--jp-success-{shade}"), theme  # green, as in the cell
+        assert deny == page.evaluate(_THEME_COLOR, f"--jp-error-{shade}"), theme  # red
+        screenshot(page, f"panel_long_approval_{theme}")
+    card.locator(".jp-AgentPanel-feedback").fill("Too long to run now.")
+    card.get_by_role("button", name="Deny", exact=True).click()
+    panel.locator(".jp-AgentPanel-runFooter.jp-AgentPanel-ok").wait_for(timeout=30000)
+    assert "Too long to run now." in str(api.requests[-1]["messages"][-1]["content"])
+    _theme(page, light=True)

@@ -240,7 +240,7 @@ async def test_a_run_approval_numbers_the_cell_as_the_open_page_shows_it(workspa
     """The page has a cell the file does not have yet (inserted, unsaved): the approval
     and its card say "cell 5 of 5", the 1-based position among all the page's cells."""
     from jupyter_agent.jupyter.cards import approval_html
-    from jupyter_agent.loop.permission_result import PermissionDeny
+    from jupyter_agent.loop.permission_result import PermissionDeny, ask_parts
 
     from .conftest import make_ctx
 
@@ -259,6 +259,7 @@ async def test_a_run_approval_numbers_the_cell_as_the_open_page_shows_it(workspa
     for cell_id in ("new1", "cell-4"):
         await call_tool(ctx, "NotebookRun", {"notebook_path": "page.ipynb", "cell_id": cell_id}, can_use_tool=ui)
     for input, ask in asks:
-        assert ask.message.startswith("NotebookRun wants to run cell 5 of 5 (id new1) of page.ipynb:\nx + 1")
+        question, code = ask_parts(ask.message)
+        assert question.startswith("NotebookRun wants to run cell 5 of 5 (id new1) of page.ipynb") and code == "x + 1"
         card = approval_html("NotebookRun", dict(input), ask.message, cwd=workspace)
         assert "cell 5 of 5 (id new1)" in card and "of 4" not in card

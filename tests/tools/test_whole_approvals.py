@@ -132,3 +132,23 @@ def test_the_allow_side_says_how_much_is_shown(monkeypatch):
     card = ApprovalCard("Write", {"file_path": "a.txt", "content": "x"}, "Write wants to write a.txt", diff)
     assert "all of the change, 500 lines" in card.extent.value and "Nothing is folded" in card.extent.value
     card.close()
+
+
+async def test_the_panel_gets_a_cells_code_apart_from_its_question(workspace, monkeypatch):
+    """The side panel shows a NotebookRun's cell as code (as the cell's card does), not the
+    JSON of the call: the payload carries the question and the whole code apart, redacted."""
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    source = f"token = '{SECRET}'\nprint(x + 1)\n"
+    nb = workspace / "run.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# t", id="m0"),
+                                                   nbformat.v4.new_code_cell(source, id="c1")]), nb)
+    asked = Asked()
+    await run_cell(workspace, nb, asked)
+    name, input, ask = asked.asks[0]
+    request = type("Request", (), {"id": 1, "tool_use_id": "toolu_1", "tool_name": name, "input": input,
+                                   "message": ask.message, "diff": ask.diff, "suggested_rules": ()})
+    panel = approval_json(request, "run-1", workspace)
+    assert panel["question"].startswith("NotebookRun wants to run cell 2 of 2 (id c1) of run.ipynb (Running code")
+    assert panel["code"] == "token = '[redacted GITHUB_TOKEN]'\nprint(x + 1)\n"
+    other = type("Request", (), {**vars(request), "tool_name": "Write", "message": "Write wants to write a.txt."})
+    assert approval_json(other, "run-1", workspace)["code"] == ""  # only a cell to run is code
