@@ -125,11 +125,12 @@ def approval_json(request: Any, run_id: str, cwd: Any = None) -> dict[str, Any]:
             "rules": [_text(r) for r in request.suggested_rules] or [_text(request.tool_name)]}
 
 
-def _usage_json(usage: Any) -> dict[str, Any]:
+def _usage_json(usage: Any, offline: bool = False) -> dict[str, Any]:
+    """The run's token counts; no cost for an offline replay (nothing was paid for)."""
     return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-            "cost_usd": round(usage.cost_usd, 6)}
+            "cost_usd": None if offline else round(usage.cost_usd, 6)}
 
 
 class _Watched:
@@ -158,7 +159,7 @@ class _Watched:
         header = {"id": self.handle.display_id, "origin": self.origin, "model": model.model,
                   "permission_mode": model.permission_mode, "turns": model.turn_count,
                   "status": f"waiting for your approval ({waiting})" if waiting and model.ended is None
-                  else model.status, "usage": _usage_json(model.total_usage),
+                  else model.status, "usage": _usage_json(model.total_usage, model.offline),
                   "ended": model.ended is not None, "reason": "", "title": "", "meaning": "", "error": ""}
         if model.ended is not None:
             # the widgets' own words (advice.py): a quiet title for a normal end, what
@@ -337,7 +338,7 @@ class PanelHub:
         return {"model": conv.model_name, "permission_mode": conv.permission_mode,
                 "modes": list(PERMISSION_MODES), "replay": redact(_name(replay)) if replay else "",
                 "busy": active is not None and not active.done,
-                "notebook": redact(session.notebook_path() or ""), "usage": _usage_json(usage),
+                "notebook": redact(session.notebook_path() or ""), "usage": _usage_json(usage, bool(replay)),
                 "turns": sum(w.handle.model.turn_count for w in self.runs.values())}
 
     def state(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ export const DISCONNECTED_TEXT: Record<Disconnected, string> = {
 export interface IUsage {
   input_tokens?: number;
   output_tokens?: number;
-  cost_usd?: number;
+  cost_usd?: number | null;
 }
 
 /** The session's header: model, mode, whether a run is going. */
@@ -312,13 +312,14 @@ export class PanelState {
 }
 
 // -- derived text ------------------------------------------------------------------------
-/** "1,234 in · 56 out · ≈ $0.0123" */
+/** "1,234 in · 56 out · ≈ $0.0123"; no cost when the kernel sends none (an offline replay). */
 export function formatUsage(usage: IUsage | undefined): string {
   if (!usage) {
     return '';
   }
   const n = (x: number | undefined) => (x || 0).toLocaleString('en-US');
-  return `${n(usage.input_tokens)} in · ${n(usage.output_tokens)} out · ≈ $${(usage.cost_usd || 0).toFixed(4)}`;
+  const tokens = `${n(usage.input_tokens)} in · ${n(usage.output_tokens)} out`;
+  return typeof usage.cost_usd === 'number' ? `${tokens} · ≈ $${usage.cost_usd.toFixed(4)}` : tokens;
 }
 
 /** "3 turns" */

@@ -215,6 +215,8 @@ describe('derived text', () => {
       '1,234 in · 5 out · ≈ $0.0123'
     );
     expect(formatUsage(undefined)).toBe('');
+    // an offline replay has no cost: none is shown (not "$0.0000")
+    expect(formatUsage({ input_tokens: 10, output_tokens: 2, cost_usd: null })).toBe('10 in · 2 out');
     expect(turnsText(1)).toBe('1 turn');
     expect(turnsText(4)).toBe('4 turns');
     expect(endedNormally({ id: 'r', reason: 'completed' })).toBe(true);
