@@ -27,6 +27,7 @@ from collections import deque
 from typing import Any
 from collections.abc import AsyncIterator, Callable
 
+from ..changes import RunChanges, UndoReport
 from ..loop.state import Terminal
 from ..redact import redact
 from ..view.runmodel import RunModel
@@ -85,6 +86,9 @@ class AgentRun:
         self.display_id = f"jupyter-agent-{uuid.uuid4().hex}"
         #: the Conversation this run continues (set by the session)
         self.conversation: Any = None
+        #: what the run changed, recorded by its tools (set by the session): what undo puts back
+        self.changes: RunChanges | None = None
+        self._undo: asyncio.Task[UndoReport] | None = None
         #: what ``async for event in handle`` replays (bounded: :class:`EventLog`)
         self.events = EventLog()
         self.error: str | None = None
@@ -169,6 +173,27 @@ class AgentRun:
                 return
             self._changed.clear()
             await self._changed.wait()
+
+    def undo(self) -> asyncio.Task[UndoReport]:
+        """Put back every file and cell this run changed, except those changed since (they
+        are left, and the report names them). Returns the task doing it, on the kernel's
+        event loop: ``await run.undo()`` gives the :class:`~jupyter_agent.changes.UndoReport`.
+        A run is undone once; asking again returns the same task."""
+        if not self.done:
+            raise RuntimeError("The run is still going: stop it (its Stop button or `%agent stop`) before undoing it.")
+        if self.changes is None or self.conversation is None:
+            raise RuntimeError("This run kept no record of its changes, so it cannot be undone.")
+        if self._undo is None:
+            from ..tools.undo import undo_run
+
+            self._undo = asyncio.get_event_loop().create_task(undo_run(self.changes, self.conversation.context))
+            self._undo.add_done_callback(lambda _: self._changed.set())
+        return self._undo
+
+    @property
+    def undo_report(self) -> UndoReport | None:
+        """What the undo did (None: not undone, or not finished yet)."""
+        return self.changes.undo_report if self.changes is not None else None
 
     def __repr__(self) -> str:
         status = self.terminal.reason.value if self.terminal is not None else "running"

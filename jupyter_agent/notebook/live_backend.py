@@ -22,6 +22,7 @@ nothing from IPython or comm.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from .cells import cell_view, cell_views
 from .document import (POSITION_ID, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
                        StaleNotebookError, find_cell_index)
 from .file_backend import FileNotebook
+from .namespace import changed_names
 
 #: Seconds past a run's time limit the kernel still waits for the page's reply: the page
 #: interrupts the kernel at the limit and answers once the interrupted cell has ended.
@@ -40,7 +42,8 @@ class LiveNotebook(NotebookDocument):
     live = True
 
     def __init__(self, path: Path | str, bridge: Any, client_id: str, *, is_busy: Any = None,
-                 absent: str = "", hello_wait: float = 2.0, describe_mismatch: Any = None) -> None:
+                 absent: str = "", hello_wait: float = 2.0, describe_mismatch: Any = None,
+                 namespace: Callable[[], dict[str, int]] | None = None) -> None:
         self.path = Path(path)
         self.bridge = bridge
         self.client_id = client_id
@@ -51,6 +54,8 @@ class LiveNotebook(NotebookDocument):
         self.absent_reason = absent
         self.hello_wait = hello_wait
         self.describe_mismatch = describe_mismatch or (lambda protocol: f"bridge protocol {protocol!r} differs")
+        #: () -> the user's names and object ids (the page runs cells in this kernel's process)
+        self.namespace: Callable[[], dict[str, int] | None] = namespace or (lambda: None)
         self._checked = False
         self.absent: str | None = None
         self._last: NotebookSnapshot | None = None
@@ -134,6 +139,7 @@ class LiveNotebook(NotebookDocument):
                 "`%%agent --wait`), and a run through the page would wait behind it forever. Cells of "
                 "the open notebook run only from an agent run started by a plain %%agent cell.")
         real = await self._real_id(cell_id, expected_version)
+        before = self.namespace()
         # The time limit is kept by the page: while the cell runs this kernel's event loop is
         # busy with it (docs/bridge.md), so only the page can interrupt it in time.
         try:
@@ -160,7 +166,8 @@ class LiveNotebook(NotebookDocument):
             note = (f"The cell was interrupted after {timeout:.0f} s (the cell time limit), in the user's kernel, "
                     "through the open notebook page.")
         return RunResult(cell=cell, outputs=outputs, execution_count=count if isinstance(count, int) else None,
-                         status=status, version=str(result.get("version") or ""), saved=True, note=note)
+                         status=status, version=str(result.get("version") or ""), saved=True, note=note,
+                         names_changed=changed_names(before, self.namespace()))
 
 
 class GuardedNotebook(FileNotebook):
