@@ -31,7 +31,7 @@ from ..changes import RunChanges, UndoReport
 from ..loop.state import Terminal
 from ..redact import redact
 from ..view.runmodel import RunModel
-from .fallback import Fallback, live_class
+from .fallback import Fallback, lead_style, live_class
 from ..view.transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdown, transcript_plain
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,8 @@ class AgentRun:
         #: what the run changed, recorded by its tools (set by the session): what undo puts back
         self.changes: RunChanges | None = None
         self._undo: asyncio.Task[UndoReport] | None = None
+        #: the "Undo this run" button shown under the transcript once the run has ended
+        self.undo_bar: Any = None
         #: what ``async for event in handle`` replays (bounded: :class:`EventLog`)
         self.events = EventLog()
         self.error: str | None = None
@@ -187,8 +189,16 @@ class AgentRun:
             from ..tools.undo import undo_run
 
             self._undo = asyncio.get_event_loop().create_task(undo_run(self.changes, self.conversation.context))
-            self._undo.add_done_callback(lambda _: self._changed.set())
+            self._undo.add_done_callback(self._undone)
         return self._undo
+
+    def _undone(self, task: asyncio.Task[UndoReport]) -> None:
+        """The undo ended: its button says what it did, the transcript keeps it."""
+        self._changed.set()
+        if self.undo_bar is not None:
+            self.undo_bar.show(task)
+        if self._displayed:
+            self._update_display()
 
     @property
     def undo_report(self) -> UndoReport | None:
@@ -277,9 +287,13 @@ class AgentRun:
         return not self._done.is_set() and self.view is not None and self.view.comm is not None
 
     def _bundle(self) -> dict[str, Any]:
-        """Live: the widget (its fallback output follows it). Ended: the transcript."""
+        """Live: the widget (its fallback output follows it). Ended: the transcript (and,
+        when the Undo button follows it, what hides that button once its kernel is gone)."""
         if not self._live():
-            return transcript_bundle(self.model)
+            bundle = transcript_bundle(self.model)
+            if self.undo_bar is not None:
+                bundle["text/markdown"] += "\n\n" + lead_style(self.undo_bar.key)
+            return bundle
         return {
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.view.model_id,
@@ -321,9 +335,22 @@ class AgentRun:
     def _update_display(self) -> None:
         from IPython.display import update_display
 
+        ended = not self._live()
+        if ended and self.undo_bar is None and not self.fallback.cleared and self._undoable():
+            from .undo import UndoBar
+
+            self.undo_bar = UndoBar(self)
         try:
             update_display(self._bundle(), raw=True, display_id=self.display_id)
         except Exception:  # no frontend (plain Python): the transcript is on the handle
             log.debug("could not update the run's display", exc_info=True)
-        if not self._live():
-            self.fallback.clear()
+        if ended:
+            if self.undo_bar is not None:
+                self.fallback.replace_with(self.undo_bar.bundle())  # the Undo button takes its place
+            else:
+                self.fallback.clear()
+
+    def _undoable(self) -> bool:
+        """Whether the ended run gets an Undo button: a person is there and it changed something."""
+        return (self.view is not None and self.interactive and self.changes is not None
+                and self.conversation is not None and not self.changes.empty)

@@ -25,7 +25,7 @@ BRIDGE_TARGET = "jupyter_agent.bridge"
 #: version with code ``version`` and tells the user to reload the page or reinstall.
 BRIDGE_VERSION = 2
 #: Operations the page answers.
-BRIDGE_OPS = ("hello", "version", "read", "insert", "replace", "delete", "run")
+BRIDGE_OPS = ("hello", "version", "read", "insert", "replace", "delete", "run", "restore")
 #: The size one bridge message may have, in bytes of its JSON: well under the 10 MiB a
 #: Tornado websocket accepts (a larger message closes the page's kernel connection).
 BRIDGE_MAX_MESSAGE_BYTES = 4 * 1024 * 1024

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..changes import UndoReport
 from ..redact import redact
+from ..render.html import inline_html
 from ..view.review import undo_bundle
 
 log = logging.getLogger(__name__)
@@ -72,3 +73,53 @@ def _update(display_id: str, bundle: dict[str, str]) -> None:
         update_display(bundle, raw=True, display_id=display_id)
     except Exception:  # no frontend (plain Python): the report is on the run (run.undo_report)
         log.debug("could not show the undo's report", exc_info=True)
+
+
+class UndoBar:
+    """The **Undo this run** button under an ended run's transcript, and what the undo did.
+
+    Its view carries ``live_class(key)``; the transcript before it ends with
+    ``lead_style(key)``, which hides it once its kernel is gone (``fallback.py``).
+    """
+
+    def __init__(self, handle: Any) -> None:
+        import ipywidgets as w
+
+        from .fallback import live_class
+
+        self.handle = handle
+        self.key = uuid.uuid4().hex[:12]
+        loop = handle.model_loop or asyncio.get_event_loop()
+        # (no icon: its glyph would be part of the button's accessible name)
+        self.button = w.Button(description="Undo this run", tooltip=(
+            "Put back the files and cells this run changed (what changed since is left as it is)"),
+            layout=w.Layout(width="auto"))
+        self.button.add_class("jupyter-agent-undo")
+        # a click may arrive on another thread (docs/bridge.md, threads): the undo starts on the loop
+        self.button.on_click(lambda _b: loop.call_soon_threadsafe(self._clicked))
+        self.report = w.HTML("")
+        self.box = w.VBox([self.button, self.report])
+        self.box.add_class(live_class(self.key))
+        if handle.undo_report is not None:
+            self.button.disabled = True
+
+    def _clicked(self) -> None:
+        if self.button.disabled:
+            return
+        self.button.disabled = True
+        try:
+            self.handle.undo()
+        except RuntimeError as exc:
+            self.report.value = inline_html(str(exc))
+
+    def show(self, task: asyncio.Task[UndoReport]) -> None:
+        """The undo ended (from this button or ``%agent undo``): say what it did."""
+        self.button.disabled = True
+        bundle = _bundle(task, self.handle, "Undone")
+        lines = bundle["text/plain"].splitlines()
+        self.report.value = "<br>".join(inline_html(line) for line in lines)
+
+    def bundle(self) -> dict[str, Any]:
+        return {"application/vnd.jupyter.widget-view+json": {
+                    "version_major": 2, "version_minor": 0, "model_id": self.box.model_id},
+                "text/plain": "Undo this run (a button; needs the run's kernel)"}

@@ -22,19 +22,34 @@ nothing from IPython or comm.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .cells import cell_view, cell_views
-from .document import (POSITION_ID, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
-                       StaleNotebookError, find_cell_index)
+from .document import (POSITION_ID, CellRestore, EditResult, NotebookDocument, NotebookError, NotebookSnapshot,
+                       RunResult, StaleNotebookError, find_cell_index)
 from .file_backend import FileNotebook
 from .namespace import changed_names
+
+log = logging.getLogger(__name__)
 
 #: Seconds past a run's time limit the kernel still waits for the page's reply: the page
 #: interrupts the kernel at the limit and answers once the interrupted cell has ended.
 RUN_REPLY_GRACE_S = 15.0
+
+
+class PageTooOld(NotebookError):
+    """The page does not know this operation (an older jupyter-agent in the server)."""
+
+
+def _step_json(step: CellRestore) -> dict[str, Any]:
+    """A restore step as the page takes it (``labextension/src/restore.ts``)."""
+    return {"op": step.op, "cell_id": step.cell_id, "cell_type": step.cell_type, "source": step.source,
+            "outputs": [dict(o) for o in step.outputs], "execution_count": step.execution_count,
+            "metadata": dict(step.metadata), "after_id": step.after_id, "index": step.index}
+
 
 class LiveNotebook(NotebookDocument):
     """The open notebook of one page, edited and run through that page."""
@@ -83,6 +98,8 @@ class LiveNotebook(NotebookDocument):
         except Exception as exc:  # the bridge's refusals, as the tools' notebook errors
             if getattr(exc, "code", None) == "stale":
                 raise StaleNotebookError() from None
+            if getattr(exc, "code", None) == "unknown_op":
+                raise PageTooOld(str(exc)) from None
             if getattr(exc, "code", None) is not None:
                 raise NotebookError(str(exc)) from None
             raise
@@ -130,6 +147,18 @@ class LiveNotebook(NotebookDocument):
     async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
         real = await self._real_id(cell_id, expected_version)
         return self._edit_result(await self._ask("delete", cell_id=real, expected_version=expected_version))
+
+    async def restore_cells(self, steps: list[CellRestore], *, expected_version: str | None = None) -> str:
+        """Put cells back in one request, applied by the page as one step of the notebook's
+        own undo (a page of an older version, which knows no ``restore``: step by step)."""
+        try:
+            result = await self._ask("restore", steps=[_step_json(step) for step in steps],
+                                     expected_version=expected_version)
+        except PageTooOld:
+            log.debug("the page knows no restore; putting the cells back one by one")
+            return await super().restore_cells(steps, expected_version=expected_version)
+        self._last = None
+        return str(result.get("version") or "")
 
     async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
                        expected_version: str | None = None) -> RunResult:

@@ -120,11 +120,16 @@ def changes_lines(changes: RunChanges, cwd: Path | str | None) -> list[str]:
 
 
 __all__ = ["CHANGE_WORDS", "KERNEL_KEPT", "OUTCOME_WORDS", "change_diff", "change_line", "changes_lines",
-           "changes_markdown", "step_line", "undo_bundle", "undo_lines", "variables_line"]
+           "changes_markdown", "step_line", "undo_bundle", "undo_lines", "undo_markdown", "variables_line"]
+
+
+def undo_markdown(report: UndoReport, cwd: Path | str | None, title: str = "Undone") -> str:
+    """The undo as Markdown: a title and a line per change."""
+    listed = "\n".join(f"- {markdown_literal(line)}" for line in undo_lines(report, cwd))
+    return f"**↩ {markdown_literal(title)}**\n\n{listed}"
 
 
 def undo_bundle(report: UndoReport, cwd: Path | str | None, title: str = "Undo") -> dict[str, str]:
     """The undo as a display bundle (Markdown, and plain text for consoles)."""
-    lines = undo_lines(report, cwd)
-    listed = "\n".join(f"- {markdown_literal(line)}" for line in lines)
-    return {"text/markdown": f"**↩ {markdown_literal(title)}**\n\n{listed}", "text/plain": "\n".join([title, *lines])}
+    return {"text/markdown": undo_markdown(report, cwd, title),
+            "text/plain": "\n".join([title, *undo_lines(report, cwd)])}

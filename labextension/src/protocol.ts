@@ -27,7 +27,7 @@ export const BRIDGE_TARGET = 'jupyter_agent.bridge';
 export const BRIDGE_VERSION = 2;
 
 /** Operations the page answers. */
-export const BRIDGE_OPS = ['hello', 'version', 'read', 'insert', 'replace', 'delete', 'run'] as const;
+export const BRIDGE_OPS = ['hello', 'version', 'read', 'insert', 'replace', 'delete', 'run', 'restore'] as const;
 export type Op = (typeof BRIDGE_OPS)[number];
 
 /** Bytes of JSON one bridge message may have: well under the 10 MiB a Tornado websocket
