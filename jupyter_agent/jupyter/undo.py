@@ -98,10 +98,10 @@ class UndoBar:
         # a click may arrive on another thread (docs/bridge.md, threads): the undo starts on the loop
         self.button.on_click(lambda _b: loop.call_soon_threadsafe(self._clicked))
         self.report = w.HTML("")
-        self.box = w.VBox([self.button, self.report])
+        self.box = w.VBox([self.button, self.report], layout=w.Layout(align_items="flex-start"))
         self.box.add_class(live_class(self.key))
         if handle.undo_report is not None:
-            self.button.disabled = True
+            self.box.layout.display = "none"
 
     def _clicked(self) -> None:
         if self.button.disabled:
@@ -113,11 +113,13 @@ class UndoBar:
             self.report.value = inline_html(str(exc))
 
     def show(self, task: asyncio.Task[UndoReport]) -> None:
-        """The undo ended (from this button or ``%agent undo``): say what it did."""
+        """The undo ended (from this button or ``%agent undo``): the transcript above now
+        says what it did, and the button goes; an undo that failed says why here."""
         self.button.disabled = True
-        bundle = _bundle(task, self.handle, "Undone")
-        lines = bundle["text/plain"].splitlines()
-        self.report.value = "<br>".join(inline_html(line) for line in lines)
+        if not task.cancelled() and task.exception() is None:
+            self.box.layout.display = "none"
+            return
+        self.report.value = inline_html(_bundle(task, self.handle, "Undo")["text/plain"])
 
     def bundle(self) -> dict[str, Any]:
         return {"application/vnd.jupyter.widget-view+json": {
