@@ -356,7 +356,7 @@ export class PanelView implements IDisposable {
       view.footer.appendChild(undo);
     }
     for (const line of h.undo_lines ?? []) {
-      view.footer.appendChild(el('div', 'jp-AgentPanel-status', `↩ ${line}`));
+      view.footer.appendChild(el('div', 'jp-AgentPanel-status', line)); // each line starts with its sign
     }
   }
 
