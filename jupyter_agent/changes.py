@@ -218,9 +218,16 @@ class RunChanges:
             self._kept += len(before.source) + len(repr(before.outputs))
             notebook.cells[before.id] = CellRecord(before.id, before, before.source, before.cell_type)
 
-    def after_cell_change(self, path: str, cell_id: str, source: str | None, cell_type: str | None) -> None:
-        """The run left cell ``cell_id`` with ``source`` (None: it deleted the cell)."""
+    def after_cell_change(self, path: str, cell_id: str, source: str | None, cell_type: str | None,
+                          was_id: str = "") -> None:
+        """The run left cell ``cell_id`` with ``source`` (None: it deleted the cell).
+        ``was_id``: the id the cell had before the change, when the change gave it its id
+        (a notebook older than cell ids is given ids on its first edit)."""
         notebook = self.notebooks.setdefault(path, NotebookRecord(path))
+        if was_id and was_id != cell_id and was_id in notebook.cells and cell_id not in notebook.cells:
+            moved = notebook.cells.pop(was_id)
+            moved.cell_id = cell_id
+            notebook.cells[cell_id] = moved
         record = notebook.cells.get(cell_id)
         if record is None:  # a cell the run inserted
             notebook.cells[cell_id] = CellRecord(cell_id, None, source, cell_type)

@@ -170,8 +170,8 @@ class NotebookEdit(PathTool):
             result = await doc.replace_cell(input.cell_id or "", input.new_source, input.cell_type,
                                             expected_version=version)
             message = f"Updated cell {input.cell_id} with {input.new_source}"
-            changes.after_cell_change(str(path), target.id if target else result.cell.id, input.new_source,
-                                      result.cell.cell_type)
+            changes.after_cell_change(str(path), result.cell.id, input.new_source, result.cell.cell_type,
+                                      was_id=target.id if target else "")
         note_notebook_change(context, path, result.version, result.mtime_ns)
         return ToolOutput(message + (f"\n\n[{result.note}]" if result.note else ""))
 

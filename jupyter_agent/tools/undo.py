@@ -126,7 +126,8 @@ def _plan_cell(record: CellRecord, now: Cell | None) -> tuple[CellRecord, CellRe
         if (now.source, now.cell_type) != (record.after_source, record.after_type or now.cell_type):
             return record, None, UndoOutcome.LEFT_CHANGED
         return record, CellRestore("delete", record.cell_id), UndoOutcome.REMOVED
-    as_it_was = CellRestore("insert" if now is None else "restore", before.id, before.cell_type, before.source,
+    as_it_was = CellRestore("insert" if now is None else "restore", before.id if now is None else record.cell_id,
+                            before.cell_type, before.source,
                             before.outputs, before.execution_count, before.metadata, before.after_id, before.index)
     if record.after_source is None:  # the run deleted it
         if now is not None:

@@ -70,3 +70,20 @@ async def test_a_document_without_its_own_restore_gets_ordinary_edits(ctx, works
     assert outcomes(report)[("mem.ipynb", "a")] is UndoOutcome.RESTORED
     assert outcomes(report)[("mem.ipynb", "b")] is UndoOutcome.LEFT_CHANGED
     assert [(c["id"], c["source"]) for c in doc.cells] == [("a", "a = 1"), ("b", "b = 20  # the user's")]
+
+
+async def test_a_notebook_without_cell_ids_is_undone_after_its_first_edit_gave_it_ids(ctx, workspace):
+    path = workspace / "old.ipynb"
+    old = new_notebook(cells=[new_code_cell("a = 1"), new_code_cell("b = 2")])
+    old.nbformat_minor = 4
+    for cell in old.cells:
+        del cell["id"]
+    path.write_text(nbformat.writes(old, version=4))
+    ctx.services.put(RunChanges())
+    await call_tool(ctx, "Read", {"file_path": "old.ipynb"})
+    result = await call_tool(ctx, "NotebookEdit", {"notebook_path": "old.ipynb", "cell_id": "cell-1",
+                                                   "new_source": "b = 20"})
+    assert not result.get("is_error"), result
+    report = await undo_run(run_changes(ctx), ctx)
+    assert [s.outcome for s in report.steps] == [UndoOutcome.RESTORED]
+    assert [c.source for c in nbformat.read(path, as_version=4).cells] == ["a = 1", "b = 2"]
