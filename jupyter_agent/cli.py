@@ -178,6 +178,7 @@ class TerminalDisplay:
         reason, _ = end_reason_text(terminal)
         explanation = end_explanation(terminal, stopped_calls=stopped_calls(self.model))
         self.err.write(terminal_text(f"Ended: {reason}" + (f" — {explanation}" if explanation else "")) + "\n")
+        self._changes()
         usage = self.model.total_usage
         if not self.quiet:
             self.err.write(f"turns {terminal.turn_count} · tokens in {usage.input_tokens:,} out "
@@ -185,6 +186,17 @@ class TerminalDisplay:
                            f"write {usage.cache_creation_input_tokens:,}"
                            + ("" if self.model.offline else f" · ≈ ${usage.cost_usd:.4f}") + "\n")
         self.err.flush()
+
+
+    def _changes(self) -> None:
+        """The run's list of changes (files created or changed, cells inserted, replaced,
+        deleted) and the kernel's names its cells changed."""
+        from .view.review import changes_lines
+
+        changes = self.model.changes
+        lines = changes_lines(changes, self.cwd) if changes is not None else []
+        if lines:
+            self.err.write("Changes:\n" + "".join(f"  {terminal_text(line)}\n" for line in lines))
 
 
 def _read_line_in_daemon(loop: asyncio.AbstractEventLoop, stdin: TextIO) -> asyncio.Future:
@@ -344,6 +356,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
                  + ("" if interactive else " · not a terminal: asks are denied (see --allow, --permission-mode)"))
     run = conv.send(prompt, can_use_tool=terminal_approver(err, conv.permissions) if interactive
                     else no_terminal_denier())
+    display.model.changes = conv.changes_of(run)  # its end lists what the run changed
     loop = asyncio.get_running_loop()
     stops = 0
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .changes import RunChanges, undo_note
 from .loop.events import AssistantMessage
 from .loop.hooks import Hooks
 from .loop.messages import create_user_message, ensure_tool_result_pairing
@@ -54,6 +55,8 @@ class Conversation:
         self.rules = {"allow": tuple(allow), "deny": tuple(deny), "ask": tuple(ask)}
         self.messages: list[dict[str, Any]] = []
         self.runs: list[QueryRun] = []
+        #: each run's checkpoint (what it changed), in the order of ``runs``
+        self.run_changes: list[RunChanges] = []
         self.usage = Usage()
         self.context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
         self._permissions: Any = None
@@ -135,6 +138,9 @@ class Conversation:
         new = [create_user_message(prompt)] if isinstance(prompt, str) else list(prompt)
         if isinstance(prompt, str) and not prompt.strip():
             raise ValueError("The prompt is empty: say what the agent should do.")
+        new = self._with_undo_note(new)
+        changes = RunChanges()  # this run's checkpoint: its tools record into it
+        self.context.services.put(changes)
         run = query(
             [*self.messages, *new],
             model=self.model if model is None else model,
@@ -151,7 +157,27 @@ class Conversation:
         )
         run.add_done_callback(self._absorb)
         self.runs.append(run)
+        self.run_changes.append(changes)
         return run
+
+    def changes_of(self, run: QueryRun) -> RunChanges:
+        """What ``run`` (a run of this conversation) changed: its checkpoint."""
+        return self.run_changes[self.runs.index(run)]
+
+    def _with_undo_note(self, new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Tell the model, in front of the next prompt, about runs the user undid since the
+        last request: it must not assume its edits are there."""
+        undone = [c for c in self.run_changes if c.undo_report is not None and not c.undo_told]
+        if not undone or not new or new[-1].get("role") != "user":
+            return new
+        notes = [undo_note(c.undo_report) for c in undone if c.undo_report is not None]
+        for changes in undone:
+            changes.undo_told = True
+        last = dict(new[-1])
+        content = last.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        last["content"] = [{"type": "text", "text": "\n\n".join(notes)}, *blocks]
+        return [*new[:-1], last]
 
     def _permissions_for(self, mode: str | None) -> Any:
         """The policy of one run: the conversation's, or (another ``mode``) a copy in that

@@ -54,6 +54,7 @@ def test_run_edits_the_notebook_streams_and_exits_by_end_reason(tmp_path):
     assert "Ended: completed" in proc.stderr and "not a promise" not in proc.stderr  # no lecture
     assert nbformat.read(nb, as_version=4).cells[0].source == "x = 2"
     assert "work.ipynb" in str(api.requests[0].body)  # the model knows the notebook
+    assert "Changes:\n  replaced cell work.ipynb (cell c1)\n" in proc.stderr  # the run's list of changes
 
 
 def test_without_a_terminal_asks_are_denied_and_max_turns_sets_the_status(tmp_path):

@@ -8,14 +8,16 @@ only for its own modules.
 A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``agent``,
 ``cli``, ...). The rule, lowest first:
 
-- ``loop``, ``prompts`` and ``redact`` import nothing of ours; ``render`` (how untrusted text
+- ``loop``, ``prompts``, ``redact`` and ``changes`` (what a run changed, and what undoing it
+  did: plain data) import nothing of ours; ``render`` (how untrusted text
   reaches a screen: HTML, Markdown, terminal, invisible characters) imports only ``redact``;
 - ``model`` imports ``loop``; ``replay`` (the fake Messages API and ``ReplayModel``, product
   code: the offline demo runs on it) imports ``model`` (and ``prompts``, to read what the request
   told the model); ``files`` (atomic writes, what is
   at a path) imports ``loop``; ``notebook`` imports ``loop`` (and ``files``, ``redact``); ``tools``
   imports those and ``notebook`` (the notebook tools and Read/Edit of a ``.ipynb`` work on
-  ``NotebookDocument``); ``safety`` and ``permissions`` import ``loop`` and ``tools``
+  ``NotebookDocument``; and ``changes``, whose records the tools fill); ``safety`` and
+  ``permissions`` import ``loop`` and ``tools``
   (rules read a call's paths the way the tools resolve them: ``tools/paths.py``), and
   ``permissions`` imports ``safety``. Never the reverse: that would be a cycle;
 - ``environment`` (what a run is given from outside: ``$JUPYTER_AGENT_REPLAY``, the API
@@ -23,7 +25,7 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
 - ``agent`` (``query()``, the wiring) imports those; ``conversation`` imports them and ``agent``;
 - ``view`` (the ``RunModel`` view model, the labels, the static transcript: what every
   display of a run is drawn from, no widget stack) imports ``loop``, ``model`` (prices),
-  ``redact`` and ``render``;
+  ``redact``, ``render`` and ``changes``;
 - ``jupyter`` and ``cli`` (the fronts) import anything below, ``view`` included, not each other;
 - entry points (``demo``, ``launch``, ``server_extension``), the ``lessons`` and the
   package root (the public API) import those; ``testing`` imports anything. Only
@@ -40,7 +42,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "jupyter_agent"
 ROOT = "jupyter_agent"
 
 _MIDDLE = {"loop", "prompts", "redact", "model", "replay", "files", "notebook", "tools", "safety",
-           "permissions", "environment"}
+           "permissions", "environment", "changes"}
 _WIRING = _MIDDLE | {"agent", "conversation"}
 _SHARED = _WIRING | {"view", "render"}  # what both fronts build on
 _FRONTS = _SHARED | {"jupyter", "cli"}
@@ -55,13 +57,14 @@ ALLOWED: dict[str, set[str]] = {
     "replay": {"loop", "model", "prompts"},
     "files": {"loop"},
     "notebook": {"loop", "files", "redact"},
-    "tools": {"loop", "files", "notebook", "redact"},
+    "changes": set(),
+    "tools": {"loop", "files", "notebook", "redact", "changes"},
     "safety": {"loop", "tools"},
     "permissions": {"loop", "tools", "safety"},
     "environment": {"model", "replay"},
     "agent": _MIDDLE,
     "conversation": _MIDDLE | {"agent"},
-    "view": {"loop", "model", "redact", "render"},
+    "view": {"loop", "model", "redact", "render", "changes"},
     "jupyter": _SHARED,
     "cli": _SHARED,
     "server_extension": _FRONTS,

@@ -51,6 +51,17 @@ def style(key: str) -> str:
     )
 
 
+def lead_style(key: str) -> str:
+    """Markup for the end of an output whose *next* output holds a widget whose view
+    carries ``live_class(key)`` (a run's Undo button after its transcript): that next
+    output is hidden whenever it does not hold the live view (a restarted kernel, a
+    reopened notebook), instead of showing "model not found"."""
+    live, mark = f".ja-live-{key}", f"ja-lead-{key}"
+    child = ".jp-OutputArea-child"
+    return (f"<style>{child}:has(.{mark}) + {child}:not(:has({live}:not(.jupyter-widgets-disconnected)))"
+            f"{{display:none}}</style><span class=\"{mark}\"></span>")
+
+
 class Fallback:
     """The fallback output of one widget: ``show()`` once after the widget's display,
     ``update()`` as the content changes, ``clear()`` when the widget's output itself
@@ -88,6 +99,12 @@ class Fallback:
         if self.shown and not self.cleared:
             self.cleared = True
             self._send({"text/plain": ""})
+
+    def replace_with(self, bundle: dict[str, Any]) -> None:
+        """Nothing to fall back to any more: the output shows ``bundle`` from now on."""
+        if self.shown and not self.cleared:
+            self.cleared = True
+            self._send(bundle)
 
     def _send(self, bundle: dict[str, Any]) -> None:
         from IPython.display import update_display

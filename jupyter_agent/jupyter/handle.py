@@ -27,10 +27,11 @@ from collections import deque
 from typing import Any
 from collections.abc import AsyncIterator, Callable
 
+from ..changes import RunChanges, UndoReport
 from ..loop.state import Terminal
 from ..redact import redact
 from ..view.runmodel import RunModel
-from .fallback import Fallback, live_class
+from .fallback import Fallback, lead_style, live_class
 from ..view.transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdown, transcript_plain
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,11 @@ class AgentRun:
         self.display_id = f"jupyter-agent-{uuid.uuid4().hex}"
         #: the Conversation this run continues (set by the session)
         self.conversation: Any = None
+        #: what the run changed, recorded by its tools (set by the session): what undo puts back
+        self.changes: RunChanges | None = None
+        self._undo: asyncio.Task[UndoReport] | None = None
+        #: the "Undo this run" button shown under the transcript once the run has ended
+        self.undo_bar: Any = None
         #: what ``async for event in handle`` replays (bounded: :class:`EventLog`)
         self.events = EventLog()
         self.error: str | None = None
@@ -170,6 +176,35 @@ class AgentRun:
             self._changed.clear()
             await self._changed.wait()
 
+    def undo(self) -> asyncio.Task[UndoReport]:
+        """Put back every file and cell this run changed, except those changed since (they
+        are left, and the report names them). Returns the task doing it, on the kernel's
+        event loop: ``await run.undo()`` gives the :class:`~jupyter_agent.changes.UndoReport`.
+        A run is undone once; asking again returns the same task."""
+        if not self.done:
+            raise RuntimeError("The run is still going: stop it (its Stop button or `%agent stop`) before undoing it.")
+        if self.changes is None or self.conversation is None:
+            raise RuntimeError("This run kept no record of its changes, so it cannot be undone.")
+        if self._undo is None:
+            from ..tools.undo import undo_run
+
+            self._undo = asyncio.get_event_loop().create_task(undo_run(self.changes, self.conversation.context))
+            self._undo.add_done_callback(self._undone)
+        return self._undo
+
+    def _undone(self, task: asyncio.Task[UndoReport]) -> None:
+        """The undo ended: its button says what it did, the transcript keeps it."""
+        self._changed.set()
+        if self.undo_bar is not None:
+            self.undo_bar.show(task)
+        if self._displayed:
+            self._update_display()
+
+    @property
+    def undo_report(self) -> UndoReport | None:
+        """What the undo did (None: not undone, or not finished yet)."""
+        return self.changes.undo_report if self.changes is not None else None
+
     def __repr__(self) -> str:
         status = self.terminal.reason.value if self.terminal is not None else "running"
         return redact(f"<AgentRun {status} turns={self.model.turn_count} prompt={self.prompt[:40]!r}>")
@@ -252,9 +287,13 @@ class AgentRun:
         return not self._done.is_set() and self.view is not None and self.view.comm is not None
 
     def _bundle(self) -> dict[str, Any]:
-        """Live: the widget (its fallback output follows it). Ended: the transcript."""
+        """Live: the widget (its fallback output follows it). Ended: the transcript (and,
+        when the Undo button follows it, what hides that button once its kernel is gone)."""
         if not self._live():
-            return transcript_bundle(self.model)
+            bundle = transcript_bundle(self.model)
+            if self.undo_bar is not None:
+                bundle["text/markdown"] += "\n\n" + lead_style(self.undo_bar.key)
+            return bundle
         return {
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.view.model_id,
@@ -296,9 +335,22 @@ class AgentRun:
     def _update_display(self) -> None:
         from IPython.display import update_display
 
+        ended = not self._live()
+        if ended and self.undo_bar is None and not self.fallback.cleared and self._undoable():
+            from .undo import UndoBar
+
+            self.undo_bar = UndoBar(self)
         try:
             update_display(self._bundle(), raw=True, display_id=self.display_id)
         except Exception:  # no frontend (plain Python): the transcript is on the handle
             log.debug("could not update the run's display", exc_info=True)
-        if not self._live():
-            self.fallback.clear()
+        if ended:
+            if self.undo_bar is not None:
+                self.fallback.replace_with(self.undo_bar.bundle())  # the Undo button takes its place
+            else:
+                self.fallback.clear()
+
+    def _undoable(self) -> bool:
+        """Whether the ended run gets an Undo button: a person is there and it changed something."""
+        return (self.view is not None and self.interactive and self.changes is not None
+                and self.conversation is not None and not self.changes.empty)

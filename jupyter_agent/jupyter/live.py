@@ -18,6 +18,7 @@ a cell below" lands below it.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -122,7 +123,8 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
             tracker = tracker_for(agent_session.shell)
             _register(tool_session, LiveNotebook(
                 path, bridge, client_id, is_busy=tracker.busy if tracker else None,
-                absent=NO_PAGE.format(path=path), hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message))
+                absent=NO_PAGE.format(path=path), hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
+                namespace=_namespace_of(agent_session.shell)))
             if conversation.notebook_path is None:
                 conversation.notebook_path = str(path)
             return "live" if page is not None else "waiting"
@@ -136,3 +138,13 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
             notices(reason)
         return "guarded"
     return "none"
+
+
+def _namespace_of(shell: Any) -> Callable[[], dict[str, int]] | None:
+    """The names and object ids of the user's namespace, read in this process: a cell the
+    page runs runs here (``notebook/namespace.py``)."""
+    if shell is None or not hasattr(shell, "user_ns"):
+        return None
+    from ..notebook.namespace import namespace_ids
+
+    return lambda: namespace_ids(shell.user_ns, getattr(shell, "user_ns_hidden", {}))

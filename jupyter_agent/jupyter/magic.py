@@ -101,9 +101,12 @@ def line_parser() -> _Parser:
         "Show or change the agent's settings. With no arguments: show them. "
         "`new` starts a new conversation, `runs` lists past runs, `stop` stops the running one, "
         "`approvals` shows the approvals waiting for you, `rules` lists the permission rules "
-        "(`rules --remove N` removes rule N)."))
-    parser.add_argument("action", nargs="?", choices=("status", "new", "runs", "stop", "approvals", "rules"),
+        "(`rules --remove N` removes rule N), `undo [N]` puts back the files and cells the last "
+        "run (or run N of `runs`) changed."))
+    parser.add_argument("action", nargs="?", choices=("status", "new", "runs", "stop", "approvals", "rules", "undo"),
                         default="status")
+    parser.add_argument("number", nargs="?", type=positive_int, metavar="N",
+                        help="with `undo`: the run to undo, as `%%agent runs` numbers them (default: the last)")
     parser.add_argument("--remove", metavar="N", type=positive_int,
                         help="with `rules`: remove the session rule number N")
     _add_common(parser, line=True)
@@ -169,6 +172,8 @@ class AgentMagics(Magics):
                 print("Stopping the run." if session.stop() else "No run is going.")
             elif args.action == "runs":
                 print(runs_table(session))
+            elif args.action == "undo":
+                undo_line(session, args.number)
             elif args.action == "approvals":
                 show_approvals(session)
             elif args.action == "rules":
@@ -179,9 +184,21 @@ class AgentMagics(Magics):
                 print(status_text(session))
         except AgentBusy as exc:
             raise UsageError(str(exc)) from None
+        if args.number is not None and args.action != "undo":
+            raise UsageError("A run number goes with `undo`: `%agent undo N`.")
         if args.remove is not None and args.action != "rules":
             raise UsageError("--remove goes with `rules`: `%agent rules --remove N`.")
         return None
+
+
+def undo_line(session: AgentSession, number: int | None) -> None:
+    """``%agent undo [N]`` (loaded when used: the undo's modules import the loop)."""
+    from .undo import UndoRefused, show_undo
+
+    try:
+        show_undo(session, number)
+    except UndoRefused as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _lost_card_line(tool_name: str, summary: str) -> str:

@@ -171,7 +171,23 @@ class _Watched:
             header.update(reason=reason, meaning=redact(meaning),
                           title="Interrupted" if model.lost else end_title(term),
                           error=redact(getattr(term, "error", None) or self.handle.error or ""))
+            header.update(self.undo())
         return header
+
+    def undo(self) -> dict[str, Any]:
+        """An ended run's changes for the panel: the kernel's changed names, whether it can be
+        undone (``undo``: ``available``, ``running``, ``done`` or ""), and what the undo did."""
+        from ..view.review import undo_lines, variables_line
+
+        handle, changes = self.handle, self.handle.changes
+        if changes is None:
+            return {"variables": "", "undo": "", "undo_lines": []}
+        task = handle._undo
+        state = "done" if changes.undo_report is not None else "running" if task is not None else \
+            "" if changes.empty or handle.conversation is None else "available"
+        report = changes.undo_report
+        return {"variables": _text(variables_line(changes.variables)), "undo": state,
+                "undo_lines": [_text(line) for line in undo_lines(report, handle.model.cwd)] if report else []}
 
     def full(self) -> dict[str, Any]:
         items = self.handle.model.items
@@ -311,6 +327,15 @@ class PanelHub:
             request.answer(str(choice), feedback)
         except ValueError as exc:  # a word the panel does not send: say so, answer nothing
             self._error(comm, str(exc))
+
+    def _op_undo(self, comm: Any, data: dict[str, Any]) -> None:
+        """Undo an ended run (``run``: its id); the panels show what it did when it is done."""
+        watched = self.runs.get(str(data.get("run")))
+        if watched is None:
+            self._error(comm, "That run is no longer in this conversation.")
+            return
+        watched.handle.undo().add_done_callback(lambda _t: self._run_ended(watched))
+        self._run_ended(watched)
 
     def _approval_for(self, data: dict[str, Any]) -> tuple[Any, Any] | None:
         """The approval an ``approve`` message answers: by its call's ``tool_use_id``, or

@@ -26,7 +26,7 @@ BRIDGE_TARGET = "jupyter_agent.bridge"
 #: version with code ``version`` and tells the user to reload the page or reinstall.
 BRIDGE_VERSION = 2
 #: Operations the page answers.
-BRIDGE_OPS = ("hello", "version", "read", "insert", "replace", "delete", "run")
+BRIDGE_OPS = ("hello", "version", "read", "insert", "replace", "delete", "run", "restore")
 #: The size one bridge message may have, in bytes of its JSON: well under the 10 MiB a
 #: Tornado websocket accepts (a larger message closes the page's kernel connection).
 BRIDGE_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -82,7 +82,7 @@ PANEL_VERSION = 1
 #: Page -> kernel ``op``s: ``hello`` (send the whole state), ``send`` (``prompt``), ``stop``,
 #: ``new`` (a new conversation), ``mode`` (``mode``), ``approve`` (``request``, ``choice``,
 #: ``feedback``; more fields, such as the call's ``tool_use_id``, may be added).
-PANEL_OPS = ("hello", "send", "stop", "new", "mode", "approve")
+PANEL_OPS = ("hello", "send", "stop", "new", "mode", "approve", "undo")
 #: Kernel -> page ``type``s: ``state`` (everything), ``update`` (what changed since the last
 #: message), ``error`` (``text``: a refused request, said in the panel).
 PANEL_MESSAGE_TYPES = ("state", "update", "error")

@@ -291,6 +291,7 @@ class AgentSession:
         handle = AgentRun(run, run_model, view=view, broker=broker, prompt=prompt,
                           interactive=not batch, on_end=ended)
         handle.conversation = conv
+        handle.changes = run_model.changes = conv.changes_of(run)
         if broker is not None:
             broker.on_show = lambda: handle.refresh_fallback(force=True)
         if view is not None:

@@ -12,7 +12,7 @@ from typing import Any
 import nbformat
 from nbformat.v4.rwbase import split_lines
 
-from .document import CELL_TYPES, VALID_CELL_ID, Cell, NotebookError, new_cell_id, source_text
+from .document import CELL_TYPES, VALID_CELL_ID, Cell, CellRestore, NotebookError, new_cell_id, source_text
 from .nbjson import split_source
 
 
@@ -131,4 +131,21 @@ def with_outputs(cell: Mapping[str, Any], outputs: list[dict[str, Any]],
         stored.append(_split_lines(output) if isinstance(cell.get("source"), list) else output)
     out["outputs"] = stored
     out["execution_count"] = execution_count
+    return out
+
+
+def restored_cell(cell: Mapping[str, Any] | None, step: CellRestore, cell_id: str, as_list: bool) -> dict[str, Any]:
+    """The cell a :class:`CellRestore` puts back: ``cell`` (None: a new one with
+    ``cell_id``) with the step's type, source, outputs, count and metadata."""
+    out = dict(cell) if cell is not None else new_cell(step.cell_type, step.source, cell_id, as_list)
+    out["cell_type"] = step.cell_type
+    out["source"] = split_source(step.source, cell.get("source", []) if cell is not None else out["source"])
+    out["metadata"] = dict(step.metadata)
+    if step.cell_type == "code":
+        out["outputs"] = [dict(o) for o in step.outputs]
+        out["execution_count"] = step.execution_count
+        out.pop("attachments", None)
+    else:
+        out.pop("outputs", None)
+        out.pop("execution_count", None)
     return out

@@ -109,6 +109,35 @@ class RunResult:
     mtime_ns: int = 0
     saved: bool = True
     note: str = ""
+    #: top-level names the cell created or rebound in its kernel (see ``namespace.py``)
+    names_changed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CellRestore:
+    """One step of putting cells back as they were (an undo): ``delete`` the cell
+    ``cell_id``; ``restore`` it to the type, source, outputs and metadata given; or
+    ``insert`` such a cell (with id ``cell_id`` when it is free) after the cell ``after_id``
+    ("" : first; an ``after_id`` no longer there: at ``index``)."""
+
+    op: str  # delete | restore | insert
+    cell_id: str
+    cell_type: str = "code"
+    source: str = ""
+    outputs: tuple[Mapping[str, Any], ...] = ()
+    execution_count: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    after_id: str = ""
+    index: int = 0
+
+    def position(self, cells: tuple[Cell, ...] | list[Cell]) -> int:
+        """Where an ``insert`` goes among ``cells``."""
+        if not self.after_id:
+            return 0
+        for cell in cells:
+            if cell.id == self.after_id:
+                return cell.index + 1
+        return min(self.index, len(cells))
 
 
 def find_cell_index(cells: tuple[Cell, ...] | list[Cell], cell_id: str) -> int:
@@ -206,6 +235,22 @@ class NotebookDocument(ABC):
     @abstractmethod
     async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
         """Remove a cell."""
+
+    async def restore_cells(self, steps: list[CellRestore], *, expected_version: str | None = None) -> str:
+        """Put cells back (an undo), in order; returns the new version. This default makes
+        one ordinary edit per step (outputs are not put back, an inserted cell gets a new
+        id); a backend that can do better (the file, the page: one undo step) overrides it."""
+        version = expected_version
+        for step in steps:
+            if step.op == "delete":
+                result = await self.delete_cell(step.cell_id, expected_version=version)
+            elif step.op == "restore":
+                result = await self.replace_cell(step.cell_id, step.source, step.cell_type, expected_version=version)
+            else:
+                position = step.position((await self.snapshot()).cells)
+                result = await self.insert_cell(position, step.cell_type, step.source, expected_version=version)
+            version = result.version
+        return version or (await self.snapshot()).version
 
     @abstractmethod
     async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,

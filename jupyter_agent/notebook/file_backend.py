@@ -13,6 +13,7 @@ validated before it is written, atomically.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
 import stat
@@ -29,9 +30,10 @@ from nbformat.v4.rwbase import split_lines
 
 from ..files.atomic import atomic_write
 from ..files.filestat import read_regular_file, stat_file
-from .cells import cell_view, cell_views, has_usable_ids, new_cell, prefers_lists, replaced_cell, with_ids, with_outputs
-from .document import (Cell, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
-                       StaleNotebookError, index_from_position_id, new_cell_id)
+from .cells import (cell_view, cell_views, has_usable_ids, new_cell, prefers_lists, replaced_cell, restored_cell,
+                    with_ids, with_outputs)
+from .document import (VALID_CELL_ID, Cell, CellRestore, EditResult, NotebookDocument, NotebookError,
+                       NotebookSnapshot, RunResult, StaleNotebookError, index_from_position_id, new_cell_id)
 from .nbjson import NotebookText, parse
 
 #: Larger notebooks are refused (reading one would take seconds and flood the model).
@@ -226,6 +228,10 @@ def validate_notebook(data: dict[str, Any]) -> None:
             raise NotebookError(f"{message}" + (f" (at {where})" if where else "")) from None
 
 
+def _restored(step: CellRestore, cell: dict[str, Any]) -> dict[str, Any]:
+    return restored_cell(cell, step, "", False)
+
+
 class FileNotebook(NotebookDocument):
     """A notebook file on disk. ``kernels`` (a :class:`KernelPool`) is needed to run cells."""
 
@@ -286,6 +292,28 @@ class FileNotebook(NotebookDocument):
             return [*cells[:index], cell, *cells[index + 1:]], index, lambda nt: nt.replace(index, cell)
 
         return await asyncio.to_thread(self._mutate, expected_version, edit)
+
+    async def restore_cells(self, steps: list[CellRestore], *, expected_version: str | None = None) -> str:
+        """Put cells back exactly (outputs, count, metadata, the cell's own id), one write each."""
+        version = expected_version
+        for step in steps:
+            if step.op == "delete":
+                result = await self.delete_cell(step.cell_id, expected_version=version)
+            elif step.op == "restore":
+                result = await self._change(step.cell_id, version, functools.partial(_restored, step))
+            else:
+                result = await asyncio.to_thread(self._mutate, version, functools.partial(self._reinsert, step))
+            version = result.version
+        return version or (await self.snapshot()).version
+
+    @staticmethod
+    def _reinsert(step: CellRestore, loaded: _Loaded, cells: list[dict[str, Any]]):
+        taken = {str(c.get("id")) for c in cells}
+        cell_id = step.cell_id if step.cell_id not in taken and VALID_CELL_ID.match(step.cell_id) \
+            else new_cell_id(taken)
+        index = step.position(cell_views(cells, True))
+        cell = restored_cell(None, step, cell_id, prefers_lists(cells))
+        return [*cells[:index], cell, *cells[index:]], index, lambda nt: nt.insert(index, cell)
 
     async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
                        expected_version: str | None = None) -> RunResult:

@@ -29,6 +29,7 @@ from nbformat.v4 import output_from_msg
 
 from ..redact import redact, without_secrets
 from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
+from .namespace import NAMESPACE_EXPRESSION, changed_names, parse_namespace_reply
 from .outputs import StreamText, finish_outputs
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,20 @@ class NotebookKernel:
                 note = ("[The kernel sent output faster than it could be received, and some was lost "
                         "(at least the end of it): what is shown may not be the cell's last output.]")
             return Execution(collector.clean_outputs, collector.execution_count, status, note)
+
+    async def namespace_ids(self, timeout: float = 10.0) -> dict[str, int] | None:
+        """The kernel's top-level names and the ids of their objects (our expression, not
+        the user's code: see :mod:`.namespace`), or None if the kernel does not say."""
+        async with self.lock:
+            try:
+                reply = await self.client.execute("", silent=True, store_history=False, allow_stdin=False,
+                                                  user_expressions={"ns": NAMESPACE_EXPRESSION},
+                                                  reply=True, timeout=timeout)
+            except Exception:  # a busy or dying kernel: the names are not known, the run goes on
+                log.debug("the kernel's namespace could not be read", exc_info=True)
+                return None
+        value = (reply.get("content") or {}).get("user_expressions", {}).get("ns")
+        return parse_namespace_reply(value) if isinstance(value, dict) and value.get("status") == "ok" else None
 
     async def _poll(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
         """Take what has come in: outputs until idle; the reply now and then, and after idle.
@@ -398,7 +413,9 @@ async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
     if cell.cell_type != "code":
         raise NotebookError(f"Cell {cell_id} is a {cell.cell_type} cell; only code cells can be run.")
     kernel = await kernels.get(doc.path, snapshot.kernel_name)
+    before = await kernel.namespace_ids()
     execution = await kernel.execute(cell.source, timeout=timeout, abort=abort)
+    names = changed_names(before, await kernel.namespace_ids()) if execution.status != "died" else ()
     if execution.status == "died":
         await kernels.discard(doc.path)
     outputs = execution.outputs
@@ -407,10 +424,10 @@ async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
                                        expected_version=snapshot.version)
     except StaleNotebookError:
         return RunResult(cell=cell, outputs=outputs, execution_count=execution.execution_count,
-                         status=execution.status, saved=False,
+                         status=execution.status, saved=False, names_changed=names,
                          note="\n".join(n for n in (execution.note, "The notebook changed while the cell ran, so "
                                                      "its outputs were not saved into it.") if n))
     notes = [execution.note, f"[{edited.note}]" if getattr(edited, "note", "") else ""]
     return RunResult(cell=edited.cell, outputs=outputs, execution_count=execution.execution_count,
                      status=execution.status, version=edited.version, mtime_ns=edited.mtime_ns,
-                     note="\n".join(n for n in notes if n))
+                     names_changed=names, note="\n".join(n for n in notes if n))

@@ -22,17 +22,34 @@ nothing from IPython or comm.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .cells import cell_view, cell_views
-from .document import (POSITION_ID, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
-                       StaleNotebookError, find_cell_index)
+from .document import (POSITION_ID, CellRestore, EditResult, NotebookDocument, NotebookError, NotebookSnapshot,
+                       RunResult, StaleNotebookError, find_cell_index)
 from .file_backend import FileNotebook
+from .namespace import changed_names
+
+log = logging.getLogger(__name__)
 
 #: Seconds past a run's time limit the kernel still waits for the page's reply: the page
 #: interrupts the kernel at the limit and answers once the interrupted cell has ended.
 RUN_REPLY_GRACE_S = 15.0
+
+
+class PageTooOld(NotebookError):
+    """The page does not know this operation (an older jupyter-agent in the server)."""
+
+
+def _step_json(step: CellRestore) -> dict[str, Any]:
+    """A restore step as the page takes it (``labextension/src/restore.ts``)."""
+    return {"op": step.op, "cell_id": step.cell_id, "cell_type": step.cell_type, "source": step.source,
+            "outputs": [dict(o) for o in step.outputs], "execution_count": step.execution_count,
+            "metadata": dict(step.metadata), "after_id": step.after_id, "index": step.index}
+
 
 class LiveNotebook(NotebookDocument):
     """The open notebook of one page, edited and run through that page."""
@@ -40,7 +57,8 @@ class LiveNotebook(NotebookDocument):
     live = True
 
     def __init__(self, path: Path | str, bridge: Any, client_id: str, *, is_busy: Any = None,
-                 absent: str = "", hello_wait: float = 2.0, describe_mismatch: Any = None) -> None:
+                 absent: str = "", hello_wait: float = 2.0, describe_mismatch: Any = None,
+                 namespace: Callable[[], dict[str, int]] | None = None) -> None:
         self.path = Path(path)
         self.bridge = bridge
         self.client_id = client_id
@@ -51,6 +69,8 @@ class LiveNotebook(NotebookDocument):
         self.absent_reason = absent
         self.hello_wait = hello_wait
         self.describe_mismatch = describe_mismatch or (lambda protocol: f"bridge protocol {protocol!r} differs")
+        #: () -> the user's names and object ids (the page runs cells in this kernel's process)
+        self.namespace: Callable[[], dict[str, int] | None] = namespace or (lambda: None)
         self._checked = False
         self.absent: str | None = None
         self._last: NotebookSnapshot | None = None
@@ -81,6 +101,8 @@ class LiveNotebook(NotebookDocument):
         except Exception as exc:  # the bridge's refusals, as the tools' notebook errors
             if getattr(exc, "code", None) == "stale":
                 raise StaleNotebookError() from None
+            if getattr(exc, "code", None) == "unknown_op":
+                raise PageTooOld(str(exc)) from None
             if getattr(exc, "code", None) is not None:
                 raise NotebookError(str(exc)) from None
             raise
@@ -129,6 +151,18 @@ class LiveNotebook(NotebookDocument):
         real = await self._real_id(cell_id, expected_version)
         return self._edit_result(await self._ask("delete", cell_id=real, expected_version=expected_version))
 
+    async def restore_cells(self, steps: list[CellRestore], *, expected_version: str | None = None) -> str:
+        """Put cells back in one request, applied by the page as one step of the notebook's
+        own undo (a page of an older version, which knows no ``restore``: step by step)."""
+        try:
+            result = await self._ask("restore", steps=[_step_json(step) for step in steps],
+                                     expected_version=expected_version)
+        except PageTooOld:
+            log.debug("the page knows no restore; putting the cells back one by one")
+            return await super().restore_cells(steps, expected_version=expected_version)
+        self._last = None
+        return str(result.get("version") or "")
+
     async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
                        expected_version: str | None = None) -> RunResult:
         if self.is_busy():
@@ -137,6 +171,7 @@ class LiveNotebook(NotebookDocument):
                 "`%%agent --wait`), and a run through the page would wait behind it forever. Cells of "
                 "the open notebook run only from an agent run started by a plain %%agent cell.")
         real = await self._real_id(cell_id, expected_version)
+        before = self.namespace()
         # The time limit is kept by the page: while the cell runs this kernel's event loop is
         # busy with it (docs/bridge.md), so only the page can interrupt it in time.
         try:
@@ -163,7 +198,8 @@ class LiveNotebook(NotebookDocument):
             note = (f"The cell was interrupted after {timeout:.0f} s (the cell time limit), in the user's kernel, "
                     "through the open notebook page.")
         return RunResult(cell=cell, outputs=outputs, execution_count=count if isinstance(count, int) else None,
-                         status=status, version=str(result.get("version") or ""), saved=True, note=note)
+                         status=status, version=str(result.get("version") or ""), saved=True, note=note,
+                         names_changed=changed_names(before, self.namespace()))
 
 
 class GuardedNotebook(FileNotebook):

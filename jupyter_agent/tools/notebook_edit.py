@@ -26,6 +26,7 @@ from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, To
 from .common import PathTool, check_text_size, unified_diff
 from .fileio import NOT_READ_YET
 from .paths import display_path, inside_roots
+from .undo import cell_state, run_changes
 from .write import suggest_edit_rules
 
 
@@ -156,18 +157,25 @@ class NotebookEdit(PathTool):
         path = prepared.paths[0].real
         doc, snapshot, mode, index = await self.planned(input, context, prepared)
         version = snapshot.version  # the backend refuses the edit if the notebook moved since
+        changes, live = run_changes(context), bool(getattr(doc, "live", False))
+        target = snapshot.cells[index] if mode in ("replace", "delete") and index is not None else None
+        changes.before_cell_change(str(path), cell_state(snapshot, target.index) if target else None, live=live)
         if mode == "delete":
             result = await doc.delete_cell(input.cell_id or "", expected_version=version)
             message = f"Deleted cell {input.cell_id}"
+            changes.after_cell_change(str(path), target.id if target else result.cell.id, None, None)
         elif mode in ("insert", "append"):
             position = 0 if index is None else index + 1 if mode == "insert" else index
             result = await doc.insert_cell(position, input.cell_type or "code", input.new_source,
                                            expected_version=version)
             message = f"Inserted cell {result.cell.id} with {input.new_source}"
+            changes.after_cell_change(str(path), result.cell.id, input.new_source, result.cell.cell_type)
         else:
             result = await doc.replace_cell(input.cell_id or "", input.new_source, input.cell_type,
                                             expected_version=version)
             message = f"Updated cell {input.cell_id} with {input.new_source}"
+            changes.after_cell_change(str(path), result.cell.id, input.new_source, result.cell.cell_type,
+                                      was_id=target.id if target else "")
         note_notebook_change(context, path, result.version, result.mtime_ns)
         return ToolOutput(message + (f"\n\n[{result.note}]" if result.note else ""))
 

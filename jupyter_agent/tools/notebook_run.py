@@ -28,6 +28,7 @@ from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOut
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
 from .paths import display_path, inside_roots
+from .undo import run_changes
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ class NotebookRun(PathTool):
                                       input.cell_id, context)
         if result.saved and result.version:
             note_notebook_change(context, path, result.version, result.mtime_ns)
+        run_changes(context).ran_cell(result.names_changed)
         # The file and memory backends have done this already; a backend that runs cells its
         # own way (a live page) may not have, and nothing unbounded or secret goes to the model.
         outputs = finish_outputs(result.outputs, redact)

@@ -17,6 +17,7 @@ from .common import PathTool, check_text_size, unified_diff
 from ..files.atomic import atomic_write
 from .fileio import check_read_before_write, content_hash, note_write, read_text_file
 from .paths import display_path, escape_glob, inside_roots
+from .undo import current_bytes, run_changes
 
 
 @dataclass
@@ -38,7 +39,9 @@ class FileChange:
         return unified_diff(self.before or "", self.after, display_path(self.path, cwd))
 
     def apply(self, ctx: ToolContext) -> None:
+        before = current_bytes(self.path, self.base_hash)  # for the run's checkpoint
         mtime = atomic_write(self.path, self.data, self.mode, expected_hash=self.base_hash)
+        run_changes(ctx).file_written(str(self.path), before, self.data)
         note_write(ctx, self.path, self.data, mtime)
 
 

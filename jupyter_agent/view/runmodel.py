@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from collections.abc import Callable
 
+from ..changes import RunChanges
 from ..loop import events as ev
 from ..loop.state import Terminal
 from ..loop.usage import StreamUsage, Usage
@@ -176,6 +177,8 @@ class RunModel:
         self.ended: float | None = None
         self.terminal: Terminal | None = None
         self.status = "starting"
+        #: what the run changed (its checkpoint), when the front keeps one: the end shows it
+        self.changes: RunChanges | None = None
         self._listeners: list[Callable[[str, Item | None], None]] = []
         self._current: dict[int, Item] = {}  # this response's items, by block index
         self._tools: dict[str, ToolItem] = {}

@@ -20,6 +20,7 @@ import json
 import re
 from typing import Any
 
+from .review import changes_lines, changes_markdown, undo_markdown
 from .labels import NOTICE_LABELS, STATE_ICONS, STATE_LABELS, end_explanation, end_reason_text, end_title
 from ..loop.messages import cut_middle
 from ..redact import redact, redact_partial
@@ -219,6 +220,10 @@ def transcript_markdown(model: RunModel, title: str = "jupyter-agent", *, header
     items = [i for i in model.items if prompt or not isinstance(i, PromptItem)]
     parts += [md for md in (item_markdown(i) for i in items) if md.strip()]
     parts.append(end_markdown(model) if model.ended is not None else unfinished)
+    if model.ended is not None and model.changes is not None and (review := changes_markdown(model.changes, model.cwd)):
+        parts.append(review)
+        if model.changes.undo_report is not None:
+            parts.append(undo_markdown(model.changes.undo_report, model.cwd))
     return redact("\n\n".join(parts))
 
 
@@ -233,6 +238,8 @@ def transcript_plain(model: RunModel) -> str:
             lines.append(text.strip())
         elif isinstance(item, ToolItem):
             lines.append(f"[{item.name} {item.summary}: {tool_label(item)}]")
+    if model.ended is not None and model.changes is not None:
+        lines += changes_lines(model.changes, model.cwd)
     return redact("\n".join(lines))
 
 

@@ -25,6 +25,7 @@ import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
+import { applySteps, CellGone, checkSteps, stepsDone } from './restore';
 import {
   BRIDGE_CUT_OUTPUT_KEEP_CHARS,
   BRIDGE_MAX_MESSAGE_BYTES,
@@ -293,6 +294,8 @@ class NotebookBridge implements IDisposable {
         return this.remove(req, reply);
       case 'run':
         return this.run(req);
+      case 'restore':
+        return this.restore(req, reply);
     }
     throw new BridgeError(CODES.unknownOp, `unknown operation ${String(req.op)}`);
   }
@@ -554,6 +557,27 @@ class NotebookBridge implements IDisposable {
         const gone = ycells.length === count - 1 && !ycells.toArray().includes(old.ymodel);
         return gone ? { cell: json, index, version: this.computeVersion() } : null;
       },
+      reply
+    );
+  }
+
+  /** Put cells back as they were before an agent run (its undo): one undo step. */
+  restore(req: IRequest, reply: Reply): JSONObject {
+    this.checkVersion(req);
+    const steps = checkSteps(req.steps);
+    if (typeof steps === 'string') {
+      throw new BridgeError(CODES.badRequest, steps);
+    }
+    const shared = this.shared;
+    return this.applyEdit(
+      () => {
+        try {
+          return applySteps(shared, steps);
+        } catch (problem) {
+          throw problem instanceof CellGone ? new BridgeError(CODES.notFound, problem.message) : problem;
+        }
+      },
+      placed => (stepsDone(shared, steps, placed) ? { placed, version: this.computeVersion() } : null),
       reply
     );
   }

@@ -51,6 +51,7 @@ export class AgentSidePanel extends Widget {
       stop: () => this.request({ op: 'stop' }),
       newConversation: () => this.request({ op: 'new' }),
       mode: mode => this.request({ op: 'mode', mode }),
+      undo: run => this.request({ op: 'undo', run }),
       answer: (ask: IApproval, choice: ApprovalChoice, feedback: string) =>
         this.send(this.state.answer(ask, choice, feedback)),
       load: () => void this.load()

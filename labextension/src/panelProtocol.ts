@@ -3,7 +3,7 @@
  * jupyter_agent/jupyter/panel_comm.py.
  *
  * Page -> kernel: {v, op, ...arguments}: hello, send (prompt), stop, new, mode (mode),
- * approve (request, choice, feedback; tool_use_id when the approval carried one).
+ * approve (request, choice, feedback; tool_use_id when the approval carried one), undo (run).
  * Kernel -> page: {v, type, ...}: state (everything), update (what changed), error (text).
  *
  * The constants are defined once, in protocol.ts (whose Python twin, protocol.py, a parity
@@ -22,6 +22,7 @@ export type PanelRequest =
   | { op: Extract<PanelOp, 'hello' | 'stop' | 'new'> }
   | { op: Extract<PanelOp, 'send'>; prompt: string }
   | { op: Extract<PanelOp, 'mode'>; mode: string }
+  | { op: Extract<PanelOp, 'undo'>; run: string }
   | {
       op: Extract<PanelOp, 'approve'>;
       request: string | number;

@@ -58,6 +58,12 @@ export interface IRunHeader {
   title?: string;
   meaning?: string;
   error?: string;
+  /** "variables changed: a, b" when the run's cells changed the kernel's names */
+  variables?: string;
+  /** whether the ended run can be undone: available, running, done, or "" */
+  undo?: string;
+  /** what its undo did, one line per change */
+  undo_lines?: string[];
 }
 
 /** One item of a run as the kernel sends it (panel_comm.item_json); `kind` says which fields it has. */

@@ -17,6 +17,7 @@ import {
   IItem,
   IRun,
   IRunChange,
+  IRunHeader,
   ISay,
   PanelState,
   approvalParts,
@@ -45,6 +46,8 @@ export interface IPanelActions {
   answer(ask: IApproval, choice: ApprovalChoice, feedback: string): void;
   /** Load the extension in the notebook's kernel (the hint's Load button). */
   load(): void;
+  /** Undo an ended run's changes (its "Undo this run" button). */
+  undo(run: string): void;
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, className = '', text?: string): HTMLElementTagNameMap[K] {
@@ -371,6 +374,26 @@ export class PanelView implements IDisposable {
     }
   }
 
+  /** An ended run's changes: the kernel's names its cells changed, Undo this run, and
+   * what the undo did (all text the kernel redacted; set as text, never markup). */
+  private drawUndo(view: IRunView, h: IRunHeader): void {
+    if (h.variables) {
+      view.footer.appendChild(el('div', 'jp-AgentPanel-status', h.variables));
+    }
+    if (h.undo === 'available' || h.undo === 'running') {
+      const undo = button('Undo this run', 'jp-AgentPanel-undo jp-mod-styled');
+      undo.disabled = h.undo === 'running';
+      undo.onclick = () => {
+        undo.disabled = true;
+        this.actions.undo(h.id);
+      };
+      view.footer.appendChild(undo);
+    }
+    for (const line of h.undo_lines ?? []) {
+      view.footer.appendChild(el('div', 'jp-AgentPanel-status', line)); // each line starts with its sign
+    }
+  }
+
   private drawFooter(view: IRunView, run: IRun): void {
     const h = run.header;
     view.footer.textContent = '';
@@ -391,6 +414,7 @@ export class PanelView implements IDisposable {
       view.footer.appendChild(el('div', 'jp-AgentPanel-error', h.error));
     }
     view.footer.appendChild(el('div', 'jp-AgentPanel-status', `${turnsText(h.turns)} · ${formatUsage(h.usage)}`));
+    this.drawUndo(view, h);
   }
 
   private drawItem(view: IRunView, item: IItem): void {

@@ -27,7 +27,7 @@ export const BRIDGE_TARGET = 'jupyter_agent.bridge';
 export const BRIDGE_VERSION = 2;
 
 /** Operations the page answers. */
-export const BRIDGE_OPS = ['hello', 'version', 'read', 'insert', 'replace', 'delete', 'run'] as const;
+export const BRIDGE_OPS = ['hello', 'version', 'read', 'insert', 'replace', 'delete', 'run', 'restore'] as const;
 export type Op = (typeof BRIDGE_OPS)[number];
 
 /** Bytes of JSON one bridge message may have: well under the 10 MiB a Tornado websocket
@@ -110,7 +110,7 @@ export const PANEL_TARGET = 'jupyter_agent.panel';
 export const PANEL_VERSION = 1;
 
 /** Page -> kernel `op`s. */
-export const PANEL_OPS = ['hello', 'send', 'stop', 'new', 'mode', 'approve'] as const;
+export const PANEL_OPS = ['hello', 'send', 'stop', 'new', 'mode', 'approve', 'undo'] as const;
 
 /** Kernel -> page `type`s. */
 export const PANEL_MESSAGE_TYPES = ['state', 'update', 'error'] as const;

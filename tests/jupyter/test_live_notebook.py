@@ -318,3 +318,39 @@ def test_a_cell_printing_forever_is_interrupted_at_the_time_limit(lab, page_of, 
     assert "KeyboardInterrupt" in cell(page, 2).locator(".jp-OutputArea").inner_text()
     run_and_wait(page, 3)  # the kernel takes the next cell
     assert "after 42" in cell(page, 3).locator(".jp-OutputArea").inner_text()
+
+
+def test_undo_this_run_puts_the_cells_back_in_the_page_as_one_undo_step(lab, page_of, script):
+    """A live run inserts a cell and replaces one; its card's Undo this run puts both back
+    in the page at once, as one step of the notebook's own undo (Z brings the run's cells
+    back, all at once), and saving raises no "File Changed" dialog."""
+    nb = _agent_notebook(lab, "undo_run.ipynb", "change the cells", extra=["y = 1", "w = 5"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent", "new_source": "z = 2",
+                                           "cell_type": "code", "edit_mode": "insert"})),
+        response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "u0", "new_source": "y = 100"})),
+        response(text("Inserted z and changed y.")),
+    )
+    page = page_of("undo_run.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    wait_for_end(page, timeout=60000)
+    head = ["%load_ext jupyter_agent", "%%agent --permission-mode bypassPermissions\nchange the cells"]
+    assert cell_sources(page) == [*head, "z = 2", "y = 100", "w = 5"]
+    click_button(page, "Undo this run")
+    wait_cell_count(page, 4)
+    assert cell_sources(page) == [*head, "y = 1", "w = 5"]
+    cell(page, 1).get_by_text("put back as it was").first.wait_for(timeout=30000)
+    screenshot(page, "live_undo_run", cell(page, 1))
+    page.locator(".jp-Notebook").click(position={"x": 5, "y": 5})
+    page.keyboard.press("Escape")
+    page.keyboard.press("z")  # the notebook's undo: the whole undo of the run is one step
+    wait_cell_count(page, 5)
+    assert cell_sources(page) == [*head, "z = 2", "y = 100", "w = 5"]
+    page.keyboard.press("Shift+z")
+    wait_cell_count(page, 4)
+    assert cell_sources(page) == [*head, "y = 1", "w = 5"]
+    save(page, nb)
+    assert page.locator(".jp-Dialog").count() == 0  # no "File Changed" Overwrite/Revert
+    assert [c.source for c in saved(lab, "undo_run.ipynb").cells][2:] == ["y = 1", "w = 5"]

@@ -163,6 +163,20 @@ async def test_deny_with_feedback_and_always_allow_from_the_panel(kernel, panel,
     assert decisions[0] == "Denied by you: Use p_b.txt instead." and decisions[1].startswith("Always allowed")
 
 
+async def test_undo_this_run_from_the_panel(kernel, panel, script, module_tmp):
+    target = module_tmp / "p_undo.txt"
+    script(response(tool_use("Write", {"file_path": str(target), "content": "1"})), response(text("Done.")))
+    panel.send(op="send", prompt="Write it")
+    await kernel.until(lambda: panel.view()["approvals"], 10, "the approval")
+    panel.send(op="approve", request=panel.view()["approvals"][0]["id"], choice="allow")
+    await kernel.until(lambda: panel.headers() and panel.headers()[-1]["ended"], 10, "the end")
+    assert target.read_text() == "1" and panel.headers()[-1]["undo"] == "available"
+    panel.send(op="undo", run=panel.headers()[-1]["id"])
+    await kernel.until(lambda: panel.headers()[-1]["undo"] == "done", 10, "the undo")
+    assert not target.exists()
+    assert panel.headers()[-1]["undo_lines"] == ["↩ p_undo.txt: removed (the run had created it)"]
+
+
 async def test_stop_new_conversation_and_mode_from_the_panel(kernel, panel, script):
     script(response(text("A long answer. " * 200), delay_s=0.01, chunk_chars=4))  # 750 deltas, ~7.5 s
     panel.send(op="mode", mode="plan")

@@ -1,0 +1,145 @@
+"""A run's checkpoint, recorded by the tools, and the undo that puts it back.
+
+The tools record into the run's :class:`~jupyter_agent.changes.RunChanges` (a part of
+``ToolContext.services``) just before and after each change: ``Write``/``Edit`` the
+file's bytes and mode, ``NotebookEdit`` the cell as it was, ``NotebookRun`` the names
+the cell changed in its kernel. :func:`undo_run` puts back what the run changed and
+nothing the user changed after it: a file whose bytes are no longer the ones the run
+left, or a cell whose source is no longer the run's, is left as it is, and the report
+says so (:class:`~jupyter_agent.changes.UndoOutcome`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+from ..changes import (CellRecord, CellState, FileRecord, NotebookRecord, RunChanges, UndoOutcome, UndoReport,
+                       UndoStep, digest)
+from ..files.atomic import atomic_write
+from ..loop.tool import ToolContext, ToolError
+from ..notebook import open_notebook
+from ..notebook.document import Cell, CellRestore, NotebookSnapshot
+from ..notebook.session import tool_session
+
+log = logging.getLogger(__name__)
+
+
+def run_changes(context: ToolContext) -> RunChanges:
+    """The checkpoint of the run this call belongs to."""
+    return context.services.get(RunChanges)
+
+
+def current_bytes(path: Path, expected_hash: str | None) -> tuple[bytes, int] | None:
+    """What a planned write of ``path`` replaces: its bytes and mode, or None when the plan
+    is to create it (``expected_hash`` None). The write checks the hash again."""
+    if expected_hash is None:
+        return None
+    try:
+        data = path.read_bytes()
+        return data, stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        log.debug("could not read %s before writing it; the write will say why", path, exc_info=True)
+        return None
+
+
+def cell_state(snapshot: NotebookSnapshot, index: int) -> CellState:
+    """The cell at ``index`` as a checkpoint keeps it."""
+    cell: Cell = snapshot.cells[index]
+    return CellState(cell.id, cell.cell_type, cell.source, tuple(dict(o) for o in cell.outputs),
+                     cell.execution_count, dict(cell.metadata), cell.index,
+                     snapshot.cells[index - 1].id if index > 0 else "")
+
+
+async def undo_run(changes: RunChanges, context: ToolContext) -> UndoReport:
+    """Put back every file and cell ``changes`` recorded, except those changed since the
+    run (left, and reported). A run is undone once: a second call returns the first report."""
+    if changes.undo_report is not None:
+        return changes.undo_report
+    steps = [_undo_file(record) for record in reversed(list(changes.files.values()))]
+    for notebook in changes.notebooks.values():
+        steps.extend(await _undo_notebook(notebook, context))
+    report = UndoReport(tuple(steps), tuple(changes.variables))
+    changes.undo_report = report
+    return report
+
+
+def _undo_file(record: FileRecord) -> UndoStep:
+    path = Path(record.path)
+
+    def step(outcome: UndoOutcome, error: str = "") -> UndoStep:
+        return UndoStep(record.kind, record.path, outcome, error=error)
+
+    try:
+        now = path.read_bytes() if path.exists() else None
+    except OSError as exc:
+        return step(UndoOutcome.FAILED, str(exc))
+    if now is None:
+        return step(UndoOutcome.ALREADY if not record.existed else UndoOutcome.LEFT_CHANGED)
+    if digest(now) != record.after_hash:
+        return step(UndoOutcome.ALREADY if digest(now) == record.before_hash else UndoOutcome.LEFT_CHANGED)
+    try:
+        if not record.existed:
+            path.unlink()
+            return step(UndoOutcome.REMOVED)
+        if record.data is None:
+            return step(UndoOutcome.TOO_LARGE)
+        atomic_write(path, record.data, record.mode, expected_hash=record.after_hash)
+    except (OSError, ToolError) as exc:  # changed in the meantime, or the folder is gone
+        return step(UndoOutcome.FAILED, str(exc))
+    return step(UndoOutcome.RESTORED)
+
+
+async def _undo_notebook(notebook: NotebookRecord, context: ToolContext) -> list[UndoStep]:
+    """Compare each cell the run changed with the document now, and put back those the
+    run left as they are, in one :meth:`restore_cells` (one undo step in a page)."""
+    records = [r for r in notebook.cells.values() if not (r.before is None and r.after_source is None)]
+    try:
+        doc = open_notebook(Path(notebook.path), tool_session(context))
+        snapshot = await doc.snapshot()
+    except ToolError as exc:
+        return [UndoStep(r.kind, notebook.path, UndoOutcome.FAILED, r.cell_id, str(exc)) for r in records]
+    now = {cell.id: cell for cell in snapshot.cells}
+    plan: list[tuple[CellRecord, CellRestore | None, UndoOutcome]] = []
+    for record in reversed(records):
+        plan.append(_plan_cell(record, now.get(record.cell_id)))
+    restores = [restore for _, restore, _ in plan if restore is not None]
+    error = ""
+    if restores:
+        try:
+            await doc.restore_cells(restores, expected_version=snapshot.version)
+        except ToolError as exc:
+            error = str(exc)
+    return [UndoStep(record.kind, notebook.path, UndoOutcome.FAILED if error and restore else outcome,
+                     record.cell_id, error if restore else "")
+            for record, restore, outcome in plan]
+
+
+def _plan_cell(record: CellRecord, now: Cell | None) -> tuple[CellRecord, CellRestore | None, UndoOutcome]:
+    """What to do with one cell the run changed, given the cell now (None: not there)."""
+    before = record.before
+    if before is None:  # the run inserted it
+        if now is None:
+            return record, None, UndoOutcome.ALREADY
+        if (now.source, now.cell_type) != (record.after_source, record.after_type or now.cell_type):
+            return record, None, UndoOutcome.LEFT_CHANGED
+        return record, CellRestore("delete", record.cell_id), UndoOutcome.REMOVED
+    as_it_was = CellRestore("insert" if now is None else "restore", before.id if now is None else record.cell_id,
+                            before.cell_type, before.source,
+                            before.outputs, before.execution_count, before.metadata, before.after_id, before.index)
+    if record.after_source is None:  # the run deleted it
+        if now is not None:
+            return record, None, UndoOutcome.ALREADY
+        return record, as_it_was, UndoOutcome.RESTORED
+    if now is None:
+        return record, None, UndoOutcome.LEFT_CHANGED  # deleted since the run
+    if (now.source, now.cell_type) == (before.source, before.cell_type):
+        return record, None, UndoOutcome.ALREADY
+    if (now.source, now.cell_type) != (record.after_source, record.after_type or now.cell_type):
+        return record, None, UndoOutcome.LEFT_CHANGED
+    return record, as_it_was, UndoOutcome.RESTORED
+
+
+__all__ = ["cell_state", "current_bytes", "run_changes", "undo_run"]

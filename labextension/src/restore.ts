@@ -1,0 +1,93 @@
+/**
+ * The bridge's `restore` operation: put cells back as they were before an agent run (an
+ * undo of the run), in one transaction of the notebook's shared model, so that it is one
+ * step of the notebook's own undo (the bridge wraps it in stopCapturing).
+ *
+ * Each step deletes a cell the run inserted, puts a cell back (type, source, outputs,
+ * execution count, metadata: the cell is swapped for one with the same id, a change of
+ * the cell list, which the notebook's undo manager records), or inserts a cell the run
+ * deleted after the cell it followed. The kernel decided which cells to touch: it
+ * compared each with what the run left (jupyter_agent/tools/undo.py).
+ */
+
+import { JSONObject } from '@lumino/coreutils';
+
+/** One step, as the kernel sends it (jupyter_agent/notebook/document.py, CellRestore). */
+export interface IRestoreStep {
+  op: 'delete' | 'restore' | 'insert';
+  cell_id: string;
+  cell_type: string;
+  source: string;
+  outputs: JSONObject[];
+  execution_count: number | null;
+  metadata: JSONObject;
+  after_id: string;
+  index: number;
+}
+
+const OPS = ['delete', 'restore', 'insert'];
+
+/** A cell to delete or restore is no longer in the notebook. */
+export class CellGone extends Error {}
+const TYPES = ['code', 'markdown', 'raw'];
+
+/** The request's steps, checked; a string says what is wrong with them. */
+export function checkSteps(steps: unknown): IRestoreStep[] | string {
+  if (!Array.isArray(steps)) {
+    return 'restore needs a list of "steps"';
+  }
+  for (const step of steps) {
+    if (typeof step !== 'object' || step === null || !OPS.includes(step.op) || typeof step.cell_id !== 'string') {
+      return 'each restore step needs an "op" (delete, restore, insert) and a "cell_id"';
+    }
+    if (step.op !== 'delete' && (typeof step.source !== 'string' || !TYPES.includes(step.cell_type))) {
+      return 'a restore or insert step needs a "source" and a "cell_type"';
+    }
+  }
+  return steps as IRestoreStep[];
+}
+
+/** The cell a step puts in place, as nbformat JSON. */
+function cellOf(step: IRestoreStep, id: string | undefined): JSONObject {
+  const cell: JSONObject = { cell_type: step.cell_type, source: step.source, metadata: step.metadata ?? {} };
+  if (id !== undefined) {
+    cell.id = id;
+  }
+  if (step.cell_type === 'code') {
+    cell.outputs = Array.isArray(step.outputs) ? step.outputs : [];
+    cell.execution_count = typeof step.execution_count === 'number' ? step.execution_count : null;
+  }
+  return cell;
+}
+
+/** Apply the steps to the shared model (call inside one transaction); returns the ids
+ * of the cells put in place. Throws CellGone when a cell to delete or restore is gone. */
+export function applySteps(shared: any, steps: IRestoreStep[]): string[] {
+  const placed: string[] = [];
+  const ids = (): string[] => (shared.cells as any[]).map(cell => cell.id);
+  for (const step of steps) {
+    const at = ids().indexOf(step.cell_id);
+    if (step.op !== 'insert' && at < 0) {
+      throw new CellGone(`Cell with ID "${step.cell_id}" is no longer in the open notebook.`);
+    }
+    if (step.op === 'delete') {
+      shared.deleteCell(at);
+    } else if (step.op === 'restore') {
+      shared.deleteCell(at);
+      placed.push(shared.insertCell(at, cellOf(step, step.cell_id)).id);
+    } else {
+      const now = ids();
+      const after = step.after_id ? now.indexOf(step.after_id) : -1;
+      const index = !step.after_id ? 0 : after >= 0 ? after + 1 : Math.min(step.index, now.length);
+      placed.push(shared.insertCell(index, cellOf(step, at < 0 ? step.cell_id : undefined)).id);
+    }
+  }
+  return placed;
+}
+
+/** Does the document show the steps done (deleted cells gone, the others in place)? */
+export function stepsDone(shared: any, steps: IRestoreStep[], placed: string[]): boolean {
+  const ids = new Set((shared.cells as any[]).map(cell => cell.id));
+  const deleted = steps.filter(step => step.op === 'delete').map(step => step.cell_id);
+  return deleted.every(id => !ids.has(id) || placed.includes(id)) && placed.every(id => ids.has(id));
+}
