@@ -22,6 +22,14 @@ Live, only the widget shows; after a restart or a reopen, only the transcript. W
 styles are not applied (an untrusted notebook's sanitized Markdown, GitHub), both show:
 the safe side. When the run ends, the widget output is replaced by the transcript and
 the fallback is emptied.
+
+A display id is not saved with the notebook, so a page that did not show the output
+itself (reloaded, another tab, another person's view) is not sent its updates by
+JupyterLab. Each output therefore names its display id in its metadata
+(:func:`display_metadata`), and the labextension (``labextension/src/displays.ts``)
+applies every update of ours to the outputs that carry it: those views follow the run to
+its end too. The fallback's words are true in all of them (it is not only seen once the
+kernel is gone: ``UNFINISHED_ELSEWHERE`` in ``view/transcript.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +40,16 @@ from typing import Any
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
+
+
+#: The key in an output's metadata under which it names its display id.
+METADATA_KEY = "jupyter_agent"
+
+
+def display_metadata(display_id: str) -> dict[str, Any]:
+    """An output's metadata naming its display id (kept in the saved notebook, unlike the
+    display id itself), so that any view of the notebook can apply the output's updates."""
+    return {METADATA_KEY: {"display_id": display_id}}
 
 
 def live_class(key: str) -> str:
@@ -75,7 +93,7 @@ class Fallback:
 
         self.shown = True
         self._sent = self.bundle()
-        display(self._sent, raw=True, display_id=self.display_id)
+        display(self._sent, raw=True, metadata=display_metadata(self.display_id), display_id=self.display_id)
 
     def update(self) -> None:
         if self.shown and not self.cleared:
@@ -94,6 +112,6 @@ class Fallback:
 
         self._sent = bundle
         try:
-            update_display(bundle, raw=True, display_id=self.display_id)
+            update_display(bundle, raw=True, metadata=display_metadata(self.display_id), display_id=self.display_id)
         except Exception:  # no frontend (plain Python)
             log.debug("could not update the fallback display", exc_info=True)

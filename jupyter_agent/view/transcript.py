@@ -201,10 +201,17 @@ def end_markdown(model: RunModel) -> str:
     return f"**{title}** (`{'kernel lost' if model.lost else reason}`) — {markdown_literal(explanation)}"
 
 
-#: How a transcript of a run still going ends, when shown as a fallback: it is seen only
-#: when the run's kernel is gone (see ``fallback.py``), so the run was interrupted there.
-UNFINISHED_AS_LOST = ("**Interrupted** (`kernel lost`) — the kernel stopped or restarted before this "
-                      "run ended: this is its transcript up to then. Calls that had not finished did not run.")
+#: How the transcript of a run still going ends where it stands in for the live widget (the
+#: fallback output, see ``jupyter/fallback.py``). It is seen wherever the widget is not drawn:
+#: a kernel that is gone, but also a page reloaded on a notebook that is not trusted, another
+#: person's view of a shared notebook, the seconds before a reloaded page restores its widgets.
+#: Written while the run goes on, it cannot know which: it says what is known, and how to
+#: reach the run if it is still going. (A kernel that is told it goes away writes the truth
+#: itself: "Interrupted (kernel lost)", ``AgentRun.lose``.)
+UNFINISHED_ELSEWHERE = ("⏳ **Still running** when this was written: this is its transcript so far. If its "
+                        "kernel is still running, so is the run: `%agent approvals` in a cell of this "
+                        "notebook shows what waits for you, with its buttons. If the kernel was restarted "
+                        "since, the run was interrupted then.")
 
 
 def transcript_markdown(model: RunModel, title: str = "jupyter-agent", *, header: bool = True,
