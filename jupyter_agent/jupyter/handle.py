@@ -31,7 +31,9 @@ from ..loop.state import Terminal
 from ..redact import redact
 from ..view.runmodel import RunModel
 from .fallback import Fallback, display_metadata, live_class
-from ..view.transcript import UNFINISHED_ELSEWHERE, transcript_bundle, transcript_markdown, transcript_plain
+from ..view.transcript import (
+    UNFINISHED_AS_LOST, UNFINISHED_ELSEWHERE, transcript_bundle, transcript_markdown, transcript_plain,
+)
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +99,8 @@ class AgentRun:
         self._refreshed = 0.0
         #: the plain output after the widget, seen wherever the widget is not drawn (fallback.py)
         self.fallback = Fallback(lambda: transcript_markdown(self.model, unfinished=UNFINISHED_ELSEWHERE),
-                                 lambda: transcript_plain(self.model))
+                                 lambda: transcript_plain(self.model),
+                                 if_lost=(UNFINISHED_ELSEWHERE, UNFINISHED_AS_LOST))
         if view is not None:
             view.add_class(live_class(self.fallback.key))
         self.task: asyncio.Task | None = None

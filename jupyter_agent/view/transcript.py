@@ -206,12 +206,17 @@ def end_markdown(model: RunModel) -> str:
 #: a kernel that is gone, but also a page reloaded on a notebook that is not trusted, another
 #: person's view of a shared notebook, the seconds before a reloaded page restores its widgets.
 #: Written while the run goes on, it cannot know which: it says what is known, and how to
-#: reach the run if it is still going. (A kernel that is told it goes away writes the truth
-#: itself: "Interrupted (kernel lost)", ``AgentRun.lose``.)
+#: reach the run if it is still going. Once the kernel is really gone it reads
+#: :data:`UNFINISHED_AS_LOST`: written by the kernel when it is told it goes away
+#: (``AgentRun.lose``), swapped in by the page when it sees its kernel restart or die.
 UNFINISHED_ELSEWHERE = ("⏳ **Still running** when this was written: this is its transcript so far. If its "
                         "kernel is still running, so is the run: `%agent approvals` in a cell of this "
                         "notebook shows what waits for you, with its buttons. If the kernel was restarted "
                         "since, the run was interrupted then.")
+
+#: How the transcript of a run ends once its kernel is gone (see above).
+UNFINISHED_AS_LOST = ("**Interrupted** (`kernel lost`) — the kernel stopped or restarted before this "
+                      "run ended: this is its transcript up to then. Calls that had not finished did not run.")
 
 
 def transcript_markdown(model: RunModel, title: str = "jupyter-agent", *, header: bool = True,

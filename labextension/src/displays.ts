@@ -14,6 +14,11 @@
  * an output that already holds the update is left alone. The data comes from the
  * notebook's own kernel and goes into the output as it is; the output area renders it
  * as it would any output (an untrusted notebook's sanitized).
+ *
+ * A run's fallback says "still running" while the run goes on; its kernel cannot correct
+ * it when it dies or is restarted (JupyterLab drops the old kernel's updates first). The
+ * page can: when it sees its kernel restart or die, each output of ours that names an
+ * `if_lost` ending in its metadata, and still ends with the running one, gets the other.
  */
 
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
@@ -97,11 +102,39 @@ export function outputsToUpdate(
   return stale;
 }
 
-/** Apply one kernel message to the outputs of the notebook shown in `panel`. */
-function relay(panel: NotebookPanel, msg: KernelMessage.IMessage): void {
-  const update = displayUpdate(msg);
+/** The kernel statuses that mean its runs are gone. */
+export const LOST_STATUSES = ['restarting', 'autorestarting', 'dead'];
+
+/** What `output` becomes once its kernel is gone: its `if_lost` ending instead of the
+ * running one, or null when it names none or no longer ends with it. */
+export function lostOutput(output: IOutputLike): IDisplayOutput | null {
+  const id = displayIdOf(output);
+  const ours = (output.metadata as JSONObject | undefined)?.[METADATA_KEY] as JSONObject | undefined;
+  const ifLost = ours?.if_lost as JSONObject | undefined;
+  const data = (output.data ?? {}) as JSONObject;
+  const markdown = data['text/markdown'];
+  const ending = ifLost?.ending;
+  const lost = ifLost?.lost;
+  if (
+    id === null ||
+    typeof markdown !== 'string' ||
+    typeof ending !== 'string' ||
+    typeof lost !== 'string' ||
+    !markdown.endsWith(ending)
+  ) {
+    return null;
+  }
+  return {
+    output_type: 'display_data',
+    data: { ...data, 'text/markdown': markdown.slice(0, markdown.length - ending.length) + lost },
+    metadata: { [METADATA_KEY]: { display_id: id } }
+  };
+}
+
+/** Each code cell's outputs in the notebook shown in `panel`. */
+function eachOutputs(panel: NotebookPanel, visit: (outputs: IOutputs, current: IOutputLike[]) => void): void {
   const cells = panel.content.model?.cells;
-  if (!update || !cells) {
+  if (!cells) {
     return;
   }
   for (let c = 0; c < cells.length; c++) {
@@ -114,18 +147,51 @@ function relay(panel: NotebookPanel, msg: KernelMessage.IMessage): void {
     for (let i = 0; i < outputs.length; i++) {
       current.push(outputs.get(i).toJSON() as IOutputLike);
     }
-    for (const index of outputsToUpdate(current, update.id, update.output)) {
-      outputs.set(index, update.output);
-    }
+    visit(outputs, current);
   }
 }
 
-/** Relay the agent's display updates in every notebook page (see the module comment). */
+/** The kernel of `panel` is gone: its runs still going read as interrupted. */
+function markLost(panel: NotebookPanel): void {
+  eachOutputs(panel, (outputs, current) => {
+    current.forEach((output, index) => {
+      const lost = lostOutput(output);
+      if (lost) {
+        outputs.set(index, lost);
+      }
+    });
+  });
+}
+
+/** Apply one kernel message to the outputs of the notebook shown in `panel`. */
+function relay(panel: NotebookPanel, msg: KernelMessage.IMessage): void {
+  const update = displayUpdate(msg);
+  if (!update) {
+    return;
+  }
+  eachOutputs(panel, (outputs, current) => {
+    for (const index of outputsToUpdate(current, update.id, update.output)) {
+      outputs.set(index, update.output);
+    }
+  });
+}
+
+/** Relay the agent's display updates in every notebook page, and mark its runs lost with
+ * their kernel (see the module comment). */
 export function activateDisplays(tracker: INotebookTracker): void {
   const follow = (panel: NotebookPanel) => {
     const onMessage = (_: unknown, msg: KernelMessage.IMessage) => relay(panel, msg);
+    const onStatus = (_: unknown, status: string) => {
+      if (LOST_STATUSES.includes(status)) {
+        markLost(panel);
+      }
+    };
     panel.sessionContext.iopubMessage.connect(onMessage);
-    panel.disposed.connect(() => panel.sessionContext.iopubMessage.disconnect(onMessage));
+    panel.sessionContext.statusChanged.connect(onStatus);
+    panel.disposed.connect(() => {
+      panel.sessionContext.iopubMessage.disconnect(onMessage);
+      panel.sessionContext.statusChanged.disconnect(onStatus);
+    });
   };
   tracker.forEach(follow);
   tracker.widgetAdded.connect((_, panel) => follow(panel));

@@ -5,7 +5,7 @@
  */
 
 import { KernelMessage } from '@jupyterlab/services';
-import { displayIdOf, displayUpdate, outputsToUpdate } from '../src/displays';
+import { displayIdOf, displayUpdate, lostOutput, outputsToUpdate } from '../src/displays';
 
 const ID = 'jupyter-agent-0123abcd';
 const ours = (id: string) => ({ jupyter_agent: { display_id: id } });
@@ -64,5 +64,30 @@ describe('outputsToUpdate', () => {
   it('leaves an output that already holds the update (the page that showed it live)', () => {
     const done = { output_type: 'display_data', ...end };
     expect(outputsToUpdate([done, fallback], ID, end)).toEqual([]);
+  });
+});
+
+describe('lostOutput', () => {
+  const running = 'Still running';
+  const lost = '**Interrupted** (`kernel lost`)';
+  const fallback = (markdown: string) => ({
+    output_type: 'display_data',
+    data: { 'text/markdown': markdown, 'text/plain': 'running' },
+    metadata: { jupyter_agent: { display_id: ID, if_lost: { ending: running, lost } } }
+  });
+
+  it('swaps the running ending for the lost one, and names no ending any more', () => {
+    expect(lostOutput(fallback(`so far\n\n${running}`))).toEqual({
+      output_type: 'display_data',
+      data: { 'text/markdown': `so far\n\n${lost}`, 'text/plain': 'running' },
+      metadata: ours(ID)
+    });
+  });
+
+  it('leaves an output that ended, or that names no ending', () => {
+    expect(lostOutput(fallback('so far\n\n✓ Finished'))).toBeNull();
+    expect(
+      lostOutput({ output_type: 'display_data', data: { 'text/markdown': running }, metadata: ours(ID) })
+    ).toBeNull();
   });
 });

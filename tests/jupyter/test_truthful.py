@@ -170,7 +170,7 @@ async def test_a_run_still_going_is_never_said_lost_and_every_view_can_follow_it
     allow = await kernel.button("Allow")
     widget, fallback = [o for o in result["outputs"] if o["msg_type"] == "display_data"]
     for output in (widget, fallback):
-        assert output["metadata"] == {"jupyter_agent": {"display_id": output["transient"]["display_id"]}}
+        assert output["metadata"]["jupyter_agent"]["display_id"] == output["transient"]["display_id"]
     assert "a live widget" in widget["data"]["text/plain"]
     fallback_id = fallback["transient"]["display_id"]
     # the card showed: the fallback was brought up to date (a save now keeps it)
@@ -180,7 +180,10 @@ async def test_a_run_still_going_is_never_said_lost_and_every_view_can_follow_it
     md = waiting[-1]["data"]["text/markdown"]
     assert "kernel lost" not in md and "Interrupted" not in md
     assert "Still running** when this was written" in md and "`%agent approvals`" in md
+    # while it runs, it names the ending a page swaps in when it sees the kernel die or restart
+    if_lost = waiting[-1]["metadata"]["jupyter_agent"].pop("if_lost")
     assert waiting[-1]["metadata"] == {"jupyter_agent": {"display_id": fallback_id}}
+    assert md.endswith(if_lost["ending"]) and "**Interrupted** (`kernel lost`)" in if_lost["lost"]
     kernel.click(allow)
     end = await transcript(kernel, display_id_of(result))
     assert "(`completed`)" in end and "Still running" not in end
