@@ -22,6 +22,16 @@ Live, only the widget shows; after a restart or a reopen, only the transcript. W
 styles are not applied (an untrusted notebook's sanitized Markdown, GitHub), both show:
 the safe side. When the run ends, the widget output is replaced by the transcript and
 the fallback is emptied.
+
+A display id is not saved with the notebook, so a page that did not show the output
+itself (reloaded, another tab, another person's view) is not sent its updates by
+JupyterLab. Each output therefore names its display id in its metadata
+(:func:`display_metadata`), and the labextension (``labextension/src/displays.ts``)
+applies every update of ours to the outputs that carry it: those views follow the run to
+its end too. The fallback's words are true in all of them (it is not only seen once the
+kernel is gone: ``UNFINISHED_ELSEWHERE`` in ``view/transcript.py``). While the run goes
+on, its metadata also names the ending that says the kernel was lost (``if_lost``): a page
+that sees its kernel restart or die swaps it in, where the kernel could not.
 """
 
 from __future__ import annotations
@@ -32,6 +42,16 @@ from typing import Any
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
+
+
+#: The key in an output's metadata under which it names its display id.
+METADATA_KEY = "jupyter_agent"
+
+
+def display_metadata(display_id: str) -> dict[str, Any]:
+    """An output's metadata naming its display id (kept in the saved notebook, unlike the
+    display id itself), so that any view of the notebook can apply the output's updates."""
+    return {METADATA_KEY: {"display_id": display_id}}
 
 
 def live_class(key: str) -> str:
@@ -67,11 +87,16 @@ class Fallback:
     ``update()`` as the content changes, ``clear()`` when the widget's output itself
     has become static."""
 
-    def __init__(self, markdown: Callable[[], str], plain: Callable[[], str] | None = None) -> None:
+    def __init__(self, markdown: Callable[[], str], plain: Callable[[], str] | None = None,
+                 if_lost: tuple[str, str] | None = None) -> None:
         self.key = uuid.uuid4().hex[:12]
         self.display_id = f"jupyter-agent-fallback-{self.key}"
         self._markdown = markdown
         self._plain = plain or (lambda: "")
+        #: (how the Markdown ends while the run goes on, how it ends once the kernel is gone):
+        #: a page that sees its kernel restart or die swaps the one for the other
+        #: (labextension/src/displays.ts), as the kernel cannot tell it then
+        self._if_lost = if_lost
         self.shown = False
         self.cleared = False
         self._sent: dict[str, Any] | None = None
@@ -81,12 +106,20 @@ class Fallback:
         return {"text/markdown": f'{style(self.key)}<span class="ja-fallback-{self.key}"></span>\n\n{md}',
                 "text/plain": self._plain()}
 
+    def metadata(self, bundle: dict[str, Any]) -> dict[str, Any]:
+        """The output's metadata: its display id and, while the Markdown has the ending of a
+        run still going, the ending that replaces it if the page sees the kernel go."""
+        metadata = display_metadata(self.display_id)
+        if self._if_lost is not None and str(bundle.get("text/markdown", "")).endswith(self._if_lost[0]):
+            metadata[METADATA_KEY]["if_lost"] = {"ending": self._if_lost[0], "lost": self._if_lost[1]}
+        return metadata
+
     def show(self) -> None:
         from IPython.display import display
 
         self.shown = True
         self._sent = self.bundle()
-        display(self._sent, raw=True, display_id=self.display_id)
+        display(self._sent, raw=True, metadata=self.metadata(self._sent), display_id=self.display_id)
 
     def update(self) -> None:
         if self.shown and not self.cleared:
@@ -111,6 +144,6 @@ class Fallback:
 
         self._sent = bundle
         try:
-            update_display(bundle, raw=True, display_id=self.display_id)
+            update_display(bundle, raw=True, metadata=self.metadata(bundle), display_id=self.display_id)
         except Exception:  # no frontend (plain Python)
             log.debug("could not update the fallback display", exc_info=True)

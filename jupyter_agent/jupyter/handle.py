@@ -31,8 +31,10 @@ from ..changes import RunChanges, UndoReport
 from ..loop.state import Terminal
 from ..redact import redact
 from ..view.runmodel import RunModel
-from .fallback import Fallback, lead_style, live_class
-from ..view.transcript import UNFINISHED_AS_LOST, transcript_bundle, transcript_markdown, transcript_plain
+from .fallback import Fallback, display_metadata, lead_style, live_class
+from ..view.transcript import (
+    UNFINISHED_AS_LOST, UNFINISHED_ELSEWHERE, transcript_bundle, transcript_markdown, transcript_plain,
+)
 
 log = logging.getLogger(__name__)
 
@@ -101,9 +103,10 @@ class AgentRun:
         self._done = asyncio.Event()
         self._displayed = False
         self._refreshed = 0.0
-        #: the plain output after the widget, seen only if the kernel goes (fallback.py)
-        self.fallback = Fallback(lambda: transcript_markdown(self.model, unfinished=UNFINISHED_AS_LOST),
-                                 lambda: transcript_plain(self.model))
+        #: the plain output after the widget, seen wherever the widget is not drawn (fallback.py)
+        self.fallback = Fallback(lambda: transcript_markdown(self.model, unfinished=UNFINISHED_ELSEWHERE),
+                                 lambda: transcript_plain(self.model),
+                                 if_lost=(UNFINISHED_ELSEWHERE, UNFINISHED_AS_LOST))
         if view is not None:
             view.add_class(live_class(self.fallback.key))
         self.task: asyncio.Task | None = None
@@ -298,7 +301,8 @@ class AgentRun:
             "application/vnd.jupyter.widget-view+json": {
                 "version_major": 2, "version_minor": 0, "model_id": self.view.model_id,
             },
-            "text/plain": "jupyter-agent run (live; its transcript follows)",
+            # (seen where the widget is not drawn: its transcript follows in the next output)
+            "text/plain": "jupyter-agent run (a live widget; its transcript so far is below)",
         }
 
     def refresh_fallback(self, force: bool = False) -> None:
@@ -328,7 +332,7 @@ class AgentRun:
 
         self._displayed = True
         live = self._live()
-        display(self._bundle(), raw=True, display_id=self.display_id)
+        display(self._bundle(), raw=True, metadata=display_metadata(self.display_id), display_id=self.display_id)
         if live:
             self.fallback.show()
 
@@ -341,7 +345,8 @@ class AgentRun:
 
             self.undo_bar = UndoBar(self)
         try:
-            update_display(self._bundle(), raw=True, display_id=self.display_id)
+            update_display(self._bundle(), raw=True, metadata=display_metadata(self.display_id),
+                           display_id=self.display_id)
         except Exception:  # no frontend (plain Python): the transcript is on the handle
             log.debug("could not update the run's display", exc_info=True)
         if ended:

@@ -202,8 +202,10 @@ def undo_line(session: AgentSession, number: int | None) -> None:
 
 
 def _lost_card_line(tool_name: str, summary: str) -> str:
-    """The line an approval card leaves where a lost kernel can no longer draw it."""
-    return f"*(An approval card for {tool_name} `{summary}` was shown here.)*"
+    """The line an approval card leaves where it is not drawn (answered and closed, a view
+    that cannot draw widgets, a kernel that is gone)."""
+    return (f"*(An approval card for {tool_name} `{summary}` was shown here: while its run waits for it, "
+            "`%agent approvals` shows it again.)*")
 
 
 def show_approvals(session: AgentSession) -> None:
@@ -224,7 +226,7 @@ def show_approvals(session: AgentSession) -> None:
     print(f"{len(cards)} approval{'s' if len(cards) != 1 else ''} waiting (run: {active.prompt[:60]!r}):")
     for request, card in cards:
         summary = tool_summary(request.tool_name, request.input, cwd=active.model.cwd)
-        # like every widget of the front, the card leaves a plain line for a lost kernel
+        # like every widget of the front, the card leaves a plain line where it is not drawn
         fallback = Fallback(functools.partial(_lost_card_line, request.tool_name, summary))
         card.add_class(live_class(fallback.key))
         display(card)

@@ -205,8 +205,20 @@ def end_markdown(model: RunModel) -> str:
     return f"**{title}** (`{'kernel lost' if model.lost else reason}`) — {markdown_literal(explanation)}"
 
 
-#: How a transcript of a run still going ends, when shown as a fallback: it is seen only
-#: when the run's kernel is gone (see ``fallback.py``), so the run was interrupted there.
+#: How the transcript of a run still going ends where it stands in for the live widget (the
+#: fallback output, see ``jupyter/fallback.py``). It is seen wherever the widget is not drawn:
+#: a kernel that is gone, but also a page reloaded on a notebook that is not trusted, another
+#: person's view of a shared notebook, the seconds before a reloaded page restores its widgets.
+#: Written while the run goes on, it cannot know which: it says what is known, and how to
+#: reach the run if it is still going. Once the kernel is really gone it reads
+#: :data:`UNFINISHED_AS_LOST`: written by the kernel when it is told it goes away
+#: (``AgentRun.lose``), swapped in by the page when it sees its kernel restart or die.
+UNFINISHED_ELSEWHERE = ("⏳ **Still running** when this was written: this is its transcript so far. If its "
+                        "kernel is still running, so is the run: `%agent approvals` in a cell of this "
+                        "notebook shows what waits for you, with its buttons. If the kernel was restarted "
+                        "since, the run was interrupted then.")
+
+#: How the transcript of a run ends once its kernel is gone (see above).
 UNFINISHED_AS_LOST = ("**Interrupted** (`kernel lost`) — the kernel stopped or restarted before this "
                       "run ended: this is its transcript up to then. Calls that had not finished did not run.")
 

@@ -1,7 +1,8 @@
 /**
  * jupyter-agent's JupyterLab extension: a list of plugins. Each feature lives in its
  * own module (bridge.ts: the live-notebook bridge; panel.ts: the side panel; chatKeys.ts:
- * Enter sends in chat()); add a plugin here to add one.
+ * Enter sends in chat(); displays.ts: the agent's display updates in every view of a
+ * notebook); add a plugin here to add one.
  */
 
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -10,6 +11,7 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { activateBridge } from './bridge';
 import { activateChatKeys } from './chatKeys';
+import { activateDisplays } from './displays';
 import { PANEL_PLUGIN_ID, activatePanel } from './panel';
 
 /** The bridge that lets the agent in the kernel read, edit and run the open notebook. */
@@ -50,6 +52,17 @@ const chatKeysPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-const plugins: JupyterFrontEndPlugin<void>[] = [bridgePlugin, panelPlugin, chatKeysPlugin];
+/** The agent's display updates (a run's end, its transcript so far) in every view of a
+ * notebook, also those that did not show the output live: a reloaded page, a second tab
+ * (displays.ts). */
+const displaysPlugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-agent:displays',
+  description: "Shows a run's end in every view of its notebook, also after a reload.",
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => activateDisplays(tracker)
+};
+
+const plugins: JupyterFrontEndPlugin<void>[] = [bridgePlugin, panelPlugin, chatKeysPlugin, displaysPlugin];
 
 export default plugins;

@@ -1,5 +1,6 @@
 """`%%agent` in real JupyterLab in real Chromium: Markdown streams into the widget, a
-click on Allow runs the write, and the static transcript replaces the widget.
+click on Allow runs the write, and the static transcript replaces the widget; a page
+reloaded while an approval waits (and a second tab) answers it and shows the end.
 
 Skipped unless JupyterLab, Python playwright and /usr/bin/chromium are installed
 (docs/design.md, "Browser tests": never download a browser). ~10 s.
@@ -7,11 +8,17 @@ Skipped unless JupyterLab, Python playwright and /usr/bin/chromium are installed
 
 from __future__ import annotations
 
+import json
+
+import nbformat
 import pytest
 
 from jupyter_agent.testing import response, text, thinking, tool_use
 
-from .lab import HAVE_BROWSER, require_browser, run_and_wait, run_cell, write_notebook
+from .lab import (
+    CELLS, HAVE_BROWSER, button, cell, require_browser, run_and_wait, run_cell, save, screenshot, wait_idle,
+    write_notebook,
+)
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER,
@@ -39,3 +46,38 @@ def test_agent_cell_in_jupyterlab(lab, page_of, script):
     assert target.read_text() == "hello"
     assert "Done: out.txt says hello." in output and "completed" in output
     assert "Stop" not in output  # the live widget is gone: the transcript replaced it
+
+
+def test_a_reloaded_page_answers_a_waiting_approval_and_shows_the_end(lab, page_of, script):
+    """Reloading the page while an approval waits: the cell's widget is restored from the live
+    kernel and its buttons work; after Allow the run's end replaces the widget in that page
+    too, though JupyterLab sends a reloaded page no display updates (a second tab reads the
+    saved notebook the same way), and saving there keeps the end."""
+    target = lab.root / "reloaded.txt"
+    nb_path = write_notebook(lab.root / "reload.ipynb", ["%load_ext jupyter_agent", "%%agent\nWrite reloaded.txt"])
+    script(response(text("Writing it."), tool_use("Write", {"file_path": str(target), "content": "hello"})),
+           response(text("Written after the reload.")))
+    page = page_of("reload.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    button(page, "Allow").wait_for(timeout=60000)
+    save(page, nb_path)  # what the reloaded page reads
+    page.reload()
+    page.wait_for_selector(CELLS)
+    wait_idle(page)
+    allow = cell(page, 1).locator("button.jupyter-button:not([disabled])", has_text="Allow").first
+    allow.wait_for(timeout=60000)  # re-attached: the widget restored from the live kernel
+    assert "kernel lost" not in cell(page, 1).inner_text()
+    screenshot(page, "reloaded-waiting", cell(page, 1))
+    allow.click()
+    # the transcript replaces the widget in a page that did not show it live
+    end = cell(page, 1).locator(".jp-OutputArea-output", has_text="Written after the reload.")
+    end.locator("code", has_text="completed").wait_for(timeout=60000)
+    page.wait_for_function("el => !el.querySelector('.jupyter-widgets')", arg=cell(page, 1).element_handle())
+    screenshot(page, "reloaded-ended", cell(page, 1))
+    assert target.read_text() == "hello"
+    cell(page, 1).locator(".jp-InputPrompt").click()  # the notebook has the focus: Ctrl+S saves it
+    save(page, nb_path)
+    outputs = json.dumps(nbformat.read(nb_path, as_version=4).cells[1].outputs)
+    assert "completed" in outputs and "Still running" not in outputs
+    assert "application/vnd.jupyter.widget-view+json" not in outputs

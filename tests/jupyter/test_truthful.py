@@ -104,7 +104,8 @@ async def test_pending_approvals_stay_reachable_and_rules_are_listed_and_removed
     assert "1 approval waiting" in shown["outputs"][0]["text"]
     assert any(VIEW in o.get("data", {}) for o in shown["outputs"])
     # the card, like every widget shown, is followed by its plain fallback
-    assert "An approval card for Write `reach_a.txt` was shown here." in str(shown["outputs"][-1]["data"])
+    assert ("An approval card for Write `reach_a.txt` was shown here: while its run waits for it, "
+            "`%agent approvals` shows it again.") in str(shown["outputs"][-1]["data"])
     await kernel.execute("from jupyter_agent.jupyter.session import get_session\n"
                          "_card = list(get_session().active.broker.cards.values())[0][1]")
     assert (await kernel.value("_card.model_id")).strip("'") == \
@@ -153,3 +154,41 @@ async def test_a_kernel_shutdown_leaves_the_transcript_and_reads_as_interrupted(
     assert "I'll write it." in md and "**Interrupted** (`kernel lost`)" in md
     assert "■ <b>Write</b>" in md and "— stopped" in md
     assert not (tmp_path / "x.txt").exists()
+
+
+async def test_a_run_still_going_is_never_said_lost_and_every_view_can_follow_it(kernel, script, module_tmp):
+    """The fallback of a run still going is seen wherever the widget is not drawn: a
+    reloaded page on a notebook that is not trusted, another tab, the moments before a
+    page restores its widgets, not only a kernel that is gone. Its words are true in all of
+    them (no "kernel lost" while the kernel runs), and each output names its display id in
+    its metadata, so that a view that did not show it live applies its updates too."""
+    target = module_tmp / "followed.txt"
+    script(response(text("I'll write it."), tool_use("Write", {"file_path": str(target), "content": "x"})),
+           response(text("Written.")))
+    await kernel.execute("%agent new")
+    result = await kernel.execute("%%agent\nWrite followed.txt")
+    allow = await kernel.button("Allow")
+    widget, fallback = [o for o in result["outputs"] if o["msg_type"] == "display_data"]
+    for output in (widget, fallback):
+        assert output["metadata"]["jupyter_agent"]["display_id"] == output["transient"]["display_id"]
+    assert "a live widget" in widget["data"]["text/plain"]
+    fallback_id = fallback["transient"]["display_id"]
+    # the card showed: the fallback was brought up to date (a save now keeps it)
+    waiting = await kernel.until(lambda: [u for u in kernel.display_updates(fallback_id)
+                                          if "waiting for approval" in u["data"].get("text/markdown", "")],
+                                 5, "the fallback with the waiting call")
+    md = waiting[-1]["data"]["text/markdown"]
+    assert "kernel lost" not in md and "Interrupted" not in md
+    assert "Still running** when this was written" in md and "`%agent approvals`" in md
+    # while it runs, it names the ending a page swaps in when it sees the kernel die or restart
+    if_lost = waiting[-1]["metadata"]["jupyter_agent"].pop("if_lost")
+    assert waiting[-1]["metadata"] == {"jupyter_agent": {"display_id": fallback_id}}
+    assert md.endswith(if_lost["ending"]) and "**Interrupted** (`kernel lost`)" in if_lost["lost"]
+    kernel.click(allow)
+    end = await transcript(kernel, display_id_of(result))
+    assert "(`completed`)" in end and "Still running" not in end
+    update = [u for u in kernel.display_updates(display_id_of(result)) if VIEW not in u["data"]][-1]
+    assert update["metadata"] == {"jupyter_agent": {"display_id": display_id_of(result)}}
+    await kernel.until(lambda: kernel.display_updates(fallback_id)[-1]["data"] == {"text/plain": ""}, 5,
+                       "the fallback emptied")
+    assert kernel.display_updates(fallback_id)[-1]["metadata"] == {"jupyter_agent": {"display_id": fallback_id}}

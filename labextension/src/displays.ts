@@ -1,0 +1,198 @@
+/**
+ * The agent's display updates, for every view of a notebook.
+ *
+ * The kernel replaces a run's live widget by its transcript, and keeps the widget's
+ * fallback output up to date, with `update_display_data` messages. JupyterLab applies
+ * those only to outputs its page received live: a display id is not saved with the
+ * notebook, so a reloaded page, a second tab or another person's view of a shared
+ * notebook never sees a run end, and saving there keeps the run "still running".
+ *
+ * Each output of ours names its display id in its metadata (`jupyter_agent.display_id`,
+ * jupyter_agent/jupyter/fallback.py's `display_metadata`). Here every notebook page
+ * listens to its kernel's iopub and applies each update of ours to the outputs that carry
+ * its id. The page that showed the output live gets the same update from JupyterLab too:
+ * an output that already holds the update is left alone. The data comes from the
+ * notebook's own kernel and goes into the output as it is; the output area renders it
+ * as it would any output (an untrusted notebook's sanitized).
+ *
+ * A run's fallback says "still running" while the run goes on; its kernel cannot correct
+ * it when it dies or is restarted (JupyterLab drops the old kernel's updates first). The
+ * page can: when it sees its kernel restart or die, each output of ours that names an
+ * `if_lost` ending in its metadata, and still ends with the running one, gets the other.
+ */
+
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { KernelMessage } from '@jupyterlab/services';
+import { JSONExt, JSONObject } from '@lumino/coreutils';
+
+/** The metadata key under which an output names its display id. */
+export const METADATA_KEY = 'jupyter_agent';
+
+/** Every display id of ours starts with this. */
+export const DISPLAY_PREFIX = 'jupyter-agent-';
+
+/** An update of ours, as the output it makes. */
+export interface IDisplayOutput {
+  output_type: 'display_data';
+  data: JSONObject;
+  metadata: JSONObject;
+}
+
+/** What the relay uses of a code cell's outputs (JupyterLab's IOutputAreaModel). */
+interface IOutputs {
+  readonly length: number;
+  get(index: number): { toJSON(): unknown };
+  set(index: number, output: IDisplayOutput): void;
+}
+
+/** What of an output the relay reads. */
+export interface IOutputLike {
+  output_type: string;
+  data?: unknown;
+  metadata?: unknown;
+}
+
+/** The display id an output names in its metadata, if it is one of ours. */
+export function displayIdOf(output: IOutputLike): string | null {
+  const metadata = output.metadata as JSONObject | undefined;
+  const ours = metadata?.[METADATA_KEY] as JSONObject | undefined;
+  const id = ours?.display_id;
+  return typeof id === 'string' && id.startsWith(DISPLAY_PREFIX) ? id : null;
+}
+
+/** An update of ours: its display id and the output it makes, or null for any other
+ * message. */
+export function displayUpdate(msg: KernelMessage.IMessage): { id: string; output: IDisplayOutput } | null {
+  if (msg.header.msg_type !== 'update_display_data') {
+    return null;
+  }
+  const content = msg.content as KernelMessage.IUpdateDisplayDataMsg['content'];
+  const id = content.transient?.display_id;
+  if (typeof id !== 'string' || !id.startsWith(DISPLAY_PREFIX)) {
+    return null;
+  }
+  return {
+    id,
+    output: {
+      output_type: 'display_data',
+      data: (content.data ?? {}) as JSONObject,
+      metadata: (content.metadata ?? {}) as JSONObject
+    }
+  };
+}
+
+/** The indices of `outputs` that name display id `id` and do not hold `output` yet. */
+export function outputsToUpdate(
+  outputs: ReadonlyArray<IOutputLike>,
+  id: string,
+  output: { data: JSONObject; metadata: JSONObject }
+): number[] {
+  const stale: number[] = [];
+  outputs.forEach((o, i) => {
+    if (displayIdOf(o) !== id) {
+      return;
+    }
+    const same =
+      JSONExt.deepEqual((o.data ?? {}) as JSONObject, output.data) &&
+      JSONExt.deepEqual((o.metadata ?? {}) as JSONObject, output.metadata);
+    if (!same) {
+      stale.push(i);
+    }
+  });
+  return stale;
+}
+
+/** The kernel statuses that mean its runs are gone. */
+export const LOST_STATUSES = ['restarting', 'autorestarting', 'dead'];
+
+/** What `output` becomes once its kernel is gone: its `if_lost` ending instead of the
+ * running one, or null when it names none or no longer ends with it. */
+export function lostOutput(output: IOutputLike): IDisplayOutput | null {
+  const id = displayIdOf(output);
+  const ours = (output.metadata as JSONObject | undefined)?.[METADATA_KEY] as JSONObject | undefined;
+  const ifLost = ours?.if_lost as JSONObject | undefined;
+  const data = (output.data ?? {}) as JSONObject;
+  const markdown = data['text/markdown'];
+  const ending = ifLost?.ending;
+  const lost = ifLost?.lost;
+  if (
+    id === null ||
+    typeof markdown !== 'string' ||
+    typeof ending !== 'string' ||
+    typeof lost !== 'string' ||
+    !markdown.endsWith(ending)
+  ) {
+    return null;
+  }
+  return {
+    output_type: 'display_data',
+    data: { ...data, 'text/markdown': markdown.slice(0, markdown.length - ending.length) + lost },
+    metadata: { [METADATA_KEY]: { display_id: id } }
+  };
+}
+
+/** Each code cell's outputs in the notebook shown in `panel`. */
+function eachOutputs(panel: NotebookPanel, visit: (outputs: IOutputs, current: IOutputLike[]) => void): void {
+  const cells = panel.content.model?.cells;
+  if (!cells) {
+    return;
+  }
+  for (let c = 0; c < cells.length; c++) {
+    const cell = cells.get(c);
+    if (cell.type !== 'code') {
+      continue;
+    }
+    const outputs = (cell as unknown as { outputs: IOutputs }).outputs;
+    const current: IOutputLike[] = [];
+    for (let i = 0; i < outputs.length; i++) {
+      current.push(outputs.get(i).toJSON() as IOutputLike);
+    }
+    visit(outputs, current);
+  }
+}
+
+/** The kernel of `panel` is gone: its runs still going read as interrupted. */
+function markLost(panel: NotebookPanel): void {
+  eachOutputs(panel, (outputs, current) => {
+    current.forEach((output, index) => {
+      const lost = lostOutput(output);
+      if (lost) {
+        outputs.set(index, lost);
+      }
+    });
+  });
+}
+
+/** Apply one kernel message to the outputs of the notebook shown in `panel`. */
+function relay(panel: NotebookPanel, msg: KernelMessage.IMessage): void {
+  const update = displayUpdate(msg);
+  if (!update) {
+    return;
+  }
+  eachOutputs(panel, (outputs, current) => {
+    for (const index of outputsToUpdate(current, update.id, update.output)) {
+      outputs.set(index, update.output);
+    }
+  });
+}
+
+/** Relay the agent's display updates in every notebook page, and mark its runs lost with
+ * their kernel (see the module comment). */
+export function activateDisplays(tracker: INotebookTracker): void {
+  const follow = (panel: NotebookPanel) => {
+    const onMessage = (_: unknown, msg: KernelMessage.IMessage) => relay(panel, msg);
+    const onStatus = (_: unknown, status: string) => {
+      if (LOST_STATUSES.includes(status)) {
+        markLost(panel);
+      }
+    };
+    panel.sessionContext.iopubMessage.connect(onMessage);
+    panel.sessionContext.statusChanged.connect(onStatus);
+    panel.disposed.connect(() => {
+      panel.sessionContext.iopubMessage.disconnect(onMessage);
+      panel.sessionContext.statusChanged.disconnect(onStatus);
+    });
+  };
+  tracker.forEach(follow);
+  tracker.widgetAdded.connect((_, panel) => follow(panel));
+}

@@ -1,0 +1,93 @@
+/**
+ * The display relay (src/displays.ts): which kernel messages are ours, and which outputs of
+ * a cell an update replaces. The outputs are as a reloaded page holds them: read from the
+ * saved notebook, with the display id only in their metadata.
+ */
+
+import { KernelMessage } from '@jupyterlab/services';
+import { displayIdOf, displayUpdate, lostOutput, outputsToUpdate } from '../src/displays';
+
+const ID = 'jupyter-agent-0123abcd';
+const ours = (id: string) => ({ jupyter_agent: { display_id: id } });
+
+function update(displayId: string, data: object, metadata: object = ours(displayId)): KernelMessage.IMessage {
+  return {
+    header: { msg_type: 'update_display_data' },
+    parent_header: {},
+    metadata: {},
+    content: { data, metadata, transient: { display_id: displayId } },
+    channel: 'iopub'
+  } as unknown as KernelMessage.IMessage;
+}
+
+describe('displayUpdate', () => {
+  it('reads an update of ours as the output it makes', () => {
+    const msg = update(ID, { 'text/markdown': '✓ *Finished*', 'text/plain': 'completed' });
+    expect(displayUpdate(msg)).toEqual({
+      id: ID,
+      output: {
+        output_type: 'display_data',
+        data: { 'text/markdown': '✓ *Finished*', 'text/plain': 'completed' },
+        metadata: ours(ID)
+      }
+    });
+  });
+
+  it("leaves other messages and other libraries' display ids alone", () => {
+    expect(displayUpdate(update('someone-else', { 'text/plain': 'x' }))).toBeNull();
+    const display = { ...update(ID, {}), header: { msg_type: 'display_data' } } as unknown as KernelMessage.IMessage;
+    expect(displayUpdate(display)).toBeNull();
+  });
+});
+
+describe('outputsToUpdate', () => {
+  const widget = {
+    output_type: 'display_data',
+    data: { 'application/vnd.jupyter.widget-view+json': { model_id: 'm1' }, 'text/plain': 'live' },
+    metadata: ours(ID)
+  };
+  const fallback = {
+    output_type: 'display_data',
+    data: { 'text/markdown': 'still running', 'text/plain': '' },
+    metadata: ours('jupyter-agent-fallback-99')
+  };
+  const printed = { output_type: 'stream', name: 'stdout', text: 'hi' };
+  const end = { data: { 'text/markdown': 'Finished', 'text/plain': 'completed' }, metadata: ours(ID) };
+
+  it('finds the outputs that name the display id in their metadata', () => {
+    expect(displayIdOf(widget)).toBe(ID);
+    expect(displayIdOf(printed)).toBeNull();
+    expect(displayIdOf({ output_type: 'display_data', metadata: ours('not-ours') })).toBeNull();
+    expect(outputsToUpdate([printed, widget, fallback], ID, end)).toEqual([1]);
+  });
+
+  it('leaves an output that already holds the update (the page that showed it live)', () => {
+    const done = { output_type: 'display_data', ...end };
+    expect(outputsToUpdate([done, fallback], ID, end)).toEqual([]);
+  });
+});
+
+describe('lostOutput', () => {
+  const running = 'Still running';
+  const lost = '**Interrupted** (`kernel lost`)';
+  const fallback = (markdown: string) => ({
+    output_type: 'display_data',
+    data: { 'text/markdown': markdown, 'text/plain': 'running' },
+    metadata: { jupyter_agent: { display_id: ID, if_lost: { ending: running, lost } } }
+  });
+
+  it('swaps the running ending for the lost one, and names no ending any more', () => {
+    expect(lostOutput(fallback(`so far\n\n${running}`))).toEqual({
+      output_type: 'display_data',
+      data: { 'text/markdown': `so far\n\n${lost}`, 'text/plain': 'running' },
+      metadata: ours(ID)
+    });
+  });
+
+  it('leaves an output that ended, or that names no ending', () => {
+    expect(lostOutput(fallback('so far\n\n✓ Finished'))).toBeNull();
+    expect(
+      lostOutput({ output_type: 'display_data', data: { 'text/markdown': running }, metadata: ours(ID) })
+    ).toBeNull();
+  });
+});
