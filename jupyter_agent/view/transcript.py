@@ -213,7 +213,7 @@ def end_markdown(model: RunModel) -> str:
 #: reach the run if it is still going. Once the kernel is really gone it reads
 #: :data:`UNFINISHED_AS_LOST`: written by the kernel when it is told it goes away
 #: (``AgentRun.lose``), swapped in by the page when it sees its kernel restart or die.
-UNFINISHED_ELSEWHERE = ("⏳ **Still running** when this was written: this is its transcript so far. If its "
+UNFINISHED_ELSEWHERE = ("▸ **Still running** when this was written: this is its transcript so far. If its "
                         "kernel is still running, so is the run: `%agent approvals` in a cell of this "
                         "notebook shows what waits for you, with its buttons. If the kernel was restarted "
                         "since, the run was interrupted then.")
