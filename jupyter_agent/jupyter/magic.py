@@ -101,9 +101,11 @@ def line_parser() -> _Parser:
         "Show or change the agent's settings. With no arguments: show them. "
         "`new` starts a new conversation, `runs` lists past runs, `stop` stops the running one, "
         "`approvals` shows the approvals waiting for you, `rules` lists the permission rules "
-        "(`rules --remove N` removes rule N)."))
-    parser.add_argument("action", nargs="?", choices=("status", "new", "runs", "stop", "approvals", "rules"),
-                        default="status")
+        "(`rules --remove N` removes rule N), `compact [instruction]` summarises the conversation "
+        "now, keeping your own messages word for word."))
+    parser.add_argument("action", nargs="?", default="status",
+                        choices=("status", "new", "runs", "stop", "approvals", "rules", "compact"))
+    parser.add_argument("words", nargs="*", help="with `compact`: what the summary must keep")
     parser.add_argument("--remove", metavar="N", type=positive_int,
                         help="with `rules`: remove the session rule number N")
     _add_common(parser, line=True)
@@ -153,7 +155,7 @@ class AgentMagics(Magics):
             raise UsageError(str(exc)) from None
 
     # -- %agent --------------------------------------------------------------------------
-    def _line(self, line: str) -> None:
+    def _line(self, line: str) -> Any:
         try:
             args = line_parser().parse_args(_split(line))
         except _ShownHelp:
@@ -162,6 +164,12 @@ class AgentMagics(Magics):
         try:
             session.set_defaults(model=args.model, permission_mode=args.permission_mode,
                                  max_turns=args.max_turns, cwd=args.cwd, replay=args.replay)
+            if args.words and args.action != "compact":
+                raise UsageError(f"unexpected words after `{args.action}`: {' '.join(args.words)}")
+            if args.action == "compact":
+                instruction = " ".join(args.words)
+                warmup.wait()
+                return session.start(f"/compact {instruction}".strip(), compact=instruction)
             if args.action == "new":
                 session.new_conversation()
                 print("Started a new conversation: the next %%agent cell will not see earlier turns.")
@@ -177,7 +185,7 @@ class AgentMagics(Magics):
                 print(rules_text(session))
             else:
                 print(status_text(session))
-        except AgentBusy as exc:
+        except (AgentBusy, NoApiKey) as exc:
             raise UsageError(str(exc)) from None
         if args.remove is not None and args.action != "rules":
             raise UsageError("--remove goes with `rules`: `%agent rules --remove N`.")
