@@ -28,9 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from .tool import Tool, ToolContext
 from .abort import AbortSignal
 from .budget import ToolResultBudget
-from .compaction import (
-    PROMPT_TOO_LONG_ADVICE, CompactionEnv, ContextBudget, RunContext, window_for_model,
-)
+from .compaction import PROMPT_TOO_LONG_ADVICE, RunContext, run_context
 from .events import (
     AssistantMessage, Checkpoint, CompactionTrigger, ContextUsage, ModelFallback, ModelRetry, Notice, RequestStart,
     StreamEvent, ToolOutcome, ToolResult, UserMessage, STEP_NAMES,
@@ -208,7 +206,10 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
         can_use_tool=params.can_use_tool, hooks=params.hooks,
     )
     definitions = [t.to_api() for t in params.tools]
-    loop = _Loop(params, record, signal, env, definitions, run_context(params, record, signal, env, definitions))
+    context = run_context(params.model, params.system, definitions, env.tools_by_name, params.context, params.hooks,
+                          params.user_context, record.meter, signal, context_window=params.context_window,
+                          max_tokens=params.max_tokens)
+    loop = _Loop(params, record, signal, env, definitions, context)
     turn: Turn | None = None
     try:
         while True:
@@ -252,16 +253,6 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
         # A consumer that stops pulling (or a cancelled task) must not leave tools running.
         if turn is not None and turn.executor is not None:
             turn.executor.discard()
-
-
-def run_context(params: QueryParams, record: RunRecord, signal: AbortSignal, env: ToolRunEnv,
-                definitions: list[dict[str, Any]]) -> RunContext:
-    """The run's context organisation: its window, and what a compaction may use."""
-    window = params.context_window or window_for_model(params.model.name)
-    return RunContext(CompactionEnv(
-        params.model, params.system, definitions, env.tools_by_name, params.context, params.hooks,
-        params.user_context, ContextBudget(window, params.max_tokens), record.meter, signal,
-    ))
 
 
 async def build_request(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:

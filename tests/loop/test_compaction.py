@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 
 from jupyter_agent import HookResult, TerminalReason, query
-from jupyter_agent.loop.compaction import (
-    CLEARED_MARKER, SUMMARY_REQUEST_MARKER, ContextBudget, microcompact, user_messages_to_keep,
-)
+from jupyter_agent.loop.compaction import SUMMARY_REQUEST_MARKER, user_messages_to_keep
+from jupyter_agent.loop.context_window import CLEARED_MARKER, ContextBudget, microcompact
 from jupyter_agent.loop.events import Compaction, CompactionKind, CompactionOutcome, CompactionTrigger, RequestStart
 from jupyter_agent.loop.messages import ensure_tool_result_pairing
 from jupyter_agent.loop.tool import Tool, ToolInput, ToolOutput
