@@ -218,6 +218,8 @@ async def _read_again(env: CompactionEnv, messages: Sequence[Message]) -> tuple[
     seen: set[str] = set()
     blocks: list[dict[str, Any]] = []
     names: list[str] = []
+    room = env.budget.reread_room  # (a file that does not fit is left to the model to Read again)
+    per_file = min(MAX_REREAD_TOKENS_PER_FILE, room // 2)
     for call in _latest_calls_first(messages):
         if len(names) >= MAX_REREAD_FILES:
             break
@@ -226,9 +228,15 @@ async def _read_again(env: CompactionEnv, messages: Sequence[Message]) -> tuple[
         if tool is None or again is None or (key := json.dumps(again, sort_keys=True)) in seen:
             continue
         seen.add(key)
+        records = dict(env.context.read_file_state)
         text = await _read(tool, again, env.context)
-        if text is None or estimate_tokens(text) > MAX_REREAD_TOKENS_PER_FILE:
+        tokens = estimate_tokens(text) if text is not None else 0
+        if text is None or tokens > per_file or tokens > room:
+            # not shown to the model: the read must not count as one (read-before-edit)
+            env.context.read_file_state.clear()
+            env.context.read_file_state.update(records)
             continue
+        room -= tokens
         what = tool.summary(again) or tool.name
         blocks.append({"type": "text", "text": f"{REREAD_HEADER} {what}\n{text}\n</system-reminder>"})
         names.append(what)

@@ -79,6 +79,11 @@ class ContextBudget:
         return self.compact_at // 2
 
     @property
+    def reread_room(self) -> int:
+        """How much of the rebuilt history the files read again may take, in all."""
+        return self.window // 8
+
+    @property
     def user_messages_room(self) -> int:
         """How much of the rebuilt history the user's own messages may take."""
         return self.window // 4
