@@ -182,12 +182,15 @@ async def _summarise(env: CompactionEnv, messages: Sequence[Message], instructio
     The system prompt and tools are the run's, so the request shares the conversation's
     cached prefix."""
     ask = SUMMARY_INSTRUCTION + (f"\n\nAlso follow these instructions:\n{instructions}" if instructions else "")
-    room = env.budget.window - env.budget.answer_room - _fixed_tokens(env) - estimate_tokens(ask)
+    # the summary's own room is smaller than an answer's, so the history is sent as it is
+    # (its cached prefix read again) whenever it fits
+    max_tokens = min(env.budget.max_tokens, MAX_SUMMARY_TOKENS, env.budget.window // 8)
+    room = env.budget.window - max_tokens - _fixed_tokens(env) - estimate_tokens(ask)
     history = _fit(list(messages), env, room)
     request = ModelRequest(
         messages=normalize_messages_for_api(prepend_user_context([*history, create_user_message(ask)],
                                                                  env.user_context)),
-        system=env.system, tools=env.tool_definitions, max_tokens=min(env.budget.max_tokens, MAX_SUMMARY_TOKENS),
+        system=env.system, tools=env.tool_definitions, max_tokens=max_tokens,
     )
     answer: AssistantMessage | None = None
     async for event in stream_with_abort(env.model, request, env.signal):
@@ -202,7 +205,7 @@ def _fit(messages: list[Message], env: CompactionEnv, room: int) -> list[Message
     cleared first, then the oldest messages left out (pairing repaired)."""
     size = estimate_tokens(messages)
     if size > room:
-        messages, _, saved = microcompact(messages, env.tools_by_name, size, room)
+        messages, _, saved = microcompact(messages, env.tools_by_name, size, room, only_if_enough=False)
         size -= saved
     while size > room and len(messages) > 1:
         size -= estimate_tokens(messages.pop(0))

@@ -106,7 +106,11 @@ def estimate_tokens(value: Any) -> int:
             return [strip(v) for v in item]
         return item
 
-    text = value if isinstance(value, str) else json.dumps(strip(value), ensure_ascii=False)
+    if isinstance(value, str):
+        return -(-len(value) // CHARS_PER_TOKEN)
+    text = json.dumps(value, ensure_ascii=False)
+    if '"base64"' in text:  # (rare) media inside: count it at its price, not its data's length
+        text = json.dumps(strip(value), ensure_ascii=False)
     return -(-len(text) // CHARS_PER_TOKEN) + images * IMAGE_TOKENS
 
 
@@ -139,12 +143,17 @@ class PromptSize:
 # -- microcompact -----------------------------------------------------------------------
 
 def microcompact(messages: list[Message], tools_by_name: dict[str, Tool], size: int,
-                 target: int) -> tuple[list[Message], int, int]:
+                 target: int, *, only_if_enough: bool = True) -> tuple[list[Message], int, int]:
     """Clear old tool results until the estimate ``size`` is at most ``target``.
 
     Images first, then the largest; ties go to the oldest; the latest
     :data:`KEEP_RECENT_RESULTS` stay. Returns (messages, results cleared, tokens saved);
     messages that did not change are the same objects.
+
+    ``only_if_enough``: clear nothing unless the target is reached. Each clearing changes
+    the prompt's prefix (the prompt cache is read again from there on), so it is done in
+    one batch that buys room for several turns, never one result per turn; when the latest
+    results alone are over the target, the summary is the layer that helps.
     """
     calls = {b["id"]: b for m in messages if m.get("role") == "assistant"
              for b in content_blocks(m) if b.get("type") == "tool_use"}
@@ -167,7 +176,7 @@ def microcompact(messages: list[Message], tools_by_name: dict[str, Tool], size: 
         marker = _cleared_marker(block, calls.get(block["tool_use_id"]), tools_by_name)
         cleared[(i, j)] = {**block, "content": marker}
         saved += tokens - estimate_tokens(marker)
-    if not cleared:
+    if not cleared or (only_if_enough and size - saved > target):
         return messages, 0, 0
     out = list(messages)
     for i in sorted({i for i, _ in cleared}):
