@@ -20,7 +20,7 @@ from jupyter_agent.loop.messages import ensure_tool_result_pairing
 from jupyter_agent.loop.tool import Tool, ToolInput, ToolOutput
 from jupyter_agent.testing import FakeMessagesAPI, prompt_too_long, response, text, tool_use
 
-from .conftest import run_query
+from .conftest import Echo, run_query
 
 PROMPT = "Read the twelve reports and tell me which one mentions penguins. Keep my wording: zebra-42."
 
@@ -212,3 +212,26 @@ def test_thresholds_leave_room_for_the_answer(window):
     budget = ContextBudget(window, max_tokens=8192)
     assert budget.microcompact_target < budget.microcompact_at < budget.compact_at
     assert budget.compact_at + budget.answer_room < window
+
+
+async def test_compact_now_keeps_the_users_words_and_the_conversation_goes_on(tmp_path: Path):
+    from jupyter_agent import Conversation
+
+    script = [response(tool_use("Echo", {"text": "a"})), response(text("First answer.")),
+              response(text("Summary of the first run.")), response(text("Second answer."))]
+    with FakeMessagesAPI(script) as api:
+        conv = Conversation(model=api.model(), tools=[Echo()], cwd=tmp_path)
+        await conv.send("Please echo a, my-words-1.").wait()
+        compacted = conv.compact("keep the echo details")
+        events = [e async for e in compacted]
+        summary_request = json.dumps(api.messages_requests[2].body["messages"][-1])
+        second = await conv.send("And now?").wait()
+        sent = json.dumps(api.messages_requests[3].body["messages"])
+        await conv.model.aclose()
+    assert compacted.terminal.reason == TerminalReason.COMPLETED
+    assert [(e.trigger, e.outcome) for e in events if isinstance(e, Compaction)] == [
+        (CompactionTrigger.MANUAL, CompactionOutcome.COMPACTED)]
+    assert "keep the echo details" in summary_request
+    assert second.reason == TerminalReason.COMPLETED
+    assert "Summary of the first run." in sent and "Please echo a, my-words-1." in sent
+    assert "tool_use" not in sent  # the compacted part is gone, pairs and all
