@@ -93,11 +93,9 @@ async def session(window: int | None, pages: int) -> tuple[Recorder, list[Compac
                     permissions=ToolCheckPolicy(), context_window=window or 10_000_000,
                     system_prompt="You are a benchmark.")
         compactions = []
-        start = time.perf_counter()
         async for event in run:
             if isinstance(event, Compaction):
                 compactions.append(event)
-        elapsed = time.perf_counter() - start
         await model.inner.aclose()
     gaps = [(b.received_at - a.message_stop_at) * 1000 for a, b in zip(api.requests, api.requests[1:])
             if a.message_stop_at is not None and b.received_at is not None]
