@@ -271,7 +271,7 @@ async def _read(tool: Tool, raw_input: dict[str, Any], context: ToolContext) -> 
 
 # -- one run's context ---------------------------------------------------------------------
 
-_MAXIMUM = re.compile(r"tokens\s*>\s*(\d+)\s*maximum")
+_MAXIMUM = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
 #: Transitions into an iteration that starts from a freshly compacted history.
 COMPACTED_REASONS = ("auto_compact", "reactive_compact_retry")
 PROMPT_TOO_LONG_ADVICE = (
@@ -295,13 +295,15 @@ class RunContext:
         """A response came: the API's count for the prompt that was ``sent``."""
         self.size.observe(sent, usage)
 
-    def learn_window(self, error: str) -> None:
+    def learn_window(self, error: str) -> int | None:
         """The API said ``prompt is too long: N tokens > M maximum``: M is the real window
-        (smaller than the one configured), for the summary request and the rest of the run."""
+        (if smaller than the one configured), for the summary request and the rest of the
+        run. Returns N, the API's count of the refused prompt (None if it said none)."""
         found = _MAXIMUM.search(error)
-        if found and int(found.group(1)) < self.env.budget.window:
-            budget = replace(self.env.budget, window=int(found.group(1)))
+        if found and int(found.group(2)) < self.env.budget.window:
+            budget = replace(self.env.budget, window=int(found.group(2)))
             self.env = replace(self.env, budget=budget)
+        return int(found.group(1)) if found else None
 
     def before_request(self, messages: list[Message]) -> tuple[list[Message], list[Compaction], ContextUsage]:
         """Microcompact if the prompt is past its threshold. Returns the messages to send,

@@ -347,9 +347,9 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]
             executor.discard()
         retried = turn.state.transition is not None and turn.state.transition.reason == "reactive_compact_retry"
         if not retried:  # compact once and retry; a second refusal ends the run
-            loop.context.learn_window(str(exc))
+            refused = loop.context.learn_window(str(exc))
             async for item in _compact(turn, loop, CompactionTrigger.REACTIVE,
-                                       Transition("reactive_compact_retry", str(exc))):
+                                       Transition("reactive_compact_retry", str(exc)), used=refused):
                 yield item
         if not turn.decided:
             turn.finish(TerminalReason.PROMPT_TOO_LONG, str(exc) + PROMPT_TOO_LONG_ADVICE, error=str(exc))
@@ -387,10 +387,11 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]
 
 
 async def _compact(turn: Turn, loop: _Loop, trigger: CompactionTrigger, transition: Transition | None,
-                   instructions: str = "") -> AsyncIterator[Any]:
+                   instructions: str = "", used: int | None = None) -> AsyncIterator[Any]:
     """Summarise ``turn.messages_for_query``; if it compacted, go round from the new history
-    for the reason in ``transition`` (None: the run ends there, as ``%agent compact`` asks)."""
-    used = loop.record.context.used if loop.record.context else 0
+    for the reason in ``transition`` (None: the run ends there, as ``%agent compact`` asks).
+    ``used``: the prompt's size, if the API counted it (else the loop's estimate)."""
+    used = used or (loop.record.context.used if loop.record.context else 0)
     try:
         result = await loop.context.compact(turn.messages_for_query, trigger, used, instructions)
     except Aborted:

@@ -111,6 +111,7 @@ async def test_prompt_too_long_compacts_once_and_retries():
     assert refused and refused[0].error.startswith("prompt is too long: ")
     reactive = [e for e in events if isinstance(e, Compaction) and e.trigger is CompactionTrigger.REACTIVE]
     assert reactive and reactive[0].outcome is CompactionOutcome.COMPACTED
+    assert reactive[0].tokens_before == int(refused[0].error.split()[4])  # the API's own count
 
 
 async def test_a_second_refusal_ends_prompt_too_long_with_advice(tools):
