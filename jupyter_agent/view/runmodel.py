@@ -285,6 +285,10 @@ class RunModel:
             self._user_message(event)
         elif isinstance(event, ev.Compaction):
             self._add(CompactionItem("compaction", event=event))
+            if event.outcome is ev.CompactionOutcome.COMPACTED:  # the meter drops with it
+                compact_at = self.context.compact_at if self.context else 0
+                self.context = ev.ContextUsage(event.tokens_after, event.window, compact_at)
+                self._header()
         elif isinstance(event, ev.Notice):
             self._add(NoticeItem("notice", level="info", text=f"{event.text}"))
         elif isinstance(event, Terminal):
