@@ -151,7 +151,7 @@ async def bare_per_turn(n: int, prior: list[dict[str, Any]]) -> float:
                 break
             results = []
             for use in uses:
-                out = await tool.call(tool.Input.model_validate(use["input"]), _Ctx(use["id"]))
+                out = await tool.call(tool.Input.model_validate(use["input"]), _Ctx(use["id"]), None)
                 results.append({"type": "tool_result", "tool_use_id": use["id"], "content": out.content})
             messages = [*messages, {"role": "assistant", "content": content},
                         {"role": "user", "content": results}]

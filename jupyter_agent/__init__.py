@@ -21,8 +21,8 @@ _EXPORTS = {
     "PermissionAllow": ".loop.permission_result", "PermissionAsk": ".loop.permission_result",
     "PermissionDeny": ".loop.permission_result",
     **{name: ".loop.events" for name in (
-        "AssistantMessage", "Checkpoint", "ModelFallback", "ModelRetry", "Notice", "RequestStart",
-        "StreamEvent", "ToolProgress", "ToolResult", "ToolStart", "UserMessage")},
+        "AssistantMessage", "Checkpoint", "Compaction", "ContextUsage", "ModelFallback", "ModelRetry", "Notice",
+        "RequestStart", "StreamEvent", "ToolProgress", "ToolResult", "ToolStart", "UserMessage")},
 }
 
 
@@ -38,7 +38,7 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 __all__ = [
-    "AssistantMessage", "Checkpoint", "Conversation", "HookResult", "Hooks", "Model",
+    "AssistantMessage", "Checkpoint", "Compaction", "ContextUsage", "Conversation", "HookResult", "Hooks", "Model",
     "ModelError", "ModelFallback", "ModelRequest", "ModelRetry", "Notice", "PermissionAllow",
     "PermissionAsk", "PermissionDeny", "QueryRun", "RequestStart", "State", "StreamEvent",
     "Terminal", "TerminalReason", "ToolProgress", "ToolResult", "ToolStart", "Transition",

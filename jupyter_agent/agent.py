@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .environment import REPLAY_ENV
+from .environment import CONTEXT_WINDOW_ENV, REPLAY_ENV
 from .loop.hooks import Hooks
 from .loop.messages import create_user_message
 from .loop.model_protocol import Model
@@ -44,6 +44,8 @@ def query(
     notebook_path: str | None = None,
     max_tokens: int = 8192,
     thinking: dict[str, Any] | None = None,
+    context_window: int | None = None,
+    compact: str | None = None,
 ) -> QueryRun:
     """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
     its run handle at once. Nothing is sent until the run is iterated or awaited.
@@ -52,13 +54,21 @@ def query(
     the offline replay, else ``JUPYTER_AGENT_MODEL``, else a current Sonnet). ``tools``
     defaults to the file and notebook tools. ``context`` shares files-read and kernels
     between runs of one conversation (``jupyter_agent.Conversation`` does this for you).
+    ``context_window`` (tokens) overrides ``$JUPYTER_AGENT_CONTEXT_WINDOW`` and the
+    model's known window; the loop compacts the history to stay inside it. ``compact``
+    (an instruction, or ""): summarise the history ``prompt`` now and end, answering nothing.
     """
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
     if permissions is not None and not isinstance(permissions, PermissionPolicy):
         raise TypeError(f"permissions must be a PermissionPolicy (jupyter_agent.loop.tool), not "
                         f"{type(permissions).__name__}: subclass it and implement decide().")
-    messages = _initial_messages(prompt)
+    if compact is None:
+        messages = _initial_messages(prompt)
+    elif isinstance(prompt, list):
+        messages = list(prompt)  # the history to summarise, as it is
+    else:
+        raise TypeError("With compact=, the prompt is the history to compact: a list of messages.")
     resolved_model = resolve_model(model)
     if context is None:
         context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
@@ -91,9 +101,27 @@ def query(
         checkpoints=checkpoints,
         max_tokens=max_tokens,
         thinking=thinking,
+        context_window=context_window_setting(context_window),
+        compact_now=compact,
         owns_model=model is None or isinstance(model, str),
     )
     return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or permission_mode)
+
+
+def context_window_setting(value: int | None = None) -> int | None:
+    """The context window a run works to: ``value``, else ``$JUPYTER_AGENT_CONTEXT_WINDOW``,
+    else None (the model's own, from the loop's table)."""
+    if value is None:
+        raw = os.environ.get(CONTEXT_WINDOW_ENV, "").strip()
+        if not raw:
+            return None
+        try:
+            value = int(raw.replace("_", ""))
+        except ValueError:
+            raise ValueError(f"${CONTEXT_WINDOW_ENV} must be a number of tokens, not {raw!r}.") from None
+    if not isinstance(value, int) or value < 1_000:
+        raise ValueError(f"context_window must be a number of tokens of at least 1000, not {value!r}.")
+    return value
 
 
 def _initial_messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:

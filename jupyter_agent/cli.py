@@ -115,13 +115,16 @@ class TerminalDisplay:
 
     # -- what the model says changed ----------------------------------------------------
     def _on_model(self, kind: str, item: Any) -> None:
-        from .view.labels import NOTICE_LABELS
-        from .view.runmodel import NoticeItem, TextItem, ThinkingItem, ToolItem
+        from .view.labels import NOTICE_LABELS, compaction_text, context_meter_text
+        from .view.runmodel import CompactionItem, NoticeItem, TextItem, ThinkingItem, ToolItem
 
         model = self.model
         if kind == "header" and model.requests != self._requests and model.ended is None:
             self._requests = model.requests
-            self.note(f"── turn {model.turn_count} · request {model.requests} · {model.model}")
+            meter = f" · {context_meter_text(model.context)}" if model.context is not None else ""
+            self.note(f"── turn {model.turn_count} · request {model.requests} · {model.model}{meter}")
+        elif isinstance(item, CompactionItem) and kind == "add" and item.event is not None:
+            self.note(f"🗜️ {compaction_text(item.event)}")
         elif kind == "remove" and isinstance(item, TextItem):
             self._printed.pop(item, None)  # a retry starts the response over
         elif isinstance(item, TextItem) and kind in ("add", "update"):

@@ -42,12 +42,15 @@ class Conversation:
                  max_turns: int | None = None, system_prompt: str | None = None,
                  can_use_tool: Any = None, hooks: Hooks | dict | None = None,
                  notebook_path: str | None = None, replay: str | None = None,
-                 allow: tuple[str, ...] = (), deny: tuple[str, ...] = (), ask: tuple[str, ...] = ()) -> None:
+                 allow: tuple[str, ...] = (), deny: tuple[str, ...] = (), ask: tuple[str, ...] = (),
+                 context_window: int | None = None) -> None:
         self._model_spec = model
         self._model: Model | None = model if model is not None and not isinstance(model, str) else None
         self.replay = replay
         self.tools = tools
         self.max_turns = max_turns
+        #: tokens (None: $JUPYTER_AGENT_CONTEXT_WINDOW, else the model's known window)
+        self.context_window = context_window
         self.system_prompt = system_prompt
         self.can_use_tool = can_use_tool
         self.hooks = Hooks.coerce(hooks)
@@ -136,7 +139,9 @@ class Conversation:
                 "button) or wait for it before sending the next prompt."
             )
         new = [create_user_message(prompt)] if isinstance(prompt, str) else list(prompt)
-        if isinstance(prompt, str) and not prompt.strip():
+        if options.get("compact") is not None:
+            new = []  # a compaction: the history alone, summarised (see compact())
+        elif isinstance(prompt, str) and not prompt.strip():
             raise ValueError("The prompt is empty: say what the agent should do.")
         new = self._with_undo_note(new)
         changes = RunChanges()  # this run's checkpoint: its tools record into it
@@ -153,7 +158,7 @@ class Conversation:
             permissions=self._permissions_for(permission_mode),
             context=self._run_context(),
             notebook_path=self.notebook_path,
-            **options,
+            **{"context_window": self.context_window, **options},
         )
         run.add_done_callback(self._absorb)
         self.runs.append(run)
@@ -178,6 +183,12 @@ class Conversation:
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
         last["content"] = [{"type": "text", "text": "\n\n".join(notes)}, *blocks]
         return [*new[:-1], last]
+
+    def compact(self, instruction: str = "", **options: Any) -> QueryRun:
+        """Summarise the history now (``%agent compact``), keeping the user's messages word
+        for word; ``instruction`` says what the summary must keep. Returns the run (one
+        summary request); when it ends, its history is the conversation's."""
+        return self.send(f"/compact {instruction}".strip(), compact=instruction, **options)
 
     def _permissions_for(self, mode: str | None) -> Any:
         """The policy of one run: the conversation's, or (another ``mode``) a copy in that

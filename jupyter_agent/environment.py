@@ -17,6 +17,9 @@ from typing import Any
 
 NOTEBOOK_ENV = "JUPYTER_AGENT_NOTEBOOK"
 REPLAY_ENV = "JUPYTER_AGENT_REPLAY"
+#: The context window runs work to, in tokens (overrides the model's known window).
+CONTEXT_WINDOW_ENV = "JUPYTER_AGENT_CONTEXT_WINDOW"
+
 
 def no_key_message(where: str = "notebook") -> str:
     """What a user without an Anthropic key reads, told where they are: ``"notebook"``

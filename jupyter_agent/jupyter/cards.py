@@ -25,7 +25,9 @@ import ipywidgets as w
 
 from ..loop.permission_result import ask_parts
 from ..permissions import RULE_FAMILIES, Rule
-from ..view.labels import STATE_COLORS, STATE_LINES, end_explanation, end_reason_text, end_title, end_tone
+from ..view.labels import (
+    STATE_COLORS, STATE_LINES, compaction_text, end_explanation, end_reason_text, end_title, end_tone,
+)
 from ..view.style import (
     ADDED_BG, BORDER, BOX_BG, BRAND_LINE, ERROR, ICONS, MUTED, NOTICE_SVG, REMOVED_BG, STATE_SVG, STYLE, TEXT, TONES,
     WARN, WARN_LINE, readable,
@@ -33,10 +35,12 @@ from ..view.style import (
 from ..redact import redact
 from ..render.html import html_text, inline_html
 from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
-from ..view.runmodel import BlockItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative
+from ..view.runmodel import (
+    BlockItem, CompactionItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative,
+)
 from ..view.transcript import (
-    cache_line, redact_and_cut, format_usage, result_parts, stopped_calls, stopped_waiting, time_line,
-    tool_label,
+    cache_line, context_line, redact_and_cut, format_usage, result_parts, stopped_calls,
+    stopped_waiting, time_line, tool_label,
 )
 
 log = logging.getLogger(__name__)
@@ -162,6 +166,18 @@ def notice_html(item: NoticeItem) -> str:
     return f'<div style="color:{color}">{icon} {esc(item.text)}</div>'
 
 
+def compaction_html(item: CompactionItem) -> str:
+    """A compaction as its own line; the summary (model text, escaped) in a <details>."""
+    event = item.event
+    if event is None:
+        return ""
+    line = f'<div class="ja-compaction" style="color:{MUTED}">{ICONS["compact"]} '
+    line += esc(compaction_text(event))
+    if event.summary:
+        line += f"<details><summary>The summary that replaced the history</summary>{pre(event.summary)}</details>"
+    return line + "</div>"
+
+
 def prompt_html(item: PromptItem) -> str:
     return (f'<div style="border-left:3px solid {BRAND_LINE};padding:2px 8px;'
             f'margin:2px 0;white-space:pre-wrap;color:{TEXT}">'
@@ -180,7 +196,7 @@ def header_html(model: RunModel) -> str:
         status = ""  # the footer says how it ended
     return (f'<div style="font-size:12px;color:{MUTED}" title="{esc(cache_line(model))}">'
             f"{ICONS['agent']} <b>{esc(model.model or '?')}</b> · mode <code>{esc(model.permission_mode)}</code> · "
-            f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · "
+            f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · {esc(context_line(model))}"
             f"{esc(time_line(model))}{' · <i>' + esc(status) + '</i>' if status else ''}</div>")
 
 

@@ -84,6 +84,12 @@ class AgentConfig(Configurable):
         "types, shapes, data frame columns; values of short scalars), found without "
         "running any of their code.",
     ).tag(config=True)
+    context_window = Int(
+        0,
+        help="The context window runs work to, in tokens (0: $JUPYTER_AGENT_CONTEXT_WINDOW, else "
+        "the model's). Past it the conversation is compacted: old tool results cleared, then "
+        "summarised, keeping your own messages word for word.",
+    ).tag(config=True)
     stop_on_interrupt = Bool(
         True,
         help="A kernel interrupt while the kernel is idle stops the running agent run.",

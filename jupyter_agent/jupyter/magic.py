@@ -102,11 +102,13 @@ def line_parser() -> _Parser:
         "`new` starts a new conversation, `runs` lists past runs, `stop` stops the running one, "
         "`approvals` shows the approvals waiting for you, `rules` lists the permission rules "
         "(`rules --remove N` removes rule N), `undo [N]` puts back the files and cells the last "
-        "run (or run N of `runs`) changed."))
-    parser.add_argument("action", nargs="?", choices=("status", "new", "runs", "stop", "approvals", "rules", "undo"),
-                        default="status")
-    parser.add_argument("number", nargs="?", type=positive_int, metavar="N",
-                        help="with `undo`: the run to undo, as `%%agent runs` numbers them (default: the last)")
+        "run (or run N of `runs`) changed, `compact [instruction]` summarises the conversation "
+        "now, keeping your own messages word for word."))
+    parser.add_argument("action", nargs="?", default="status",
+                        choices=("status", "new", "runs", "stop", "approvals", "rules", "undo", "compact"))
+    parser.add_argument("words", nargs="*",
+                        help="with `compact`: what the summary must keep; with `undo`: the run to undo, "
+                        "as `%%agent runs` numbers them (default: the last)")
     parser.add_argument("--remove", metavar="N", type=positive_int,
                         help="with `rules`: remove the session rule number N")
     _add_common(parser, line=True)
@@ -156,7 +158,7 @@ class AgentMagics(Magics):
             raise UsageError(str(exc)) from None
 
     # -- %agent --------------------------------------------------------------------------
-    def _line(self, line: str) -> None:
+    def _line(self, line: str) -> Any:
         try:
             args = line_parser().parse_args(_split(line))
         except _ShownHelp:
@@ -165,6 +167,13 @@ class AgentMagics(Magics):
         try:
             session.set_defaults(model=args.model, permission_mode=args.permission_mode,
                                  max_turns=args.max_turns, cwd=args.cwd, replay=args.replay)
+            number = _run_number(args) if args.action == "undo" else None
+            if args.words and args.action not in ("compact", "undo"):
+                raise UsageError(f"unexpected words after `{args.action}`: {' '.join(args.words)}")
+            if args.action == "compact":
+                instruction = " ".join(args.words)
+                warmup.wait()
+                return session.start(f"/compact {instruction}".strip(), compact=instruction)
             if args.action == "new":
                 session.new_conversation()
                 print("Started a new conversation: the next %%agent cell will not see earlier turns.")
@@ -173,7 +182,7 @@ class AgentMagics(Magics):
             elif args.action == "runs":
                 print(runs_table(session))
             elif args.action == "undo":
-                undo_line(session, args.number)
+                undo_line(session, number)
             elif args.action == "approvals":
                 show_approvals(session)
             elif args.action == "rules":
@@ -182,13 +191,23 @@ class AgentMagics(Magics):
                 print(rules_text(session))
             else:
                 print(status_text(session))
-        except AgentBusy as exc:
+        except (AgentBusy, NoApiKey) as exc:
             raise UsageError(str(exc)) from None
-        if args.number is not None and args.action != "undo":
-            raise UsageError("A run number goes with `undo`: `%agent undo N`.")
         if args.remove is not None and args.action != "rules":
             raise UsageError("--remove goes with `rules`: `%agent rules --remove N`.")
         return None
+
+
+def _run_number(args: argparse.Namespace) -> int | None:
+    """``%agent undo [N]``: the run's number, or None for the last run."""
+    if not args.words:
+        return None
+    if len(args.words) > 1:
+        raise UsageError(f"`%agent undo` takes one run number, not {' '.join(args.words)!r}.")
+    try:
+        return positive_int(args.words[0])
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"`%agent undo N`: N {exc} (see `%agent runs`).") from None
 
 
 def undo_line(session: AgentSession, number: int | None) -> None:

@@ -72,8 +72,8 @@ def _text(text: str) -> str:
 
 def item_json(item: Any, key: str) -> dict[str, Any]:
     """One item of a run as the panel draws it."""
-    from ..view.runmodel import BlockItem, NoticeItem, PromptItem, TextItem, ThinkingItem, ToolItem
-    from ..view.labels import STATE_LABELS
+    from ..view.runmodel import BlockItem, CompactionItem, NoticeItem, PromptItem, TextItem, ThinkingItem, ToolItem
+    from ..view.labels import STATE_LABELS, compaction_text
     from ..view.transcript import result_parts
 
     if isinstance(item, ToolItem):
@@ -98,6 +98,8 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
         return {"key": key, "kind": "notice", "level": item.level, "text": _text(item.text)}
     if isinstance(item, PromptItem):
         return {"key": key, "kind": "prompt", "text": _text(item.text)}
+    if isinstance(item, CompactionItem) and item.event is not None:  # (the panel shows it as a note)
+        return {"key": key, "kind": "notice", "level": "info", "text": _text(f"🗜️ {compaction_text(item.event)}")}
     if isinstance(item, BlockItem):
         return {"key": key, "kind": "block", "block_type": _text(item.block_type),
                 "json": _cut(json.dumps(item.block, ensure_ascii=False, indent=1, default=str))}

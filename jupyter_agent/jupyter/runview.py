@@ -30,7 +30,9 @@ from ..redact import redact_partial
 from ..render.markdown import markdown_from_model
 from ..render.terminal import inert
 from ..view.style import BORDER, STYLE
-from ..view.runmodel import BlockItem, Item, NoticeItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem
+from ..view.runmodel import (
+    BlockItem, CompactionItem, Item, NoticeItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem,
+)
 
 
 def _markdown_outputs(text: str, done: bool = True) -> tuple[dict[str, Any], ...]:
@@ -52,6 +54,8 @@ def _item_html(item: Item) -> str:
         return cards.notice_html(item)
     if isinstance(item, PromptItem):
         return cards.prompt_html(item)
+    if isinstance(item, CompactionItem):
+        return cards.compaction_html(item)
     return ""
 
 

@@ -52,7 +52,8 @@ class AgentSession:
         self.reset_listeners: list[Any] = []
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.config.observe(self._config_changed, names=[
-            "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow"])
+            "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
+            "context_window"])
 
     # -- the conversation ---------------------------------------------------------------
     @property
@@ -71,6 +72,7 @@ class AgentSession:
             permission_mode=cfg.permission_mode,
             cwd=cfg.cwd or None,
             max_turns=cfg.max_turns or None,
+            context_window=cfg.context_window or None,
             notebook_path=self.notebook_path(),
             replay=cfg.replay or None,
             allow=tuple(cfg.allow),
@@ -122,6 +124,8 @@ class AgentSession:
             conv.permission_mode = new
         elif name == "max_turns":
             conv.max_turns = new or None
+        elif name == "context_window":
+            conv.context_window = new or None
         elif name == "notebook_path":
             conv.notebook_path = self.notebook_path()
         elif name == "allow":  # rules added to the running conversation (remove: %agent rules --remove)
@@ -188,8 +192,10 @@ class AgentSession:
     # -- starting a run --------------------------------------------------------------------
     def start(self, prompt: str, *, model: str | None = None, permission_mode: str | None = None,
               max_turns: int | None = None, cwd: str | None = None, replay: str | None = None,
-              batch: bool | None = None, show_prompt: bool = False, view: bool = True) -> Any:
+              batch: bool | None = None, show_prompt: bool = False, view: bool = True,
+              compact: str | None = None) -> Any:
         """Start a run of the shared conversation; returns the :class:`AgentRun` at once.
+        ``compact`` (an instruction, or ""): the run summarises the history instead (``%agent compact``).
         ``view=False``: no widget (the side panel draws the run and answers its asks).
         ``max_turns`` 0: no limit for this run, whatever the session's default."""
         from ..view.runmodel import RunModel
@@ -204,7 +210,7 @@ class AgentSession:
         bind_notebook(self, conv, run_model.notice, batch=batch)
         run_view, broker = (None, None) if batch else self._approval_surface(run_model, conv, view, show_prompt)
         run = self._send(conv, prompt, broker, run_view, model=model, permission_mode=permission_mode,
-                         max_turns=max_turns)
+                         max_turns=max_turns, **({} if compact is None else {"compact": compact}))
         handle = self._track(run, run_model, run_view, broker, prompt=prompt, batch=batch, conv=conv)
         handle.start()
         for listener in list(self.listeners):

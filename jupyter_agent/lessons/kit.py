@@ -40,29 +40,30 @@ class Lesson:
         path.write_text(text, encoding="utf-8")
         return path
 
-    def model(self, script: Any = (), **options: Any) -> Any:
+    def model(self, script: Any = (), *, api_window: int | None = None, **options: Any) -> Any:
         """The model for one run: scripted responses offline, Claude live.
 
         ``options`` go to :class:`~jupyter_agent.model.AnthropicModel` (``max_retries``,
-        ``fallback_model``, ...).
+        ``fallback_model``, ...). ``api_window``: the context window the fake API enforces
+        (offline only), answering ``prompt is too long`` past it as the real API does.
         """
         from ..model import AnthropicModel
 
         if self.live:
             model = AnthropicModel(**options)
         else:
-            model = self.fake_api(script).model(**options)
+            model = self.fake_api(script, api_window=api_window).model(**options)
         model._sdk()  # load the SDK now (~2 s), or a timeline would count its import as model time
         return model
 
-    def fake_api(self, script: Any = ()) -> Any:
+    def fake_api(self, script: Any = (), *, api_window: int | None = None) -> Any:
         """A started :class:`~jupyter_agent.testing.FakeMessagesAPI` answering ``script``
         (offline), or ``None`` live: for the article's minimal loop over a bare SDK client."""
         if self.live:
             return None
         from ..replay.server import FakeMessagesAPI
 
-        self.api = FakeMessagesAPI(list(script), strict=False).start()
+        self.api = FakeMessagesAPI(list(script), strict=False, context_window=api_window).start()
         self._apis.append(self.api)
         return self.api
 

@@ -20,13 +20,30 @@ from .usage import Usage
 
 
 @dataclass(frozen=True)
+class ContextUsage:
+    """How full the context is before a request (on :class:`RequestStart`): ``used``
+    prompt tokens (the last response's reported usage plus an estimate of what was added
+    since) out of ``window``; the history is summarised when ``used`` passes ``compact_at``."""
+
+    used: int
+    window: int
+    compact_at: int
+
+    @property
+    def fraction(self) -> float:
+        return self.used / self.window if self.window else 0.0
+
+
+@dataclass(frozen=True)
 class RequestStart:
-    """The loop is about to send request number ``request_index`` (1-based) of this run."""
+    """The loop is about to send request number ``request_index`` (1-based) of this run;
+    ``context``: how full the context window is with it (the meter)."""
 
     turn_count: int
     request_index: int
     model: str
     message_count: int
+    context: ContextUsage | None = None
 
 
 @dataclass(frozen=True)
@@ -186,6 +203,55 @@ class Notice:
 
 #: ``Notice.kind`` of a run played from a recording: no API is called, nothing is spent.
 OFFLINE_REPLAY = "offline_replay"
+
+class CompactionKind(str, Enum):
+    """Which layer of context organisation acted: ``microcompact`` cleared old tool
+    results (no model call); ``summary`` replaced the history with a summary."""
+
+    MICROCOMPACT = "microcompact"
+    SUMMARY = "summary"
+
+
+class CompactionTrigger(str, Enum):
+    """Why it ran: the prompt passed its threshold (``auto``), the API said the prompt
+    is too long (``reactive``), or someone asked for it (``manual``: ``%agent compact``)."""
+
+    AUTO = "auto"
+    REACTIVE = "reactive"
+    MANUAL = "manual"
+
+
+class CompactionOutcome(str, Enum):
+    """How it ended: ``compacted``; ``vetoed`` by a PreCompact hook; ``failed`` (the
+    summary request failed or said nothing); ``not_needed`` (nothing to compact)."""
+
+    COMPACTED = "compacted"
+    VETOED = "vetoed"
+    FAILED = "failed"
+    NOT_NEEDED = "not_needed"
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """The context was organised: old tool results cleared, or the history summarised.
+
+    Sizes are prompt tokens (estimated). ``user_messages_kept`` counts the user's own
+    messages carried over word for word; ``files_reread`` the files read again so the
+    read-before-edit rule still holds; ``summary`` is the model's text (untrusted:
+    render it as data). ``detail`` says why it failed or was vetoed.
+    """
+
+    kind: CompactionKind
+    trigger: CompactionTrigger
+    outcome: CompactionOutcome
+    tokens_before: int
+    tokens_after: int
+    window: int
+    results_cleared: int = 0
+    user_messages_kept: int = 0
+    files_reread: tuple[str, ...] = ()
+    summary: str = ""
+    detail: str = ""
 
 
 StepName = Literal["build_request", "collect_response", "run_tools", "next_state"]

@@ -10,6 +10,9 @@ A hook is a plain or async callable returning a :class:`HookResult` or ``None``
 - ``Stop(stop_input)``: called when the model gave a final answer. ``decision="block"``
   with a ``message`` sends the message back to the model and the loop goes on
   (``stop_hook_blocking``); ``stop=True`` ends the run as ``stop_hook_prevented``.
+- ``PreCompact(compact_input)``: called before the history is summarised. A ``message``
+  is added to the summary's instructions (what to keep); ``decision="deny"`` (or
+  ``stop=True``) vetoes the compaction, with ``message`` saying why.
 """
 
 from __future__ import annotations
@@ -51,6 +54,16 @@ class StopHookInput:
     stop_hook_active: bool
 
 
+@dataclass(frozen=True)
+class PreCompactInput:
+    """What a PreCompact hook sees: why the compaction runs (``auto``, ``reactive``,
+    ``manual``), the instructions given so far, and the history about to be summarised."""
+
+    trigger: str
+    instructions: str
+    messages: tuple[dict[str, Any], ...]
+
+
 @dataclass
 class Hooks:
     """The hooks of one run, by kind."""
@@ -58,19 +71,22 @@ class Hooks:
     pre_tool_use: list[Hook] = field(default_factory=list)
     post_tool_use: list[Hook] = field(default_factory=list)
     stop: list[Hook] = field(default_factory=list)
+    pre_compact: list[Hook] = field(default_factory=list)
 
     @classmethod
     def coerce(cls, hooks: Hooks | dict[str, list[Hook]] | None) -> Hooks:
-        """Accept a ``Hooks`` or a dict keyed ``PreToolUse`` / ``PostToolUse`` / ``Stop``."""
+        """Accept a ``Hooks`` or a dict keyed ``PreToolUse`` / ``PostToolUse`` / ``Stop`` /
+        ``PreCompact``."""
         if hooks is None:
             return cls()
         if isinstance(hooks, Hooks):
             return hooks
-        known = {"PreToolUse": "pre_tool_use", "PostToolUse": "post_tool_use", "Stop": "stop"}
+        known = {"PreToolUse": "pre_tool_use", "PostToolUse": "post_tool_use", "Stop": "stop",
+                 "PreCompact": "pre_compact"}
         unknown = set(hooks) - set(known)
         if unknown:
             raise ValueError(
-                f"Unknown hook kind(s) {sorted(unknown)}: use PreToolUse, PostToolUse or Stop."
+                f"Unknown hook kind(s) {sorted(unknown)}: use PreToolUse, PostToolUse, Stop or PreCompact."
             )
         return cls(**{known[k]: list(v) for k, v in hooks.items()})
 

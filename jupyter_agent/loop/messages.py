@@ -21,6 +21,12 @@ INTERRUPTED_MESSAGE = "Interrupted by user: the run was stopped before this tool
 #: :func:`normalize_messages_for_api`).
 INVALID_INPUT_KEY = "invalid_input_json"
 MISSING_RESULT_MESSAGE = "No result: this tool call did not run (the response was cut short)."
+#: What the loop itself writes into user messages (compaction tells these from the user's words).
+STOP_HOOK_FEEDBACK_PREFIX = "Stop hook feedback:\n"
+MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE = (
+    "Output token limit hit. Resume directly from where you stopped, with no apology "
+    "or recap. Break remaining work into smaller pieces."
+)
 
 
 def content_blocks(message: Message) -> list[dict[str, Any]]:

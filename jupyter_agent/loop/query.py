@@ -28,13 +28,15 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from .tool import Tool, ToolContext
 from .abort import AbortSignal
 from .budget import ToolResultBudget
+from .compaction import PROMPT_TOO_LONG_ADVICE, RunContext, run_context
 from .events import (
-    AssistantMessage, Checkpoint, ModelFallback, ModelRetry, Notice, RequestStart,
+    AssistantMessage, Checkpoint, CompactionTrigger, ContextUsage, ModelFallback, ModelRetry, Notice, RequestStart,
     StreamEvent, ToolOutcome, ToolResult, UserMessage, STEP_NAMES,
 )
 from .hooks import HookResult, Hooks, StopHookInput, call_hook
 from .messages import (
-    INTERRUPTED_MESSAGE, MISSING_RESULT_MESSAGE, create_user_message, ensure_tool_result_pairing,
+    INTERRUPTED_MESSAGE, MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE, MISSING_RESULT_MESSAGE,
+    STOP_HOOK_FEEDBACK_PREFIX, create_user_message, ensure_tool_result_pairing,
     normalize_messages_for_api, prepend_user_context, yield_missing_tool_result_blocks,
 )
 from .model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
@@ -52,10 +54,6 @@ MAX_STOP_HOOK_BLOCKS = 8
 PARTIAL_KEPT_NOTICE = (
     "The response broke off ({error}) after tool calls that change things had started. "
     "Kept its finished part and their results; the next request goes on from there."
-)
-MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE = (
-    "Output token limit hit. Resume directly from where you stopped, with no apology "
-    "or recap. Break remaining work into smaller pieces."
 )
 
 
@@ -76,6 +74,10 @@ class QueryParams:
     max_tokens: int = 8192
     thinking: dict[str, Any] | None = None
     budget: ToolResultBudget = field(default_factory=ToolResultBudget)
+    #: The model's context window in tokens (None: from the table of known models).
+    context_window: int | None = None
+    #: Compact the history now (with these instructions) and end: ``%agent compact``.
+    compact_now: str | None = None
     #: query() made the model itself (from an id or the environment), so the run closes it.
     owns_model: bool = False
 
@@ -90,6 +92,8 @@ class RunRecord:
     meter: StreamUsage = field(default_factory=StreamUsage)
     requests: int = 0
     phase: str = "idle"  # "streaming" or "tools": which abort reason applies
+    #: How full the context was before the latest request (None before the first).
+    context: ContextUsage | None = None
 
     @property
     def usage(self) -> Usage:
@@ -157,6 +161,7 @@ class _Loop:
     signal: AbortSignal
     env: ToolRunEnv
     tool_definitions: list[dict[str, Any]]
+    context: RunContext
     stop_hook_blocks: int = 0  # Stop hook "block"s since the last new turn
 
     def end(self, reason: TerminalReason, message: str = "", error: str | None = None) -> Terminal:
@@ -200,20 +205,27 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
         tools_by_name={t.name: t for t in params.tools}, context=params.context,
         can_use_tool=params.can_use_tool, hooks=params.hooks,
     )
-    loop = _Loop(params, record, signal, env, [t.to_api() for t in params.tools])
+    definitions = [t.to_api() for t in params.tools]
+    context = run_context(params.model, params.system, definitions, env.tools_by_name, params.context, params.hooks,
+                          params.user_context, record.meter, signal, context_window=params.context_window,
+                          max_tokens=params.max_tokens)
+    loop = _Loop(params, record, signal, env, definitions, context)
     turn: Turn | None = None
     try:
         while True:
             turn = Turn(record.state)
-            # ---- Step 1: build messages_for_query from State.messages, and the request ----
-            for event in build_request(turn, loop):
-                yield event
+            # ---- Step 1: build messages_for_query from State.messages, and the request
+            #      (or compact the history: then the iteration goes round from the summary) ----
+            async with contextlib.aclosing(build_request(turn, loop)) as events:
+                async for event in events:
+                    yield event
 
             # ---- Step 2: call the model (streaming); collect assistant_messages and their
             #      tool_use blocks: needs_follow_up comes from the blocks, never stop_reason ----
-            async with contextlib.aclosing(collect_response(turn, loop)) as events:
-                async for event in events:
-                    yield event
+            if not turn.decided:
+                async with contextlib.aclosing(collect_response(turn, loop)) as events:
+                    async for event in events:
+                        yield event
 
             # ---- Step 3: run the tools; every tool_use gets exactly one tool_result -------
             if turn.needs_follow_up:
@@ -243,14 +255,27 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
             turn.executor.discard()
 
 
-def build_request(turn: Turn, loop: _Loop) -> Iterator[Any]:
-    """Step 1: ``messages_for_query`` (pairing repaired, tool-result budget applied) and
-    the request: ``prepend_user_context``, then the API's message rules."""
+async def build_request(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
+    """Step 1: ``messages_for_query`` (pairing repaired, tool-result budget applied, old
+    tool results cleared past their threshold) and the request: ``prepend_user_context``,
+    then the API's message rules. Past the compaction threshold the history is summarised
+    instead, and the iteration goes round from it (``auto_compact``)."""
     params = loop.params
     messages_for_query, repairs = ensure_tool_result_pairing(list(turn.state.messages))
     if repairs:
         yield Notice("history_repaired", "Repaired the history before sending: " + "; ".join(repairs))
-    turn.messages_for_query = params.budget.apply(messages_for_query)
+    turn.messages_for_query, cleared, meter = loop.context.before_request(params.budget.apply(messages_for_query))
+    for event in cleared:
+        yield event
+    loop.record.context = meter
+    transition = turn.state.transition.reason if turn.state.transition else None
+    if params.compact_now is not None or loop.context.wants_compaction(meter.used, transition):
+        manual = params.compact_now is not None
+        async for event in _compact(turn, loop, CompactionTrigger.MANUAL if manual else CompactionTrigger.AUTO,
+                                    None if manual else Transition("auto_compact"), params.compact_now or ""):
+            yield event
+        if turn.decided:
+            return
     turn.request = ModelRequest(
         messages=normalize_messages_for_api(prepend_user_context(turn.messages_for_query, params.user_context)),
         system=params.system, tools=loop.tool_definitions,
@@ -271,7 +296,8 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]
     stopped_blocks: list[int] = []
     record.requests += 1
     record.phase = "streaming"
-    yield RequestStart(turn.state.turn_count, record.requests, params.model.name, len(request.messages))
+    yield RequestStart(turn.state.turn_count, record.requests, params.model.name, len(request.messages),
+                       record.context)
     try:
         async with contextlib.aclosing(stream_with_abort(params.model, request, signal)) as stream:
             async for event in stream:
@@ -319,7 +345,14 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]
     except PromptTooLongError as exc:
         if executor:
             executor.discard()
-        turn.finish(TerminalReason.PROMPT_TOO_LONG, str(exc), error=str(exc))
+        retried = turn.state.transition is not None and turn.state.transition.reason == "reactive_compact_retry"
+        if not retried:  # compact once and retry; a second refusal ends the run
+            refused = loop.context.learn_window(str(exc))
+            async for item in _compact(turn, loop, CompactionTrigger.REACTIVE,
+                                       Transition("reactive_compact_retry", str(exc)), used=refused):
+                yield item
+        if not turn.decided:
+            turn.finish(TerminalReason.PROMPT_TOO_LONG, str(exc) + PROMPT_TOO_LONG_ADVICE, error=str(exc))
         return
     except Exception as exc:  # ModelError, or anything the model layer failed to wrap
         kind = exc.kind if isinstance(exc, ModelError) else type(exc).__name__
@@ -342,6 +375,8 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]
         yield kept
         yield Notice("partial_response_kept", PARTIAL_KEPT_NOTICE.format(error=restart_error(turn.restart)))
 
+    if turn.last_response is not None:
+        loop.context.observe(turn.messages_for_query, turn.last_response.usage)
     for message in turn.assistant_messages:
         blocks = [b for b in message["content"] if b.get("type") == "tool_use"]
         if blocks:
@@ -349,6 +384,24 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]
             turn.needs_follow_up = True
     if params.checkpoints:
         yield _checkpoint(2, turn.state, turn, tool_use_blocks=tuple(turn.tool_use_blocks))
+
+
+async def _compact(turn: Turn, loop: _Loop, trigger: CompactionTrigger, transition: Transition | None,
+                   instructions: str = "", used: int | None = None) -> AsyncIterator[Any]:
+    """Summarise ``turn.messages_for_query``; if it compacted, go round from the new history
+    for the reason in ``transition`` (None: the run ends there, as ``%agent compact`` asks).
+    ``used``: the prompt's size, if the API counted it (else the loop's estimate)."""
+    used = used or (loop.record.context.used if loop.record.context else 0)
+    try:
+        result = await loop.context.compact(turn.messages_for_query, trigger, used, instructions)
+    except Aborted:
+        turn.finish(TerminalReason.ABORTED_STREAMING, "Stopped while the conversation was being compacted.")
+        return
+    yield result.event
+    if transition is None:
+        turn.finish(TerminalReason.COMPLETED, result.event.summary or result.event.detail, history=result.messages)
+    elif result.messages is not None:
+        turn.go_on(result.messages, transition)
 
 
 async def execute_tools(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
@@ -402,7 +455,7 @@ async def without_tools(turn: Turn, loop: _Loop) -> None:
         turn.finish(TerminalReason.STOP_HOOK_PREVENTED, message, history=history)
     elif verdict is not None and verdict.decision == "block" and loop.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS:
         loop.stop_hook_blocks += 1
-        feedback = create_user_message(f"Stop hook feedback:\n{verdict.message or ''}")
+        feedback = create_user_message(f"{STOP_HOOK_FEEDBACK_PREFIX}{verdict.message or ''}")
         turn.go_on((*history, feedback), Transition("stop_hook_blocking", verdict.message),
                    UserMessage(feedback, synthetic=True))
     else:

@@ -42,8 +42,8 @@ TERMINAL_EXPLANATIONS: dict[str, str] = {
     "the history was repaired so the conversation can go on.",
     "stop_hook_prevented": "A Stop hook prevented the run from continuing.",
     "hook_stopped": "A tool hook stopped the run.",
-    "prompt_too_long": "The conversation is longer than the model's context; start a new one "
-    "or shorten it.",
+    "prompt_too_long": "The conversation is longer than the model's context, even after compacting "
+    "it once; start a new one (`%agent new`) or compact it with an instruction to keep less.",
 }
 
 
@@ -52,8 +52,11 @@ class Transition:
     """Why the loop continued into the current iteration (``None`` on the first).
 
     ``reason`` is ``next_turn`` (tool results went back), ``max_output_tokens_recovery``,
-    ``stop_hook_blocking``, or ``partial_response_kept`` (a stream broke after tools that
-    change things had started). ``detail`` says more where there is more to say.
+    ``stop_hook_blocking``, ``partial_response_kept`` (a stream broke after tools that
+    change things had started), ``auto_compact`` (the prompt passed its threshold and the
+    history was summarised) or ``reactive_compact_retry`` (the API said the prompt is too
+    long: summarised once, the request goes again). ``detail`` says more where there is
+    more to say.
     """
 
     reason: str

@@ -218,6 +218,12 @@ class Tool:
         (a command, a URL). None, the default: a rule with a pattern never covers such a call."""
         return None
 
+    def reread_input(self, input: dict[str, Any]) -> dict[str, Any] | None:
+        """After a compaction, the input that reads again what this call read (so the
+        model keeps the file, and the read-before-edit rule its record), or None: this
+        tool reads nothing worth reading again. The default: None."""
+        return None
+
     def summary(self, input: dict[str, Any]) -> str:
         """A one-line description of a call for UIs (e.g. the file path)."""
         for key in ("file_path", "notebook_path", "pattern", "path"):

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from .records import RecordedRequest
 from .script import HttpError, Pause, ScriptedResponse, new_id, to_response
 from .sse import build_events, encode_event, final_message
-from .validation import CacheEmulator, estimate_tokens, validate_request
+from .validation import CacheEmulator, estimate_tokens, prompt_tokens, validate_request
 
 __all__ = ["FakeMessagesAPI", "RecordedRequest", "FAKE_API_KEY"]
 
@@ -82,16 +82,21 @@ class FakeMessagesAPI:
     ``(request_body) -> response``). ``api_key``: if given, only this key is accepted
     (else any non-empty ``x-api-key``/``authorization``). ``cache_min_tokens``: shortest
     cacheable prefix. A request rejected by validation does not consume the script.
+    ``context_window``: a window in tokens the server enforces as the real API does (HTTP
+    400 ``prompt is too long: N tokens > M maximum``, counted like ``usage``); such a
+    request does not consume the script either (its ``outcome`` is ``prompt_too_long``).
     """
 
     def __init__(self, script: list[Any] | None = None, *, strict: bool = True,
                  expect_rejections: bool = False, api_key: str | None = None,
-                 cache_min_tokens: int = 0, default_model: str = "claude-sonnet-5-5") -> None:
+                 cache_min_tokens: int = 0, default_model: str = "claude-sonnet-5-5",
+                 context_window: int | None = None) -> None:
         self.strict = strict
         self.expect_rejections = expect_rejections
         self.api_key = api_key or FAKE_API_KEY
         self._required_key = api_key
         self.default_model = default_model
+        self.context_window = context_window
         self.cache = CacheEmulator(min_tokens=cache_min_tokens)
         self.requests: list[RecordedRequest] = []
         self.problems: list[str] = []
@@ -282,6 +287,11 @@ class FakeMessagesAPI:
         if problem:
             rec.outcome, rec.error = "rejected", problem
             return self._json(h, rec, 400, _err("invalid_request_error", problem), request_id)
+        tokens = prompt_tokens(rec.body)
+        if self.context_window is not None and tokens > self.context_window:
+            rec.outcome = "prompt_too_long"
+            rec.error = f"prompt is too long: {tokens} tokens > {self.context_window} maximum"
+            return self._json(h, rec, 400, _err("invalid_request_error", rec.error), request_id)
 
         with self._lock:
             item = self._script.popleft() if self._script else None

@@ -13,7 +13,7 @@ import math
 import threading
 from typing import Any
 
-__all__ = ["validate_request", "CacheEmulator", "estimate_tokens", "MAX_CACHE_BREAKPOINTS"]
+__all__ = ["validate_request", "CacheEmulator", "estimate_tokens", "prompt_tokens", "MAX_CACHE_BREAKPOINTS"]
 
 MAX_CACHE_BREAKPOINTS = 4
 # The real API always bills a few uncached tokens (message framing) even on a full hit.
@@ -111,6 +111,11 @@ def estimate_tokens(obj: Any) -> int:
     """About four characters of JSON per token: plausible, deterministic, cheap."""
     s = obj if isinstance(obj, str) else json.dumps(obj, sort_keys=True, separators=(",", ":"))
     return max(1, math.ceil(len(s) / 4))
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt's size as ``usage`` reports it (input + cache write + cache read)."""
+    return max(sum(estimate_tokens(seg["v"]) for seg, _ in _segments(body)), 1) + FRAMING_TOKENS
 
 
 def _segments(body: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:

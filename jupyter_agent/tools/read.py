@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import difflib
 import os
+from typing import Any
 
 from pydantic import Field
 
@@ -78,6 +79,11 @@ class Read(PathTool):
 
     async def validate_input(self, input: ReadInput, context: ToolContext) -> str | None:
         return self.validate_path_text(input, context)
+
+    def reread_input(self, input: dict[str, Any]) -> dict[str, Any] | None:
+        """The same read again (the same page of a long file): after a compaction the
+        model sees the file as it is now, and Edit/Write may follow without a new Read."""
+        return dict(input) if isinstance(input.get("file_path"), str) else None
 
     async def call(self, input: ReadInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         path = self.resolve(input, context).real

@@ -154,3 +154,34 @@ def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False
     from ..loop.state import TERMINAL_EXPLANATIONS
 
     return terminal.message or TERMINAL_EXPLANATIONS.get(reason, "")
+
+
+def tokens_short(tokens: int) -> str:
+    """182000 -> "182k", 950 -> "950"."""
+    return f"{tokens / 1000:.0f}k" if tokens >= 10_000 else f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+
+
+def compaction_text(event: Any) -> str:
+    """A :class:`~jupyter_agent.loop.events.Compaction` in words: "Compacted: 182k → 31k
+    tokens, kept your 6 messages, 4 files re-read" (chosen on its enums, never its text)."""
+    from ..loop.events import CompactionKind, CompactionOutcome
+
+    sizes = f"{tokens_short(event.tokens_before)} → {tokens_short(event.tokens_after)} tokens"
+    if event.outcome is CompactionOutcome.VETOED:
+        return f"Compaction vetoed by a PreCompact hook: {event.detail}"
+    if event.outcome is CompactionOutcome.FAILED:
+        return f"Compaction failed: {event.detail}"
+    if event.outcome is CompactionOutcome.NOT_NEEDED:
+        return f"Nothing to compact: {event.detail}"
+    if event.kind is CompactionKind.MICROCOMPACT:
+        n = event.results_cleared
+        return f"Cleared {n} old tool result{'s' if n != 1 else ''}: {sizes}"
+    n, files = event.user_messages_kept, len(event.files_reread)
+    return (f"Compacted: {sizes}, kept your {n} message{'s' if n != 1 else ''}, "
+            f"{files} file{'s' if files != 1 else ''} re-read")
+
+
+def context_meter_text(usage: Any) -> str:
+    """A :class:`~jupyter_agent.loop.events.ContextUsage` as "context 31k / 200k (16%)"."""
+    percent = round(100 * usage.fraction)
+    return f"context {tokens_short(usage.used)} / {tokens_short(usage.window)} ({percent}%)"

@@ -102,6 +102,14 @@ class NoticeItem(Item):
     text: str = ""
 
 
+@dataclass(eq=False)
+class CompactionItem(Item):
+    """The context was organised (:class:`~jupyter_agent.loop.events.Compaction`): old
+    tool results cleared, or the history summarised (``event.summary``: model text)."""
+
+    event: ev.Compaction | None = None
+
+
 #: An item of any kind, given back as the kind it is.
 ItemT = TypeVar("ItemT", bound=Item)
 
@@ -163,6 +171,8 @@ class RunModel:
         self.cwd = Path(cwd) if cwd else None
         self.turn_count = 0
         self.requests = 0
+        #: how full the context was before the latest request (the header's meter)
+        self.context: ev.ContextUsage | None = None
         #: usage counted from the stream (``message_start``/``message_delta``), so a
         #: response cut by Stop, a model error or a retry still counts
         self.meter = StreamUsage(price=_price)
@@ -244,6 +254,7 @@ class RunModel:
             self.turn_count = event.turn_count
             self.requests = event.request_index
             self.model = event.model or self.model
+            self.context = event.context or self.context
             self.status = "requesting"
             self._current = {}
             self._header()
@@ -277,6 +288,12 @@ class RunModel:
             self._emit("update", tool)
         elif isinstance(event, ev.UserMessage):
             self._user_message(event)
+        elif isinstance(event, ev.Compaction):
+            self._add(CompactionItem("compaction", event=event))
+            if event.outcome is ev.CompactionOutcome.COMPACTED:  # the meter drops with it
+                compact_at = self.context.compact_at if self.context else 0
+                self.context = ev.ContextUsage(event.tokens_after, event.window, compact_at)
+                self._header()
         elif isinstance(event, ev.Notice):
             self.offline = self.offline or event.kind == ev.OFFLINE_REPLAY
             self._add(NoticeItem("notice", level="info", text=f"{event.text}"))

@@ -110,6 +110,7 @@ ICONS = {name: _SVG.format(body) for name, body in {
     "thinking": '<path d="M2.5 3h11v7.5h-6l-3 2.8v-2.8h-2z"/>' + _DOT.format(5.5, 6.8) + _DOT.format(8, 6.8)
                 + _DOT.format(10.5, 6.8),
     "block": '<rect x="4" y="4" width="8" height="8" rx="1"/>',
+    "compact": '<path d="M8 1.5v4.5M5.8 3.8L8 6l2.2-2.2M8 14.5V10M5.8 12.2L8 10l2.2 2.2M2.5 8h11"/>',
 }.items()}
 
 #: A tool call's state as an icon (``ToolItem.state``).

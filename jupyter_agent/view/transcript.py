@@ -21,13 +21,17 @@ import re
 from typing import Any
 
 from .review import changes_lines, changes_markdown, undo_markdown
-from .labels import NOTICE_LABELS, STATE_ICONS, STATE_LABELS, end_explanation, end_reason_text, end_title
+from .labels import (
+    NOTICE_LABELS, STATE_ICONS, STATE_LABELS, compaction_text, context_meter_text, end_explanation,
+    end_reason_text, end_title,
+)
 from ..loop.messages import cut_middle
 from ..redact import redact, redact_partial
 from ..render.html import inline_html
 from ..render.markdown import markdown_code, markdown_fence, markdown_from_model, markdown_literal
 from .runmodel import (
     BlockItem,
+    CompactionItem,
     NoticeItem,
     PromptItem,
     RunModel,
@@ -36,6 +40,7 @@ from .runmodel import (
     ToolItem,
 )
 
+COMPACTION_ICON = "⇊"
 #: Longest tool input/result kept in the transcript (the middle is cut).
 MAX_RESULT_CHARS = 4000
 
@@ -121,10 +126,16 @@ def time_line(model: RunModel) -> str:
     return f"{model.elapsed_s:.1f} s"
 
 
+def context_line(model: RunModel) -> str:
+    """The context meter ("context 31k / 200k (16%) · ") or "" before the first request."""
+    return f"{context_meter_text(model.context)} · " if model.context is not None else ""
+
+
 def header_line(model: RunModel) -> str:
     turns = model.turn_count
     return (f"model {markdown_code(model.model or '?')} · mode `{model.permission_mode or 'default'}` · "
-            f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · {time_line(model)} "
+            f"{turns} turn{'s' if turns != 1 else ''} · {format_usage(model)} · {context_line(model)}"
+            f"{time_line(model)} "
             f'· <abbr title="{html.escape(cache_line(model))}">cache</abbr>')
 
 
@@ -179,6 +190,13 @@ def item_markdown(item: Any) -> str:
         return f"<details>{summary}\n\n{fence(dump)}\n\n</details>"
     if isinstance(item, NoticeItem):
         return f"> **{NOTICE_LABELS.get(item.level, NOTICE_LABELS['info'])}** {markdown_literal(item.text)}"
+    if isinstance(item, CompactionItem) and item.event is not None:
+        line = f"> {COMPACTION_ICON} {markdown_literal(compaction_text(item.event))}"
+        if not item.event.summary:
+            return line
+        # the summary is the model's text: a fenced block, redacted, never markup
+        return (f"{line}\n\n<details><summary>The summary that replaced the history</summary>\n\n"
+                f"{fence(redact_and_cut(item.event.summary))}\n\n</details>")
     return ""
 
 

@@ -172,6 +172,26 @@ async def test_line_magic_shows_and_sets_settings(kernel, script):
     assert "usage: %agent" in help_text and "--permission-mode" in help_text
 
 
+async def test_agent_compact_summarises_the_conversation_now(kernel, script, api):
+    import json
+
+    script(response(text("First answer.")), response(text("Summary of the first answer.")))
+    await kernel.execute("%agent new")
+    await kernel.execute("%config AgentConfig.context_window = 50000")
+    try:
+        await transcript(kernel, display_id_of(await kernel.execute("%%agent\nSay something, my-words-7")))
+        result = await kernel.execute("%agent compact keep the plots")
+        md = await transcript(kernel, display_id_of(result))
+        asked = json.dumps(api.messages_requests[-1].body["messages"][-1])
+        history = await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+                                     ".get_session().conversation.messages")
+    finally:
+        await kernel.execute("%config AgentConfig.context_window = 0")
+    assert "Compacted: " in md and "kept your 1 message" in md and "/ 50k" in md  # the meter: the set window
+    assert "keep the plots" in asked
+    assert "Summary of the first answer." in history and "my-words-7" in history
+
+
 async def test_config_is_the_jupyter_way(kernel):
     await kernel.execute("%config AgentConfig.max_turns = 7")
     out = (await kernel.execute("%agent"))["outputs"][0]["text"]

@@ -147,6 +147,36 @@ def test_agent_cell_answer_thinking_tools_file_names_errors_and_notices(lab, pag
     assert written(root) == []
 
 
+def test_a_compaction_and_the_context_meter_in_the_card(lab, page_of, script):
+    """The API says the prompt is too long: the card shows the compaction as its own line
+    (the summary, model text, in a <details>) and the context meter in its header."""
+    root = lab.root
+    (root / "long.txt").write_text("a long file\n")
+    write_notebook(root / "compact.ipynb", ["%load_ext jupyter_agent", "%%agent\nRead long.txt, then answer."])
+    script(response(tool_use("Read", {"file_path": str(root / "long.txt")})),
+           http_error(400, "invalid_request_error", "prompt is too long: 31000 tokens > 30000 maximum"),
+           response(text(payloads.markdown("SUMMARY"))),
+           response(text("Answered after the compaction.")))
+    page = page_of("compact.ipynb")
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    card = cell(page, 1)
+    settle(page, shown("Answered after the compaction."))
+    wait_for_end(page)
+    assert_inert(page)
+    assert "Compacted: " in card.inner_text() and "1 file re-read" in card.inner_text()
+    assert "context " in card.inner_text()  # the meter (the header, or the transcript's)
+    card.locator("summary", has_text="The summary that replaced the history").click()  # shown as text
+    settle(page, shown("SUMMARY"))
+    assert_inert(page)
+    screenshot(page, "compaction_card_light", card)
+    command(page, "Use Theme: JupyterLab Dark")
+    wait_theme(page, light=False)
+    screenshot(page, "compaction_card_dark", card)
+    command(page, "Use Theme: JupyterLab Light")
+    wait_theme(page, light=True)
+
+
 def test_chat(lab, page_of, script):
     root = lab.root
     write_notebook(root / "chat.ipynb", ["%load_ext jupyter_agent\nimport jupyter_agent", "jupyter_agent.chat()"])

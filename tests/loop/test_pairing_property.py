@@ -1,7 +1,7 @@
 """The invariant that matters most, under random scripts and random faults:
 every ``tool_use`` gets exactly one ``tool_result`` with its id, and the API never
 sees an orphan, whatever happens (tool errors, denials, model errors, cut streams,
-Stop at any event)."""
+Stop at any event, a compaction of the history at any turn)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from jupyter_agent import PermissionAllow, PermissionDeny, Terminal
 from jupyter_agent.loop.tool import ToolCheckPolicy
 from jupyter_agent.testing import (
-    FakeMessagesAPI, cut_stream, http_error, response, stream_error, text, tool_use,
+    FakeMessagesAPI, cut_stream, http_error, prompt_too_long, response, stream_error, text, tool_use,
 )
 
 from .conftest import Boom, Change, Echo, Sleep, model_for
@@ -43,12 +43,17 @@ def scenarios(draw):
     # after a call that changes something (Change) keeps the partial response instead
     fault_after = draw(st.integers(min_value=1, max_value=40))
     retries = draw(st.sampled_from([0, 1]))
-    return turns, fault_at, fault, stop_after, deny, streaming, fault_after, retries
+    # the API says "prompt is too long" before this turn's response: the loop compacts
+    # the history (one summary request) and sends the request again
+    too_long_at = draw(st.one_of(st.none(), st.integers(min_value=0, max_value=len(turns))))
+    return turns, fault_at, fault, stop_after, deny, streaming, fault_after, retries, too_long_at
 
 
-def build_script(turns, fault_at, fault, fault_after=4):
+def build_script(turns, fault_at, fault, fault_after=4, too_long_at=None):
     script = []
     for i, calls in enumerate(turns + [[]]):
+        if i == too_long_at:
+            script += [prompt_too_long(), response(text("Summary of the work so far."))]
         blocks = [text(f"turn {i}")] + [tool_use(name, dict(inp)) for name, inp in calls]
         item = response(*blocks)
         if i == fault_at and fault == "http_500":
@@ -61,7 +66,7 @@ def build_script(turns, fault_at, fault, fault_after=4):
     return script
 
 
-async def play(turns, fault_at, fault, stop_after, deny, streaming, fault_after=4, retries=0):
+async def play(turns, fault_at, fault, stop_after, deny, streaming, fault_after=4, retries=0, too_long_at=None):
     from jupyter_agent import query
 
     def can_use_tool(name, input, ask):
@@ -69,7 +74,7 @@ async def play(turns, fault_at, fault, stop_after, deny, streaming, fault_after=
             return PermissionAllow()
         return PermissionDeny("no", interrupt=deny == "deny_interrupt")
 
-    with FakeMessagesAPI(build_script(turns, fault_at, fault, fault_after), strict=False) as api:
+    with FakeMessagesAPI(build_script(turns, fault_at, fault, fault_after, too_long_at), strict=False) as api:
         run = query("go", model=model_for(api, max_retries=retries),
                     tools=[Echo(), Sleep(), Change(), Boom()], permissions=ToolCheckPolicy(),
                     can_use_tool=can_use_tool, streaming_tools=streaming)

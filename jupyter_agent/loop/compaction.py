@@ -1,0 +1,346 @@
+"""Compaction, and one run's context organisation (the seed's 上下文整理).
+
+Besides its four steps the loop keeps the prompt inside the model's context window
+(docs/context.md). The window, the prompt's size and microcompact (old tool results
+cleared, no model call) are in :mod:`.context_window`; here:
+
+- :func:`compact`: one ordinary Messages request asks the same model for a summary; the
+  history is rebuilt as the summary, the files read recently (read again, so an Edit
+  may follow without a new Read), and every message the user wrote, word for word. No
+  ``tool_use`` is carried over, so pairing holds on both sides of the boundary.
+- :class:`RunContext`: what the loop asks at step 1 (microcompact; past the threshold,
+  compact: ``auto_compact``) and when the API answers ``prompt is too long`` (compact
+  once and retry: ``reactive_compact_retry``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+from collections.abc import Sequence
+
+from .abort import AbortSignal
+from .context_window import (
+    ContextBudget, PromptSize, estimate_tokens, microcompact, window_for_model,
+)
+from .events import (
+    AssistantMessage, Compaction, CompactionKind, CompactionOutcome, CompactionTrigger, ContextUsage,
+)
+from .hooks import Hooks, PreCompactInput, call_hook
+from .messages import (
+    MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE, STOP_HOOK_FEEDBACK_PREFIX, Message, content_blocks,
+    create_user_message, ensure_tool_result_pairing, normalize_messages_for_api, prepend_user_context,
+)
+from .model_protocol import Model, ModelError, ModelRequest
+from .permission_result import PermissionAllow
+from .stream import stream_with_abort
+from .tool import Tool, ToolContext, ToolError
+from .tool_execution import _validate_and_plan
+from .usage import StreamUsage, Usage
+
+__all__ = ["CompactionEnv", "CompactResult", "RunContext", "compact", "is_user_written", "run_context",
+           "user_messages_to_keep", "SUMMARY_REQUEST_MARKER", "PROMPT_TOO_LONG_ADVICE"]
+
+log = logging.getLogger(__name__)
+
+#: Files read again after a compaction, at most (the most recent first), and their size.
+MAX_REREAD_FILES = 5
+MAX_REREAD_TOKENS_PER_FILE = 8_000
+MAX_SUMMARY_TOKENS = 8_192
+
+SUMMARY_HEADER = (
+    "This conversation was compacted: it went on from an earlier part that outgrew the context "
+    "window. The summary below covers that part; the user's own messages follow it word for word."
+)
+REREAD_HEADER = "<system-reminder>Read again after the compaction (as it is now):"
+CONTINUE_NOTE = (
+    "<system-reminder>Continue the work from where it stopped (see the summary's current work and "
+    "next step), without asking the user to repeat anything.</system-reminder>"
+)
+SUMMARY_INSTRUCTION = """Your task now is to write a detailed summary of the conversation so far; \
+it will replace the conversation, so that the work can go on without it. Do not call any tool: \
+answer with text only. Use these sections:
+1. Primary request and intent: everything the user asked for, in detail.
+2. Key technical concepts.
+3. Files and code: the files and notebook cells read, changed or created, with the important \
+snippets and why they matter.
+4. Errors and fixes, including what the user said about them.
+5. Problem solving: what was solved and what is still being worked on.
+6. All user messages (not tool results), in order.
+7. Pending tasks.
+8. Current work: precisely what was being done just before this summary.
+9. Next step: the very next thing to do, in line with the user's latest request."""
+#: The text that starts every summary request (a test's fake API recognises it by this).
+SUMMARY_REQUEST_MARKER = "Your task now is to write a detailed summary of the conversation so far"
+
+
+# -- compaction -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CompactionEnv:
+    """What a compaction uses of the run: the model and request settings, the tools
+    (to read files again), the hooks, and the run's usage meter."""
+
+    model: Model
+    system: list[dict[str, Any]]
+    tool_definitions: list[dict[str, Any]]
+    tools_by_name: dict[str, Tool]
+    context: ToolContext
+    hooks: Hooks
+    user_context: dict[str, str]
+    budget: ContextBudget
+    meter: StreamUsage
+    signal: AbortSignal
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """What :func:`compact` did: the event to show and, if it compacted, the new history."""
+
+    event: Compaction
+    messages: tuple[Message, ...] | None = None
+
+
+def is_user_written(message: Message) -> bool:
+    """A message the user wrote (not tool results, not the loop's own notes)."""
+    if message.get("role") != "user":
+        return False
+    blocks = content_blocks(message)
+    if not blocks or any(b.get("type") == "tool_result" for b in blocks):
+        return False
+    first = next((b.get("text", "") for b in blocks if b.get("type") == "text"), "")
+    loop_notes = (SUMMARY_HEADER, REREAD_HEADER, CONTINUE_NOTE, STOP_HOOK_FEEDBACK_PREFIX,
+                  MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE)
+    return not any(first.startswith(note) for note in loop_notes)
+
+
+def user_messages_to_keep(messages: Sequence[Message], room: int) -> list[Message]:
+    """The user's messages, oldest first, within ``room`` tokens: the newest are kept
+    first, and the latest one (the prompt of the current run) always."""
+    written = [m for m in messages if is_user_written(m)]
+    kept: list[Message] = []
+    used = 0
+    for message in reversed(written):
+        tokens = estimate_tokens(message.get("content"))
+        if kept and used + tokens > room:
+            break
+        kept.append(message)
+        used += tokens
+    return kept[::-1]
+
+
+async def compact(env: CompactionEnv, messages: Sequence[Message], trigger: CompactionTrigger,
+                  tokens_before: int, instructions: str = "") -> CompactResult:
+    """Summarise ``messages`` with one request to the model and rebuild the history.
+
+    Raises ``Aborted`` on Stop (the caller ends the run); every other failure is a
+    ``failed`` outcome with the history unchanged."""
+    def outcome(result: CompactionOutcome, detail: str, after: int = tokens_before) -> CompactResult:
+        return CompactResult(Compaction(CompactionKind.SUMMARY, trigger, result, tokens_before, after,
+                                        env.budget.window, detail=detail))
+
+    if not any(m.get("role") == "assistant" for m in messages):
+        return outcome(CompactionOutcome.NOT_NEEDED, "There is no answer to summarise yet.")
+    for hook in env.hooks.pre_compact:
+        verdict = await call_hook(hook, PreCompactInput(trigger.value, instructions, tuple(messages)))
+        if verdict is not None and (verdict.stop or verdict.decision in ("deny", "block")):
+            return outcome(CompactionOutcome.VETOED, verdict.message or "A PreCompact hook vetoed the compaction.")
+        if verdict is not None and verdict.message:
+            instructions = f"{instructions}\n{verdict.message}".strip()
+    try:
+        summary = await _summarise(env, messages, instructions)
+    except ModelError as exc:
+        log.debug("the summary request failed", exc_info=True)
+        return outcome(CompactionOutcome.FAILED, str(exc) or exc.kind)
+    if not summary.strip():
+        return outcome(CompactionOutcome.FAILED, "The summary request answered no text.")
+    kept = user_messages_to_keep(messages, env.budget.user_messages_room)
+    rereads, files = await _read_again(env, messages)
+    history: list[Message] = [create_user_message([{"type": "text", "text": f"{SUMMARY_HEADER}\n\n{summary}"}])]
+    if rereads:
+        history.append(create_user_message(rereads))
+    history.extend(kept)
+    if trigger is not CompactionTrigger.MANUAL and not (messages and is_user_written(messages[-1])):
+        history.append(create_user_message(CONTINUE_NOTE))  # mid-run: the model goes on
+    after = PromptSize(_fixed_tokens(env)).estimate(history)
+    event = Compaction(CompactionKind.SUMMARY, trigger, CompactionOutcome.COMPACTED, tokens_before, after,
+                       env.budget.window, user_messages_kept=len(kept), files_reread=tuple(files),
+                       summary=summary)
+    return CompactResult(event, tuple(history))
+
+
+def _fixed_tokens(env: CompactionEnv) -> int:
+    return estimate_tokens(env.system) + estimate_tokens(env.tool_definitions)
+
+
+async def _summarise(env: CompactionEnv, messages: Sequence[Message], instructions: str) -> str:
+    """One ordinary request: the history (what fits), then the summary instruction.
+
+    The system prompt and tools are the run's, so the request shares the conversation's
+    cached prefix."""
+    ask = SUMMARY_INSTRUCTION + (f"\n\nAlso follow these instructions:\n{instructions}" if instructions else "")
+    # the summary's own room is smaller than an answer's, so the history is sent as it is
+    # (its cached prefix read again) whenever it fits
+    max_tokens = min(env.budget.max_tokens, MAX_SUMMARY_TOKENS, env.budget.window // 8)
+    room = env.budget.window - max_tokens - _fixed_tokens(env) - estimate_tokens(ask)
+    history = _fit(list(messages), env, room)
+    request = ModelRequest(
+        messages=normalize_messages_for_api(prepend_user_context([*history, create_user_message(ask)],
+                                                                 env.user_context)),
+        system=env.system, tools=env.tool_definitions, max_tokens=max_tokens,
+    )
+    answer: AssistantMessage | None = None
+    async for event in stream_with_abort(env.model, request, env.signal):
+        env.meter.observe(event)
+        if isinstance(event, AssistantMessage):
+            answer = event
+    return answer.text if answer is not None else ""
+
+
+def _fit(messages: list[Message], env: CompactionEnv, room: int) -> list[Message]:
+    """The history for the summary request, within ``room`` tokens: old tool results
+    cleared first, then the oldest messages left out (pairing repaired)."""
+    size = estimate_tokens(messages)
+    if size > room:
+        messages, _, saved = microcompact(messages, env.tools_by_name, size, room, only_if_enough=False)
+        size -= saved
+    while size > room and len(messages) > 1:
+        size -= estimate_tokens(messages.pop(0))
+    messages, _ = ensure_tool_result_pairing(messages)
+    if messages and messages[0].get("role") != "user":
+        messages.insert(0, create_user_message("(The start of the conversation was left out to fit.)"))
+    return messages
+
+
+async def _read_again(env: CompactionEnv, messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Read again the files the model read most recently (through their tool, so its
+    read record is fresh), as text blocks; and the names of those files."""
+    seen: set[str] = set()
+    blocks: list[dict[str, Any]] = []
+    names: list[str] = []
+    room = env.budget.reread_room  # (a file that does not fit is left to the model to Read again)
+    per_file = min(MAX_REREAD_TOKENS_PER_FILE, room // 2)
+    for call in _latest_calls_first(messages):
+        if len(names) >= MAX_REREAD_FILES:
+            break
+        tool = env.tools_by_name.get(str(call.get("name")))
+        again = tool.reread_input(call.get("input") or {}) if tool is not None else None
+        if tool is None or again is None or (key := json.dumps(again, sort_keys=True)) in seen:
+            continue
+        seen.add(key)
+        records = dict(env.context.read_file_state)
+        text = await _read(tool, again, env.context)
+        tokens = estimate_tokens(text) if text is not None else 0
+        if text is None or tokens > per_file or tokens > room:
+            # not shown to the model: the read must not count as one (read-before-edit)
+            env.context.read_file_state.clear()
+            env.context.read_file_state.update(records)
+            continue
+        room -= tokens
+        what = tool.summary(again) or tool.name
+        blocks.append({"type": "text", "text": f"{REREAD_HEADER} {what}\n{text}\n</system-reminder>"})
+        names.append(what)
+    return blocks, names
+
+
+def _latest_calls_first(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [b for m in reversed(messages) if m.get("role") == "assistant"
+            for b in reversed(content_blocks(m)) if b.get("type") == "tool_use"]
+
+
+async def _read(tool: Tool, raw_input: dict[str, Any], context: ToolContext) -> str | None:
+    """One read through the tool's own checks and the permission policy; None when it
+    cannot run without asking, fails, or gives anything but text."""
+    try:
+        parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
+        if problem or not prepared.read_only:
+            return None
+        if not isinstance(await context.permissions.decide(tool, parsed, context, prepared), PermissionAllow):
+            return None
+        output = await tool.call(parsed, context, prepared)
+    except (ToolError, OSError) as exc:  # the file is gone or unreadable now: the model may Read it itself
+        log.debug("not read again: %s", exc)
+        return None
+    if output.is_error or not isinstance(output.content, str):
+        return None
+    return output.content
+
+
+# -- one run's context ---------------------------------------------------------------------
+
+_MAXIMUM = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
+#: Transitions into an iteration that starts from a freshly compacted history.
+COMPACTED_REASONS = ("auto_compact", "reactive_compact_retry")
+PROMPT_TOO_LONG_ADVICE = (
+    " Compacting the conversation did not bring it under the window: start a new conversation "
+    "(`%agent new`), or compact it with an instruction to keep less (`%agent compact ...`)."
+)
+
+
+class RunContext:
+    """The context organisation of one run: the budget, the prompt's size, and when to
+    clear old tool results or summarise (the loop asks at step 1 and on ``prompt is too
+    long``)."""
+
+    def __init__(self, env: CompactionEnv) -> None:
+        self.env = env
+        self.size = PromptSize(_fixed_tokens(env))
+        #: An automatic compaction that failed or was vetoed is not tried again this run.
+        self.auto_blocked = False
+
+    def observe(self, sent: Sequence[Message], usage: Usage) -> None:
+        """A response came: the API's count for the prompt that was ``sent``."""
+        self.size.observe(sent, usage)
+
+    def learn_window(self, error: str) -> int | None:
+        """The API said ``prompt is too long: N tokens > M maximum``: M is the real window
+        (if smaller than the one configured), for the summary request and the rest of the
+        run. Returns N, the API's count of the refused prompt (None if it said none)."""
+        found = _MAXIMUM.search(error)
+        if found and int(found.group(2)) < self.env.budget.window:
+            budget = replace(self.env.budget, window=int(found.group(2)))
+            self.env = replace(self.env, budget=budget)
+        return int(found.group(1)) if found else None
+
+    def before_request(self, messages: list[Message]) -> tuple[list[Message], list[Compaction], ContextUsage]:
+        """Microcompact if the prompt is past its threshold. Returns the messages to send,
+        the events to show (a :class:`Compaction` if results were cleared), and the meter."""
+        budget = self.env.budget
+        used = self.size.estimate(messages)
+        events: list[Compaction] = []
+        if used > budget.microcompact_at:
+            messages, cleared, saved = microcompact(messages, self.env.tools_by_name, used,
+                                                    budget.microcompact_target)
+            if cleared:
+                events.append(Compaction(CompactionKind.MICROCOMPACT, CompactionTrigger.AUTO,
+                                         CompactionOutcome.COMPACTED, used, used - saved, budget.window,
+                                         results_cleared=cleared))
+                used -= saved
+        return messages, events, ContextUsage(used, budget.window, budget.compact_at)
+
+    def wants_compaction(self, used: int, transition_reason: str | None) -> bool:
+        """Past ``compact_at``, unless this iteration starts from a fresh compaction (it
+        would only repeat it) or an automatic one already failed in this run."""
+        return (used > self.env.budget.compact_at and not self.auto_blocked
+                and transition_reason not in COMPACTED_REASONS)
+
+    async def compact(self, messages: Sequence[Message], trigger: CompactionTrigger, used: int,
+                      instructions: str = "") -> CompactResult:
+        result = await compact(self.env, messages, trigger, used, instructions)
+        if result.messages is None and trigger is CompactionTrigger.AUTO:
+            self.auto_blocked = True
+        return result
+
+
+def run_context(model: Model, system: list[dict[str, Any]], tool_definitions: list[dict[str, Any]],
+                tools_by_name: dict[str, Tool], context: ToolContext, hooks: Hooks, user_context: dict[str, str],
+                meter: StreamUsage, signal: AbortSignal, *, context_window: int | None,
+                max_tokens: int) -> RunContext:
+    """The context organisation of one run: its window (``context_window``, else the
+    model's from the table of known models), and what a compaction may use."""
+    budget = ContextBudget(context_window or window_for_model(model.name), max_tokens)
+    return RunContext(CompactionEnv(model, system, tool_definitions, tools_by_name, context, hooks,
+                                    user_context, budget, meter, signal))

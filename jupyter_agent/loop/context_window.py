@@ -1,0 +1,210 @@
+"""The context window the loop works to, the prompt's size, and microcompact.
+
+- :class:`ContextBudget`: the window (from a table of known models, or the caller's
+  number) and the thresholds derived from it.
+- :class:`PromptSize`: the prompt's size before each request, from the last response's
+  reported usage plus an estimate of what was added since (no extra request).
+- :func:`microcompact`: past its threshold, old tool results are replaced by a short
+  marker saying what was there and how to get it again; images and large ones first, the
+  most recent few kept. No model call, and deterministic: a result once cleared stays
+  cleared in the history, so the cached prefix changes only when it must.
+
+See docs/context.md; the summary layer is :mod:`.compaction`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+from collections.abc import Sequence
+
+from .messages import Message, content_blocks
+from .tool import Tool
+from .usage import Usage
+
+log = logging.getLogger(__name__)
+
+#: Context windows of known models, by id prefix (the first match wins).
+KNOWN_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("claude-", 200_000),
+)
+DEFAULT_CONTEXT_WINDOW = 200_000
+#: Characters per token in estimates (the Messages API's own rule of thumb).
+CHARS_PER_TOKEN = 4
+#: What an image costs in an estimate (a 1,200-pixel image is about this many tokens).
+IMAGE_TOKENS = 1_600
+#: Microcompact keeps this many of the latest tool results whole.
+KEEP_RECENT_RESULTS = 3
+#: A result smaller than this is not worth a marker.
+MIN_CLEARED_TOKENS = 100
+CLEARED_MARKER = "[Old tool result cleared to keep the context small"
+
+
+def window_for_model(model_name: str) -> int:
+    """The context window of ``model_name`` from :data:`KNOWN_CONTEXT_WINDOWS`."""
+    for prefix, window in KNOWN_CONTEXT_WINDOWS:
+        if model_name.startswith(prefix):
+            return window
+    return DEFAULT_CONTEXT_WINDOW
+
+
+@dataclass(frozen=True)
+class ContextBudget:
+    """The window and the thresholds the loop works to (all in tokens).
+
+    ``compact_at``: the window less room for the answer and a margin (estimates are
+    estimates); past it the history is summarised. ``microcompact_at``: past it old
+    tool results are cleared, down to ``microcompact_target``.
+    """
+
+    window: int
+    max_tokens: int = 8192
+
+    @property
+    def answer_room(self) -> int:
+        return min(self.max_tokens, 20_000, self.window // 4)
+
+    @property
+    def compact_at(self) -> int:
+        return self.window - self.answer_room - min(13_000, self.window // 10)
+
+    @property
+    def microcompact_at(self) -> int:
+        return self.compact_at * 6 // 10
+
+    @property
+    def microcompact_target(self) -> int:
+        return self.compact_at // 2
+
+    @property
+    def reread_room(self) -> int:
+        """How much of the rebuilt history the files read again may take, in all."""
+        return self.window // 8
+
+    @property
+    def user_messages_room(self) -> int:
+        """How much of the rebuilt history the user's own messages may take."""
+        return self.window // 4
+
+
+def estimate_tokens(value: Any) -> int:
+    """Tokens of a message, block or list of them: JSON characters / 4, images at a
+    fixed price (their base64 data is not what the API counts)."""
+    images = 0
+
+    def strip(item: Any) -> Any:
+        nonlocal images
+        if isinstance(item, dict):
+            source = item.get("source")
+            if item.get("type") in ("image", "document") and isinstance(source, dict) and "data" in source:
+                images += 1
+                return {**item, "source": {**source, "data": ""}}
+            return {k: strip(v) for k, v in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [strip(v) for v in item]
+        return item
+
+    if isinstance(value, str):
+        return -(-len(value) // CHARS_PER_TOKEN)
+    text = json.dumps(value, ensure_ascii=False)
+    if '"base64"' in text:  # (rare) media inside: count it at its price, not its data's length
+        text = json.dumps(strip(value), ensure_ascii=False)
+    return -(-len(text) // CHARS_PER_TOKEN) + images * IMAGE_TOKENS
+
+
+class PromptSize:
+    """The prompt's size before a request: the last reported size plus what was added.
+
+    ``fixed``: the system prompt and tool definitions (estimated once per run). After a
+    response, :meth:`observe` keeps the messages that were sent and the tokens the API
+    counted for them; :meth:`estimate` then adds only what follows them (or estimates
+    the whole history, if it changed before that point).
+    """
+
+    def __init__(self, fixed: int) -> None:
+        self.fixed = fixed
+        self._sent: tuple[Message, ...] = ()
+        self._reported = 0
+
+    def observe(self, sent: Sequence[Message], usage: Usage) -> None:
+        reported = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+        if reported:
+            self._sent, self._reported = tuple(sent), reported
+
+    def estimate(self, messages: Sequence[Message]) -> int:
+        sent = self._sent
+        if sent and len(messages) >= len(sent) and all(a is b or a == b for a, b in zip(sent, messages)):
+            return self._reported + estimate_tokens(list(messages[len(sent):]))
+        return self.fixed + estimate_tokens(list(messages))
+
+
+# -- microcompact -----------------------------------------------------------------------
+
+def microcompact(messages: list[Message], tools_by_name: dict[str, Tool], size: int,
+                 target: int, *, only_if_enough: bool = True) -> tuple[list[Message], int, int]:
+    """Clear old tool results until the estimate ``size`` is at most ``target``.
+
+    Images first, then the largest; ties go to the oldest; the latest
+    :data:`KEEP_RECENT_RESULTS` stay. Returns (messages, results cleared, tokens saved);
+    messages that did not change are the same objects.
+
+    ``only_if_enough``: clear nothing unless the target is reached. Each clearing changes
+    the prompt's prefix (the prompt cache is read again from there on), so it is done in
+    one batch that buys room for several turns, never one result per turn; when the latest
+    results alone are over the target, the summary is the layer that helps.
+    """
+    calls = {b["id"]: b for m in messages if m.get("role") == "assistant"
+             for b in content_blocks(m) if b.get("type") == "tool_use"}
+    found: list[tuple[int, int, int, dict[str, Any]]] = []  # (message, block, tokens, block)
+    for i, message in enumerate(messages):
+        if message.get("role") != "user" or not isinstance(message.get("content"), list):
+            continue
+        for j, block in enumerate(message["content"]):
+            if block.get("type") == "tool_result" and not _is_cleared(block):
+                found.append((i, j, estimate_tokens(block.get("content")), block))
+    candidates = found[:-KEEP_RECENT_RESULTS] if KEEP_RECENT_RESULTS else found
+    order = sorted(candidates, key=lambda c: (not _has_image(c[3]), -c[2], c[0], c[1]))
+    cleared: dict[tuple[int, int], dict[str, Any]] = {}
+    saved = 0
+    for i, j, tokens, block in order:
+        if size - saved <= target:
+            break
+        if tokens < MIN_CLEARED_TOKENS:
+            continue
+        marker = _cleared_marker(block, calls.get(block["tool_use_id"]), tools_by_name)
+        cleared[(i, j)] = {**block, "content": marker}
+        saved += tokens - estimate_tokens(marker)
+    if not cleared or (only_if_enough and size - saved > target):
+        return messages, 0, 0
+    out = list(messages)
+    for i in sorted({i for i, _ in cleared}):
+        content = [cleared.get((i, j), b) for j, b in enumerate(messages[i]["content"])]
+        out[i] = {**messages[i], "content": content}
+    return out, len(cleared), saved
+
+
+def _is_cleared(block: dict[str, Any]) -> bool:
+    content = block.get("content")
+    return isinstance(content, str) and content.startswith(CLEARED_MARKER)
+
+
+def _has_image(block: dict[str, Any]) -> bool:
+    content = block.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "image" for b in content)
+
+
+def _cleared_marker(block: dict[str, Any], call: dict[str, Any] | None, tools_by_name: dict[str, Tool]) -> str:
+    name = str(call.get("name", "")) if call else ""
+    tool = tools_by_name.get(name)
+    what = ""
+    if tool is not None and call is not None and isinstance(call.get("input"), dict):
+        try:
+            what = tool.summary(call["input"])
+        except Exception:  # a tool's summary failing must not stop the compaction
+            log.debug("%s.summary failed; the marker names the tool only", name, exc_info=True)
+    size = len(json.dumps(block.get("content"), ensure_ascii=False))
+    call_text = f"{name} {what}".strip() or "this call"
+    again = f" Call {name} again if you need it." if name else ""
+    return f"{CLEARED_MARKER}: {call_text} returned about {size:,} characters here.{again}]"
