@@ -124,7 +124,7 @@ class TerminalDisplay:
             meter = f" · {context_meter_text(model.context)}" if model.context is not None else ""
             self.note(f"── turn {model.turn_count} · request {model.requests} · {model.model}{meter}")
         elif isinstance(item, CompactionItem) and kind == "add" and item.event is not None:
-            self.note(f"🗜️ {compaction_text(item.event)}")
+            self.note(f"⇊ {compaction_text(item.event)}")
         elif kind == "remove" and isinstance(item, TextItem):
             self._printed.pop(item, None)  # a retry starts the response over
         elif isinstance(item, TextItem) and kind in ("add", "update"):

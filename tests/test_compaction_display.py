@@ -35,7 +35,7 @@ async def run_with_compaction(tmp_path):
 
 async def test_the_terminal_and_the_transcript_show_the_compaction_and_the_meter(tmp_path):
     display, err = await run_with_compaction(tmp_path)
-    assert "🗜️ Compacted: " in err and "kept your 1 message, 1 file re-read" in err
+    assert "⇊ Compacted: " in err and "kept your 1 message, 1 file re-read" in err
     assert "· context " in err and "/ 200k" in err  # the meter on each request line
     md = transcript_markdown(display.model)
     assert "Compacted: " in md and "The summary that replaced the history" in md

@@ -99,7 +99,7 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
     if isinstance(item, PromptItem):
         return {"key": key, "kind": "prompt", "text": _text(item.text)}
     if isinstance(item, CompactionItem) and item.event is not None:  # (the panel shows it as a note)
-        return {"key": key, "kind": "notice", "level": "info", "text": _text(f"🗜️ {compaction_text(item.event)}")}
+        return {"key": key, "kind": "notice", "level": "info", "text": _text(compaction_text(item.event))}
     if isinstance(item, BlockItem):
         return {"key": key, "kind": "block", "block_type": _text(item.block_type),
                 "json": _cut(json.dumps(item.block, ensure_ascii=False, indent=1, default=str))}
