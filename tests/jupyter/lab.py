@@ -26,10 +26,11 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import nbformat
@@ -75,9 +76,11 @@ def write_notebook(path: Path, sources: list[str], ids: list[str] | None = None)
 
 
 class Lab:
-    """One server (``app``: "jupyterlab", or "notebook" for Notebook 7) and one browser."""
+    """One server (``app``: "jupyterlab", or "notebook" for Notebook 7; ``server_args``: more
+    command-line options for it) and one browser."""
 
-    def __init__(self, tmp: Path, env_extra: dict[str, str] | None = None, app: str = "jupyterlab") -> None:
+    def __init__(self, tmp: Path, env_extra: dict[str, str] | None = None, app: str = "jupyterlab",
+                 server_args: Sequence[str] = ()) -> None:
         self.app = app
         self.tmp = tmp
         self.root = tmp / "root"
@@ -105,10 +108,12 @@ class Lab:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", app, "--allow-root", "--no-browser", f"--port={self.port}",
              "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={self.root}",
-             "--ServerApp.disable_check_xsrf=True"],
+             "--ServerApp.disable_check_xsrf=True", *server_args],
             env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self._contexts: list[Any] = []
         self._pages = 0
+        # notebook path -> the thread stopping the kernel a finished test left on it
+        self._stopping: dict[str, threading.Thread] = {}
         try:
             from playwright.sync_api import sync_playwright
 
@@ -138,6 +143,7 @@ class Lab:
 
     def close(self) -> None:
         try:
+            self._wait_stopped()
             if getattr(self, "browser", None) is not None:
                 self.browser.close()
             if getattr(self, "_pw", None) is not None:
@@ -159,9 +165,35 @@ class Lab:
         return json.loads(body) if body else None
 
     def shutdown_kernels(self) -> None:
-        """Stop every kernel (each test starts from fresh kernels)."""
+        """Stop every kernel (each test starts from fresh kernels); returns once they stopped."""
+        self._wait_stopped()
         for k in self._api("/api/kernels"):
             self._api(f"/api/kernels/{k['id']}", method="DELETE")
+
+    def _stop_kernels_in_background(self) -> None:
+        """Stop every kernel without waiting: a kernel's clean exit takes its server 1-3 s,
+        which the next test need not wait for. :meth:`open` waits for the kernel of the
+        notebook it opens (JupyterLab would join that notebook's old session), and
+        :meth:`shutdown_kernels` and :meth:`close` for all of them."""
+        sessions = {s["kernel"]["id"]: s["path"] for s in self._api("/api/sessions") if s.get("kernel")}
+        for k in self._api("/api/kernels"):
+            thread = threading.Thread(target=self._delete_kernel, args=(k["id"],), daemon=True)
+            thread.start()
+            self._stopping[sessions.get(k["id"], f"(no session) {k['id']}")] = thread
+
+    def _delete_kernel(self, kernel_id: str) -> None:
+        try:
+            self._api(f"/api/kernels/{kernel_id}", method="DELETE")
+        except OSError as e:  # already gone (404), or the server stopped: nothing left to stop
+            print(f"kernel {kernel_id} was not stopped: {e}")
+
+    def _wait_stopped(self, path: str | None = None, timeout: float = 60) -> None:
+        """Wait until the kernel left on notebook ``path`` (every kernel, if None) stopped."""
+        paths = list(self._stopping) if path is None else [path]
+        for name in paths:
+            thread = self._stopping.pop(name, None)
+            if thread is not None:
+                thread.join(timeout)
 
     # -- pages ----------------------------------------------------------------------------
     def open(self, name: str, context: Any = None, *, width: int = 1200, height: int = 1000,
@@ -176,6 +208,7 @@ class Lab:
         context.add_init_script(_RECORD_STATUSES)
         page = context.new_page()
         self._pages += 1
+        self._wait_stopped(name)
         if self.app == "notebook":  # Notebook 7: one notebook per page, no workspaces
             page.goto(f"{self.url}/notebooks/{name}", timeout=timeout * 1000)
         else:
@@ -186,7 +219,8 @@ class Lab:
 
     def finish(self, name: str) -> None:
         """End of a test: screenshot every page still open (``name``-i.png), close the
-        pages this server opened, stop the kernels."""
+        pages this server opened, stop the kernels (in the background: see
+        :meth:`_stop_kernels_in_background`)."""
         contexts, self._contexts = self._contexts, []
         pages = [p for ctx in contexts for p in ctx.pages]
         for i, page in enumerate(pages):
@@ -195,7 +229,7 @@ class Lab:
         for ctx in contexts:
             with contextlib.suppress(Exception):
                 ctx.close()
-        self.shutdown_kernels()
+        self._stop_kernels_in_background()
 
 
 # -- page helpers -------------------------------------------------------------------------

@@ -68,22 +68,21 @@ def test_stepper_widget_and_timeline_live_then_saved_and_reopened(tmp_path):
         page.locator(".jp-Notebook").click(position={"x": 5, "y": 5})
         save(page, path)
         saved = nbformat.read(path, as_version=4)
-    finally:
-        lab.close()
 
-    assert "Ended: completed" in widget_text and "not that the task is done" in widget_text
-    assert "turn_count" in widget_text and "toolu_browser_1" in widget_text
-    outputs = saved.cells[0].outputs
-    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
-    assert len(html) == 1 and "Ended: <code>completed</code>" in html[0]  # the last state, saved
-    assert {"image/svg+xml", "text/html"} <= set(saved.cells[1].outputs[0]["data"])
+        assert "Ended: completed" in widget_text and "not that the task is done" in widget_text
+        assert "turn_count" in widget_text and "toolu_browser_1" in widget_text
+        outputs = saved.cells[0].outputs
+        html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+        assert len(html) == 1 and "Ended: <code>completed</code>" in html[0]  # the last state, saved
+        assert {"image/svg+xml", "text/html"} <= set(saved.cells[1].outputs[0]["data"])
 
-    # Reopen in a new server, as someone else's copy: changed content is not trusted, so
-    # JupyterLab sanitizes its HTML; the widget's model is gone with the old kernel.
-    saved.metadata["reopened"] = True
-    lab = Lab(tmp_path / "reopened", {"TMPDIR": str(tmp_path)})
-    nbformat.write(saved, lab.root / "lesson.ipynb")
-    try:
+        # Reopen as someone else's copy, in a fresh browser context: changed content is not
+        # trusted (its signature is not the one this server saved), so JupyterLab sanitizes
+        # its HTML; the widget's model is gone with the stopped kernel.
+        page.context.close()
+        lab.shutdown_kernels()
+        saved.metadata["reopened"] = True
+        nbformat.write(saved, lab.root / "lesson.ipynb")
         page = lab.open("lesson.ipynb", width=1280, height=1400)
         static = page.locator(".jp-Cell >> nth=0 >> .jp-RenderedHTMLCommon", has_text="Ended:")
         static.first.wait_for(timeout=30000)
