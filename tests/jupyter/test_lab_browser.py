@@ -16,7 +16,7 @@ import pytest
 from jupyter_agent.testing import response, text, thinking, tool_use
 
 from .lab import (
-    CELLS, HAVE_BROWSER, button, cell, require_browser, run_and_wait, run_cell, save, screenshot, wait_idle,
+    CELLS, HAVE_BROWSER, button, cell, require_browser, run_and_wait, run_cell, save, screenshot,
     write_notebook,
 )
 
@@ -64,7 +64,8 @@ def test_a_reloaded_page_answers_a_waiting_approval_and_shows_the_end(lab, page_
     save(page, nb_path)  # what the reloaded page reads
     page.reload()
     page.wait_for_selector(CELLS)
-    wait_idle(page)
+    # (no wait_idle: a page reloaded on a kernel that is already idle may show "idle" at once,
+    # with no other status before it; the restored widget below needs the kernel's connection)
     allow = cell(page, 1).locator("button.jupyter-button:not([disabled])", has_text="Allow").first
     allow.wait_for(timeout=60000)  # re-attached: the widget restored from the live kernel
     assert "kernel lost" not in cell(page, 1).inner_text()
