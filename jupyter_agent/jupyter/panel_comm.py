@@ -153,7 +153,7 @@ class _Watched:
         return self.keys[id(item)]
 
     def header(self) -> dict[str, Any]:
-        from ..view.labels import end_explanation, end_reason_text, end_title
+        from ..view.labels import context_meter_text, end_explanation, end_reason_text, end_title
         from ..view.transcript import stopped_calls, stopped_waiting
 
         model = self.handle.model
@@ -162,7 +162,8 @@ class _Watched:
                   "permission_mode": model.permission_mode, "turns": model.turn_count,
                   "status": f"waiting for your approval ({waiting})" if waiting and model.ended is None
                   else model.status, "usage": _usage_json(model.total_usage, model.offline),
-                  "ended": model.ended is not None, "reason": "", "title": "", "meaning": "", "error": ""}
+                  "ended": model.ended is not None, "reason": "", "title": "", "meaning": "", "error": "",
+                  "context": context_meter_text(model.context) if model.context is not None else ""}
         if model.ended is not None:
             # the widgets' own words (advice.py): a quiet title for a normal end, what
             # happened and what to do for the others
@@ -300,6 +301,16 @@ class PanelHub:
         finally:
             self._sending = False
 
+    def _op_compact(self, comm: Any, data: dict[str, Any]) -> None:
+        """Summarise the conversation now (the panel's Compact button, ``%agent compact``);
+        ``instruction``: what the summary must keep."""
+        instruction = data.get("instruction") if isinstance(data.get("instruction"), str) else ""
+        self._sending = True
+        try:
+            self.session.start(f"/compact {instruction}".strip(), batch=False, view=False, compact=instruction)
+        finally:
+            self._sending = False
+
     def _op_stop(self, comm: Any, data: dict[str, Any]) -> None:
         self.session.stop()
 
@@ -366,7 +377,17 @@ class PanelHub:
                 "modes": list(PERMISSION_MODES), "replay": redact(_name(replay)) if replay else "",
                 "busy": active is not None and not active.done,
                 "notebook": redact(session.notebook_path() or ""), "usage": _usage_json(usage, bool(replay)),
-                "turns": sum(w.handle.model.turn_count for w in self.runs.values())}
+                "turns": sum(w.handle.model.turn_count for w in self.runs.values()),
+                "context": self._context_meter()}
+
+    def _context_meter(self) -> str:
+        """How full the conversation's context is, as its latest run last measured it."""
+        from ..view.labels import context_meter_text
+
+        for watched in reversed(list(self.runs.values())):
+            if watched.handle.model.context is not None:
+                return context_meter_text(watched.handle.model.context)
+        return ""
 
     def state(self) -> dict[str, Any]:
         self._adopt_runs()

@@ -82,7 +82,7 @@ PANEL_VERSION = 1
 #: Page -> kernel ``op``s: ``hello`` (send the whole state), ``send`` (``prompt``), ``stop``,
 #: ``new`` (a new conversation), ``mode`` (``mode``), ``approve`` (``request``, ``choice``,
 #: ``feedback``; more fields, such as the call's ``tool_use_id``, may be added).
-PANEL_OPS = ("hello", "send", "stop", "new", "mode", "approve", "undo")
+PANEL_OPS = ("hello", "send", "stop", "new", "mode", "approve", "undo", "compact")
 #: Kernel -> page ``type``s: ``state`` (everything), ``update`` (what changed since the last
 #: message), ``error`` (``text``: a refused request, said in the panel).
 PANEL_MESSAGE_TYPES = ("state", "update", "error")

@@ -103,6 +103,9 @@ class RunRecord:
 
 #: Transitions that sent tool results back to the model: they start a new turn.
 NEW_TURN_REASONS = ("next_turn", "partial_response_kept")
+#: Transitions a step-4 checkpoint shows: a new turn, and a history the loop compacted
+#: (the stepper then shows the summarised State the next iteration starts from).
+CHECKPOINT_REASONS = (*NEW_TURN_REASONS, "auto_compact", "reactive_compact_retry")
 
 
 @dataclass
@@ -247,8 +250,8 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
                 yield event
             if turn.transition is not None and turn.transition.reason in NEW_TURN_REASONS:
                 loop.stop_hook_blocks = 0
-                if params.checkpoints:
-                    yield _checkpoint(4, record.state, turn)
+            if params.checkpoints and turn.transition is not None and turn.transition.reason in CHECKPOINT_REASONS:
+                yield _checkpoint(4, record.state, turn)
     finally:
         # A consumer that stops pulling (or a cancelled task) must not leave tools running.
         if turn is not None and turn.executor is not None:

@@ -182,6 +182,8 @@ def compaction_text(event: Any) -> str:
 
 
 def context_meter_text(usage: Any) -> str:
-    """A :class:`~jupyter_agent.loop.events.ContextUsage` as "context 31k / 200k (16%)"."""
+    """A :class:`~jupyter_agent.loop.events.ContextUsage` as "context 31k / 200k (16%),
+    compacts at 160k": how full the window is, and when the history will be summarised."""
     percent = round(100 * usage.fraction)
-    return f"context {tokens_short(usage.used)} / {tokens_short(usage.window)} ({percent}%)"
+    meter = f"context {tokens_short(usage.used)} / {tokens_short(usage.window)} ({percent}%)"
+    return f"{meter}, compacts at {tokens_short(usage.compact_at)}" if usage.compact_at else meter

@@ -50,6 +50,7 @@ export class AgentSidePanel extends Widget {
       send: prompt => this.sendPrompt(prompt),
       stop: () => this.request({ op: 'stop' }),
       newConversation: () => this.request({ op: 'new' }),
+      compact: () => this.request({ op: 'compact' }),
       mode: mode => this.request({ op: 'mode', mode }),
       undo: run => this.request({ op: 'undo', run }),
       answer: (ask: IApproval, choice: ApprovalChoice, feedback: string) =>

@@ -44,6 +44,8 @@ export interface ISessionHeader {
   replay?: string;
   busy?: boolean;
   usage?: IUsage;
+  /** the context meter, "context 31k / 200k (16%), compacts at 160k", or "" before a request */
+  context?: string;
 }
 
 /** A run's header; `reason`, `title`, `meaning` and `error` are set once it `ended`. */
@@ -58,6 +60,8 @@ export interface IRunHeader {
   title?: string;
   meaning?: string;
   error?: string;
+  /** the context meter as the run last measured it (see ISessionHeader.context) */
+  context?: string;
   /** "variables changed: a, b" when the run's cells changed the kernel's names */
   variables?: string;
   /** whether the ended run can be undone: available, running, done, or "" */
@@ -326,6 +330,11 @@ export function formatUsage(usage: IUsage | undefined): string {
   const n = (x: number | undefined) => (x || 0).toLocaleString('en-US');
   const tokens = `${n(usage.input_tokens)} in · ${n(usage.output_tokens)} out`;
   return typeof usage.cost_usd === 'number' ? `${tokens} · ≈ $${usage.cost_usd.toFixed(4)}` : tokens;
+}
+
+/** The usage line: tokens, cost and, once a request was sent, the context meter. */
+export function usageLine(usage: IUsage | undefined, context: string | undefined): string {
+  return [formatUsage(usage), context ?? ''].filter(part => part).join(' · ');
 }
 
 /** "3 turns" */

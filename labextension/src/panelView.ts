@@ -23,10 +23,10 @@ import {
   approvalParts,
   diffLineClass,
   endedNormally,
-  formatUsage,
   isSendKey,
   shortPaths,
-  turnsText
+  turnsText,
+  usageLine
 } from './panelState';
 
 const ICON_SVG =
@@ -48,6 +48,8 @@ export interface IPanelActions {
   load(): void;
   /** Undo an ended run's changes (its "Undo this run" button). */
   undo(run: string): void;
+  /** Summarise the conversation now (its Compact button). */
+  compact(): void;
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, className = '', text?: string): HTMLElementTagNameMap[K] {
@@ -117,6 +119,7 @@ export class PanelView implements IDisposable {
   private readonly meta: HTMLElement;
   private readonly modeSelect: HTMLSelectElement;
   private readonly newButton: HTMLButtonElement;
+  private readonly compactButton: HTMLButtonElement;
   private readonly conversation: HTMLElement;
   private readonly approvals: HTMLElement;
   private readonly usage: HTMLElement;
@@ -155,7 +158,10 @@ export class PanelView implements IDisposable {
     this.sendButton = button('Send', 'jp-AgentPanel-send jp-mod-styled jp-mod-accept', runIcon);
     this.stopButton = button('Stop', 'jp-AgentPanel-stop jp-mod-styled jp-mod-warn', stopIcon);
     this.stopButton.disabled = true;
-    buttons.append(this.sendButton, this.stopButton);
+    this.compactButton = button('Compact', 'jp-AgentPanel-compact jp-mod-styled');
+    this.compactButton.title =
+      'Summarise the conversation now, keeping your own messages word for word (`%agent compact WHAT TO KEEP` says what the summary must keep)';
+    buttons.append(this.sendButton, this.stopButton, this.compactButton);
     this.hint = el('div', 'jp-AgentPanel-hint');
     bottom.append(this.usage, this.input, buttons, this.hint);
     host.append(top, this.conversation, this.approvals, bottom);
@@ -164,6 +170,7 @@ export class PanelView implements IDisposable {
     this.sendButton.onclick = () => actions.send(this.input.value);
     this.stopButton.onclick = () => actions.stop();
     this.newButton.onclick = () => actions.newConversation();
+    this.compactButton.onclick = () => actions.compact();
     this.modeSelect.onchange = () => actions.mode(this.modeSelect.value);
     this.input.onkeydown = (event: KeyboardEvent) => {
       if (isSendKey(event)) {
@@ -329,8 +336,9 @@ export class PanelView implements IDisposable {
     this.sendButton.disabled = busy;
     this.stopButton.disabled = !busy;
     this.newButton.disabled = busy;
-    this.usage.textContent = `${formatUsage(session.usage)}${busy ? ' · running…' : ''}`;
-    this.usage.title = 'Tokens and estimated cost of this conversation';
+    this.compactButton.disabled = busy || !session.context;
+    this.usage.textContent = `${usageLine(session.usage, session.context)}${busy ? ' · running…' : ''}`;
+    this.usage.title = 'Tokens and estimated cost of this conversation, and how full its context window is';
   }
 
   private drawRun(run: IRun, runChange: IRunChange): void {
@@ -413,7 +421,9 @@ export class PanelView implements IDisposable {
     if (h.error) {
       view.footer.appendChild(el('div', 'jp-AgentPanel-error', h.error));
     }
-    view.footer.appendChild(el('div', 'jp-AgentPanel-status', `${turnsText(h.turns)} · ${formatUsage(h.usage)}`));
+    view.footer.appendChild(
+      el('div', 'jp-AgentPanel-status', `${turnsText(h.turns)} · ${usageLine(h.usage, h.context)}`)
+    );
     this.drawUndo(view, h);
   }
 

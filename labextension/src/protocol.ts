@@ -110,7 +110,7 @@ export const PANEL_TARGET = 'jupyter_agent.panel';
 export const PANEL_VERSION = 1;
 
 /** Page -> kernel `op`s. */
-export const PANEL_OPS = ['hello', 'send', 'stop', 'new', 'mode', 'approve', 'undo'] as const;
+export const PANEL_OPS = ['hello', 'send', 'stop', 'new', 'mode', 'approve', 'undo', 'compact'] as const;
 
 /** Kernel -> page `type`s. */
 export const PANEL_MESSAGE_TYPES = ['state', 'update', 'error'] as const;

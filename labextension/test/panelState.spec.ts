@@ -13,7 +13,8 @@ import {
   endedNormally,
   formatUsage,
   shortPaths,
-  turnsText
+  turnsText,
+  usageLine
 } from '../src/panelState';
 
 const session = { model: 'claude-x', permission_mode: 'default', modes: ['default', 'plan'], busy: false };
@@ -215,6 +216,11 @@ describe('derived text', () => {
       '1,234 in · 5 out · ≈ $0.0123'
     );
     expect(formatUsage(undefined)).toBe('');
+    // the context meter follows the usage once a request was sent
+    expect(usageLine({ input_tokens: 10, output_tokens: 2, cost_usd: null }, 'context 3.1k / 30k (10%)')).toBe(
+      '10 in · 2 out · context 3.1k / 30k (10%)'
+    );
+    expect(usageLine(undefined, '')).toBe('');
     // an offline replay has no cost: none is shown (not "$0.0000")
     expect(formatUsage({ input_tokens: 10, output_tokens: 2, cost_usd: null })).toBe('10 in · 2 out');
     expect(turnsText(1)).toBe('1 turn');

@@ -177,6 +177,26 @@ async def test_undo_this_run_from_the_panel(kernel, panel, script, module_tmp):
     assert panel.headers()[-1]["undo_lines"] == ["↩ p_undo.txt: removed (the run had created it)"]
 
 
+async def test_the_panel_shows_the_context_meter_and_compacts_now(kernel, panel, script):
+    script(response(text("First answer.")), response(text("Summary of the first answer.")))
+    await kernel.execute("%config AgentConfig.context_window = 40000")
+    try:
+        panel.send(op="send", prompt="Say something, my-words-8")
+        await kernel.until(lambda: panel.headers() and panel.headers()[-1]["ended"], 10, "the first run's end")
+        meter = panel.headers()[-1]["context"]
+        assert meter.startswith("context ") and "/ 40k" in meter and "compacts at " in meter, meter
+        await kernel.until(lambda: panel.view()["session"].get("context") == meter, 5, "the session's meter")
+        panel.send(op="compact")
+        await kernel.until(lambda: len(panel.headers()) == 2 and panel.headers()[-1]["ended"], 10, "the compaction")
+        history = await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+                                     ".get_session().conversation.messages")
+    finally:
+        await kernel.execute("%config AgentConfig.context_window = 0")
+    assert panel.headers()[-1]["reason"] == "completed"
+    assert any(item["text"].startswith("Compacted: ") for item in panel.items("notice")), panel.items("notice")
+    assert "Summary of the first answer." in history and "my-words-8" in history
+
+
 async def test_stop_new_conversation_and_mode_from_the_panel(kernel, panel, script):
     script(response(text("A long answer. " * 200), delay_s=0.01, chunk_chars=4))  # 750 deltas, ~7.5 s
     panel.send(op="mode", mode="plan")

@@ -15,7 +15,9 @@ import pytest
 from jupyter_agent import HookResult, TerminalReason, query
 from jupyter_agent.loop.compaction import SUMMARY_REQUEST_MARKER, user_messages_to_keep
 from jupyter_agent.loop.context_window import CLEARED_MARKER, ContextBudget, microcompact
-from jupyter_agent.loop.events import Compaction, CompactionKind, CompactionOutcome, CompactionTrigger, RequestStart
+from jupyter_agent.loop.events import (
+    Checkpoint, Compaction, CompactionKind, CompactionOutcome, CompactionTrigger, RequestStart,
+)
 from jupyter_agent.loop.messages import ensure_tool_result_pairing
 from jupyter_agent.loop.tool import Tool, ToolInput, ToolOutput
 from jupyter_agent.testing import FakeMessagesAPI, prompt_too_long, response, text, tool_use
@@ -112,6 +114,21 @@ async def test_prompt_too_long_compacts_once_and_retries():
     reactive = [e for e in events if isinstance(e, Compaction) and e.trigger is CompactionTrigger.REACTIVE]
     assert reactive and reactive[0].outcome is CompactionOutcome.COMPACTED
     assert reactive[0].tokens_before == int(refused[0].error.split()[4])  # the API's own count
+
+
+async def test_a_compaction_is_a_step_4_checkpoint_the_stepper_shows(tools):
+    """The seed's context organisation in the four steps: after a compaction the loop
+    stops at step 4 with the transition that says why it goes round, and the State it
+    goes round from is the summarised history."""
+    script = [response(tool_use("Echo", {"text": "a"})), prompt_too_long(), response(text("A summary.")),
+              response(text("Done."))]
+    with FakeMessagesAPI(script) as api:
+        run = run_query(api, "go", tools, checkpoints=True)
+        events = [e async for e in run]
+    assert run.terminal.reason == TerminalReason.COMPLETED
+    step4 = [e for e in events if isinstance(e, Checkpoint) and e.step == 4]
+    assert [c.transition.reason for c in step4] == ["next_turn", "reactive_compact_retry"]
+    assert "A summary." in json.dumps(step4[-1].state.messages)
 
 
 async def test_a_second_refusal_ends_prompt_too_long_with_advice(tools):
