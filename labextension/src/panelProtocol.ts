@@ -23,6 +23,7 @@ export type PanelRequest =
   | { op: Extract<PanelOp, 'send'>; prompt: string }
   | { op: Extract<PanelOp, 'mode'>; mode: string }
   | { op: Extract<PanelOp, 'undo'>; run: string }
+  | { op: Extract<PanelOp, 'compact'>; instruction?: string }
   | {
       op: Extract<PanelOp, 'approve'>;
       request: string | number;
