@@ -15,8 +15,8 @@ import pytest
 
 from jupyter_agent.testing import response, text, tool_use
 
-from .lab import HAVE_BROWSER, Lab, allow_the_insert_then_the_run, cell, require_browser, save, screenshot, \
-    write_notebook
+from .lab import HAVE_BROWSER, Lab, allow_the_insert_then_the_run, cell, cell_sources, click_button, require_browser, \
+    save, screenshot, wait_cell_count, write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not (HAVE_BROWSER and importlib.util.find_spec("notebook")),
@@ -32,7 +32,8 @@ def nb7(api, tmp_path_factory):
 
 def test_notebook7_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(nb7, api):
     """x = 41; %load_ext; %%agent adds `print(x + 1)` right under itself and runs it after
-    Allow: the page shows 42 without a reload, and saving brings no dialog. The page loads
+    Allow: the page shows 42 without a reload, and saving brings no dialog; its Undo this run
+    takes the cell out of the page at once. The page loads
     without errors from the extension (its side panel must not break Notebook 7)."""
     path = nb7.root / "scenario7.ipynb"
     write_notebook(path, ["x = 41", "%load_ext jupyter_agent",
@@ -67,6 +68,14 @@ def test_notebook7_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(nb7, 
         on_disk = nbformat.read(path, as_version=4)
         assert [c.source for c in on_disk.cells][3] == "print(x + 1)"
         assert any("42" in "".join(o.get("text", "")) for o in on_disk.cells[3].outputs)
+        # Undo this run: the inserted cell leaves the page at once, and a save asks nothing
+        click_button(page, "Undo this run")
+        wait_cell_count(page, 4)
+        assert "print(x + 1)" not in cell_sources(page)
+        save(page, path)
+        assert page.locator(".jp-Dialog").count() == 0
+        assert [c.source for c in nbformat.read(path, as_version=4).cells] == [
+            "x = 41", "%load_ext jupyter_agent", "%%agent\nadd a cell that prints x+1 and run it", "The end"]
         ours = [e for e in errors if "jupyter-agent" in e or "jupyter_agent" in e]
         assert not ours, ours
     finally:
