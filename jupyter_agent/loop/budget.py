@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .identity_memo import IdentityMemo
 from .messages import Message
 
 DEFAULT_MESSAGE_BUDGET_CHARS = 200_000
@@ -41,9 +42,18 @@ class ToolResultBudget:
     def __init__(self, max_chars_per_message: int = DEFAULT_MESSAGE_BUDGET_CHARS) -> None:
         self.max_chars_per_message = max_chars_per_message
         self._replaced: dict[str, str | None] = {}
+        # A message's results are decided once, so its budgeted form never changes.
+        self._applied: IdentityMemo[Message] = IdentityMemo()
 
     def apply(self, messages: list[Message]) -> list[Message]:
-        return [self._apply_one(m) if m.get("role") == "user" else m for m in messages]
+        out = []
+        for message in messages:
+            known = self._applied.get(message)
+            if known is None:
+                known = self._applied.put((message,), self._apply_one(message)
+                                          if message.get("role") == "user" else message)
+            out.append(known)
+        return out
 
     def _apply_one(self, message: Message) -> Message:
         content = message.get("content")

@@ -12,6 +12,8 @@ import re
 from typing import Any
 from collections.abc import Iterable, Iterator
 
+from .identity_memo import IdentityMemo
+
 Message = dict[str, Any]
 
 INTERRUPTED_MESSAGE = "Interrupted by user: the run was stopped before this tool call finished."
@@ -90,39 +92,56 @@ def ensure_tool_result_pairing(messages: list[Message]) -> tuple[list[Message], 
             i += 1
             continue
         repaired.append(message)
-        ids = tool_use_ids(message)
         following = messages[i + 1] if i + 1 < len(messages) else None
-        if not ids:
-            i += 1
-            continue
         if following is not None and following.get("role") == "user":
-            blocks = content_blocks(following)
-            answered = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
-            missing = [t for t in ids if t not in answered]
-            kept = [
-                b for b in blocks
-                if b.get("type") != "tool_result" or b.get("tool_use_id") in set(ids)
-            ]
-            if len(kept) != len(blocks):
-                notes.append(f"dropped {len(blocks) - len(kept)} tool_result(s) pointing at nothing")
-            if missing:
-                notes.append(f"added error results for unanswered tool_use {', '.join(missing)}")
-            if missing or len(kept) != len(blocks):
-                results = [b for b in kept if b.get("type") == "tool_result"]
-                others = [b for b in kept if b.get("type") != "tool_result"]
-                fill = [tool_result_block(t, MISSING_RESULT_MESSAGE, is_error=True) for t in missing]
-                # Results first: the API wants tool_result blocks before any other content.
-                repaired.append({**following, "content": results + fill + others})
-            else:
-                repaired.append(following)
+            known = _answers_memo.get(message, following)
+            answer, found = known if known is not None else _answers_memo.put(
+                (message, following), _answer_of(message, following))
+            if answer is None:  # no tool_use: the next message is taken as any user message
+                i += 1
+                continue
+            notes.extend(found)
+            repaired.append(answer)
             i += 2
             continue
-        notes.append(f"added error results for unanswered tool_use {', '.join(ids)}")
-        repaired.append(create_user_message(
-            [tool_result_block(t, MISSING_RESULT_MESSAGE, is_error=True) for t in ids]
-        ))
+        ids = tool_use_ids(message)
+        if ids:
+            notes.append(f"added error results for unanswered tool_use {', '.join(ids)}")
+            repaired.append(create_user_message(
+                [tool_result_block(t, MISSING_RESULT_MESSAGE, is_error=True) for t in ids]
+            ))
         i += 1
     return repaired, notes
+
+
+_answers_memo: IdentityMemo[tuple[Message | None, list[str]]] = IdentityMemo()
+
+
+def _answer_of(assistant: Message, following: Message) -> tuple[Message | None, list[str]]:
+    """The user message that answers ``assistant``'s tool calls, made from ``following``
+    (itself when it answers each call and nothing else), and the repairs made; ``None``
+    when ``assistant`` called no tool. A pure function of the two messages, remembered
+    by their identity (:mod:`.identity_memo`)."""
+    ids = tool_use_ids(assistant)
+    if not ids:
+        return None, []
+    wanted = set(ids)
+    blocks = content_blocks(following)
+    answered = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
+    missing = [t for t in ids if t not in answered]
+    kept = [b for b in blocks if b.get("type") != "tool_result" or b.get("tool_use_id") in wanted]
+    notes = []
+    if len(kept) != len(blocks):
+        notes.append(f"dropped {len(blocks) - len(kept)} tool_result(s) pointing at nothing")
+    if missing:
+        notes.append(f"added error results for unanswered tool_use {', '.join(missing)}")
+    if not notes:
+        return following, notes
+    results = [b for b in kept if b.get("type") == "tool_result"]
+    others = [b for b in kept if b.get("type") != "tool_result"]
+    fill = [tool_result_block(t, MISSING_RESULT_MESSAGE, is_error=True) for t in missing]
+    # Results first: the API wants tool_result blocks before any other content.
+    return {**following, "content": results + fill + others}, notes
 
 
 def _drop_dangling_results(message: Message, so_far: list[Message], notes: list[str]) -> Message | None:
@@ -269,3 +288,16 @@ def sendable(value: Any) -> Any:
             return value
         return items if isinstance(value, list) else tuple(items)
     return value
+
+
+_sendable_memo: IdentityMemo[Message] = IdentityMemo()
+
+
+def sendable_messages(messages: list[Message]) -> list[Message]:
+    """:func:`sendable` of each message, each message walked once
+    (:mod:`.identity_memo`: the history is resent whole on every turn)."""
+    out = []
+    for message in messages:
+        clean = _sendable_memo.get(message)
+        out.append(clean if clean is not None else _sendable_memo.put((message,), sendable(message)))
+    return out

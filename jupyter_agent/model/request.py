@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..loop.messages import sendable
+from ..loop.messages import sendable, sendable_messages
 from ..loop.model_protocol import ModelRequest
 
 __all__ = ["build_params", "with_cache_control", "EPHEMERAL", "MAX_BREAKPOINTS"]
@@ -78,7 +78,7 @@ def build_params(request: ModelRequest, *, max_tokens: int, thinking: dict[str, 
     sendable: a lone surrogate anywhere (a tool result, a model's own tool input, a
     system prompt) becomes U+FFFD instead of failing this request and every later one.
     """
-    messages, system = with_cache_control(sendable(request.messages), sendable(request.system),
+    messages, system = with_cache_control(sendable_messages(request.messages), sendable(request.system),
                                           request.tools)
     params: dict[str, Any] = {"max_tokens": max_tokens}
     if request.tools:
