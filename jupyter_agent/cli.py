@@ -47,6 +47,7 @@ EXIT_CODES = {
     "prompt_too_long": 4,
     "stop_hook_prevented": 5,
     "hook_stopped": 5,
+    "max_budget": 6,
     "aborted_streaming": 130,
     "aborted_tools": 130,
 }
