@@ -54,10 +54,10 @@ STATE_LINES = {
 
 def end_tone(reason: str | None) -> str:
     """How an end reason looks (a key of ``style.TONES``): a normal end as success, a
-    stop or the turn limit as a warning, the others as errors."""
+    stop, the turn limit or the spend limit as a warning, the others as errors."""
     if reason == "completed":
         return "success"
-    if reason in ("max_turns", "aborted_streaming", "aborted_tools"):
+    if reason in ("max_turns", "max_budget", "aborted_streaming", "aborted_tools"):
         return "warn"
     return "error"
 
