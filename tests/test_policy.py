@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 from traitlets import TraitError
+from traitlets.config import Config, Configurable
 
 from jupyter_agent import TerminalReason, query
 from jupyter_agent.conversation import Conversation
 from jupyter_agent.jupyter.config import AgentConfig
+from jupyter_agent.jupyter.session import AgentSession
 from jupyter_agent.policy import POLICY_FILE, PolicyViolation, load_policy
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 
@@ -84,6 +86,15 @@ def test_agent_config_refuses_what_the_policy_does_not_allow_naming_the_file(adm
         config.max_budget_usd = 5.0
     config.model, config.max_budget_usd = "claude-sonnet-4-5", 0.5
     assert (config.model, config.max_budget_usd, config.permission_mode) == ("claude-sonnet-4-5", 0.5, "plan")
+
+
+def test_a_refused_value_in_the_users_config_file_is_left_out_and_the_extension_still_loads(admin, capsys):
+    path = admin("site", permission_mode="default")
+    shell = Configurable(config=Config({"AgentConfig": {"permission_mode": "bypassPermissions", "max_turns": 7}}))
+    session = AgentSession(shell)  # what %load_ext builds from IPython's config
+    assert (session.config.permission_mode, session.config.max_turns) == ("default", 7)
+    err = capsys.readouterr().err
+    assert "AgentConfig.permission_mode from your configuration was left out" in err and str(path) in err
 
 
 def test_a_broken_policy_file_stops_every_run_naming_it(admin, tmp_path):

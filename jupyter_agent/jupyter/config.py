@@ -17,10 +17,11 @@ refused here, with a message naming the file.
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
-from traitlets.config import Configurable
+from traitlets.config import Config, Configurable
 
 from ..loop.permission_result import PERMISSION_MODES
 from ..policy import PolicyViolation, load_policy
@@ -140,3 +141,29 @@ def _within_policy(check: Any) -> Any:
         return check(load_policy())
     except ValueError as exc:  # PolicyViolation, or a value no policy could allow
         raise TraitError(str(exc)) from None
+
+
+#: The settings an administrator's policy bounds.
+POLICY_TRAITS = ("model", "permission_mode", "max_budget_usd")
+
+
+def agent_config(parent: Configurable | None) -> AgentConfig:
+    """The kernel's :class:`AgentConfig` from ``parent``'s config (IPython's). A value from
+    the user's own config files that the administrator's policy refuses is left out, and
+    said on stderr naming the policy file, so the extension still loads, within the policy."""
+    try:
+        return AgentConfig(parent=parent)
+    except TraitError:
+        section = parent.config.get("AgentConfig") if parent is not None else None
+        if not section:
+            raise
+    for name in POLICY_TRAITS:
+        if name not in section:
+            continue
+        try:
+            AgentConfig(config=Config({"AgentConfig": {name: section[name]}}))
+        except TraitError as refused:
+            print(f"jupyter-agent: AgentConfig.{name} from your configuration was left out. {refused}",
+                  file=sys.stderr)
+            del section[name]
+    return AgentConfig(parent=parent)

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .config import AgentConfig
+from .config import AgentConfig, agent_config
 from ..environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
 
@@ -38,7 +38,7 @@ class AgentSession:
 
     def __init__(self, shell: Any = None, config: AgentConfig | None = None) -> None:
         self.shell = shell
-        self.config = config or AgentConfig(parent=shell if shell is not None and hasattr(shell, "config") else None)
+        self.config = config or agent_config(shell if shell is not None and hasattr(shell, "config") else None)
         self._conversation: Any = None
         self.active: Any = None  # the AgentRun still going
         self.runs: list[Any] = []  # AgentRuns of this kernel, oldest first
