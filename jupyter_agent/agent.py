@@ -22,6 +22,7 @@ from .loop.query import QueryParams
 from .loop.run import QueryRun
 from .loop.state import State
 from .loop.tool_execution import CanUseTool
+from .policy import load_policy
 from .prompts import DEFAULT_SYSTEM_PROMPT, user_context
 from .loop.tool import PermissionPolicy, Tool, ToolContext
 
@@ -46,6 +47,7 @@ def query(
     thinking: dict[str, Any] | None = None,
     context_window: int | None = None,
     compact: str | None = None,
+    max_budget_usd: float | None = None,
 ) -> QueryRun:
     """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
     its run handle at once. Nothing is sent until the run is iterated or awaited.
@@ -57,6 +59,11 @@ def query(
     ``context_window`` (tokens) overrides ``$JUPYTER_AGENT_CONTEXT_WINDOW`` and the
     model's known window; the loop compacts the history to stay inside it. ``compact``
     (an instruction, or ""): summarise the history ``prompt`` now and end, answering nothing.
+    ``max_budget_usd``: end the run (``max_budget``) once it has spent this much.
+
+    An administrator's policy (``jupyter_agent_policy.json``, :mod:`jupyter_agent.policy`)
+    bounds the model, the permission mode and the spend limit: a setting it does not allow
+    raises :class:`~jupyter_agent.policy.PolicyViolation`, naming the file, and nothing starts.
     """
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
@@ -69,7 +76,11 @@ def query(
         messages = list(prompt)  # the history to summarise, as it is
     else:
         raise TypeError("With compact=, the prompt is the history to compact: a list of messages.")
+    policy = load_policy()
+    budget = policy.check_budget(max_budget_usd)
     resolved_model = resolve_model(model)
+    if not _offline(resolved_model):  # a replay sends nothing anywhere and costs nothing
+        policy.check_model(resolved_model.name)
     if context is None:
         context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
     elif cwd is not None:
@@ -78,6 +89,8 @@ def query(
         from .permissions import Permissions
 
         permissions = Permissions(mode=permission_mode, cwd=context.cwd)
+    if permissions.mode is not None:  # the policy may have changed since the mode was set
+        policy.check_permission_mode(permissions.mode)
     context = replace(context, permissions=permissions)  # the caller's context stays as it was
     system_text = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
     note = permissions.system_prompt_note()
@@ -103,9 +116,16 @@ def query(
         thinking=thinking,
         context_window=context_window_setting(context_window),
         compact_now=compact,
+        max_budget_usd=budget,
         owns_model=model is None or isinstance(model, str),
     )
     return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or permission_mode)
+
+
+def _offline(model: Model) -> bool:
+    from .replay.model import ReplayModel
+
+    return isinstance(model, ReplayModel)
 
 
 def context_window_setting(value: int | None = None) -> int | None:

@@ -47,6 +47,7 @@ EXIT_CODES = {
     "prompt_too_long": 4,
     "stop_hook_prevented": 5,
     "hook_stopped": 5,
+    "max_budget": 6,
     "aborted_streaming": 130,
     "aborted_tools": 130,
 }
@@ -357,8 +358,13 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     display = TerminalDisplay(out, err, quiet=args.quiet, cwd=conv.context.cwd)
     display.note(f"jupyter-agent · {conv.model_name} · mode {conv.permission_mode} · {notebook}"
                  + ("" if interactive else " · not a terminal: asks are denied (see --allow, --permission-mode)"))
-    run = conv.send(prompt, can_use_tool=terminal_approver(err, conv.permissions) if interactive
-                    else no_terminal_denier())
+    try:
+        run = conv.send(prompt, can_use_tool=terminal_approver(err, conv.permissions) if interactive
+                        else no_terminal_denier())
+    except ValueError as exc:  # the administrator's policy refused the model or the spend limit
+        err.write(f"jupyter agent run: {exc}\n")
+        await conv.aclose()
+        return EXIT_USAGE
     display.model.changes = conv.changes_of(run)  # its end lists what the run changed
     loop = asyncio.get_running_loop()
     stops = 0

@@ -22,6 +22,7 @@ from .loop.permission_result import check_permission_mode
 from .loop.run import QueryRun
 from .loop.usage import Usage
 from .loop.tool import ToolContext
+from .policy import load_policy
 
 
 class ConversationBusy(RuntimeError):
@@ -43,7 +44,7 @@ class Conversation:
                  can_use_tool: Any = None, hooks: Hooks | dict | None = None,
                  notebook_path: str | None = None, replay: str | None = None,
                  allow: tuple[str, ...] = (), deny: tuple[str, ...] = (), ask: tuple[str, ...] = (),
-                 context_window: int | None = None) -> None:
+                 context_window: int | None = None, max_budget_usd: float | None = None) -> None:
         self._model_spec = model
         self._model: Model | None = model if model is not None and not isinstance(model, str) else None
         self.replay = replay
@@ -51,6 +52,8 @@ class Conversation:
         self.max_turns = max_turns
         #: tokens (None: $JUPYTER_AGENT_CONTEXT_WINDOW, else the model's known window)
         self.context_window = context_window
+        #: what one run may spend, USD (None: no limit but the administrator's policy)
+        self.max_budget_usd = max_budget_usd
         self.system_prompt = system_prompt
         self.can_use_tool = can_use_tool
         self.hooks = Hooks.coerce(hooks)
@@ -72,7 +75,7 @@ class Conversation:
 
     @permission_mode.setter
     def permission_mode(self, mode: str) -> None:
-        self._permission_mode = check_permission_mode(mode)
+        self._permission_mode = load_policy().check_permission_mode(check_permission_mode(mode))
         if self._permissions is not None:
             self._permissions.mode = mode
 
@@ -158,7 +161,7 @@ class Conversation:
             permissions=self._permissions_for(permission_mode),
             context=self._run_context(),
             notebook_path=self.notebook_path,
-            **{"context_window": self.context_window, **options},
+            **{"context_window": self.context_window, "max_budget_usd": self.max_budget_usd, **options},
         )
         run.add_done_callback(self._absorb)
         self.runs.append(run)

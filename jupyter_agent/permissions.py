@@ -52,6 +52,7 @@ from .loop.permission_result import (
     ask_with_note,
     check_permission_mode,
 )
+from .policy import load_policy
 from .safety import rule_names_place, safety_hit
 from .loop.tool import PermissionPolicy, PreparedCall, Tool, ToolContext
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
@@ -119,7 +120,8 @@ class Permissions(PermissionPolicy):
 
     @mode.setter
     def mode(self, value: str) -> None:
-        self._mode = check_permission_mode(value)
+        # The administrator's policy (jupyter_agent_policy.json) bounds every mode set here.
+        self._mode = load_policy().check_permission_mode(check_permission_mode(value))
 
     def with_mode(self, mode: str) -> Permissions:
         """This policy in another ``mode`` (one run's own), sharing the rules: session rules

@@ -116,6 +116,20 @@ def test_bad_input_is_a_usage_error(tmp_path, args, message, monkeypatch, capsys
     assert message in err.getvalue() + capsys.readouterr().err
 
 
+def test_a_model_the_administrators_policy_does_not_allow_is_a_usage_error(tmp_path, monkeypatch):
+    admin = tmp_path / "admin"
+    admin.mkdir()
+    (admin / "jupyter_agent_policy.json").write_text(json.dumps({"allowed_models": ["claude-haiku-*"]}))
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(admin))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.delenv("JUPYTER_AGENT_REPLAY", raising=False)
+    make_notebook(tmp_path / "nb.ipynb")
+    monkeypatch.chdir(tmp_path)
+    err = io.StringIO()
+    assert main(["run", "nb.ipynb", "-p", "hi", "--model", "claude-opus-4-1"], out=io.StringIO(), err=err) == 2
+    assert f"'claude-opus-4-1' is not allowed by the administrator's policy ({admin}" in err.getvalue()
+
+
 class _nothing:
     def __enter__(self):
         return self

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as w
+from traitlets import TraitError
 
 from .cards import esc
 from ..loop.permission_result import PERMISSION_MODES
@@ -288,7 +289,11 @@ class ChatPanel(w.VBox):
         self._say("")
 
     def _mode_changed(self, change: dict[str, Any]) -> None:
-        self.session.set_defaults(permission_mode=change["new"])
+        try:
+            self.session.set_defaults(permission_mode=change["new"])
+        except TraitError as exc:  # the administrator's policy refused it: the menu goes back
+            self.mode.value = change["old"]
+            self._say(str(exc), error=True)
 
     def _busy(self, busy: bool, own_stop: bool = False) -> None:
         with self.send_button.hold_sync():

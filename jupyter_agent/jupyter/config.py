@@ -8,14 +8,25 @@ Set them in ``ipython_config.py``::
 or at run time with ``%config AgentConfig.max_turns = 20``, or with the line magic
 ``%agent --model M --permission-mode P``. A cell's own options (``%%agent --model M``)
 apply to that run only.
+
+An administrator's ``jupyter_agent_policy.json`` (docs/deploy.md, "JupyterHub") bounds
+``model``, ``permission_mode`` and ``max_budget_usd``: a value it does not allow is
+refused here, with a message naming the file.
 """
 
 from __future__ import annotations
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, validate
-from traitlets.config import Configurable
+import logging
+import sys
+from typing import Any
+
+from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets.config import Config, Configurable
 
 from ..loop.permission_result import PERMISSION_MODES
+from ..policy import PolicyViolation, load_policy
+
+log = logging.getLogger(__name__)
 
 
 class AgentConfig(Configurable):
@@ -32,6 +43,12 @@ class AgentConfig(Configurable):
         "working directory allowed; plan: no writes; bypassPermissions: allow (safety "
         "paths and cell runs still ask).",
     ).tag(config=True)
+    max_budget_usd = Float(
+        0.0,
+        help="End a run once it has spent this much, in US dollars (estimated from list prices; "
+        "0: no limit of your own). An administrator's limit, if any, still applies and "
+        "cannot be raised.",
+    ).tag(config=True)
     max_turns = Int(
         0, help="Stop after this many turns (0: no limit).",
     ).tag(config=True)
@@ -41,6 +58,27 @@ class AgentConfig(Configurable):
         "without asking (deny rules and safety paths still win). Running cells asks in every "
         "mode unless a rule allows it, so unattended runs need 'NotebookRun' here.",
     ).tag(config=True)
+
+    @default("permission_mode")
+    def _default_mode(self) -> str:
+        try:
+            return load_policy().default_mode("default")
+        except PolicyViolation:  # a broken policy file: every run refuses, naming it
+            log.debug("the administrator's policy cannot be read", exc_info=True)
+            return "default"
+
+    @validate("model")
+    def _allowed_model(self, proposal: dict[str, Any]) -> str:
+        return _within_policy(lambda p: p.check_model(proposal["value"]) if proposal["value"] else "")
+
+    @validate("permission_mode")
+    def _allowed_mode(self, proposal: dict[str, Any]) -> str:
+        return _within_policy(lambda p: p.check_permission_mode(proposal["value"]))
+
+    @validate("max_budget_usd")
+    def _allowed_budget(self, proposal: dict[str, Any]) -> float:
+        _within_policy(lambda p: p.check_budget(proposal["value"]))
+        return float(proposal["value"])
 
     @validate("allow")
     def _valid_rules(self, proposal: dict) -> list:
@@ -95,3 +133,37 @@ class AgentConfig(Configurable):
         help="A kernel interrupt while the kernel is idle stops the running agent run.",
     ).tag(config=True)
 
+
+
+def _within_policy(check: Any) -> Any:
+    """``check(policy)``, with the administrator's refusal as the TraitError ``%config`` shows."""
+    try:
+        return check(load_policy())
+    except ValueError as exc:  # PolicyViolation, or a value no policy could allow
+        raise TraitError(str(exc)) from None
+
+
+#: The settings an administrator's policy bounds.
+POLICY_TRAITS = ("model", "permission_mode", "max_budget_usd")
+
+
+def agent_config(parent: Configurable | None) -> AgentConfig:
+    """The kernel's :class:`AgentConfig` from ``parent``'s config (IPython's). A value from
+    the user's own config files that the administrator's policy refuses is left out, and
+    said on stderr naming the policy file, so the extension still loads, within the policy."""
+    try:
+        return AgentConfig(parent=parent)
+    except TraitError:
+        section = parent.config.get("AgentConfig") if parent is not None else None
+        if not section:
+            raise
+    for name in POLICY_TRAITS:
+        if name not in section:
+            continue
+        try:
+            AgentConfig(config=Config({"AgentConfig": {name: section[name]}}))
+        except TraitError as refused:
+            print(f"jupyter-agent: AgentConfig.{name} from your configuration was left out. {refused}",
+                  file=sys.stderr)
+            del section[name]
+    return AgentConfig(parent=parent)

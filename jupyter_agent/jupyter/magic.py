@@ -31,6 +31,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from . import warmup
 from ..loop.permission_result import PERMISSION_MODES
 from ..environment import positive_int, resolve_transcript, turn_limit
+from ..policy import PolicyViolation, load_policy
 from ..redact import redact
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
 
@@ -297,6 +298,7 @@ def status_text(session: AgentSession) -> str:
         f"  model:           {model}" + (f"  (replaying {replay})" if replay else ""),
         f"  permission mode: {conv.permission_mode if conv is not None else cfg.permission_mode}",
         f"  max turns:       {cfg.max_turns or 'no limit'}",
+        f"  spend limit:     {spend_limit_text(cfg.max_budget_usd)}",
         f"  working dir:     {conv.context.cwd if conv is not None else (cfg.cwd or Path.cwd())}",
         f"  notebook:        {session.notebook_path() or 'unknown (set %config AgentConfig.notebook_path)'}",
     ]
@@ -319,6 +321,18 @@ def status_text(session: AgentSession) -> str:
         lines.append("  conversation:    not started")
     lines.append(f"  running:         {'yes' if session.active is not None else 'no'}")
     return "\n".join(lines)
+
+
+def spend_limit_text(own: float) -> str:
+    """A run's spend limit, and whose it is (the user's, or the administrator's policy file)."""
+    try:
+        policy = load_policy()
+    except PolicyViolation as exc:  # a broken policy file: runs refuse to start, naming it
+        return str(exc)
+    admin = policy.max_budget_usd
+    if admin is not None and (not own or own >= admin):
+        return f"${admin:g} per run (administrator's policy: {policy.sources['max_budget_usd']})"
+    return f"${own:g} per run" if own else "no limit"
 
 
 def runs_table(session: AgentSession) -> str:

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .config import AgentConfig
+from .config import AgentConfig, agent_config
 from ..environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
 
@@ -38,7 +38,7 @@ class AgentSession:
 
     def __init__(self, shell: Any = None, config: AgentConfig | None = None) -> None:
         self.shell = shell
-        self.config = config or AgentConfig(parent=shell if shell is not None and hasattr(shell, "config") else None)
+        self.config = config or agent_config(shell if shell is not None and hasattr(shell, "config") else None)
         self._conversation: Any = None
         self.active: Any = None  # the AgentRun still going
         self.runs: list[Any] = []  # AgentRuns of this kernel, oldest first
@@ -53,7 +53,7 @@ class AgentSession:
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
-            "context_window"])
+            "context_window", "max_budget_usd"])
 
     # -- the conversation ---------------------------------------------------------------
     @property
@@ -73,6 +73,7 @@ class AgentSession:
             cwd=cfg.cwd or None,
             max_turns=cfg.max_turns or None,
             context_window=cfg.context_window or None,
+            max_budget_usd=cfg.max_budget_usd or None,
             notebook_path=self.notebook_path(),
             replay=cfg.replay or None,
             allow=tuple(cfg.allow),
@@ -126,6 +127,8 @@ class AgentSession:
             conv.max_turns = new or None
         elif name == "context_window":
             conv.context_window = new or None
+        elif name == "max_budget_usd":
+            conv.max_budget_usd = new or None
         elif name == "notebook_path":
             conv.notebook_path = self.notebook_path()
         elif name == "allow":  # rules added to the running conversation (remove: %agent rules --remove)

@@ -78,6 +78,8 @@ class QueryParams:
     context_window: int | None = None
     #: Compact the history now (with these instructions) and end: ``%agent compact``.
     compact_now: str | None = None
+    #: End the run (``max_budget``) before a request once it has spent this much (USD).
+    max_budget_usd: float | None = None
     #: query() made the model itself (from an id or the environment), so the run closes it.
     owns_model: bool = False
 
@@ -264,6 +266,13 @@ async def build_request(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
     then the API's message rules. Past the compaction threshold the history is summarised
     instead, and the iteration goes round from it (``auto_compact``)."""
     params = loop.params
+    spent = loop.record.usage.cost_usd
+    if params.max_budget_usd is not None and spent >= params.max_budget_usd:
+        # Checked before every request (a new turn, a recovery, a compaction): the tools
+        # of the last response have run, so every tool_use has its result.
+        turn.finish(TerminalReason.MAX_BUDGET,
+                    f"Reached the spend limit of ${params.max_budget_usd:g} for one run (${spent:.4f} spent).")
+        return
     messages_for_query, repairs = ensure_tool_result_pairing(list(turn.state.messages))
     if repairs:
         yield Notice("history_repaired", "Repaired the history before sending: " + "; ".join(repairs))

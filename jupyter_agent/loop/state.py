@@ -24,6 +24,7 @@ class TerminalReason(str, Enum):
     STOP_HOOK_PREVENTED = "stop_hook_prevented"
     HOOK_STOPPED = "hook_stopped"
     PROMPT_TOO_LONG = "prompt_too_long"
+    MAX_BUDGET = "max_budget"
 
     def __str__(self) -> str:  # so f"{reason}" prints "completed", not the enum repr
         return self.value
@@ -44,6 +45,8 @@ TERMINAL_EXPLANATIONS: dict[str, str] = {
     "hook_stopped": "A tool hook stopped the run.",
     "prompt_too_long": "The conversation is longer than the model's context, even after compacting "
     "it once; start a new one (`%agent new`) or compact it with an instruction to keep less.",
+    "max_budget": "The run spent its limit (max_budget_usd: the user's, or the administrator's policy) "
+    "after the last tools ran; the model was not asked again.",
 }
 
 

@@ -54,10 +54,10 @@ STATE_LINES = {
 
 def end_tone(reason: str | None) -> str:
     """How an end reason looks (a key of ``style.TONES``): a normal end as success, a
-    stop or the turn limit as a warning, the others as errors."""
+    stop, the turn limit or the spend limit as a warning, the others as errors."""
     if reason == "completed":
         return "success"
-    if reason in ("max_turns", "aborted_streaming", "aborted_tools"):
+    if reason in ("max_turns", "max_budget", "aborted_streaming", "aborted_tools"):
         return "warn"
     return "error"
 
@@ -115,6 +115,7 @@ def end_title(terminal: Any) -> str:
         "aborted_tools": "Stopped",
         "model_error": "Model error",
         "prompt_too_long": "Conversation too long",
+        "max_budget": "Spend limit reached",
         "stop_hook_prevented": "Stopped by a hook",
         "hook_stopped": "Stopped by a hook",
     }.get(_reason(terminal), _reason(terminal))
@@ -148,6 +149,9 @@ def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False
         advice = model_error_advice(terminal.error, message)
         return (f"{message}{' ' + advice if advice else ''} The history was repaired, so you can "
                 "send the prompt again.")
+    if reason == "max_budget":
+        return (f"{terminal.message or 'The spend limit was reached.'} The last tools ran; the model was not "
+                "asked again. Send another prompt to go on (each run has its own limit).")
     if reason == "prompt_too_long":
         return ("The conversation is longer than the model's context window. Start a new one "
                 "(`%agent new`, or New conversation in the chat) or ask for less at once.")

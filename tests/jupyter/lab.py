@@ -361,7 +361,7 @@ def click_button(page: Any, label: str, timeout: float = 60) -> None:
 
 #: How a run's end reads in the page (the widget's footer, then the static transcript):
 #: its end reason in a code span, e.g. "✓ Finished `completed`" or "Stopped `aborted_tools` — ...".
-END_REASON = re.compile(r"^(completed|max_turns|aborted_streaming|aborted_tools|model_error|prompt_too_long|"
+END_REASON = re.compile(r"^(completed|max_turns|aborted_streaming|aborted_tools|model_error|prompt_too_long|max_budget|"
                         r"stop_hook_prevented|hook_stopped|kernel lost)$")
 
 

@@ -1,0 +1,183 @@
+"""An administrator's limits on agent runs, which a user's own settings cannot loosen.
+
+An administrator (of a JupyterHub, a shared server, a single-user image) writes
+``jupyter_agent_policy.json`` into a system-wide Jupyter config folder::
+
+    {
+      "allowed_models": ["claude-sonnet-4-5", "claude-haiku-*"],
+      "permission_mode": "default",
+      "max_budget_usd": 0.50
+    }
+
+- ``allowed_models``: model ids (shell-style patterns) a run may use;
+- ``permission_mode``: the loosest mode a user may choose (``plan`` is the strictest,
+  then ``default``, ``acceptEdits``, ``bypassPermissions``);
+- ``max_budget_usd``: what one run may spend (the loop's estimate from list prices); a
+  run that reaches it ends ``max_budget``. A user may set a lower limit, never a higher one.
+
+Where it is read (docs/deploy.md, "JupyterHub"): the folders of ``$JUPYTER_CONFIG_PATH``,
+the environment's (``{sys.prefix}/etc/jupyter``) and the system's (``/usr/local/etc/jupyter``,
+``/etc/jupyter``); never the user's own ``~/.jupyter`` (``$JUPYTER_CONFIG_DIR``). Every
+file found counts and the strictest value of each setting wins, so a folder added to
+``$JUPYTER_CONFIG_PATH`` can only tighten the limits. A file that cannot be read or says
+something unknown stops every run with a message naming it (it fails closed). The files
+are read again for each run, so a change applies to the next run without a restart.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .loop.permission_result import PERMISSION_MODES, check_permission_mode
+
+log = logging.getLogger(__name__)
+
+POLICY_FILE = "jupyter_agent_policy.json"
+#: Strictest first: a mode may be used when it is no looser than the administrator's.
+MODE_STRICTNESS = ("plan", "default", "acceptEdits", "bypassPermissions")
+assert sorted(MODE_STRICTNESS) == sorted(PERMISSION_MODES)
+_KEYS = ("allowed_models", "permission_mode", "max_budget_usd")
+
+
+class PolicyViolation(ValueError):
+    """A setting the administrator's policy does not allow; the message names the file."""
+
+
+def policy_dirs() -> list[Path]:
+    """The folders a policy file is read from, in Jupyter's order: ``$JUPYTER_CONFIG_PATH``,
+    then the environment's, then the system's. Never ``$JUPYTER_CONFIG_DIR`` (the user's)."""
+    from jupyter_core import paths
+
+    extra = [p for p in os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p.strip()]
+    dirs: list[Path] = []
+    for folder in (*extra, *paths.ENV_CONFIG_PATH, *paths.SYSTEM_CONFIG_PATH):
+        path = Path(folder).expanduser()
+        if path not in dirs:
+            dirs.append(path)
+    return dirs
+
+
+@dataclass(frozen=True)
+class AdminPolicy:
+    """The administrator's limits, merged from every policy file found (strictest wins).
+
+    ``sources`` says which file set each limit, for messages. An empty policy (no file)
+    limits nothing.
+    """
+
+    #: One tuple of patterns per file that lists models: a model must match one of each.
+    allowed_models: tuple[tuple[str, ...], ...] = ()
+    permission_mode: str | None = None
+    max_budget_usd: float | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        return not self.allowed_models and self.permission_mode is None and self.max_budget_usd is None
+
+    def model_allowed(self, name: str) -> bool:
+        return all(any(fnmatch.fnmatchcase(name, p) for p in patterns) for patterns in self.allowed_models)
+
+    def check_model(self, name: str) -> str:
+        """``name`` if the policy allows it, else a :class:`PolicyViolation` naming the file."""
+        if not self.model_allowed(name):
+            allowed = ", ".join(p for patterns in self.allowed_models for p in patterns)
+            raise PolicyViolation(
+                f"The model {name!r} is not allowed by the administrator's policy "
+                f"({self.sources['allowed_models']}): use one of {allowed} "
+                f"(e.g. %config AgentConfig.model = '...').")
+        return name
+
+    def mode_allowed(self, mode: str) -> bool:
+        if self.permission_mode is None:
+            return True
+        return MODE_STRICTNESS.index(mode) <= MODE_STRICTNESS.index(self.permission_mode)
+
+    def check_permission_mode(self, mode: str) -> str:
+        """``mode`` if it is no looser than the administrator's, else a :class:`PolicyViolation`."""
+        check_permission_mode(mode)
+        if not self.mode_allowed(mode):
+            allowed = [m for m in MODE_STRICTNESS if self.mode_allowed(m)]
+            raise PolicyViolation(
+                f"Permission mode {mode!r} is not allowed: the administrator's policy "
+                f"({self.sources['permission_mode']}) allows at most {self.permission_mode!r} "
+                f"(one of {', '.join(allowed)}).")
+        return mode
+
+    def default_mode(self, wanted: str = "default") -> str:
+        """``wanted`` if allowed, else the administrator's mode (for a default nobody chose)."""
+        return wanted if self.mode_allowed(wanted) else str(self.permission_mode)
+
+    def check_budget(self, usd: float | None) -> float | None:
+        """The spend limit of a run: the user's ``usd`` (None or 0: none of their own),
+        which may be lower than the administrator's, never higher."""
+        own = usd if usd else None
+        if own is not None and (not isinstance(own, (int, float)) or not math.isfinite(own) or own < 0):
+            raise ValueError(f"max_budget_usd must be a positive number of US dollars, not {usd!r}.")
+        if self.max_budget_usd is None:
+            return own
+        if own is not None and own > self.max_budget_usd:
+            raise PolicyViolation(
+                f"A spend limit of ${own:g} per run is above the administrator's "
+                f"${self.max_budget_usd:g} ({self.sources['max_budget_usd']}).")
+        return own if own is not None else self.max_budget_usd
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PolicyViolation(f"The administrator's policy {path} cannot be read ({exc}); "
+                              "no agent run starts until it is fixed.") from None
+    if not isinstance(data, dict) or set(data) - set(_KEYS):
+        unknown = ", ".join(sorted(set(data) - set(_KEYS))) if isinstance(data, dict) else "not an object"
+        raise PolicyViolation(f"The administrator's policy {path} is not valid ({unknown}): it may set "
+                              f"{', '.join(_KEYS)}; no agent run starts until it is fixed.")
+    return data
+
+
+def _valid(path: Path, key: str, value: Any) -> Any:
+    models = key == "allowed_models" and isinstance(value, list) and all(isinstance(m, str) and m for m in value)
+    mode = key == "permission_mode" and value in MODE_STRICTNESS
+    budget = (key == "max_budget_usd" and isinstance(value, (int, float)) and not isinstance(value, bool)
+              and math.isfinite(value) and value > 0)
+    if not (models or mode or budget):
+        raise PolicyViolation(f"The administrator's policy {path} has an invalid {key}: {value!r}; "
+                              "no agent run starts until it is fixed.")
+    return tuple(value) if models else value
+
+
+def _stricter(mode: str, than: str) -> bool:
+    return MODE_STRICTNESS.index(mode) < MODE_STRICTNESS.index(than)
+
+
+def load_policy(dirs: list[Path] | None = None) -> AdminPolicy:
+    """Read and merge every ``jupyter_agent_policy.json`` in :func:`policy_dirs` (or ``dirs``).
+    Raises :class:`PolicyViolation` for a file that is there but not valid."""
+    models: list[tuple[str, ...]] = []
+    mode: str | None = None
+    budget: float | None = None
+    sources: dict[str, str] = {}
+    for folder in policy_dirs() if dirs is None else dirs:
+        path = folder / POLICY_FILE
+        if not path.is_file():
+            continue
+        data = _read(path)
+        log.debug("administrator's policy from %s: %s", path, sorted(data))
+        for key, raw in data.items():
+            value = _valid(path, key, raw)
+            if key == "allowed_models":
+                models.append(value)
+                sources[key] = ", ".join(filter(None, (sources.get(key), str(path))))
+            elif key == "permission_mode" and (mode is None or _stricter(value, mode)):
+                mode, sources[key] = value, str(path)
+            elif key == "max_budget_usd" and (budget is None or value < budget):
+                budget, sources[key] = float(value), str(path)
+    return AdminPolicy(tuple(models), mode, budget, sources)
