@@ -53,7 +53,7 @@ class AgentSession:
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
-            "context_window"])
+            "context_window", "bash_sandbox"])
 
     # -- the conversation ---------------------------------------------------------------
     @property
@@ -76,6 +76,7 @@ class AgentSession:
             notebook_path=self.notebook_path(),
             replay=cfg.replay or None,
             allow=tuple(cfg.allow),
+            bash_sandbox=cfg.bash_sandbox,
         )
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return Conversation(**kwargs)
@@ -128,6 +129,8 @@ class AgentSession:
             conv.context_window = new or None
         elif name == "notebook_path":
             conv.notebook_path = self.notebook_path()
+        elif name == "bash_sandbox":
+            conv.bash_sandbox = new
         elif name == "allow":  # rules added to the running conversation (remove: %agent rules --remove)
             conv.permissions.add_session_rules(new)
         else:
