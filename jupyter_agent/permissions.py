@@ -14,6 +14,10 @@ Modes:
 The decision is made on the call's :class:`~jupyter_agent.loop.tool.PreparedCall` (its
 resolved paths, whether it only reads, edits files or runs code), planned once before.
 
+``Bash`` rules name commands, not paths: ``Bash(git status)`` exactly, ``Bash(git diff:*)``
+a prefix of whole words; a command line is allowed only when every simple command in it
+is (read by a real shell parse, :mod:`jupyter_agent.tools.shell_parse`).
+
 Rules are ``Tool`` or ``Tool(glob)`` in ``allow``, ``ask`` and ``deny`` lists; deny beats
 ask beats allow. A rule naming any file-editing tool (Edit, Write, NotebookEdit) covers all three,
 ``Read`` rules every file-reading one (Read, Glob, Grep). Globs are paths: relative to the
@@ -53,8 +57,7 @@ from .loop.permission_result import (
     check_permission_mode,
 )
 from .safety import rule_names_place, safety_hit
-from .loop.tool import PermissionPolicy, PreparedCall, Tool, ToolContext
-from .loop.tool import CommandParts
+from .loop.tool import CommandParts, PermissionPolicy, PreparedCall, Tool, ToolContext
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
 from .tools.shell_parse import rule_covers, rule_words
 

@@ -203,9 +203,11 @@ def rule_covers(pattern: str, words: tuple[str, ...]) -> bool:
 
 def suggested_prefix(words: tuple[str, ...]) -> str:
     """The rule "Always allow" suggests for a command: its leading words as a prefix
-    (``git diff HEAD`` gives ``git diff:*``; ``ls -la`` gives ``ls:*``)."""
+    (``git diff HEAD`` gives ``git diff:*``; ``ls -la`` and ``touch a.txt`` give ``ls:*``
+    and ``touch:*``)."""
     lead = [words[0]]
-    if len(words) > 1 and words[1][:1].isalpha() and all(c.isalnum() or c in "-_." for c in words[1]):
+    # a second word that reads as a subcommand (`diff`, `run`), not a file (`a.txt`) or an option
+    if len(words) > 1 and words[1][:1].isalpha() and all(c.isalnum() or c in "-_" for c in words[1]):
         lead.append(words[1])
     return " ".join(shlex.quote(w) for w in lead) + ":*"
 

@@ -89,14 +89,18 @@ def test_a_reloaded_page_answers_a_waiting_approval_and_shows_the_end(lab, page_
 
 
 def test_a_bash_card_streams_its_output_and_shows_the_exit_code(lab, page_of, script):
-    """A Bash call allowed by a rule: its card shows the output while the command still runs
-    (a progress bar's last state only), then the exit code. Screenshots in both themes."""
+    """A Bash line whose every part a rule allows runs: its card shows the output while the
+    command still runs (a progress bar's last state only), then the exit code. A command no
+    rule covers asks, on a card that shows the whole command. Screenshots in both themes."""
     go = lab.root / "bash-go"
     command = ("printf 'line 1\\nline 2\\n'; printf 'progress 10%%\\rprogress 100%%\\n'; "
                f"while [ ! -f {go.name} ]; do sleep 0.05; done; echo finished; exit 3")
-    write_notebook(lab.root / "bash.ipynb", ['%load_ext jupyter_agent\n%config AgentConfig.allow = ["Bash"]',
+    rules = ["Bash(printf:*)", "Bash([:*)", "Bash(sleep:*)", "Bash(echo:*)", "Bash(exit:*)"]
+    write_notebook(lab.root / "bash.ipynb", [f"%load_ext jupyter_agent\n%config AgentConfig.allow = {rules!r}",
                                              "%%agent\nRun the script"])
     script(response(tool_use("Bash", {"command": command, "description": "Run the script"})),
+           response(tool_use("Bash", {"command": "echo '<b>done</b>' && touch bash-approved.txt",
+                                      "description": "Mark it <i>done</i>"})),
            response(text("It exited with 3.")))
     page = page_of("bash.ipynb")
     run_and_wait(page, 0)
@@ -110,8 +114,14 @@ def test_a_bash_card_streams_its_output_and_shows_the_exit_code(lab, page_of, sc
         wait_theme(page, light=False)
         screenshot(page, "bash-live-dark", cell(page, 1))
         go.write_text("")
+        button(page, "Allow").wait_for(timeout=60000)  # touch: no rule covers it
+        card = cell(page, 1).inner_text()
+        assert "echo '<b>done</b>' && touch bash-approved.txt" in card and "Mark it <i>done</i>" in card
+        screenshot(page, "bash-approval-dark", cell(page, 1))
+        page.click("button:has-text('Allow')")
         page.wait_for_function("el => el.innerText.includes('Finished') && el.innerText.includes('exit code 3')",
                                arg=cell(page, 1).element_handle(), timeout=60000)
+        assert (lab.root / "bash-approved.txt").exists()
         screenshot(page, "bash-ended-dark", cell(page, 1))
     finally:
         go.write_text("")

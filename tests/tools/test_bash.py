@@ -205,6 +205,8 @@ async def test_the_timeout_ends_the_whole_process_group(workspace):
     content = text_of(result)
     assert result["is_error"] and "timed out after 0.3 s" in content
     assert _group_members(int(content.split()[0])) == []
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() == {asyncio.current_task()}  # no reader or waiter left behind
 
 
 def _allow_all(workspace: Path) -> Any:
@@ -271,4 +273,3 @@ async def test_permission_decisions_are_values(workspace):
     allowed = await ctx.permissions.check(tool, tool.Input(command="ls -la && ls"), ctx)
     asked = await ctx.permissions.check(tool, tool.Input(command="ls; id"), ctx)
     assert isinstance(allowed, PermissionAllow) and isinstance(asked, PermissionAsk)
-    await asyncio.sleep(0)
