@@ -100,6 +100,7 @@ class TerminalDisplay:
         #: secret is never printed in halves; a tool: its "●" line is out)
         self._printed: dict[Any, int] = {}
         self._finished: set[Any] = set()  # items printed to their end
+        self._shown: dict[Any, str] = {}  # a command's output printed so far (its last screenful)
 
     def note(self, text: str) -> None:
         if not self.quiet:
@@ -160,12 +161,15 @@ class TerminalDisplay:
         if tool not in self._printed:
             self._printed[tool] = 0
             self.note(f"● {tool.name} {tool.summary}")
+        if tool.name == "Bash" and tool.progress and isinstance(tool.progress[-1], str):
+            self._command_output(tool, tool.progress[-1], done=tool.state != "running")
         if tool.state not in ("done", "error", "denied", "stopped", "not_run", "raised"):
             return
         self._finished.add(tool)
         icon = STATE_ICONS[tool.state]
+        exit_code = f" · exit code {tool.exit_code}" if tool.exit_code is not None else ""
         if tool.state == "done":
-            self.note(f"  {icon} {tool.name} {tool.summary} ({tool.duration_s:.1f} s)")
+            self.note(f"  {icon} {tool.name} {tool.summary} ({tool.duration_s:.1f} s){exit_code}")
         elif tool.state == "raised":
             self.note(f"  {icon} {tool.name} {tool.summary}: {STATE_LABELS['raised']} {tool.exception}")
         else:
@@ -173,7 +177,26 @@ class TerminalDisplay:
             text = tool.result if isinstance(tool.result, str) else json.dumps(tool.result, default=str)
             content = redact(text)[:300]
             first = content.strip().splitlines()[0] if content and content.strip() else tool.state
-            self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}: {first}")
+            self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}{exit_code}: {first}")
+
+    def _command_output(self, tool: Any, screen: str, done: bool) -> None:
+        """A command's output as it arrives: each report is its latest screenful (``\r``
+        updates settled), so the lines not printed yet are found after the last line
+        printed; at the end, the unfinished last line too. Each line goes out inert."""
+        printed = self._shown.get(tool, "")
+        start = 0
+        if printed and screen.startswith(printed):
+            start = len(printed)
+        elif printed:  # the screenful moved on: continue after the last line printed
+            last = printed[printed.rstrip("\n").rfind("\n") + 1:]
+            found = screen.rfind(last)
+            start = found + len(last) if found >= 0 else 0
+            if found < 0:
+                self.note("  │ …")
+        end = len(screen) if done else screen.rfind("\n") + 1
+        for line in screen[start:end].splitlines():
+            self.note(f"  │ {line}")
+        self._shown[tool] = screen[:end] if end > start else printed
 
     def _end(self, terminal: Any) -> None:
         from .view.labels import end_explanation, end_reason_text

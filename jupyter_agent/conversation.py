@@ -44,7 +44,8 @@ class Conversation:
                  can_use_tool: Any = None, hooks: Hooks | dict | None = None,
                  notebook_path: str | None = None, replay: str | None = None,
                  allow: tuple[str, ...] = (), deny: tuple[str, ...] = (), ask: tuple[str, ...] = (),
-                 context_window: int | None = None, max_budget_usd: float | None = None) -> None:
+                 context_window: int | None = None, max_budget_usd: float | None = None,
+                 bash_sandbox: bool = False) -> None:
         self._model_spec = model
         self._model: Model | None = model if model is not None and not isinstance(model, str) else None
         self.replay = replay
@@ -65,6 +66,8 @@ class Conversation:
         self.run_changes: list[RunChanges] = []
         self.usage = Usage()
         self.context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
+        if bash_sandbox:
+            self.bash_sandbox = True
         self._permissions: Any = None
         self.permission_mode = permission_mode
 
@@ -78,6 +81,21 @@ class Conversation:
         self._permission_mode = load_policy().check_permission_mode(check_permission_mode(mode))
         if self._permissions is not None:
             self._permissions.mode = mode
+
+    @property
+    def bash_sandbox(self) -> bool:
+        """Whether Bash commands run in the sandbox (no network, writes only in the working
+        folder) and so without asking. Turning it on raises ValueError, saying why, where
+        ``bwrap`` is missing or cannot run."""
+        from .tools.bash import BashSettings
+
+        return self.context.services.get(BashSettings).sandbox
+
+    @bash_sandbox.setter
+    def bash_sandbox(self, on: bool) -> None:
+        from .tools.bash import enable_sandbox
+
+        enable_sandbox(self.context, bool(on))
 
     @property
     def permissions(self) -> Any:

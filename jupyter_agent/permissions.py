@@ -14,6 +14,10 @@ Modes:
 The decision is made on the call's :class:`~jupyter_agent.loop.tool.PreparedCall` (its
 resolved paths, whether it only reads, edits files or runs code), planned once before.
 
+``Bash`` rules name commands, not paths: ``Bash(git status)`` exactly, ``Bash(git diff:*)``
+a prefix of whole words; a command line is allowed only when every simple command in it
+is (read by a real shell parse, :mod:`jupyter_agent.tools.shell_parse`).
+
 Rules are ``Tool`` or ``Tool(glob)`` in ``allow``, ``ask`` and ``deny`` lists; deny beats
 ask beats allow. A rule naming any file-editing tool (Edit, Write, NotebookEdit) covers all three,
 ``Read`` rules every file-reading one (Read, Glob, Grep). Globs are paths: relative to the
@@ -54,8 +58,9 @@ from .loop.permission_result import (
 )
 from .policy import load_policy
 from .safety import rule_names_place, safety_hit
-from .loop.tool import PermissionPolicy, PreparedCall, Tool, ToolContext
+from .loop.tool import CommandParts, PermissionPolicy, PreparedCall, Tool, ToolContext
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
+from .tools.shell_parse import rule_covers, rule_words
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +90,12 @@ class Rule:
         if not match or (match.group(2) is not None and not match.group(2).strip()):
             raise ValueError(f"Invalid permission rule {text!r}: write Tool or Tool(glob), e.g. 'Edit(src/**)'.")
         pattern = match.group(2).strip() if match.group(2) is not None else None
-        if pattern is not None:
+        if pattern is not None and match.group(1) == "Bash":  # words: `git status`, `git diff:*`
+            try:
+                rule_words(pattern)
+            except ValueError as exc:
+                raise ValueError(f"Invalid permission rule {text!r}: {exc}.") from None
+        elif pattern is not None:
             try:
                 compile_glob(pattern)
             except ValueError as exc:
@@ -168,6 +178,42 @@ class Permissions(PermissionPolicy):
             return fnmatchcase(content, rule.pattern)
         return False
 
+    def _matches_call(self, rule: Rule, tool: Tool, input: Any, paths: list[ResolvedPath], ctx: ToolContext,
+                      commands: CommandParts | None) -> bool:
+        """Does a deny or ask rule name this call? For a shell command line: a rule that
+        names any of its simple commands, or an edit rule that names a file it writes."""
+        if commands is None:
+            return self._matches(rule, tool, input, paths, ctx, real_only=False)
+        if not rule.names(tool.name):
+            cwd = self._cwd(ctx)
+            return (rule.names("Edit") and rule.pattern is not None
+                    and any(path_matches_rule(c, rule.pattern, cwd) for p in paths for c in (p.lexical, p.real)))
+        return rule.pattern is None or any(rule_covers(rule.pattern, words) for words in commands.commands)
+
+    def _command_allowed(self, tool: Tool, commands: CommandParts, paths: list[ResolvedPath], ctx: ToolContext,
+                         allow_rules: list[Rule]) -> bool:
+        """Allow rules cover every simple command of the line (each by some rule: exact
+        words or a prefix of whole words), and every file it writes is one an edit may
+        write without asking. A line the parser could not read is covered only by a
+        rule naming the tool alone."""
+        if any(r.pattern is None and r.names(tool.name) for r in allow_rules):
+            return True
+        if commands.unreadable or not commands.commands:
+            return False
+        rules = [r for r in allow_rules if r.names(tool.name) and r.pattern is not None]
+        if not all(any(rule_covers(r.pattern or "", words) for r in rules) for words in commands.commands):
+            return False
+        roots = self.allowed_roots(ctx)
+        cwd = self._cwd(ctx)
+        for path in paths:
+            by_rule = any(r.names("Edit") and (r.pattern is None or path_matches_rule(path.real, r.pattern, cwd))
+                          for r in allow_rules)
+            by_mode = self.mode == "bypassPermissions" or (
+                self.mode == "acceptEdits" and any(is_within(path.real, root) for root in roots))
+            if not (by_rule or by_mode):
+                return False
+        return True
+
     def is_read_denied(self, path: str | Path, ctx: ToolContext | None = None) -> bool:
         """Does a deny rule forbid reading ``path``? (Grep and Glob hide such files.)"""
         real = Path(os.path.realpath(path))
@@ -186,8 +232,9 @@ class Permissions(PermissionPolicy):
         read_only = prepared.read_only
         where = f" on {paths[0].real}" if paths else ""
 
+        commands = prepared.commands
         for rule in self.deny:
-            if self._matches(rule, tool, input, paths, ctx, real_only=False):
+            if self._matches_call(rule, tool, input, paths, ctx, commands):
                 return PermissionDeny(f"Permission to use {tool.name}{where} has been denied by the rule "
                                       f"'{rule}'. Do not try to get around it.")
         if self.mode == "plan" and not read_only:
@@ -200,7 +247,7 @@ class Permissions(PermissionPolicy):
         own_rules = own.suggested_rules if isinstance(own, PermissionAsk) else ()
 
         for rule in self.ask:
-            if self._matches(rule, tool, input, paths, ctx, real_only=False):
+            if self._matches_call(rule, tool, input, paths, ctx, commands):
                 return PermissionAsk(ask_with_note(own_message, f"(The rule '{rule}' asks for approval.)"), diff,
                                      own_rules)
         allow_rules = [*self.allow, *self.session_allow]
@@ -216,7 +263,12 @@ class Permissions(PermissionPolicy):
                     return PermissionAsk(ask_with_note(own_message, f"{path.real} is a protected path ({hit.reason}); "
                                                        "it always needs approval."),
                                          diff, (f"{tool.name}({escape_glob(str(path.real))})",))
-        allowed_by_rule = any(self._matches(r, tool, input, paths, ctx, real_only=True) for r in allow_rules)
+        if commands is not None:  # a shell command line: every part must be allowed
+            allowed_by_rule = self._command_allowed(tool, commands, paths, ctx, allow_rules)
+            if not allowed_by_rule and prepared.sandboxed and not commands.unreadable:
+                return PermissionAllow()  # the sandbox confines it: no network, writes only here
+        else:
+            allowed_by_rule = any(self._matches(r, tool, input, paths, ctx, real_only=True) for r in allow_rules)
         if prepared.runs_code and not allowed_by_rule:
             # Code that runs can write anything, safety paths included, and cannot be checked
             # path by path: it asks in every mode, bypassPermissions too, unless a rule allows it.

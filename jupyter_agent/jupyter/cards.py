@@ -74,6 +74,13 @@ def pre(text: str) -> str:
     return f'<pre style="{_PRE}">{esc(redact_and_cut(text))}</pre>'
 
 
+def live_pre(text: str) -> str:
+    """Output still arriving, in a box that keeps its end in view (a reversed column
+    starts scrolled to the bottom)."""
+    return (f'<pre class="ja-live" style="{_PRE};display:flex;flex-direction:column-reverse">'
+            f"<span>{esc(redact_and_cut(text))}</span></pre>")
+
+
 def whole_pre(text: str) -> str:
     """All of ``text`` in a box that scrolls: what an approval shows is never cut."""
     return f'<pre style="{_PRE}">{esc(text)}</pre>'
@@ -127,7 +134,10 @@ def tool_html(tool: ToolItem) -> str:
         parts.append(f"<div><i>{esc(tool.decision)}</i></div>")
     if tool.progress and tool.state == "running":
         last = tool.progress[-1]
-        parts.append(pre(last if isinstance(last, str) else redact_and_cut(json.dumps(last, default=str), 2000)))
+        if tool.name == "Bash" and isinstance(last, str):  # the command's output as it comes, its end in view
+            parts.append(live_pre(last))
+        else:
+            parts.append(pre(last if isinstance(last, str) else redact_and_cut(json.dumps(last, default=str), 2000)))
     results = result_parts(tool.result)
     if results:
         body = []
@@ -139,8 +149,8 @@ def tool_html(tool: ToolItem) -> str:
         title = {"error": "error", "denied": "why it did not run", "stopped": "why it did not finish",
                  "not_run": "why it did not run",
                  "raised": f"the cell raised {tool.exception}"}.get(tool.state, "result")
-        # errors are shown open: they are what a person needs to see
-        open_ = " open" if tool.state in ("error", "raised") else ""
+        # errors are shown open: they are what a person needs to see; so is a command's output
+        open_ = " open" if tool.state in ("error", "raised") or tool.name == "Bash" else ""
         parts.append(f"<details{open_}><summary>{title}</summary>{''.join(body)}</details>")
     return f'<div style="{_BOX.format(color=STATE_LINES.get(tool.state, BORDER))}">' + "".join(parts) + "</div>"
 
@@ -226,6 +236,9 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
     tools = family[0] if len(family) == 1 else ", ".join(family[:-1]) + " and " + family[-1]
     if rule.pattern is None:
         return f"every {tools} call"
+    if rule.tool == "Bash":  # words, not a path
+        return (f"commands that start with {rule.pattern[:-2]}" if rule.pattern.endswith(":*")
+                else f"exactly the command {rule.pattern}")
     pattern = relative(rule.pattern, cwd)
     if pattern in ("./**", "**", "."):
         return f"{tools} of any file in this folder and below"
@@ -236,6 +249,8 @@ def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", di
     """What the Allow side says about how much the card shows: all of it, and how long."""
     if tool_name == "NotebookRun":
         shown, what = ask_parts(message)[1], "the cell's code"
+    elif tool_name == "Bash":
+        shown, what = ask_parts(message)[1], "the command"
     elif diff:
         shown, what = diff, "the change"
     else:
@@ -248,7 +263,8 @@ def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", di
 def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None,
                   cwd: Path | str | None = None) -> str:
     """What an approval card shows, whole: the question; for ``NotebookRun`` the cell's
-    code, highlighted, and its position; for edits the diff; the raw input folded; a
+    code, highlighted, and its position; for ``Bash`` the whole command line and its
+    description; for edits the diff; the raw input folded; a
     warning when any of it holds invisible or reordering characters."""
     raw_input = json.dumps(input, ensure_ascii=False, indent=1)
     raw = f"<details><summary>raw input</summary>{whole_pre(raw_input)}</details>"
@@ -263,6 +279,12 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
         title = f"<b>{ICONS['ask']} {esc(relative(head, cwd))}?</b>"
         code = code_html(source) if source else whole_pre("(the cell's code could not be read)")
         return title + warning + code + raw
+    if tool_name == "Bash":
+        # the question (the description, why no rule covers it) then the whole command as it will run
+        head, command = ask_parts(message)
+        title = f"<b>{ICONS['ask']} Allow <code>Bash</code> to run this command?</b>"
+        return (title + warning + f'<div style="font-size:12px">{esc(relative(head, cwd))}</div>'
+                + code_html(command or str(input.get("command", "")), "bash") + raw)
     title = f"<b>{ICONS['ask']} Allow <code>{inline_html(tool_name)}</code>"
     title += f" on <code>{inline_html(where)}</code>?</b>" if where else "?</b>"
     body = [title, warning, f'<div style="font-size:12px">{esc(relative(message, cwd))}</div>']

@@ -128,6 +128,21 @@ class AgentConfig(Configurable):
         "the model's). Past it the conversation is compacted: old tool results cleared, then "
         "summarised, keeping your own messages word for word.",
     ).tag(config=True)
+    bash_sandbox = Bool(
+        False,
+        help="Run the agent's Bash commands in a sandbox (bubblewrap: no network, writes only inside "
+        "the working folder); sandboxed commands run without asking (deny and ask rules still apply). "
+        "Needs bwrap; where it is missing or cannot run, turning this on is refused with the reason.",
+    ).tag(config=True)
+
+    @validate("bash_sandbox")
+    def _sandbox_available(self, proposal: dict) -> bool:
+        from ..tools.bash import sandbox_unavailable
+
+        if proposal["value"] and (why := sandbox_unavailable()):
+            raise TraitError(f"AgentConfig.bash_sandbox: {why}")
+        return bool(proposal["value"])
+
     stop_on_interrupt = Bool(
         True,
         help="A kernel interrupt while the kernel is idle stops the running agent run.",

@@ -80,7 +80,9 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
         progress = item.progress[-1] if item.progress and item.state == "running" else None
         return {"key": key, "kind": "tool", "id": item.id, "name": _text(item.name),
                 "summary": _text(item.summary), "state": item.state,
-                "label": STATE_LABELS.get(item.state, item.state), "decision": _text(item.decision),
+                "label": STATE_LABELS.get(item.state, item.state)
+                + (f" · exit code {item.exit_code}" if item.exit_code is not None else ""),
+                "decision": _text(item.decision),
                 "duration_s": round(item.duration_s, 2),
                 "input": _cut(json.dumps(item.input, ensure_ascii=False, indent=1, default=str)) if item.input else "",
                 "receiving": len(item.partial_json) if item.state == "input" else 0,
@@ -106,20 +108,26 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
     return {"key": key, "kind": "unknown"}
 
 
+#: Tools whose ask carries code after its question (the cell, the command line).
+CODE_ASKS = ("NotebookRun", "Bash")
+
+
 def approval_json(request: Any, run_id: str, cwd: Any = None) -> dict[str, Any]:
     """One pending approval as the panel shows it: all of it (message, diff, input; the
     panel's box scrolls), nothing a person cannot see may be approved; ``warning`` says
-    when it holds invisible or reordering characters. For ``NotebookRun``, ``question``
-    and ``code`` are the message's question and the cell's whole code ("" otherwise)."""
+    when it holds invisible or reordering characters. For ``NotebookRun`` and ``Bash``,
+    ``question`` and ``code`` are the message's question and the whole cell or command
+    ("" otherwise)."""
     message = relative(request.message or "", cwd)
     diff = relative(request.diff or "", cwd)
     raw_input = json.dumps(request.input, ensure_ascii=False, indent=1, default=str)
     warning = any(has_invisible(t) for t in (message, diff, raw_input))
     question, code = "", ""
-    if request.tool_name == "NotebookRun":  # the cell's code, shown as code (as the cell's card does)
+    if request.tool_name in CODE_ASKS:  # the code, shown as code (as the cell's card does), exactly as it runs
         from ..loop.permission_result import ask_parts
 
-        question, code = ask_parts(message)
+        question, code = ask_parts(request.message or "")
+        question = relative(question, cwd)
     return {"id": request.id, "tool_use_id": request.tool_use_id, "run": run_id, "tool": _text(request.tool_name),
             "message": _text(message), "question": _text(question), "code": _text(code),
             "diff": _text(diff), "input": _text(raw_input),

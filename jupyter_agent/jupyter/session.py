@@ -53,7 +53,7 @@ class AgentSession:
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
-            "context_window", "max_budget_usd"])
+            "context_window", "max_budget_usd", "bash_sandbox"])
 
     # -- the conversation ---------------------------------------------------------------
     @property
@@ -77,6 +77,7 @@ class AgentSession:
             notebook_path=self.notebook_path(),
             replay=cfg.replay or None,
             allow=tuple(cfg.allow),
+            bash_sandbox=cfg.bash_sandbox,
         )
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return Conversation(**kwargs)
@@ -131,6 +132,8 @@ class AgentSession:
             conv.max_budget_usd = new or None
         elif name == "notebook_path":
             conv.notebook_path = self.notebook_path()
+        elif name == "bash_sandbox":
+            conv.bash_sandbox = new
         elif name == "allow":  # rules added to the running conversation (remove: %agent rules --remove)
             conv.permissions.add_session_rules(new)
         else:

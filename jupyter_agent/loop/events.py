@@ -169,6 +169,9 @@ class ToolResult(ToolEvent):
     #: Without one: ``ok``, or ``error`` for an ``is_error`` block.
     outcome: ToolOutcome = None  # type: ignore[assignment]  # set in __post_init__
     exception: str = ""
+    #: The exit status of the command the call ran (``Bash``); None: it ran none, or was
+    #: ended before it exited.
+    exit_code: int | None = None
 
     def __post_init__(self) -> None:
         if self.outcome is None:

@@ -147,7 +147,7 @@ class ToolScheduler:
                 duration = max(call.ended_at - call.started_at, 0.0) if call.started_at else 0.0
                 assert call.result is not None
                 yield ToolResult(call.block["id"], call.block.get("name", ""), call.result.block, duration,
-                                 call.result.outcome, call.result.exception)
+                                 call.result.outcome, call.result.exception, call.result.exit_code)
             elif call.status in ("running", "queued") and self.in_order and not call.safe:
                 break
 

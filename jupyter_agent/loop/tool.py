@@ -52,6 +52,8 @@ class ToolOutput:
     #: raised ``exception``) or ``stopped`` (the user interrupted it). None: from ``is_error``.
     outcome: ToolOutcome | None = None
     exception: str = ""
+    #: The exit status of the command a call ran (``Bash``), for the UIs; None: no command.
+    exit_code: int | None = None
 
 
 @dataclass
@@ -62,6 +64,19 @@ class FileReadRecord:
     mtime_ns: int
     content_hash: str
     partial: bool = False
+
+
+@dataclass(frozen=True)
+class CommandParts:
+    """A shell command line (``Bash``) as a real parse read it, for rules that name commands.
+
+    ``commands`` holds every simple command of the line (after ``;``, ``&&``, in a pipe, a
+    subshell, a ``$( )``...), each as its words; ``unreadable`` says why the line could not
+    be read for certain ("" when it was): then no rule can allow it.
+    """
+
+    commands: tuple[tuple[str, ...], ...] = ()
+    unreadable: str = ""
 
 
 @dataclass
@@ -88,6 +103,11 @@ class PreparedCall:
     content_hash: str | None = None
     #: Why the plan cannot work (file not read, string not found...): the call's error result.
     problem: str | None = None
+    #: The shell command line the call runs, as parsed (``Bash``); ``paths`` then holds the
+    #: files its redirections write. None: the call runs no command line.
+    commands: CommandParts | None = None
+    #: The command runs in a sandbox (no network, writes only in the working folder).
+    sandboxed: bool = False
 
 
 class PermissionPolicy:

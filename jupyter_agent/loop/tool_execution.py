@@ -102,6 +102,7 @@ class CallResult:
     block: dict[str, Any]
     outcome: ToolOutcome
     exception: str = ""
+    exit_code: int | None = None
 
 
 def error_result(tool_use_id: str, message: str, outcome: ToolOutcome = ToolOutcome.ERROR) -> CallResult:
@@ -191,7 +192,8 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
             content = verdict.updated_output
         if verdict.stop:
             env.control.hook_stop_message = verdict.message or "A PostToolUse hook stopped the run."
-    return CallResult(tool_result_block(tool_use_id, content, is_error=is_error), outcome, output.exception)
+    return CallResult(tool_result_block(tool_use_id, content, is_error=is_error), outcome, output.exception,
+                      output.exit_code)
 
 
 async def _validate_and_plan(tool: Tool, raw_input: dict[str, Any],

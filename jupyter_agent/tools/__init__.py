@@ -1,13 +1,14 @@
 """The tools the model sees, with Claude Code's names and input schemas (docs/tools.md).
 
 ``default_tools()`` gives the standard set: Read, Write, Edit, Glob, Grep, NotebookEdit,
-NotebookRun. Each lives in its own module; the interface they implement (``Tool``,
+NotebookRun, Bash. Each lives in its own module; the interface they implement (``Tool``,
 ``ToolContext``, ``ToolOutput``, ``ToolError``) is the loop's, in :mod:`jupyter_agent.loop.tool`.
 """
 
 from __future__ import annotations
 
 from ..loop.tool import Tool
+from .bash import Bash
 from .edit import Edit
 from .glob import Glob
 from .grep import Grep
@@ -16,9 +17,9 @@ from .notebook_run import NotebookRun
 from .read import Read
 from .write import Write
 
-__all__ = ["Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "Read", "Write", "default_tools"]
+__all__ = ["Bash", "Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "Read", "Write", "default_tools"]
 
 
 def default_tools() -> list[Tool]:
     """A fresh instance of every standard tool, in the order the model is shown them."""
-    return [Read(), Write(), Edit(), Glob(), Grep(), NotebookEdit(), NotebookRun()]
+    return [Read(), Write(), Edit(), Glob(), Grep(), NotebookEdit(), NotebookRun(), Bash()]

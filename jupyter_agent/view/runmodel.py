@@ -71,9 +71,13 @@ class ToolItem(Item):
     state: str = "input"
     result: Any = None
     duration_s: float = 0.0
+    #: The latest report of the running tool (only the latest is kept: a command's
+    #: output is reported as it grows, each report the whole screenful).
     progress: list[Any] = field(default_factory=list)
     decision: str = ""
     exception: str = ""
+    #: The exit status of the command the call ran (``Bash``), once it exited.
+    exit_code: int | None = None
     wait_s: float = 0.0
     waiting_since: float | None = None
     started: bool = False  # the tool itself ran (a ToolStart came)
@@ -278,12 +282,13 @@ class RunModel:
             self._header()
         elif isinstance(event, ev.ToolProgress):
             tool = self._tool(event.tool_use_id, event.name)
-            tool.progress.append(event.data)
+            tool.progress[:] = [event.data]
             self._emit("update", tool)
         elif isinstance(event, ev.ToolResult):
             tool = self._tool(event.tool_use_id, event.name)
             tool.result = event.content
             self._settle_tool(tool, event.outcome, event.exception)
+            tool.exit_code = event.exit_code
             tool.duration_s = event.duration_s
             self._emit("update", tool)
         elif isinstance(event, ev.UserMessage):

@@ -147,6 +147,8 @@ def tool_label(tool: ToolItem) -> str:
         label = f"ran, raised {tool.exception or 'an exception'}"
     elif tool.state == "denied" and tool.decision.startswith("Denied by you"):
         label = "denied by you"
+    if tool.exit_code is not None:
+        label += f" · exit code {tool.exit_code}"
     times = []
     if tool.wait_s >= 0.05:
         times.append(f"waited {tool.wait_s:.1f} s for you")

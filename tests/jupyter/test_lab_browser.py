@@ -16,8 +16,8 @@ import pytest
 from jupyter_agent.testing import response, text, thinking, tool_use
 
 from .lab import (
-    CELLS, HAVE_BROWSER, button, cell, require_browser, run_and_wait, run_cell, save, screenshot,
-    write_notebook,
+    CELLS, HAVE_BROWSER, button, cell, menu, require_browser, run_and_wait, run_cell, save, screenshot,
+    wait_theme, write_notebook,
 )
 
 require_browser()
@@ -86,3 +86,44 @@ def test_a_reloaded_page_answers_a_waiting_approval_and_shows_the_end(lab, page_
     assert "completed" in outputs and "Still running" not in outputs
     widgets = [o for o in saved if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert [o["data"]["text/plain"] for o in widgets] == ["Undo this run (a button; needs the run's kernel)"]
+
+
+def test_a_bash_card_streams_its_output_and_shows_the_exit_code(lab, page_of, script):
+    """A Bash line whose every part a rule allows runs: its card shows the output while the
+    command still runs (a progress bar's last state only), then the exit code. A command no
+    rule covers asks, on a card that shows the whole command. Screenshots in both themes."""
+    go = lab.root / "bash-go"
+    command = ("printf 'line 1\\nline 2\\n'; printf 'progress 10%%\\rprogress 100%%\\n'; "
+               f"while [ ! -f {go.name} ]; do sleep 0.05; done; echo finished; exit 3")
+    rules = ["Bash(printf:*)", "Bash([:*)", "Bash(sleep:*)", "Bash(echo:*)", "Bash(exit:*)"]
+    write_notebook(lab.root / "bash.ipynb", [f"%load_ext jupyter_agent\n%config AgentConfig.allow = {rules!r}",
+                                             "%%agent\nRun the script"])
+    script(response(tool_use("Bash", {"command": command, "description": "Run the script"})),
+           response(tool_use("Bash", {"command": "echo '<b>done</b>' && touch bash-approved.txt",
+                                      "description": "Mark it <i>done</i>"})),
+           response(text("It exited with 3.")))
+    page = page_of("bash.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    live = cell(page, 1).locator(".ja-live", has_text="progress 100%")
+    live.wait_for(timeout=60000)
+    assert "line 1\nline 2" in live.inner_text() and "progress 10%" not in live.inner_text()
+    screenshot(page, "bash-live-light", cell(page, 1))
+    try:
+        menu(page, "Settings", "Theme", "JupyterLab Dark")
+        wait_theme(page, light=False)
+        screenshot(page, "bash-live-dark", cell(page, 1))
+        go.write_text("")
+        button(page, "Allow").wait_for(timeout=60000)  # touch: no rule covers it
+        card = cell(page, 1).inner_text()
+        assert "echo '<b>done</b>' && touch bash-approved.txt" in card and "Mark it <i>done</i>" in card
+        screenshot(page, "bash-approval-dark", cell(page, 1))
+        page.click("button:has-text('Allow')")
+        page.wait_for_function("el => el.innerText.includes('Finished') && el.innerText.includes('exit code 3')",
+                               arg=cell(page, 1).element_handle(), timeout=60000)
+        assert (lab.root / "bash-approved.txt").exists()
+        screenshot(page, "bash-ended-dark", cell(page, 1))
+    finally:
+        go.write_text("")
+        menu(page, "Settings", "Theme", "JupyterLab Light")
+        wait_theme(page, light=True)

@@ -1,0 +1,204 @@
+"""``Bash {command, timeout?, description?}``: run a shell command in the working folder.
+
+Claude Code's schema and wording (Claude models are trained on them). The command runs
+with ``bash -c`` in the working folder, with the kernel's environment minus its secrets
+(the removal kernels get: :func:`~jupyter_agent.redact.without_secrets`), stdin empty; its
+output streams to the card and comes back settled and bounded (:mod:`.shell_run`), with
+its exit code. Stop and the time limit end its whole process group.
+
+Permission: running a command asks in every mode unless allow rules cover *every* simple
+command of the line, read by a real shell parse (:mod:`.shell_parse`), and every file its
+redirections write (the permission policy decides: ``jupyter_agent.permissions``). With
+the sandbox on (:class:`BashSettings`, where ``bwrap`` works) a command runs with no
+network and can write only inside the working folder, and may then run without asking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionResult
+from ..loop.tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.tool_execution import private_results_dir
+from ..redact import redact, without_secrets
+from .paths import resolve_path
+from .shell_parse import parse_command_line, suggested_prefix
+from .shell_run import MODEL_OUTPUT_CHARS, run_shell
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+#: Folders of the working folder that stay read-only in the sandbox: what they hold runs
+#: later outside it (git hooks, start-up files; the list of jupyter_agent/safety.py).
+SANDBOX_READ_ONLY = (".git", ".hg", ".husky", ".githooks", ".ipython", ".jupyter", ".ssh", ".envrc", ".bashrc",
+                     ".profile", ".gitmodules", ".vscode")
+
+
+class BashInput(ToolInput):
+    command: str = Field(description="The command to execute")
+    timeout: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS,
+                                description=f"Optional timeout in milliseconds (max {MAX_TIMEOUT_MS})")
+    description: str | None = Field(
+        default=None,
+        description="Clear, concise description of what this command does in 5-10 words, in active voice.")
+
+
+@dataclass
+class BashSettings:
+    """The ``Bash`` tool's settings for a conversation (a ``ToolContext.services`` part).
+
+    ``sandbox``: run commands under bubblewrap, with no network and writes only inside the
+    working folder; such commands run without asking (deny and ask rules still apply).
+    Turn it on with :func:`enable_sandbox`, which says why when it is unavailable.
+    """
+
+    sandbox: bool = False
+
+
+def sandbox_unavailable() -> str | None:
+    """Why the sandbox cannot be used here, or None when ``bwrap`` works."""
+    return _probe_bwrap(shutil.which("bwrap") or "")
+
+
+@functools.lru_cache(maxsize=4)
+def _probe_bwrap(bwrap: str) -> str | None:
+    if not bwrap:
+        return ("The Bash sandbox is unavailable: bwrap (bubblewrap) is not installed. Install it "
+                "(apt-get install bubblewrap, dnf install bubblewrap) or leave the sandbox off.")
+    try:
+        done = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-net", "--", "true"],
+                              capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"The Bash sandbox is unavailable: {bwrap} could not run ({exc})."
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
+        return f"The Bash sandbox is unavailable: {bwrap} cannot make a sandbox here ({why})."
+    return None
+
+
+def enable_sandbox(context: ToolContext, on: bool = True) -> None:
+    """Turn the Bash sandbox on (or off) for the conversation of ``context``; a ValueError
+    that says why when it is unavailable."""
+    if on and (why := sandbox_unavailable()):
+        raise ValueError(why)
+    context.services.get(BashSettings).sandbox = on
+
+
+def sandbox_argv(command: str, cwd: Path) -> list[str]:
+    """``bash -c command`` under bubblewrap: everything read-only but the working folder
+    (its safety folders stay read-only), a private /tmp, no network, its own process tree
+    that dies with the call."""
+    folder = str(cwd)
+    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+            "--bind", folder, folder]
+    for name in SANDBOX_READ_ONLY:
+        inside = os.path.join(folder, name)
+        if os.path.lexists(inside):
+            real = os.path.realpath(inside)
+            argv += ["--ro-bind", real, inside]
+    return [*argv, "--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", folder,
+            "--", "bash", "-c", command]
+
+
+class Bash(Tool):
+    name = "Bash"
+    Input = BashInput
+    timeout_s = None  # the command's own limit applies (and ends its process group)
+    max_result_size_chars = MODEL_OUTPUT_CHARS + 2_000  # the tool bounds its output itself
+    description = (
+        "Executes a bash command in the working folder and returns its output (stdout and stderr together) and "
+        "exit code. Use it for git, package managers, test runners and other terminal work; prefer Read, Edit, "
+        "Write, Glob and Grep for reading, changing and finding files. Each call is a fresh shell: `cd` does not "
+        "carry over. Quote paths that contain spaces. `timeout` is in milliseconds (default "
+        f"{DEFAULT_TIMEOUT_MS:,}, at most {MAX_TIMEOUT_MS:,}). Output beyond {MODEL_OUTPUT_CHARS:,} characters "
+        "is cut in the middle and saved whole to a file you can Read. Commands that wait for input get none. "
+        "Always give a short `description` of what the command does."
+    )
+
+    async def validate_input(self, input: BashInput, context: ToolContext) -> str | None:
+        if not input.command.strip():
+            return "The command is empty."
+        if len(input.command) > 100_000:
+            return "The command is longer than 100,000 characters; write a script file and run it."
+        return None
+
+    async def prepare(self, input: BashInput, context: ToolContext) -> PreparedCall:
+        # (in a thread: the parser takes about a millisecond per 20 characters, and the kernel's
+        # loop keeps answering meanwhile)
+        parsed = await asyncio.to_thread(parse_command_line, input.command)
+        writes = []
+        for target in parsed.writes:
+            try:
+                writes.append(resolve_path(target, context.cwd, "redirection"))
+            except ToolError as exc:
+                log.debug("a redirection target cannot be resolved: %s", exc)
+                parsed = type(parsed)(parsed.commands, parsed.writes, f"it writes to {target!r}, which is not a "
+                                      "usable path")
+        return PreparedCall(paths=writes, runs_code=True, commands=parsed.parts(),
+                            sandboxed=context.services.get(BashSettings).sandbox)
+
+    async def check_permissions(self, input: BashInput, context: ToolContext,
+                                prepared: PreparedCall) -> PermissionResult:
+        parts = prepared.commands
+        rules: tuple[str, ...] = ()
+        if parts is not None and not parts.unreadable:
+            rules = tuple(dict.fromkeys(f"Bash({suggested_prefix(words)})" for words in parts.commands))
+        else:  # no rule can cover an unreadable line: "Always allow" adds this exact command
+            rules = (f"Bash({input.command.strip()})",)
+        # one line each: the question must not be able to pass for the command that follows it
+        description = " ".join((input.description or "").split())[:300]
+        about = f" ({description})" if description else ""
+        unreadable = " ".join(parts.unreadable.split()) if parts is not None else ""
+        why = f" The rules cannot judge it: {unreadable}." if unreadable else ""
+        # The whole command, never a part: what the person approves is what runs.
+        return PermissionAsk(message=f"Bash wants to run a command{about}.{why}{CONTENT_FOLLOWS}{input.command}",
+                             suggested_rules=rules)
+
+    async def call(self, input: BashInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
+        cwd = Path(os.path.realpath(context.cwd))
+        sandboxed = context.services.get(BashSettings).sandbox
+        if sandboxed != prepared.sandboxed:
+            raise ToolError("The sandbox setting changed after this command was approved; run it again.")
+        if sandboxed and (why := sandbox_unavailable()):
+            raise ToolError(why)
+        argv = sandbox_argv(input.command, cwd) if sandboxed else ["bash", "-c", input.command]
+        timeout_ms = input.timeout or DEFAULT_TIMEOUT_MS
+        digest = hashlib.sha1(f"{context.tool_use_id}{id(input)}".encode()).hexdigest()[:12]
+        try:
+            result = await run_shell(argv, cwd=cwd, env=without_secrets(dict(os.environ)),
+                                     timeout_s=timeout_ms / 1000, on_output=context.progress,
+                                     spill_dir=lambda: private_results_dir(context.tool_results_dir),
+                                     spill_name=f"Bash-{digest}.txt")
+        except FileNotFoundError as exc:
+            raise ToolError(f"bash could not be started: {exc}") from None
+        output = redact(result.output).rstrip("\n")
+        notes = []
+        if result.spill is not None:
+            notes.append(f"[The output was {result.total_chars:,} characters; only its start and end are shown. "
+                         f"The whole output is in {result.spill}: Read it in pages, or Grep it.]")
+        if result.timed_out:
+            notes.append(f"Command timed out after {timeout_ms / 1000:g} s and was ended.")
+            return ToolOutput("\n".join([output, *notes]).strip(), is_error=True)
+        code = result.exit_code if result.exit_code is not None else -1
+        notes.append(f"Exit code {code}" if code >= 0 else f"Killed by signal {-code}")
+        return ToolOutput("\n".join([output, *notes]).strip() if output else "\n".join(notes),
+                          is_error=code != 0, exit_code=code)
+
+    def summary(self, input: dict[str, Any]) -> str:
+        command = input.get("command")
+        return command if isinstance(command, str) else ""
+
+
+__all__ = ["Bash", "BashInput", "BashSettings", "enable_sandbox", "sandbox_argv", "sandbox_unavailable"]

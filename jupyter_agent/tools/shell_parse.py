@@ -1,0 +1,215 @@
+"""A shell command line read the way bash reads it, for the ``Bash`` permission rules.
+
+A rule such as ``Bash(git status)`` must never allow ``git status; touch PWNED``, so a
+command line is never judged by its text: :func:`parse_command_line` parses it with
+`bashlex <https://pypi.org/project/bashlex/>`_ (a port of bash's own grammar) and returns
+every simple command it holds, wherever it sits: after ``;``, ``&&``, ``||``, ``&`` or a
+newline, in a pipeline, a subshell ``( )``, a group ``{ }``, an ``if``/``for``/``while``,
+a function body, a command substitution ``$( )`` or backticks, a process substitution
+``<( )``. Each is its words as bash will see them after quote removal (``"a b"`` is one
+word ``a b``), assignments in front included (``FOO=1 git status`` is not ``git status``).
+Redirections that write files (``>``, ``>>``, ``>|``, ``&>``, ``<>``...) are listed apart,
+with their target. Whatever the parser cannot read, or reads without certainty (``case``,
+``[[ ]]``, arithmetic, ``$'...'``, a command substitution inside ``${...}`` or in a
+here-document, a redirection to a path only known when it runs), makes the line
+*unreadable*: no rule can allow it, so it asks.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from ..loop.tool import CommandParts
+
+log = logging.getLogger(__name__)
+
+#: Longer command lines are not parsed (the parser's time grows with the length): they ask.
+MAX_PARSED_CHARS = 20_000
+#: Redirections that open a file for writing (``>&`` only when its target is a word, not an fd).
+_WRITES = (">", ">>", ">|", "&>", "&>>", ">&", "<>")
+#: Targets that are not files anybody keeps.
+_HARMLESS_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
+#: Text that starts a command inside something the parser keeps as plain text.
+_HIDDEN_COMMAND = ("$(", "`", "<(", ">(")
+#: Node kinds whose children are walked for commands (anything else makes the line unreadable).
+_CONTAINERS = {"list", "pipeline", "compound", "if", "for", "while", "until", "function"}
+_LEAVES = {"operator", "pipe", "reservedword"}
+
+
+@dataclass(frozen=True)
+class ParsedLine:
+    """A command line as :func:`parse_command_line` read it: its simple commands (each its
+    words), the files its redirections write (as written, ``~`` not expanded), and
+    ``unreadable``: why no rule can judge it ("" when it was read)."""
+
+    commands: tuple[tuple[str, ...], ...] = ()
+    writes: tuple[str, ...] = ()
+    unreadable: str = ""
+
+    def parts(self) -> CommandParts:
+        """The part the permission policy decides on (the loop's own type)."""
+        return CommandParts(self.commands, self.unreadable)
+
+
+class _Unreadable(Exception):
+    """The line holds something the rules cannot judge."""
+
+
+def parse_command_line(command: str) -> ParsedLine:
+    """Every simple command and every written file of ``command``, or why it cannot be read."""
+    if "\x00" in command:
+        return ParsedLine(unreadable="the command holds a NUL character")
+    if not command.strip():
+        return ParsedLine(unreadable="the command is empty")
+    if len(command) > MAX_PARSED_CHARS:
+        return ParsedLine(unreadable=f"it is longer than the {MAX_PARSED_CHARS:,} characters the rules judge")
+    for marker in ("$'", '$"'):
+        if marker in command:  # bashlex misreads ANSI-C and locale quoting
+            return ParsedLine(unreadable=f"the parser cannot read {marker}...' quoting")
+    try:
+        import bashlex
+        import bashlex.errors
+
+        trees = bashlex.parse(command)
+    except ImportError:
+        return ParsedLine(unreadable="bashlex, the shell parser, is not installed")
+    except (bashlex.errors.ParsingError, NotImplementedError) as exc:
+        return ParsedLine(unreadable=f"the shell parser cannot read it ({exc})")
+    except Exception as exc:  # the parser's own failure on odd input: nothing can be judged
+        log.debug("bashlex failed on a command line", exc_info=True)
+        return ParsedLine(unreadable=f"the shell parser failed ({type(exc).__name__})")
+    walker = _Walker(command)
+    try:
+        for tree in trees:
+            walker.node(tree)
+    except _Unreadable as exc:
+        return ParsedLine(unreadable=str(exc))
+    # every command node anywhere in the trees must have been judged (a construct whose
+    # commands sit where the walker does not look must ask, not pass unseen)
+    seen: set[int] = set()
+    if walker.visited != sum(_count_commands(tree, seen) for tree in trees):
+        return ParsedLine(unreadable="the command holds a construct the rules cannot judge")
+    if not walker.commands:
+        return ParsedLine(unreadable="no command was found in it")
+    return ParsedLine(tuple(walker.commands), tuple(walker.writes))
+
+
+class _Walker:
+    """Collects the simple commands and written files of parsed trees, refusing what it
+    does not know."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.commands: list[tuple[str, ...]] = []
+        self.writes: list[str] = []
+        self.visited = 0  # command nodes judged
+
+    def node(self, node: Any) -> None:
+        kind = node.kind
+        if kind == "command":
+            self.command(node)
+        elif kind in _CONTAINERS:
+            for child in [*getattr(node, "parts", []), *getattr(node, "list", []), *getattr(node, "redirects", [])]:
+                self.node(child)
+        elif kind == "redirect":  # on a compound command: `{ ls; } > out`
+            self.redirect(node)
+        elif kind == "word":
+            self.word(node)
+        elif kind not in _LEAVES:
+            raise _Unreadable(f"the rules cannot judge a {kind} in a command")
+
+    def command(self, node: Any) -> None:
+        self.visited += 1
+        words: list[str] = []
+        for part in node.parts:
+            if part.kind in ("word", "assignment"):
+                self.word(part)
+                words.append(part.word)
+            elif part.kind == "redirect":
+                self.redirect(part)
+            else:
+                self.node(part)
+        if words:
+            self.commands.append(tuple(words))
+
+    def word(self, node: Any) -> None:
+        """Commands inside a word (``$( )``, backticks, ``<( )``) are commands of the line."""
+        for part in getattr(node, "parts", []):
+            if part.kind in ("commandsubstitution", "processsubstitution"):
+                self.node(part.command)
+            elif part.kind == "parameter":
+                if any(m in (part.value or "") for m in _HIDDEN_COMMAND):
+                    raise _Unreadable("a command inside ${...} cannot be judged")
+            elif part.kind != "tilde":
+                self.node(part)
+
+    def redirect(self, node: Any) -> None:
+        heredoc = getattr(node, "heredoc", None)
+        if heredoc is not None and any(m in (heredoc.value or "") for m in _HIDDEN_COMMAND):
+            raise _Unreadable("a command inside a here-document cannot be judged")
+        target = node.output
+        if not hasattr(target, "kind"):  # a file descriptor: `2>&1`, `>&2`
+            return
+        self.word(target)
+        if node.type not in _WRITES:
+            return
+        if any(p.kind != "tilde" for p in getattr(target, "parts", [])):
+            raise _Unreadable(f"it writes to {target.word!r}, a path only known when it runs")
+        if target.word not in _HARMLESS_TARGETS:
+            self.writes.append(target.word)
+
+
+def _count_commands(node: Any, seen: set[int] | None = None) -> int:
+    """Command nodes in a parsed tree, found through every attribute (not the walker's way;
+    a node two attributes share counts once)."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return 0
+    seen.add(id(node))
+    count = 1 if getattr(node, "kind", None) == "command" else 0
+    for value in vars(node).values():
+        for child in value if isinstance(value, list) else [value]:
+            if hasattr(child, "kind"):
+                count += _count_commands(child, seen)
+    return count
+
+
+def rule_words(pattern: str) -> tuple[tuple[str, ...], bool]:
+    """A ``Bash`` rule's pattern as words, and whether it is a prefix (``git diff:*``).
+    ``ValueError`` when it holds no words."""
+    prefix = pattern.endswith(":*")
+    text = pattern[:-2] if prefix else pattern
+    try:
+        words = tuple(shlex.split(text))
+    except ValueError:  # unbalanced quotes: plain words (such a rule matches what bash reads the same)
+        words = tuple(text.split())
+    if not words:
+        raise ValueError("a Bash rule names a command: Bash(git status) or Bash(git diff:*)")
+    return words, prefix
+
+
+def rule_covers(pattern: str, words: tuple[str, ...]) -> bool:
+    """Does the rule pattern cover one simple command (its words)? Exact, or a prefix of
+    whole words: ``git diff:*`` covers ``git diff`` and ``git diff HEAD``, never ``git diffx``."""
+    try:
+        wanted, prefix = rule_words(pattern)
+    except ValueError:
+        return False
+    return words[: len(wanted)] == wanted if prefix else words == wanted
+
+
+def suggested_prefix(words: tuple[str, ...]) -> str:
+    """The rule "Always allow" suggests for a command: its leading words as a prefix
+    (``git diff HEAD`` gives ``git diff:*``; ``ls -la`` and ``touch a.txt`` give ``ls:*``
+    and ``touch:*``)."""
+    lead = [words[0]]
+    # a second word that reads as a subcommand (`diff`, `run`), not a file (`a.txt`) or an option
+    if len(words) > 1 and words[1][:1].isalpha() and all(c.isalnum() or c in "-_" for c in words[1]):
+        lead.append(words[1])
+    return " ".join(shlex.quote(w) for w in lead) + ":*"
+
+
+__all__ = ["ParsedLine", "parse_command_line", "rule_covers", "rule_words", "suggested_prefix"]
