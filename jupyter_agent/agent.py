@@ -46,6 +46,7 @@ def query(
     thinking: dict[str, Any] | None = None,
     context_window: int | None = None,
     compact: str | None = None,
+    mcp_servers: dict[str, Any] | None = None,
 ) -> QueryRun:
     """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
     its run handle at once. Nothing is sent until the run is iterated or awaited.
@@ -57,6 +58,9 @@ def query(
     ``context_window`` (tokens) overrides ``$JUPYTER_AGENT_CONTEXT_WINDOW`` and the
     model's known window; the loop compacts the history to stay inside it. ``compact``
     (an instruction, or ""): summarise the history ``prompt`` now and end, answering nothing.
+    ``mcp_servers`` (``{"name": {"command", "args", "env"} | {"type": "http", "url", "headers"}}``)
+    offers those MCP servers' tools as ``mcp__<server>__<tool>``; with a ``context`` they are the
+    conversation's (started once, stopped when it ends), else this run's (stopped at its end).
     """
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
@@ -70,6 +74,7 @@ def query(
     else:
         raise TypeError("With compact=, the prompt is the history to compact: a list of messages.")
     resolved_model = resolve_model(model)
+    owns_servers = context is None
     if context is None:
         context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
     elif cwd is not None:
@@ -86,7 +91,12 @@ def query(
         from .tools import default_tools
 
         tools = default_tools()
+    from .mcp import mcp_servers as servers_of
     from .notebook.session import tool_session  # the %%agent cell the request came from
+
+    servers = servers_of(context)  # also reads the working folder's .mcp.json when the run starts
+    if mcp_servers is not None:
+        servers.configure(mcp_servers)
 
     params = QueryParams(
         model=resolved_model,
@@ -104,6 +114,8 @@ def query(
         context_window=context_window_setting(context_window),
         compact_now=compact,
         owns_model=model is None or isinstance(model, str),
+        tool_sources=[servers],
+        owns_tool_sources=owns_servers,
     )
     return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or permission_mode)
 
