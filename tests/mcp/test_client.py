@@ -17,7 +17,7 @@ from jupyter_agent.testing import response, text, tool_use
 
 from .servers import process_alive, start_http_server, stdio_server
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.timeout(150)  # (a loaded machine: each server is a Python process that imports the SDK)
 
 
 def results_of(run: Any) -> dict[str, dict[str, Any]]:
