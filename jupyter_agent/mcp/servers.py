@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +57,7 @@ class McpServers(ToolSource):
         #: .mcp.json servers a person approved or refused, by their exact settings.
         self.approved: set[ServerConfig] = set()
         self.refused: set[ServerConfig] = set()
-        self.start_timeout_s = START_TIMEOUT_S
+        self.start_timeout_s = start_timeout()
         self._lock: asyncio.Lock | None = None
 
     def configure(self, servers: Mapping[str, Any] | None) -> None:
@@ -177,6 +178,16 @@ class McpServers(ToolSource):
             found.append(ServerStatus(name, config.transport, config.command_line(), config.source, state, tools,
                                       error, log_path))
         return found
+
+
+def start_timeout() -> float:
+    """Seconds a server may take to start: ``$MCP_TIMEOUT`` (milliseconds, as in Claude Code), else 30."""
+    raw = os.environ.get("MCP_TIMEOUT", "").strip()
+    try:
+        return max(int(raw) / 1000, 1.0) if raw else START_TIMEOUT_S
+    except ValueError:
+        log.debug("MCP_TIMEOUT=%r is not a number of milliseconds; using %g s", raw, START_TIMEOUT_S)
+        return START_TIMEOUT_S
 
 
 def mcp_servers(context: ToolContext) -> McpServers:

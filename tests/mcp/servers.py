@@ -56,6 +56,15 @@ def crash() -> str:
 
 
 @server.tool()
+def spawn() -> str:
+    """Starts a child of its own that outlives the server unless its process group is killed."""
+    import subprocess
+    child = subprocess.Popen(["sleep", "600"])
+    (HERE / "child_pid").write_text(str(child.pid))
+    return "spawned"
+
+
+@server.tool()
 async def wait() -> str:
     """Takes a minute."""
     (HERE / "waiting").write_text("yes")

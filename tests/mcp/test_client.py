@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -101,24 +103,7 @@ async def test_without_a_rule_an_mcp_tool_asks_and_an_unattended_run_does_not_ca
         await conv.aclose()
 
 
-async def test_a_server_that_dies_mid_call_is_an_error_result_and_a_notice(fake_api, tmp_path):
-    crash = tool_use("mcp__calc__crash", {})
-    fake_api.add(response(crash), response(text("it crashed")))
-    conv = Conversation(fake_api.model(), cwd=tmp_path, allow=("mcp__calc",),
-                        mcp_servers={"calc": stdio_server(tmp_path)})
-    try:
-        run = conv.send("crash it")
-        events = await asyncio.wait_for(events_of(run), 60)
-        assert run.terminal is not None and run.terminal.reason.value == "completed"
-        result = results_of(run)[crash["id"]]
-        assert result["is_error"] and "calc" in result_text(result)
-        assert any(isinstance(e, Notice) and e.kind == "mcp_server_failed" for e in events)
-        assert conv.mcp_servers.status()[0].state.value == "failed"
-    finally:
-        await conv.aclose()
-
-
-async def test_stop_cancels_an_mcp_call_and_its_result_is_still_sent(fake_api, tmp_path):
+async def test_stop_cancels_an_mcp_call_and_a_server_that_dies_mid_call_is_an_error_and_a_notice(fake_api, tmp_path):
     wait = tool_use("mcp__calc__wait", {})
     fake_api.add(response(wait))
     conv = Conversation(fake_api.model(), cwd=tmp_path, allow=("mcp__calc",),
@@ -141,6 +126,17 @@ async def test_stop_cancels_an_mcp_call_and_its_result_is_still_sent(fake_api, t
         run = conv.send("add")
         await run.wait()
         assert result_text(results_of(run)[add["id"]]) == "sum=2" and int((tmp_path / "pid").read_text()) == pid
+
+        # a server that dies during a call: an error result and a notice, and the run goes on
+        crash = tool_use("mcp__calc__crash", {})
+        fake_api.add(response(crash), response(text("it crashed")))
+        run = conv.send("crash it")
+        events = await events_of(run)
+        assert run.terminal is not None and run.terminal.reason.value == "completed"
+        result = results_of(run)[crash["id"]]
+        assert result["is_error"] and "'calc'" in result_text(result) and "log" in result_text(result)
+        assert any(isinstance(e, Notice) and e.kind == "mcp_server_failed" for e in events)
+        assert conv.mcp_servers.status()[0].state.value == "failed" and not process_alive(pid)
     finally:
         await conv.aclose()
 
@@ -229,3 +225,27 @@ def test_rules_name_an_mcp_tool_or_all_tools_of_a_server():
     assert not Rule.parse("mcp__cal").names("mcp__calc__add")
     assert not Rule.parse("mcp__calc").names("mcp__calculator__add")
 
+
+
+def test_no_server_outlives_the_interpreter_that_started_it(tmp_path):
+    """A kernel that exits without ending its conversation (its loop simply stops) leaves no
+    MCP server behind, nor a process the server started: its process group is killed at exit."""
+    script = tmp_path / "leave.py"
+    script.write_text(
+        "import asyncio, sys\n"
+        "from jupyter_agent import Conversation\n"
+        f"conv = Conversation(cwd={str(tmp_path)!r}, mcp_servers={{'calc': {stdio_server(tmp_path)!r}}})\n"
+        "loop = asyncio.new_event_loop()\n"
+        "tools, notices = loop.run_until_complete(conv.mcp_servers.load_tools(conv.context, None))\n"
+        "loop.run_until_complete(conv.mcp_servers.connections['calc'].call_tool('spawn', {}))\n"
+        "print(len(tools), notices, flush=True)\n"
+        "sys.exit(0)  # no aclose, the loop left as it is: only the exit remains\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("6 []"), done.stdout + done.stderr
+    pids = [int((tmp_path / name).read_text()) for name in ("pid", "child_pid")]
+    for _ in range(500):  # (a killed process is reaped by init, not at once)
+        if not any(map(process_alive, pids)):
+            break
+        time.sleep(0.01)
+    assert not any(map(process_alive, pids))
