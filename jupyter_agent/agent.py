@@ -48,6 +48,7 @@ def query(
     context_window: int | None = None,
     compact: str | None = None,
     max_budget_usd: float | None = None,
+    mcp_servers: dict[str, Any] | None = None,
 ) -> QueryRun:
     """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
     its run handle at once. Nothing is sent until the run is iterated or awaited.
@@ -64,6 +65,9 @@ def query(
     An administrator's policy (``jupyter_agent_policy.json``, :mod:`jupyter_agent.policy`)
     bounds the model, the permission mode and the spend limit: a setting it does not allow
     raises :class:`~jupyter_agent.policy.PolicyViolation`, naming the file, and nothing starts.
+    ``mcp_servers`` (``{"name": {"command", "args", "env"} | {"type": "http", "url", "headers"}}``)
+    offers those MCP servers' tools as ``mcp__<server>__<tool>``; with a ``context`` they are the
+    conversation's (started once, stopped when it ends), else this run's (stopped at its end).
     """
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
@@ -81,6 +85,7 @@ def query(
     resolved_model = resolve_model(model)
     if not _offline(resolved_model):  # a replay sends nothing anywhere and costs nothing
         policy.check_model(resolved_model.name)
+    owns_servers = context is None
     if context is None:
         context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
     elif cwd is not None:
@@ -99,7 +104,12 @@ def query(
         from .tools import default_tools
 
         tools = default_tools()
+    from .mcp import mcp_servers as servers_of
     from .notebook.session import tool_session  # the %%agent cell the request came from
+
+    servers = servers_of(context)  # also reads the working folder's .mcp.json when the run starts
+    if mcp_servers is not None:
+        servers.configure(mcp_servers)
 
     params = QueryParams(
         model=resolved_model,
@@ -118,6 +128,8 @@ def query(
         compact_now=compact,
         max_budget_usd=budget,
         owns_model=model is None or isinstance(model, str),
+        tool_sources=[servers],
+        owns_tool_sources=owns_servers,
     )
     return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or permission_mode)
 

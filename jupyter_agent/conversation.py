@@ -23,6 +23,8 @@ from .loop.run import QueryRun
 from .loop.usage import Usage
 from .loop.tool import ToolContext
 from .policy import load_policy
+from .mcp import McpServers
+from .mcp import mcp_servers as servers_of
 
 
 class ConversationBusy(RuntimeError):
@@ -45,7 +47,7 @@ class Conversation:
                  notebook_path: str | None = None, replay: str | None = None,
                  allow: tuple[str, ...] = (), deny: tuple[str, ...] = (), ask: tuple[str, ...] = (),
                  context_window: int | None = None, max_budget_usd: float | None = None,
-                 bash_sandbox: bool = False) -> None:
+                 bash_sandbox: bool = False, mcp_servers: dict[str, Any] | None = None) -> None:
         self._model_spec = model
         self._model: Model | None = model if model is not None and not isinstance(model, str) else None
         self.replay = replay
@@ -70,6 +72,8 @@ class Conversation:
             self.bash_sandbox = True
         self._permissions: Any = None
         self.permission_mode = permission_mode
+        if mcp_servers is not None:  # checked now; started by the first run, stopped by aclose()
+            self.mcp_servers.configure(mcp_servers)
 
     # -- settings ------------------------------------------------------------------
     @property
@@ -105,6 +109,11 @@ class Conversation:
 
             self._permissions = Permissions(mode=self._permission_mode, cwd=self.context.cwd, **self.rules)
         return self._permissions
+
+    @property
+    def mcp_servers(self) -> McpServers:
+        """The conversation's MCP servers (settings, state, tools): ``%agent mcp`` shows them."""
+        return servers_of(self.context)
 
     @property
     def model_name(self) -> str:
@@ -237,10 +246,13 @@ class Conversation:
         return ""
 
     async def aclose(self) -> None:
-        """Stop any run and shut down the kernels this conversation started."""
+        """Stop any run, shut down the kernels and stop the MCP servers this conversation started."""
         if self.running is not None:
             self.running.stop()
             await self.running.wait()
         from .notebook.session import close_session, tool_session
 
-        await close_session(tool_session(self.context))
+        try:
+            await close_session(tool_session(self.context))
+        finally:
+            await self.mcp_servers.aclose()

@@ -106,7 +106,14 @@ class Rule:
         return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
 
     def names(self, tool_name: str) -> bool:
-        return tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
+        return (tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
+                or self.mcp_server is not None and tool_name.startswith(f"mcp__{self.mcp_server}__"))
+
+    @property
+    def mcp_server(self) -> str | None:
+        """``mcp__<server>`` names every tool of that MCP server: the server's name, else None."""
+        server = self.tool[len("mcp__"):] if self.tool.startswith("mcp__") else ""
+        return server if server and "__" not in server and self.pattern is None else None
 
 
 class Permissions(PermissionPolicy):

@@ -105,3 +105,15 @@ def without_secrets(environ: dict[str, str]) -> dict[str, str]:
     """``environ`` without the variables :func:`is_secret_name` picks (for processes the
     agent starts, such as its kernels)."""
     return {name: value for name, value in environ.items() if not is_secret_name(name)}
+
+
+#: Header names whose values are credentials whatever they look like.
+_SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie")
+
+
+def redact_values(values: Mapping[str, str]) -> dict[str, str]:
+    """Settings shown to a person (an MCP server's headers or environment): the value of a
+    secret-looking name (``*TOKEN*``, ``Authorization``...) becomes ``[redacted]``, the others
+    go through :func:`redact`."""
+    return {name: "[redacted]" if is_secret_name(name) or name.lower() in _SECRET_HEADERS else redact(value)
+            for name, value in values.items()}

@@ -20,7 +20,9 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
   ``permissions`` import ``loop`` and ``tools``
   (rules read a call's paths the way the tools resolve them: ``tools/paths.py``), and
   ``permissions`` imports ``safety``; ``policy`` (an administrator's limits on runs)
-  imports ``loop``, and ``permissions`` imports it. Never the reverse: that would be a cycle;
+  imports ``loop``, and ``permissions`` imports it; ``mcp`` (MCP servers' tools) imports
+  ``loop``, ``redact`` and ``notebook`` (whose ``deferred_grammar`` keeps the SDK's jsonschema from building a grammar).
+  Never the reverse: that would be a cycle;
 - ``environment`` (what a run is given from outside: ``$JUPYTER_AGENT_REPLAY``, the API
   key check, replay files, typed counts) imports ``model`` and ``replay``;
 - ``agent`` (``query()``, the wiring) imports those; ``conversation`` imports them and ``agent``;
@@ -43,7 +45,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "jupyter_agent"
 ROOT = "jupyter_agent"
 
 _MIDDLE = {"loop", "prompts", "redact", "model", "replay", "files", "notebook", "tools", "safety",
-           "permissions", "environment", "changes", "policy"}
+           "permissions", "environment", "changes", "policy", "mcp"}
 _WIRING = _MIDDLE | {"agent", "conversation"}
 _SHARED = _WIRING | {"view", "render"}  # what both fronts build on
 _FRONTS = _SHARED | {"jupyter", "cli"}
@@ -63,6 +65,7 @@ ALLOWED: dict[str, set[str]] = {
     "safety": {"loop", "tools"},
     "policy": {"loop"},
     "permissions": {"loop", "tools", "safety", "policy"},
+    "mcp": {"loop", "redact", "notebook"},
     "environment": {"model", "replay"},
     "agent": _MIDDLE,
     "conversation": _MIDDLE | {"agent"},

@@ -232,6 +232,11 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
         rule = Rule.parse(text)
     except ValueError:
         return text
+    if rule.mcp_server is not None:
+        return f"every tool of the MCP server {rule.mcp_server}"
+    if rule.tool.startswith("mcp__") and rule.pattern is None:
+        server, _, tool = rule.tool[len("mcp__"):].partition("__")
+        return f"every call of the tool {tool} of the MCP server {server}"
     family = RULE_FAMILIES.get(rule.tool, (rule.tool,))
     tools = family[0] if len(family) == 1 else ", ".join(family[:-1]) + " and " + family[-1]
     if rule.pattern is None:
@@ -287,6 +292,12 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
                 + code_html(command or str(input.get("command", "")), "bash") + raw)
     title = f"<b>{ICONS['ask']} Allow <code>{inline_html(tool_name)}</code>"
     title += f" on <code>{inline_html(where)}</code>?</b>" if where else "?</b>"
+    server, _, tool = tool_name[len("mcp__"):].partition("__") if tool_name.startswith("mcp__") else ("", "", "")
+    if server and tool:  # an MCP server's tool: say which server, and which of its tools
+        title = (f"<b>{ICONS['ask']} Allow the tool <code>{inline_html(tool)}</code> of the MCP server "
+                 f"<code>{inline_html(server)}</code>?</b>")
+    elif server:  # a server of .mcp.json that would start: the exact command is the input below
+        title = f"<b>{ICONS['ask']} Start the MCP server <code>{inline_html(server)}</code>?</b>"
     body = [title, warning, f'<div style="font-size:12px">{esc(relative(message, cwd))}</div>']
     if diff:
         body.append(diff_html(relative(diff, cwd)))

@@ -20,7 +20,7 @@ import logging
 import sys
 from typing import Any
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, Configurable
 
 from ..loop.permission_result import PERMISSION_MODES
@@ -89,6 +89,24 @@ class AgentConfig(Configurable):
                 Rule.parse(text)
             except ValueError as exc:
                 raise TraitError(f"AgentConfig.allow: {exc}") from None
+        return proposal["value"]
+
+    mcp_servers = Dict(
+        default_value={},
+        help="MCP servers whose tools the agent may use (as mcp__<server>__<tool>), in Claude Code's "
+        "shape: {'name': {'command': ..., 'args': [...], 'env': {...}}} (stdio) or {'name': {'type': "
+        "'http', 'url': ..., 'headers': {...}}}. Each tool asks before it runs unless an allow rule "
+        "('mcp__<server>__<tool>' or 'mcp__<server>') covers it. `%agent mcp` lists them.",
+    ).tag(config=True)
+
+    @validate("mcp_servers")
+    def _valid_servers(self, proposal: dict) -> dict:
+        from ..mcp import parse_servers
+
+        try:
+            parse_servers(proposal["value"])
+        except ValueError as exc:
+            raise TraitError(f"AgentConfig.mcp_servers: {exc}") from None
         return proposal["value"]
 
     cwd = Unicode(

@@ -104,9 +104,9 @@ def line_parser() -> _Parser:
         "`approvals` shows the approvals waiting for you, `rules` lists the permission rules "
         "(`rules --remove N` removes rule N), `undo [N]` puts back the files and cells the last "
         "run (or run N of `runs`) changed, `compact [instruction]` summarises the conversation "
-        "now, keeping your own messages word for word."))
+        "now, keeping your own messages word for word; `mcp` lists the MCP servers, their state and tools."))
     parser.add_argument("action", nargs="?", default="status",
-                        choices=("status", "new", "runs", "stop", "approvals", "rules", "undo", "compact"))
+                        choices=("status", "new", "runs", "stop", "approvals", "rules", "undo", "compact", "mcp"))
     parser.add_argument("words", nargs="*",
                         help="with `compact`: what the summary must keep; with `undo`: the run to undo, "
                         "as `%%agent runs` numbers them (default: the last)")
@@ -186,6 +186,10 @@ class AgentMagics(Magics):
                 undo_line(session, number)
             elif args.action == "approvals":
                 show_approvals(session)
+            elif args.action == "mcp":
+                from .mcp_status import mcp_text
+
+                print(mcp_text(session))
             elif args.action == "rules":
                 if args.remove is not None:
                     print(remove_rule(session, args.remove))

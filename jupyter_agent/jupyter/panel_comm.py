@@ -42,6 +42,7 @@ import logging
 from typing import Any
 
 from .frames import FrameScheduler
+from .mcp_status import mcp_payload
 from .protocol import PANEL_OPS, PANEL_TARGET, PANEL_VERSION, version_mismatch
 from ..redact import redact, redact_partial
 from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
@@ -386,7 +387,7 @@ class PanelHub:
                 "busy": active is not None and not active.done,
                 "notebook": redact(session.notebook_path() or ""), "usage": _usage_json(usage, bool(replay)),
                 "turns": sum(w.handle.model.turn_count for w in self.runs.values()),
-                "context": self._context_meter()}
+                "context": self._context_meter(), "mcp": mcp_payload(session)}
 
     def _context_meter(self) -> str:
         """How full the conversation's context is, as its latest run last measured it."""

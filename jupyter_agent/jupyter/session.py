@@ -53,7 +53,7 @@ class AgentSession:
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
-            "context_window", "max_budget_usd", "bash_sandbox"])
+            "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers"])
 
     # -- the conversation ---------------------------------------------------------------
     @property
@@ -78,6 +78,7 @@ class AgentSession:
             replay=cfg.replay or None,
             allow=tuple(cfg.allow),
             bash_sandbox=cfg.bash_sandbox,
+            mcp_servers=dict(cfg.mcp_servers),
         )
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return Conversation(**kwargs)
@@ -136,6 +137,8 @@ class AgentSession:
             conv.bash_sandbox = new
         elif name == "allow":  # rules added to the running conversation (remove: %agent rules --remove)
             conv.permissions.add_session_rules(new)
+        elif name == "mcp_servers":  # the next run starts what changed (and stops what went)
+            conv.mcp_servers.configure(new)
         else:
             self._reconcile()
 
@@ -393,6 +396,8 @@ class AgentSession:
 
     def leave_plain_outputs(self, why: str) -> None:
         """Replace every live widget output of this session by its static transcript."""
+        if self._conversation is not None:  # no MCP server outlives its kernel
+            self._conversation.mcp_servers.kill_now()
         active = self.active
         if active is not None and not active.done:
             try:

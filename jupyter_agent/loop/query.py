@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
-from .tool import Tool, ToolContext
+from .tool import Tool, ToolContext, ToolSource
 from .abort import AbortSignal
 from .budget import ToolResultBudget
 from .compaction import PROMPT_TOO_LONG_ADVICE, RunContext, run_context
@@ -47,6 +47,7 @@ from .stream import (
 )
 from .state import State, Terminal, TerminalReason, Transition
 from .tool_execution import CanUseTool, ToolRunEnv
+from .tool_sources import load_tool_sources
 from .usage import StreamUsage, Usage
 
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
@@ -82,6 +83,10 @@ class QueryParams:
     max_budget_usd: float | None = None
     #: query() made the model itself (from an id or the environment), so the run closes it.
     owns_model: bool = False
+    #: Where more tools come from once the run starts (MCP servers), asked before the first request.
+    tool_sources: list[ToolSource] = field(default_factory=list)
+    #: query() made the sources for this run alone, so the run closes them at its end.
+    owns_tool_sources: bool = False
 
 
 @dataclass
@@ -206,11 +211,22 @@ def _checkpoint(step: int, state: State, turn: Turn, **extra: Any) -> Checkpoint
 
 async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal) -> AsyncGenerator[Any, None]:
     """The loop. Yields events; the last one is always a :class:`Terminal`."""
+    tools = params.tools
+    if params.tool_sources:  # MCP servers: started (or approved) before the first request
+        loaded = await load_tool_sources(params.tool_sources, tools, params.context, params.can_use_tool, signal)
+        if loaded is None:
+            record.phase = "ended"
+            yield Terminal(TerminalReason.ABORTED_STREAMING, record.state.turn_count,
+                           "Stopped while the tool servers were starting.", None, record.usage)
+            return
+        tools, notices = loaded
+        for notice in notices:
+            yield notice
     env = ToolRunEnv(
-        tools_by_name={t.name: t for t in params.tools}, context=params.context,
+        tools_by_name={t.name: t for t in tools}, context=params.context,
         can_use_tool=params.can_use_tool, hooks=params.hooks,
     )
-    definitions = [t.to_api() for t in params.tools]
+    definitions = [t.to_api() for t in tools]
     context = run_context(params.model, params.system, definitions, env.tools_by_name, params.context, params.hooks,
                           params.user_context, record.meter, signal, context_window=params.context_window,
                           max_tokens=params.max_tokens)

@@ -80,6 +80,9 @@ class QueryRun:
             await generator.aclose()
             if self.params.owns_model and hasattr(self.params.model, "aclose"):
                 await self.params.model.aclose()
+            if self.params.owns_tool_sources:  # query() started them for this run alone
+                for source in self.params.tool_sources:
+                    await source.aclose()
             if self.terminal is None:
                 # The consumer went away (break, cancel, widget closed): count it as a Stop
                 # and leave a history the API accepts.

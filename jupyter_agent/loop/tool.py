@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from .events import ToolOutcome
+from .events import Notice, ToolOutcome
 from .permission_result import PermissionAllow, PermissionAsk, PermissionResult
 from .services import Services
 
@@ -250,3 +250,23 @@ class Tool:
             if isinstance(value := input.get(key), str):
                 return value
         return ""
+
+
+class ToolSource:
+    """Tools known only once something has started (an MCP server's: its process must run
+    before it can list them). The loop asks each source once per run, before the first
+    request, and offers what it returns beside the run's own tools; Stop cancels the wait.
+
+    ``can_use_tool`` is the run's approval callback (None: no one is there to ask), for a
+    source that needs a person's yes before it starts something.
+    """
+
+    async def load_tools(self, context: ToolContext,
+                         can_use_tool: Callable[[str, dict[str, Any], PermissionAsk], Any] | None,
+                         ) -> tuple[list[Tool], list[Notice]]:
+        """The tools to offer now, and notices for the user (a server that failed to start)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement load_tools()")
+
+    async def aclose(self) -> None:
+        """Stop what the source started (called at the end of a run that owns it)."""
+        return None

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pydantic import ValidationError
 
 from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolOutput
-from .events import ToolOutcome, ToolProgress, ToolStart
+from .events import Notice, ToolOutcome, ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
 from .permission_result import DENIED, PermissionAllow, PermissionAsk, PermissionDeny
@@ -133,7 +133,9 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
     if not isinstance(raw_input, dict):
         return error_result(tool_use_id, f"InputValidationError: {name} input must be a JSON object.")
 
-    context = env.context.for_call(tool_use_id, lambda data: env.emit(ToolProgress(tool_use_id, name, data)))
+    # A tool reports progress; a Notice it reports (a server that died) goes out as it is.
+    context = env.context.for_call(tool_use_id, lambda data: env.emit(
+        data if isinstance(data, Notice) else ToolProgress(tool_use_id, name, data)))
     parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
     if problem:
         return error_result(tool_use_id, problem)

@@ -10,6 +10,7 @@
 
 import { ApprovalChoice, PANEL_VERSION, PanelMessageType, PanelRequest } from './panelProtocol';
 import type { Disconnected } from './panelTransport';
+import type { IMcpServer } from './panelMcp';
 
 export const HINT = 'Run %load_ext jupyter_agent in this notebook to use the agent here.';
 
@@ -46,6 +47,8 @@ export interface ISessionHeader {
   usage?: IUsage;
   /** the context meter, "context 31k / 200k (16%), compacts at 160k", or "" before a request */
   context?: string;
+  /** the conversation's MCP servers (`%agent mcp`) */
+  mcp?: IMcpServer[];
 }
 
 /** A run's header; `reason`, `title`, `meaning` and `error` are set once it `ended`. */

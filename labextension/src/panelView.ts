@@ -10,6 +10,7 @@ import { IRenderMimeRegistry, IRenderMime, MimeModel } from '@jupyterlab/renderm
 import { LabIcon, addIcon, checkIcon, closeIcon, runIcon, stopIcon } from '@jupyterlab/ui-components';
 import { IDisposable } from '@lumino/disposable';
 import { ApprovalChoice } from './panelProtocol';
+import { drawMcpServers } from './panelMcp';
 import {
   IApproval,
   IChange,
@@ -117,6 +118,7 @@ interface IRunView {
 export class PanelView implements IDisposable {
   private readonly title: HTMLElement;
   private readonly meta: HTMLElement;
+  private readonly mcp: HTMLElement;
   private readonly modeSelect: HTMLSelectElement;
   private readonly newButton: HTMLButtonElement;
   private readonly compactButton: HTMLButtonElement;
@@ -146,7 +148,8 @@ export class PanelView implements IDisposable {
     this.newButton = button('New conversation', 'jp-AgentPanel-new jp-mod-styled', addIcon);
     this.newButton.title = 'Forget the history: the next prompt starts a new conversation';
     controls.append(modeLabel, this.newButton);
-    top.append(this.title, this.meta, controls);
+    this.mcp = el('div', 'jp-AgentPanel-mcp');
+    top.append(this.title, this.meta, this.mcp, controls);
     this.conversation = el('div', 'jp-AgentPanel-conversation');
     this.approvals = el('div', 'jp-AgentPanel-approvals');
     const bottom = el('div', 'jp-AgentPanel-bottom');
@@ -327,6 +330,7 @@ export class PanelView implements IDisposable {
       return;
     }
     this.meta.appendChild(el('code', '', session.model ?? ''));
+    drawMcpServers(this.mcp, session.mcp ?? []);
     if (session.replay) {
       const badge = el('span', 'jp-AgentPanel-offline', 'offline replay');
       badge.title = `No API key: runs replay the recorded session ${session.replay}`;
