@@ -86,14 +86,12 @@ def query(
         from .tools import default_tools
 
         tools = default_tools()
-    from .notebook.session import tool_session  # the %%agent cell the request came from
-
     params = QueryParams(
         model=resolved_model,
         tools=list(tools),
         context=context,
         system=system,
-        user_context=user_context(context.cwd, notebook_path, tool_session(context).agent_cell_id),
+        user_context=_user_context(context, notebook_path),
         max_turns=max_turns,
         can_use_tool=can_use_tool,
         hooks=Hooks.coerce(hooks),
@@ -106,6 +104,17 @@ def query(
         owns_model=model is None or isinstance(model, str),
     )
     return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or permission_mode)
+
+
+def _user_context(context: ToolContext, notebook_path: str | None) -> dict[str, str]:
+    """The user context of a run: where it works, and the notebook (with the ``%%agent`` cell
+    the request came from, and whether the notebook is reached only through its page)."""
+    from .notebook.session import tool_session
+
+    session = tool_session(context)
+    page = session.page_notebook
+    remote = page is not None and page.remote and page.key == notebook_path
+    return user_context(context.cwd, notebook_path, session.agent_cell_id, notebook_remote=remote)
 
 
 def context_window_setting(value: int | None = None) -> int | None:
