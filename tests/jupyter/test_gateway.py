@@ -28,7 +28,8 @@ from .lab import (HAVE_BROWSER, allow_the_insert_then_the_run, cell, free_port, 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
 
-#: What the notebook server sends to the gateway with each kernel start, and the gateway passes on.
+#: What the notebook server sends to the gateway with each kernel start, and the gateway passes on
+#: (a list option takes one name per flag on the command line).
 PASSED = "ANTHROPIC_API_KEY,ANTHROPIC_BASE_URL"
 #: What the gateway's kernels inherit from the gateway's own environment: the test's
 #: private Jupyter and IPython folders (nothing else of the gateway's environment).
@@ -55,8 +56,8 @@ class KernelGateway:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kernel_gateway", "--KernelGatewayApp.ip=127.0.0.1",
              f"--KernelGatewayApp.port={self.port}", "--JupyterWebsocketPersonality.list_kernels=True",
-             f"--JupyterWebsocketPersonality.env_whitelist={PASSED}",
-             f"--KernelGatewayApp.env_process_whitelist={INHERITED}"],
+             *(f"--JupyterWebsocketPersonality.env_whitelist={name}" for name in PASSED.split(",")),
+             *(f"--KernelGatewayApp.env_process_whitelist={name}" for name in INHERITED.split(","))],
             cwd=self.folder, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and self.proc.poll() is None:
