@@ -22,8 +22,8 @@ import pytest
 
 from jupyter_agent.testing import response, text, tool_use
 
-from .lab import (HAVE_BROWSER, allow_the_insert_then_the_run, cell, free_port, require_browser, run_and_wait,
-                  run_cell, save, screenshot, wait_for_end, write_notebook)
+from .lab import (HAVE_BROWSER, allow_the_insert_then_the_run, free_port, require_browser, save, screenshot,
+                  wait_for_end, write_notebook)
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
@@ -72,11 +72,6 @@ class KernelGateway:
     def kernels(self) -> list[dict]:
         with urllib.request.urlopen(f"{self.url}/api/kernels", timeout=30) as r:
             return json.loads(r.read())
-
-    def cull(self, kernel_id: str) -> None:
-        """Shut a kernel down on the gateway, as its idle culler does (the notebook server is not asked)."""
-        request = urllib.request.Request(f"{self.url}/api/kernels/{kernel_id}", method="DELETE")
-        urllib.request.urlopen(request, timeout=30).close()
 
     def close(self) -> None:
         self.proc.terminate()
@@ -149,27 +144,3 @@ def test_the_agent_reads_edits_and_runs_the_open_notebook_through_the_page(lab, 
     assert any("LIVE 42" in "".join(o.get("text", "")) for o in on_disk.cells[3].outputs)
     assert _notebooks_on(gateway.folder) == []
 
-
-def test_a_kernel_culled_by_the_gateway_mid_run_ends_the_run_as_lost(lab, gateway, page_of, script, api):
-    """The gateway shuts the kernel down while the agent runs a cell through the page: the
-    run's cell says the kernel was lost (the page swaps in that ending: the kernel could
-    not), and nothing waits for the gone kernel."""
-    nb = lab.root / "culled.ipynb"
-    write_notebook(nb, ['%load_ext jupyter_agent\n%config AgentConfig.allow = ["NotebookRun"]',
-                        "%%agent --permission-mode bypassPermissions\nrun the slow cell",
-                        "import time; time.sleep(120)"], ids=["load", "agent", "slow"])
-    script(
-        response(tool_use("Read", {"file_path": str(nb)})),
-        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "slow"})),
-    )
-    page = page_of("culled.ipynb")
-    run_and_wait(page, 0)
-    run_cell(page, 1)
-    cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=60000)
-    (kernel,) = gateway.kernels()
-    gateway.cull(kernel["id"])
-    try:
-        cell(page, 1).get_by_text("kernel lost").first.wait_for(timeout=60000)
-    finally:
-        screenshot(page, "gateway_culled")
-    assert "stopped or restarted" in cell(page, 1).inner_text()
