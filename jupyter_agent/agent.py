@@ -105,7 +105,6 @@ def query(
 
         tools = default_tools()
     from .mcp import mcp_servers as servers_of
-    from .notebook.session import tool_session  # the %%agent cell the request came from
 
     servers = servers_of(context)  # also reads the working folder's .mcp.json when the run starts
     if mcp_servers is not None:
@@ -116,7 +115,7 @@ def query(
         tools=list(tools),
         context=context,
         system=system,
-        user_context=user_context(context.cwd, notebook_path, tool_session(context).agent_cell_id),
+        user_context=_user_context(context, notebook_path),
         max_turns=max_turns,
         can_use_tool=can_use_tool,
         hooks=Hooks.coerce(hooks),
@@ -138,6 +137,17 @@ def _offline(model: Model) -> bool:
     from .replay.model import ReplayModel
 
     return isinstance(model, ReplayModel)
+
+
+def _user_context(context: ToolContext, notebook_path: str | None) -> dict[str, str]:
+    """The user context of a run: where it works, and the notebook (with the ``%%agent`` cell
+    the request came from, and whether the notebook is reached only through its page)."""
+    from .notebook.session import tool_session
+
+    session = tool_session(context)
+    page = session.page_notebook
+    remote = page is not None and page.remote and page.key == notebook_path
+    return user_context(context.cwd, notebook_path, session.agent_cell_id, notebook_remote=remote)
 
 
 def context_window_setting(value: int | None = None) -> int | None:

@@ -21,10 +21,36 @@ REPLAY_ENV = "JUPYTER_AGENT_REPLAY"
 CONTEXT_WINDOW_ENV = "JUPYTER_AGENT_CONTEXT_WINDOW"
 
 
-def no_key_message(where: str = "notebook") -> str:
+#: Set by Jupyter Kernel Gateway in the environment of every kernel it starts.
+KERNEL_GATEWAY_ENV = "KERNEL_GATEWAY"
+#: Set by Jupyter Enterprise Gateway's kernel launchers in every kernel's environment.
+ENTERPRISE_GATEWAY_ENV = "KERNEL_ID"
+
+REMOTE_KEY_HELP = (
+    "This kernel runs on another machine than the notebook server (a Kernel Gateway or Enterprise "
+    "Gateway), which gives its kernels only the variables it is told to pass. To pass the key the "
+    "notebook server has in its environment, allow it on both sides:\n"
+    "    the notebook server:   --GatewayClient.allowed_envs=ANTHROPIC_API_KEY   (env_whitelist before "
+    "jupyter_server 2)\n"
+    "    a Kernel Gateway:      --JupyterWebsocketPersonality.env_whitelist=ANTHROPIC_API_KEY\n"
+    "    an Enterprise Gateway: --EnterpriseGatewayApp.client_envs=ANTHROPIC_API_KEY\n"
+    "Or set the key in the gateway's own environment and let its kernels inherit it: "
+    "--KernelGatewayApp.env_process_whitelist=ANTHROPIC_API_KEY (Enterprise Gateway: "
+    "--EnterpriseGatewayApp.inherited_envs). Restart the kernel afterwards. "
+    "See docs/deploy.md in jupyter-agent.")
+
+
+def started_by_gateway() -> bool:
+    """Whether a Kernel Gateway or an Enterprise Gateway started this process's kernel
+    (each marks its kernels' environment)."""
+    return os.environ.get(KERNEL_GATEWAY_ENV) == "1" or bool(os.environ.get(ENTERPRISE_GATEWAY_ENV))
+
+
+def no_key_message(where: str = "notebook", *, remote: bool = False) -> str:
     """What a user without an Anthropic key reads, told where they are: ``"notebook"``
     (the kernel: set the key without writing it into the notebook) or ``"terminal"``
-    (``jupyter agent run``: export it)."""
+    (``jupyter agent run``: export it). ``remote``: the kernel runs on another machine
+    than the notebook server, and the message says how a gateway passes the key."""
     if where == "terminal":
         return ("jupyter agent run: no Anthropic API key found, so nothing was started.\n\n"
                 "To use Claude, set the key in the environment:\n"
@@ -33,7 +59,8 @@ def no_key_message(where: str = "notebook") -> str:
                 "    jupyter agent run NOTEBOOK --replay demo      (or the path of a recorded transcript .json)")
     if where != "notebook":
         raise ValueError(f"no_key_message(where={where!r}): use 'notebook' or 'terminal'.")
-    return ("No Anthropic API key found, so nothing was started.\n\n"
+    gateway = f"{REMOTE_KEY_HELP}\n\n" if remote else ""
+    return ("No Anthropic API key found, so nothing was started.\n\n" + gateway +
             "To use Claude, give the kernel a key without writing it into the notebook:\n"
             '    import os, getpass; os.environ["ANTHROPIC_API_KEY"] = getpass.getpass("Anthropic API key: ")\n'
             "(or start Jupyter with ANTHROPIC_API_KEY set in its environment).\n\n"

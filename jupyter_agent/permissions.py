@@ -284,8 +284,10 @@ class Permissions(PermissionPolicy):
         if self.mode == "bypassPermissions" or allowed_by_rule:
             return PermissionAllow()
         roots = self.allowed_roots(ctx)
-        outside = [p for p in paths if not any(is_within(p.real, root) for root in roots)]
-        linked = [p for p in paths if p not in outside and _hard_linked(p)]
+        # The notebook open in the page is the user's own, wherever the kernel runs (its
+        # path may be the notebook server's, outside the kernel's folders or not on its disk).
+        outside = [p for p in paths if not p.in_page and not any(is_within(p.real, root) for root in roots)]
+        linked = [p for p in paths if not p.in_page and p not in outside and _hard_linked(p)]
         if outside or linked:
             place = (outside or linked)[0].real
             folder = place if place.is_dir() else place.parent

@@ -28,8 +28,11 @@ not retry the same call: ask the user what they want instead, or take the feedba
 """
 
 
-def user_context(cwd: Path, notebook_path: str | None = None, agent_cell_id: str | None = None) -> dict[str, str]:
-    """What the model should know about where it is (seed: ``prependUserContext``)."""
+def user_context(cwd: Path, notebook_path: str | None = None, agent_cell_id: str | None = None, *,
+                 notebook_remote: bool = False) -> dict[str, str]:
+    """What the model should know about where it is (seed: ``prependUserContext``).
+    ``notebook_remote``: the notebook is on the notebook server, not on the kernel's machine
+    (a remote kernel): the model is told which paths reach what."""
     context = {
         "workingDirectory": str(cwd),
         "platform": platform.system(),
@@ -43,6 +46,12 @@ def user_context(cwd: Path, notebook_path: str | None = None, agent_cell_id: str
             context["notebook"] += (
                 f' The user\'s request comes from its %%agent cell, id "{agent_cell_id}": "below" or '
                 f'"after this cell" means NotebookEdit with edit_mode=insert and cell_id "{agent_cell_id}".')
+        if notebook_remote:
+            context["notebook"] += (
+                f" That notebook is open in the user's JupyterLab page and stored by the notebook server, not on "
+                f"the machine the kernel runs on: Read, NotebookEdit and NotebookRun with the path {notebook_path} "
+                f"reach it through the page (Glob, Grep, Edit and Write do not). Every other path is a file of the "
+                f"kernel's machine, whose working directory is {cwd}.")
     return context
 
 

@@ -18,14 +18,16 @@ a cell below" lands below it.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .bridge import get_bridge, mismatch_message, tracker_for
+from ..environment import started_by_gateway
+from .bridge import Page, get_bridge, mismatch_message, tracker_for
 
 if TYPE_CHECKING:
-    from ..notebook.session import ToolSession
+    from ..notebook.session import PageNotebook, ToolSession
 
 # The notebook package (nbformat, jsonschema) is imported only when a notebook is bound:
 # a run start must stay quick where there is none (a console, a kernel without a page).
@@ -40,6 +42,11 @@ NO_PAGE = (
     "save. Open the notebook in JupyterLab 4.6+ or Notebook 7 with jupyter-agent installed (check "
     "`jupyter labextension list`), reload the page, and run the %%agent cell again; or let the agent "
     "work on another notebook or file.")
+
+NO_PAGE_REMOTE = (
+    "The notebook {path} is not reachable: the JupyterLab page that shows it stopped answering, and this "
+    "kernel runs on another machine than the notebook server, so its disk does not have the notebook. "
+    "Reload the page and run the %%agent cell again.")
 
 BATCH = (
     "Edits and runs of {path} are refused: this notebook is being executed by a batch runner "
@@ -72,8 +79,43 @@ def executing_notebook(cell_source: str, directory: Path) -> Path | None:
     return None
 
 
+def page_notebook(page: Page, own: str | None, kernel_cwd: Path) -> PageNotebook | None:
+    """Where the tools find the notebook ``page`` shows. On the kernel's disk when the
+    server started this kernel for that file (in its folder, or told it its path: ``own``),
+    as a local JupyterLab does. Otherwise (a kernel on another machine, through a gateway,
+    whatever its disk holds) by the notebook server's path of it and the path relative to
+    the server's root, the names the page gives: those reach the page, never the kernel's
+    disk (docs/deploy.md)."""
+    from ..notebook.session import PageNotebook, normalise_name
+
+    if not page.path:
+        return None
+    local = page.notebook_path(kernel_cwd)
+    if local is not None and local.is_file() and (local.parent == kernel_cwd or (own and Path(own) == local)):
+        return PageNotebook(key=str(local))
+    server_path = posixpath.join(page.server_root, page.path) if page.server_root else page.path
+    key = normalise_name(server_path)
+    return PageNotebook(key=key, names=frozenset({key, normalise_name(page.path)}), remote=True)
+
+
+def kernel_is_remote(agent_session: Any) -> bool:
+    """Whether this kernel runs apart from the notebook server: a gateway started it (it
+    marks its kernels' environment), or the page that sent the request shows a notebook
+    that is not this kernel's own file (:func:`page_notebook`)."""
+    if started_by_gateway():
+        return True
+    bridge = get_bridge()
+    client_id = (agent_session.parent_request().get("header") or {}).get("session") or ""
+    page = bridge.pages.get(client_id) if bridge is not None and client_id else None
+    if page is None:
+        return False
+    where = page_notebook(page, agent_session.notebook_path(), _kernel_cwd())
+    return where is not None and where.remote
+
+
 def _unbind(tool_session: ToolSession) -> None:
     """Forget the documents bound for the previous run (each run decides again)."""
+    tool_session.page_notebook = None
     documents = tool_session.notebook_documents
     for key in [k for k, d in documents.items() if getattr(d, "bound_by_run", False)]:
         del documents[key]
@@ -115,18 +157,24 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
             if not bridge.mismatch_said:
                 bridge.mismatch_said = True
                 notices(mismatch_message(page.protocol))
-        path = page.notebook_path(_kernel_cwd()) if page is not None else None
-        path = path or (Path(own) if own else None)
-        if path is not None:
+        where = page_notebook(page, own, _kernel_cwd()) if page is not None else None
+        if where is None and own:
+            from ..notebook.session import PageNotebook
+
+            where = PageNotebook(key=own)
+        if where is not None:
             from ..notebook.live_backend import LiveNotebook
 
+            path = where.key
             tracker = tracker_for(agent_session.shell)
+            absent = (NO_PAGE_REMOTE if where.remote else NO_PAGE).format(path=path)
             _register(tool_session, LiveNotebook(
-                path, bridge, client_id, is_busy=tracker.busy if tracker else None,
-                absent=NO_PAGE.format(path=path), hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
-                namespace=_namespace_of(agent_session.shell)))
+                path, bridge, client_id, is_busy=tracker.busy if tracker else None, absent=absent,
+                hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
+                namespace=_namespace_of(agent_session.shell), file_fallback=not where.remote))
+            tool_session.page_notebook = where
             if conversation.notebook_path is None:
-                conversation.notebook_path = str(path)
+                conversation.notebook_path = path
             return "live" if page is not None else "waiting"
     if own:
         from ..notebook.live_backend import GuardedNotebook

@@ -245,7 +245,9 @@ class AgentSession:
         conv = self.conversation
         spec = model or conv.model_spec
         if (model or not conv.model_ready) and missing_key(spec, conv.replay):
-            raise NoApiKey(no_key_message("notebook"))
+            from .live import kernel_is_remote  # a remote kernel: the message says how the key gets there
+
+            raise NoApiKey(no_key_message("notebook", remote=kernel_is_remote(self)))
         if conv.notebook_path is None:
             conv.notebook_path = self.notebook_path()
         return conv

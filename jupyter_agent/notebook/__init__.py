@@ -31,7 +31,7 @@ from .document import (
 from .file_backend import FileNotebook, load_notebook, validate_notebook
 from .kernels import KernelPool
 from .memory_backend import MemoryNotebook
-from .session import ToolSession, close_session, kernel_pool, tool_session
+from .session import PageNotebook, ToolSession, close_session, kernel_pool, tool_session
 
 __all__ = [
     "Cell",
@@ -42,12 +42,14 @@ __all__ = [
     "NotebookDocument",
     "NotebookError",
     "NotebookSnapshot",
+    "PageNotebook",
     "RunResult",
     "StaleNotebookError",
     "ToolSession",
     "close_session",
     "kernel_pool",
     "load_notebook",
+    "not_found_message",
     "open_notebook",
     "register_document",
     "tool_session",
@@ -61,11 +63,32 @@ def register_document(session: ToolSession, document: NotebookDocument) -> None:
 
 
 def open_notebook(path: Path | str, session: ToolSession) -> NotebookDocument:
-    """The document for ``path`` (already resolved): a registered one, else the file."""
+    """The document for ``path`` (already resolved): a registered one, else the file.
+    A notebook that is neither, while a page's notebook is open, is refused with
+    :func:`not_found_message` (which says where the open one is)."""
     registered = session.notebook_documents.get(str(path))
     if registered is not None:
         return registered
+    missing = not_found_message(path, session)
+    if missing is not None:
+        raise NotebookError(missing)
     return FileNotebook(path, kernels=kernel_pool(session))
+
+
+def not_found_message(path: Path | str, session: ToolSession) -> str | None:
+    """What a tool says of notebook ``path`` when it is not the notebook open in the page
+    and not on the kernel's disk either (None: no page's notebook is open, or the file is
+    there). The model learns which path reaches the open notebook."""
+    page = session.page_notebook
+    if page is None or str(path) == page.key or Path(path).exists():
+        return None
+    message = (f"{path} is neither the notebook open in the page ({page.key}) nor a notebook on the "
+               "kernel's disk.")
+    if page.remote:
+        message += (f" The kernel runs on another machine than the notebook server: the open notebook is "
+                    f"reached by its path {page.key} (Read, NotebookEdit, NotebookRun); other paths are "
+                    "files of the kernel's machine.")
+    return message
 
 
 def is_notebook_path(path: Path | str) -> bool:

@@ -58,8 +58,11 @@ class LiveNotebook(NotebookDocument):
 
     def __init__(self, path: Path | str, bridge: Any, client_id: str, *, is_busy: Any = None,
                  absent: str = "", hello_wait: float = 2.0, describe_mismatch: Any = None,
-                 namespace: Callable[[], dict[str, int]] | None = None) -> None:
+                 namespace: Callable[[], dict[str, int]] | None = None, file_fallback: bool = True) -> None:
         self.path = Path(path)
+        #: read the file when no page answers (the kernel's disk holds this notebook; not
+        #: so for a kernel on another machine, whose disk may hold anything at this path)
+        self.file_fallback = file_fallback
         self.bridge = bridge
         self.client_id = client_id
         #: () -> True while a cell executes in this kernel: a run through the page would
@@ -109,6 +112,8 @@ class LiveNotebook(NotebookDocument):
 
     async def snapshot(self) -> NotebookSnapshot:
         if not await self.answering():
+            if not self.file_fallback:
+                raise NotebookError(self.absent or "")
             return await FileNotebook(self.path).snapshot()  # reading the file loses nothing
         last, known = self._last, self._last_state
         result = await self._ask("read", **({"known_state": known} if last is not None and known else {}))

@@ -6,11 +6,34 @@ The loop carries it without knowing it (``ToolContext.services``); a tool gets i
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 
 from ..loop.tool import ToolContext
 from .document import NotebookDocument
 from .kernels import KernelPool
+
+
+@dataclass(frozen=True)
+class PageNotebook:
+    """The notebook open in the page that started the run, as the tools reach it.
+
+    ``key`` is its document's path (its key in :attr:`ToolSession.notebook_documents`).
+    ``names`` are the other spellings of its path that reach it, normalised
+    (:func:`normalise_name`): the notebook server's path of it and the path relative to
+    the server's root, as the page knows them. A path argument that is one of them goes
+    to the page, never to the kernel's disk. ``remote``: the kernel's disk does not hold
+    this notebook (a kernel on another machine, through a gateway).
+    """
+
+    key: str
+    names: frozenset[str] = frozenset()
+    remote: bool = False
+
+
+def normalise_name(text: str) -> str:
+    """A path as written, ``.``, ``..`` and doubled slashes collapsed (nothing looked up on disk)."""
+    return posixpath.normpath(text) if text else text
 
 
 @dataclass
@@ -27,12 +50,22 @@ class ToolSession:
     notebook_documents: dict[str, NotebookDocument] = field(default_factory=dict)
     #: str(path) -> (content hash, merged 1-based line ranges shown): Reads of a file in pages.
     read_coverage: dict[str, tuple[str, list[tuple[int, int]]]] = field(default_factory=dict)
+    #: The notebook open in the page that started the run (None: no page answers for one).
+    page_notebook: PageNotebook | None = None
     #: The id of the ``%%agent`` cell the request came from ("below this cell" means after it).
     agent_cell_id: str | None = None
     #: Grep: force ripgrep (True) or the Python search (False); None picks ripgrep when found.
     grep_use_ripgrep: bool | None = None
     #: NotebookRun: seconds a cell may run (None: the tool's default).
     cell_timeout_s: float | None = None
+
+
+def page_notebook_named(session: ToolSession, raw: str) -> str | None:
+    """The key of the page's notebook when ``raw`` is one of its other names, else None."""
+    page = session.page_notebook
+    if page is None or not page.names or not isinstance(raw, str):
+        return None
+    return page.key if normalise_name(raw) in page.names else None
 
 
 def tool_session(context: ToolContext) -> ToolSession:

@@ -9,10 +9,13 @@ policy decides on.
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ..loop.tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput
-from .paths import ResolvedPath, resolve_path
+from ..notebook.session import page_notebook_named, tool_session
+from .paths import ResolvedPath, check_path_text, resolve_path
 
 #: Inputs larger than this (characters) are refused: no real edit needs more.
 MAX_TEXT_INPUT_CHARS = 10_000_000
@@ -64,10 +67,21 @@ class PathTool(Tool):
         return value
 
     def resolve(self, input: Any, ctx: ToolContext) -> ResolvedPath:
+        """The call's path: the notebook open in the page when the argument names it (by its
+        key, or by the notebook server's path of it, which the kernel's disk may not have),
+        else the path on the kernel's disk (:func:`~.paths.resolve_path`)."""
         raw = self.raw_path(input)
         if raw is None and self.path_optional:
             raw = "."
-        return resolve_path(raw, ctx.cwd, self.path_field)
+        session = tool_session(ctx)
+        key = page_notebook_named(session, check_path_text(raw, self.path_field))
+        if key is not None:
+            return ResolvedPath(raw=raw, lexical=Path(key), real=Path(key), in_page=True)
+        resolved = resolve_path(raw, ctx.cwd, self.path_field)
+        page = session.page_notebook
+        if page is not None and str(resolved.real) == page.key:
+            return replace(resolved, in_page=True)
+        return resolved
 
     def permission_paths(self, input: Any, ctx: ToolContext) -> list[ResolvedPath]:
         """The paths this call reads or writes, for the permission policy."""

@@ -30,11 +30,14 @@ class ResolvedPath:
     ``lexical`` is absolute and normalised but keeps symlinks (what the model named);
     ``real`` has every symlink resolved (what the disk will actually touch). Permission
     checks look at both: an allow must hold for ``real``, a deny for either.
+    ``in_page``: the path names the notebook open in the page that started the run; the
+    tools reach it through that page, never the kernel's disk (both paths are its key).
     """
 
     raw: str
     lexical: Path
     real: Path
+    in_page: bool = False
 
     def __str__(self) -> str:
         return str(self.real)
@@ -81,8 +84,9 @@ def is_within(path: Path | str, root: Path | str) -> bool:
 
 
 def inside_roots(path: ResolvedPath, ctx: ToolContext) -> bool:
-    """Is ``path`` in a folder the policy lets a call touch without asking?"""
-    return any(is_within(path.real, root) for root in ctx.permissions.allowed_roots(ctx))
+    """Is ``path`` in a folder the policy lets a call touch without asking? (The notebook
+    open in the page is: the user's own notebook, wherever the kernel runs.)"""
+    return path.in_page or any(is_within(path.real, root) for root in ctx.permissions.allowed_roots(ctx))
 
 
 def display_path(path: Path | str, cwd: Path | str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..notebook import NotebookError, is_notebook_path, open_notebook
+from ..notebook import NotebookError, is_notebook_path, not_found_message, open_notebook
 from ..notebook.render import render_notebook
 from ..notebook.session import tool_session
 from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
@@ -197,6 +197,9 @@ class Read(PathTool):
 
 
 def _missing_message(path, context: ToolContext) -> str:
+    elsewhere = not_found_message(path, tool_session(context)) if is_notebook_path(path) else None
+    if elsewhere is not None:  # a notebook page is open: say which path reaches it
+        return elsewhere + f" (Current working directory: {context.cwd})"
     message = f"File does not exist: {path}."
     try:
         siblings = os.listdir(path.parent)

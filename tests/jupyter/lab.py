@@ -370,10 +370,10 @@ def wait_for_end(page: Any, timeout: float = 60000) -> None:
     page.locator("code", has_text=END_REASON).first.wait_for(timeout=timeout)
 
 
-def allow_the_insert_then_the_run(page: Any) -> None:
+def allow_the_insert_then_the_run(page: Any, source: str = "print(x + 1)", shows: str = "42") -> None:
     """The live scenario in a page showing ``x = 41``, ``%load_ext``, the ``%%agent`` cell and
-    one more: run the three, Allow the insert (it appears right under the ``%%agent`` cell,
-    not before the click), Allow the run, and wait for its 42 in the page."""
+    one more: run the three, Allow the insert of ``source`` (it appears right under the
+    ``%%agent`` cell, not before the click), Allow the run, and wait for ``shows`` in the page."""
     run_and_wait(page, 0)
     run_and_wait(page, 1)
     run_cell(page, 2)
@@ -381,10 +381,10 @@ def allow_the_insert_then_the_run(page: Any) -> None:
     assert len(cell_sources(page)) == 4  # nothing inserted before Allow
     click_button(page, "Allow")
     wait_cell_count(page, 5)
-    assert cell_sources(page)[3] == "print(x + 1)"  # right under the %%agent cell
+    assert cell_sources(page)[3] == source  # right under the %%agent cell
     button(page, "Allow").wait_for(timeout=60000)
     click_button(page, "Allow")
-    cell(page, 3).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=60000)
+    cell(page, 3).locator(".jp-OutputArea-output", has_text=shows).wait_for(timeout=60000)
 
 
 def save(page: Any, path: Path, timeout: float = 60) -> None:
