@@ -141,6 +141,10 @@ class KernelBridge:
         self._hello_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         #: the page's own handling time (ms) of recent replies, for benchmarks
         self.page_ms: collections.deque[float] = collections.deque(maxlen=1000)
+        #: set to a list to record each answered request as (op, wall time of the answer,
+        #: round trip in ms, from the send to the answer in this loop): benchmarks/bench_load.py.
+        #: None (the default): nothing is timed.
+        self.timings: list[tuple[str, float, float]] | None = None
         self.protocol_errors: list[str] = []  # what malformed messages the pages sent
         self.mismatch_said = False
         self.started = False
@@ -335,15 +339,19 @@ class KernelBridge:
         future = loop.create_future()
         with self._lock:
             self._pending[request_id] = _Pending(future, loop, client_id, page.comm)
+        sent = time.perf_counter() if self.timings is not None else 0.0
         try:
             page.comm.send(message)
         except Exception as exc:
             self._give_up(request_id)
             raise PageGone(f"{NOT_ANSWERING} ({exc})") from None
         try:
-            return await self._await_reply(future, request_id, client_id, op, timeout, abort)
+            result = await self._await_reply(future, request_id, client_id, op, timeout, abort)
         finally:
             self._give_up(request_id)
+        if self.timings is not None:
+            self.timings.append((op, time.time(), (time.perf_counter() - sent) * 1000))
+        return result
 
     async def _await_reply(self, future: asyncio.Future, request_id: str, client_id: str, op: str,
                            timeout: float | None, abort: asyncio.Event | None) -> dict[str, Any]:
