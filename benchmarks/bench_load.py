@@ -72,10 +72,14 @@ def main() -> None:
             print(f"  {time.monotonic() - stage:.0f} s; {args.kernels} runs at once ...", flush=True)
             stage = time.monotonic()
             runs.run_phase("load", together=True)
-            print(f"  {time.monotonic() - stage:.0f} s; saving and checking ...", flush=True)
-            runs.check(list(PHASES))
+            print(f"  {time.monotonic() - stage:.0f} s; collecting, saving and checking ...", flush=True)
             timings = runs.timings()
             seconds = {phase: runs.run_seconds(phase) for phase in PHASES}
+            try:
+                runs.check(list(PHASES))
+                verdict = f"PASS  all {2 * args.kernels} runs completed; each notebook holds only its own runs' cells"
+            except AssertionError as e:
+                verdict = f"FAIL  {e}"
         finally:
             runs.close()
             lab.close()
@@ -86,7 +90,6 @@ def main() -> None:
         if op != "run":
             by_op["all but run"][phase].append(ms)
     print()
-    print(f"PASS  all {2 * args.kernels} runs completed; each notebook holds only its own runs' cells")
     print(f"bridge request latency, ms: {args.kernels} kernels in {runs.pages_wanted} page(s), {started}, "
           f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
     print(f"{'request':14}{'idle (one run at a time)':>24}   {f'{args.kernels} runs at once':>22}   "
@@ -98,6 +101,9 @@ def main() -> None:
         ratio = f"{statistics.median(load) / statistics.median(idle):12.2f}" if idle and load else ""
         print(f"{op:14}  {figures(idle)}   {figures(load)}   {ratio}")
     print(f"{'a whole run, s':14}  {figures(seconds['idle'])}   {figures(seconds['load'])}")
+    print(verdict)
+    if verdict.startswith("FAIL"):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

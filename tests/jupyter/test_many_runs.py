@@ -2,10 +2,10 @@
 ``benchmarks/bench_load.py`` (tests/jupyter/many_runs.py), checked for correctness only.
 
 Three notebooks, each with its own kernel, as three tabs of one page (one page: the
-cheapest in CI, and the case where one page serves several kernels): every run completes, and each saved notebook holds its own run's cell and
-output and nothing of the others' (a reply crossed between kernels, or a page answering
-for another notebook, would put a cell in the wrong file or leave a run waiting). No
-timing is asserted.
+cheapest in CI, and the case where one page serves several kernels): every run completes,
+and each saved notebook holds its own run's cell and output and nothing of the others' (a
+reply crossed between kernels, or a page answering for another notebook, would put a cell
+in the wrong file or leave a run waiting). No timing is asserted.
 """
 
 from __future__ import annotations
