@@ -47,6 +47,13 @@ PROTOCOL_VERSION = BRIDGE_VERSION
 REQUEST_TIMEOUT_S = 5.0
 #: While a cell runs through the page, how often the page is asked whether it is still there.
 PING_INTERVAL_S = 2.0
+#: A page that has been slow to answer (a loaded machine, many notebooks busy in one page)
+#: is busy, not gone: it gets this many times its slowest recent answer before a request
+#: counts as unanswered (at least the request's own timeout, at most MAX_NO_ANSWER_S).
+SLOW_PAGE_PATIENCE = 10
+MAX_NO_ANSWER_S = 60.0
+#: How many of a page's recent answers (cell runs aside) that patience looks at.
+RECENT_ANSWERS = 16
 
 NOT_ANSWERING = (
     "The notebook page that started this run stopped answering (it was reloaded or closed, or "
@@ -100,6 +107,14 @@ class Page:
     protocol: Any = PROTOCOL_VERSION
     seen: float = field(default_factory=time.monotonic)
     gone: bool = False
+    #: seconds each recent answer took (cell runs aside: their time is the cell's)
+    answer_s: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=RECENT_ANSWERS))
+
+    def no_answer_after(self, timeout: float | None) -> float | None:
+        """How long a request with ``timeout`` waits for this page before it counts as gone."""
+        if timeout is None or not self.answer_s:
+            return timeout
+        return max(timeout, min(MAX_NO_ANSWER_S, SLOW_PAGE_PATIENCE * max(self.answer_s)))
 
     @property
     def compatible(self) -> bool:
@@ -141,6 +156,10 @@ class KernelBridge:
         self._hello_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         #: the page's own handling time (ms) of recent replies, for benchmarks
         self.page_ms: collections.deque[float] = collections.deque(maxlen=1000)
+        #: set to a list to record each answered request as (op, wall time of the answer,
+        #: round trip in ms, from the send to the answer in this loop): benchmarks/bench_load.py.
+        #: None (the default): nothing is timed.
+        self.timings: list[tuple[str, float, float]] | None = None
         self.protocol_errors: list[str] = []  # what malformed messages the pages sent
         self.mismatch_said = False
         self.started = False
@@ -335,15 +354,22 @@ class KernelBridge:
         future = loop.create_future()
         with self._lock:
             self._pending[request_id] = _Pending(future, loop, client_id, page.comm)
+        sent = time.perf_counter()
         try:
             page.comm.send(message)
         except Exception as exc:
             self._give_up(request_id)
             raise PageGone(f"{NOT_ANSWERING} ({exc})") from None
         try:
-            return await self._await_reply(future, request_id, client_id, op, timeout, abort)
+            result = await self._await_reply(future, request_id, client_id, op, page.no_answer_after(timeout), abort)
         finally:
             self._give_up(request_id)
+        took = time.perf_counter() - sent
+        if op != "run":
+            page.answer_s.append(took)
+        if self.timings is not None:
+            self.timings.append((op, time.time(), took * 1000))
+        return result
 
     async def _await_reply(self, future: asyncio.Future, request_id: str, client_id: str, op: str,
                            timeout: float | None, abort: asyncio.Event | None) -> dict[str, Any]:
