@@ -13,8 +13,9 @@ else.
 Page -> kernel, ``{"v", "op": ...}``: ``hello`` (send the whole state), ``send``
 (``prompt``), ``stop``, ``new`` (a new conversation), ``mode`` (``mode``), ``approve``
 (``tool_use_id`` of the call, or the older ``request`` number; ``choice``: allow | always |
-deny; ``feedback``). Each pending approval the kernel sends carries both ``id`` and
-``tool_use_id``.
+deny; ``feedback``), ``fix`` / ``explain`` (an error output's ``cell``, ``error`` and the
+cells ``above``: ``cell_help.py``). ``send`` may carry ``context``: the cell the user is on.
+Each pending approval the kernel sends carries both ``id`` and ``tool_use_id``.
 
 Kernel -> page, ``{"v", "type": ...}``: ``state`` (everything: the session's header,
 the conversation's runs with all their items, the pending approvals), ``update`` (what
@@ -306,7 +307,27 @@ class PanelHub:
         self._sending = True
         try:
             # a panel's click means a person is here: approvals are asked in the panel
-            self.session.start(prompt.strip(), batch=False, view=False)
+            self.session.start(prompt.strip(), batch=False, view=False, context=_prompt_context(data))
+        finally:
+            self._sending = False
+
+    def _op_fix(self, comm: Any, data: dict[str, Any]) -> None:
+        """Fix with agent on an error output (``cell``, ``error``, ``above``): a run that
+        proposes the fix as a NotebookEdit (asked as any edit is) and runs the cell."""
+        self._error_help("fix", data)
+
+    def _op_explain(self, comm: Any, data: dict[str, Any]) -> None:
+        """Explain on an error output: the same request in plan mode (nothing is changed)."""
+        self._error_help("explain", data)
+
+    def _error_help(self, action: Any, data: dict[str, Any]) -> None:
+        from .cell_help import error_help_request
+
+        prompt, context = error_help_request(action, data)
+        self._sending = True
+        try:
+            self.session.start(prompt, batch=False, view=False, context=context,
+                               permission_mode="plan" if action == "explain" else None)
         finally:
             self._sending = False
 
@@ -506,6 +527,13 @@ class PanelHub:
             except Exception:  # already closed by the page
                 log.debug("could not close a panel comm", exc_info=True)
         self.comms.clear()
+
+
+def _prompt_context(data: dict[str, Any]) -> str:
+    """Where the user is, from a ``send``'s ``context`` (cell_help.py)."""
+    from .cell_help import prompt_context
+
+    return prompt_context(data.get("context"))
 
 
 def _mismatch(version: Any) -> str:

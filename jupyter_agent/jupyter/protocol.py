@@ -81,8 +81,10 @@ PANEL_TARGET = "jupyter_agent.panel"
 PANEL_VERSION = 1
 #: Page -> kernel ``op``s: ``hello`` (send the whole state), ``send`` (``prompt``), ``stop``,
 #: ``new`` (a new conversation), ``mode`` (``mode``), ``approve`` (``request``, ``choice``,
-#: ``feedback``; more fields, such as the call's ``tool_use_id``, may be added).
-PANEL_OPS = ("hello", "send", "stop", "new", "mode", "approve", "undo", "compact")
+#: ``feedback``; more fields, such as the call's ``tool_use_id``, may be added); ``send`` may
+#: carry ``context`` (the active cell, the selected cells and text); ``fix`` and ``explain``
+#: (``cell``, ``error``, ``above``: the Fix with agent / Explain buttons of an error output).
+PANEL_OPS = ("hello", "send", "stop", "new", "mode", "approve", "undo", "compact", "fix", "explain")
 #: Kernel -> page ``type``s: ``state`` (everything), ``update`` (what changed since the last
 #: message), ``error`` (``text``: a refused request, said in the panel).
 PANEL_MESSAGE_TYPES = ("state", "update", "error")

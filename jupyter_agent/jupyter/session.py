@@ -202,11 +202,13 @@ class AgentSession:
     def start(self, prompt: str, *, model: str | None = None, permission_mode: str | None = None,
               max_turns: int | None = None, cwd: str | None = None, replay: str | None = None,
               batch: bool | None = None, show_prompt: bool = False, view: bool = True,
-              compact: str | None = None) -> Any:
+              compact: str | None = None, context: str = "") -> Any:
         """Start a run of the shared conversation; returns the :class:`AgentRun` at once.
         ``compact`` (an instruction, or ""): the run summarises the history instead (``%agent compact``).
         ``view=False``: no widget (the side panel draws the run and answers its asks).
-        ``max_turns`` 0: no limit for this run, whatever the session's default."""
+        ``max_turns`` 0: no limit for this run, whatever the session's default.
+        ``context``: a note the model gets before the prompt, not shown as the prompt (where
+        the user is in the notebook, the error a Fix with agent click is about)."""
         from ..view.runmodel import RunModel
         from .live import bind_notebook  # the live page for this kernel's notebook, or a guard
 
@@ -218,7 +220,7 @@ class AgentSession:
         self._write_replay_files(conv, model, run_model)
         bind_notebook(self, conv, run_model.notice, batch=batch)
         run_view, broker = (None, None) if batch else self._approval_surface(run_model, conv, view, show_prompt)
-        run = self._send(conv, prompt, broker, run_view, model=model, permission_mode=permission_mode,
+        run = self._send(conv, prompt, broker, run_view, context, model=model, permission_mode=permission_mode,
                          max_turns=max_turns, **({} if compact is None else {"compact": compact}))
         handle = self._track(run, run_model, run_view, broker, prompt=prompt, batch=batch, conv=conv)
         handle.start()
@@ -277,14 +279,14 @@ class AgentSession:
             view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
         return view, ApprovalCards(view, run_model, policy=conv.permissions)
 
-    def _send(self, conv: Any, prompt: str, broker: Any, view: Any, **run_options: Any) -> Any:
-        """Send the prompt (with the kernel's variables) into the conversation; the run's own
-        options go with it. A run still going there is :class:`AgentBusy`."""
+    def _send(self, conv: Any, prompt: str, broker: Any, view: Any, context: str = "", **run_options: Any) -> Any:
+        """Send the prompt (with the kernel's variables and ``context``) into the conversation;
+        the run's own options go with it. A run still going there is :class:`AgentBusy`."""
         from ..conversation import ConversationBusy
 
         try:
-            run = conv.send(self.with_kernel_context(prompt), can_use_tool=broker.can_use_tool if broker else None,
-                            **run_options)
+            run = conv.send(self.with_kernel_context(prompt, context),
+                            can_use_tool=broker.can_use_tool if broker else None, **run_options)
         except BaseException as exc:
             if view is not None:
                 view.close()
@@ -319,20 +321,22 @@ class AgentSession:
         self.install_shutdown_hook()
         return handle
 
-    def with_kernel_context(self, prompt: str) -> str | list[dict[str, Any]]:
+    def with_kernel_context(self, prompt: str, context: str = "") -> str | list[dict[str, Any]]:
         """The run's user message: the prompt, after a note listing the kernel's
         variables (``kernel_context.py``: computed now, on the kernel thread, without
-        running the user's code). It goes with the prompt, not into the context put in
-        front of every request, so earlier requests' bytes stay the same (prompt cache)."""
-        if not self.config.kernel_variables:
-            return prompt
-        from .kernel_context import variables_reminder
+        running the user's code) and ``context`` (where the user is). It goes with the
+        prompt, not into the context put in front of every request, so earlier requests'
+        bytes stay the same (prompt cache)."""
+        notes = []
+        if self.config.kernel_variables:
+            from .kernel_context import variables_reminder
 
-        reminder = variables_reminder(self.shell)
-        if not reminder:
+            notes.append(variables_reminder(self.shell))
+        notes.append(context)
+        blocks = [{"type": "text", "text": note} for note in notes if note]
+        if not blocks:
             return prompt
-        return [{"role": "user", "content": [{"type": "text", "text": reminder},
-                                             {"type": "text", "text": prompt}]}]
+        return [{"role": "user", "content": [*blocks, {"type": "text", "text": prompt}]}]
 
     def stop(self) -> bool:
         """Stop the running run, if any."""

@@ -10,6 +10,10 @@ Format ``jupyter-agent-transcript/1``::
       "files": {"notes.txt": "value = 1\\n"},  # optional: files the session expects in its cwd
       "scratch": true,                          # optional: write "files" into a new temporary
                                                 # folder for each replayed run instead
+      "answers": "fix",                         # optional: it answers Fix with agent ("fix") or
+                                                # Explain ("explain") clicks itself
+      "cell_source": "...",                     # optional, with "answers": the error cell's code it
+                                                # was recorded on (another cell gets no answer)
       "responses": [                            # one per API request, in order
         {"content": [ ...content blocks exactly as the API sent them... ],
          "stop_reason": "tool_use",             # optional; derived from the blocks if absent
@@ -27,7 +31,10 @@ Placeholders, filled per run by the replay (:mod:`jupyter_agent.replay.runs`), l
 recording refer to what only the run knows: ``{{scratch}}`` (the run's scratch folder,
 with ``"scratch": true``), ``{{notebook}}`` and ``{{agent_cell}}`` (the notebook and the
 ``%%agent`` cell the request names, as the model reads them), ``{{inserted_cell}}`` (the
-id the run's latest ``NotebookEdit`` insert reported). A response's optional
+id the run's latest ``NotebookEdit`` insert reported), ``{{error_cell}}`` (the cell a Fix
+with agent / Explain click is about). A Fix with agent / Explain click replays the packaged
+``fix_error`` / ``explain_error`` transcript whatever the replay, unless the replay ``"answers"``
+it. A response's optional
 ``"tool_results": {"<tool_use id>": "error"}`` says a call before it failed when recorded.
 
 ``AnthropicModel(record_to=path)`` records through :class:`TranscriptRecorder`;

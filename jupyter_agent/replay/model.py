@@ -26,8 +26,9 @@ from ..model import AnthropicModel
 from ..model.pricing import cost_usd
 from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
 from ..model.transcript import load_transcript, record_transcript, write_expected_files
-from .packaged import DEMO_TRANSCRIPT, TRANSCRIPTS_DIR, resolve_transcript
-from .runs import ReplayRun, closing_answer, denied_by_user, starts_run
+from ..prompts import error_help_in_request
+from .packaged import DEMO_TRANSCRIPT, ERROR_HELP_TRANSCRIPTS, TRANSCRIPTS_DIR, resolve_transcript
+from .runs import ReplayRun, closing_answer, denied_by_user, run_prompt, starts_run
 from .script import ScriptedResponse, text as text_block
 
 __all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript", "resolve_transcript",
@@ -46,10 +47,18 @@ _NEEDS = {
     "notebook": "the notebook it works in",
     "agent_cell": "the id of its %%agent cell",
     "inserted_cell": "the cell its NotebookEdit inserted",
+    "error_cell": "the cell a Fix with agent or Explain click is about",
     "scratch": 'a scratch folder (the transcript lacks "scratch": true)',
 }
 _NEEDS_HINT = ("Run it from an %%agent cell of a notebook open in JupyterLab or Notebook 7 with the "
                "jupyter-agent extension, so the request names the notebook and the cell.")
+
+
+def other_cell_answer(recorded: str) -> str:
+    """The replay's answer to a Fix with agent / Explain click on a cell it has no recording of."""
+    return ("(Offline replay) The recorded answer to this button is for the demo's error cell, whose code "
+            f"is `{recorded.strip()}`; this cell's code is different, so the replay proposes nothing and "
+            "changes nothing. Set ANTHROPIC_API_KEY to ask Claude about this error.")
 
 
 class ReplayModel:
@@ -69,8 +78,9 @@ class ReplayModel:
         if not isinstance(transcript, dict):
             transcript = resolve_transcript(transcript)
         self.source = transcript if isinstance(transcript, dict) else str(transcript)
-        self.transcript = load_transcript(transcript)
+        self.transcript = self.own = load_transcript(transcript)
         self.name: str = self.transcript.get("model") or "replay"
+        self.playing = self.source  # what this run replays: the transcript, or one for a Fix click
         self.delay_s = delay_s
         self.played = 0
         self.runs = 0
@@ -170,15 +180,31 @@ class ReplayModel:
             self.run.remove_scratch()
         self.runs += 1
         self.played = 0
+        self._choose_transcript(request)
         self.run = ReplayRun.begin(self.runs, self.transcript, request.messages)
         weakref.finalize(self, self.run.remove_scratch)  # a replay dropped without close()
-        where = Path(self.source).name if isinstance(self.source, str) else "a recorded transcript"
+        where = Path(self.playing).name if isinstance(self.playing, str) else "a recorded transcript"
         text = f"Offline replay — your prompt is not used; this replays {where}"
         if self.transcript.get("description"):
             text += f" ({self.transcript['description']})"
         if self.run.scratch is not None:
             text += f". It works in a new scratch folder, {self.run.scratch}"
         return Notice(OFFLINE_REPLAY, text + ".")
+
+    def _choose_transcript(self, request: ModelRequest) -> None:
+        """What this run replays: a Fix with agent / Explain click gets the packaged
+        transcript for it (unless this one ``"answers"`` it), and only for the cell it was
+        recorded on (``"cell_source"``): for another cell it says so and proposes nothing."""
+        self.transcript, self.playing = self.own, self.source
+        asked = error_help_in_request(run_prompt(request.messages))
+        if asked is None or self.own.get("answers") == asked.action:
+            return
+        path = ERROR_HELP_TRANSCRIPTS[asked.action]
+        self.transcript, self.playing = load_transcript(path), str(path)
+        recorded = self.transcript.get("cell_source")
+        if isinstance(recorded, str) and asked.source.strip() != recorded.strip():
+            self.transcript = {**self.transcript, "responses": [{
+                "content": [{"type": "text", "text": other_cell_answer(recorded)}], "stop_reason": "end_turn"}]}
 
     def _next_response(self, request: ModelRequest) -> ScriptedResponse:
         """The response to serve now: the next recorded one, filled in for this run, or

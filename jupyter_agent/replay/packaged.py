@@ -11,6 +11,10 @@ from pathlib import Path
 
 TRANSCRIPTS_DIR = Path(__file__).parent / "transcripts"
 DEMO_TRANSCRIPT = TRANSCRIPTS_DIR / "demo_read_edit.json"
+#: What a replay plays for a Fix with agent / Explain click (the request says which), unless
+#: its own transcript says it answers that request (``"answers": "fix"``).
+ERROR_HELP_TRANSCRIPTS = {"fix": TRANSCRIPTS_DIR / "fix_error.json",
+                          "explain": TRANSCRIPTS_DIR / "explain_error.json"}
 
 
 def resolve_transcript(name: str | os.PathLike[str]) -> str:

@@ -16,7 +16,9 @@ Placeholders in a recorded response (any string of its blocks) are filled per ru
 ``{{agent_cell}}``
     the id of the ``%%agent`` cell the request comes from (what JupyterLab sends);
 ``{{inserted_cell}}``
-    the id of the cell the run's latest ``NotebookEdit`` insert created (from its result).
+    the id of the cell the run's latest ``NotebookEdit`` insert created (from its result);
+``{{error_cell}}``
+    the id of the cell whose error a Fix with agent / Explain click is about.
 
 The notebook and the cell come from the request's context, as a model reads them
 (:func:`jupyter_agent.prompts.notebook_in_context`): a replay knows only what a live
@@ -36,13 +38,13 @@ from typing import Any
 
 from ..loop.permission_result import DENIED
 from ..model.transcript import write_expected_files
-from ..prompts import notebook_in_context
+from ..prompts import error_help_in_request, notebook_in_context
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ReplayRun", "PLACEHOLDERS", "starts_run", "denied_by_user", "closing_answer"]
+__all__ = ["ReplayRun", "PLACEHOLDERS", "starts_run", "denied_by_user", "closing_answer", "run_prompt"]
 
-PLACEHOLDERS = ("scratch", "notebook", "agent_cell", "inserted_cell")
+PLACEHOLDERS = ("scratch", "notebook", "agent_cell", "inserted_cell", "error_cell")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 #: what NotebookEdit answers for an insert (tools/notebook_edit.py): the new cell's id
 _INSERTED = re.compile(r"^Inserted cell (\S+) with")
@@ -68,6 +70,12 @@ def starts_run(messages: list[dict[str, Any]]) -> bool:
         return True
     last = messages[-1]
     return last.get("role") == "user" and not any(b.get("type") == "tool_result" for b in _blocks(last))
+
+
+def run_prompt(messages: list[dict[str, Any]]) -> str:
+    """The text of the user message that starts a run (the last message of its first request)."""
+    return " ".join(str(b.get("text", "")) for b in _blocks(messages[-1]) if b.get("type") == "text") \
+        if messages else ""
 
 
 def denied_by_user(block: dict[str, Any]) -> bool:
@@ -108,6 +116,9 @@ class ReplayRun:
             run.values["notebook"] = notebook
         if cell:
             run.values["agent_cell"] = cell
+        help_request = error_help_in_request(run_prompt(messages))
+        if help_request is not None:
+            run.values["error_cell"] = help_request.cell_id
         return run
 
     def remove_scratch(self) -> None:

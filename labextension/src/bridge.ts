@@ -25,6 +25,7 @@ import { PageConfig } from '@jupyterlab/coreutils';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
+import { agentPresence, forgetOnRestart } from './agentPresence';
 import { applySteps, CellGone, checkSteps, stepsDone } from './restore';
 import {
   BRIDGE_CUT_OUTPUT_KEEP_CHARS,
@@ -192,8 +193,10 @@ class NotebookBridge implements IDisposable {
     this.comms.add(comm);
     comm.onClose = () => {
       this.comms.delete(comm);
+      agentPresence.remove(this.panel, comm);
     };
     if (sayHello) {
+      agentPresence.add(this.panel, comm); // the kernel opened it: %load_ext ran there
       this.send(comm, this.helloMessage());
     }
   }
@@ -650,6 +653,7 @@ export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker):
 
   const connect = (panel: NotebookPanel) => {
     const bridge = new NotebookBridge(panel);
+    forgetOnRestart(panel);
     const onKernel = () => {
       const kernel = panel.sessionContext.session?.kernel;
       if (!kernel || registered.has(kernel)) {
@@ -684,7 +688,16 @@ export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker):
         try {
           const comm = kernel.createComm(TARGET);
           bridge.attach(comm, false);
-          void comm.open(bridge.helloMessage() as any);
+          // A kernel without the extension closes the comm while it handles the open: a
+          // comm still open once that request is done means jupyter_agent is loaded there.
+          void comm
+            .open(bridge.helloMessage() as any)
+            .done.then(() => {
+              if (!comm.isDisposed && kernel === panel.sessionContext.session?.kernel) {
+                agentPresence.add(panel, comm);
+              }
+            })
+            .catch(err => console.debug('jupyter-agent: the bridge comm was not kept', err));
         } catch (err) {
           console.debug('jupyter-agent: bridge not opened', err);
         }

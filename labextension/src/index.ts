@@ -1,6 +1,7 @@
 /**
  * jupyter-agent's JupyterLab extension: a list of plugins. Each feature lives in its
- * own module (bridge.ts: the live-notebook bridge; panel.ts: the side panel; chatKeys.ts:
+ * own module (bridge.ts: the live-notebook bridge; panel.ts: the side panel, with
+ * errorActions.ts: Fix with agent / Explain under error outputs; chatKeys.ts:
  * Enter sends in chat(); displays.ts: the agent's display updates in every view of a
  * notebook); add a plugin here to add one.
  */
@@ -12,6 +13,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { activateBridge } from './bridge';
 import { activateChatKeys } from './chatKeys';
 import { activateDisplays } from './displays';
+import { activateErrorActions } from './errorActions';
 import { PANEL_PLUGIN_ID, activatePanel } from './panel';
 
 /** The bridge that lets the agent in the kernel read, edit and run the open notebook. */
@@ -38,7 +40,12 @@ const panelPlugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     settings: ISettingRegistry | null
   ) => {
-    await activatePanel(app, tracker, rendermime, restorer, settings);
+    const panel = await activatePanel(app, tracker, rendermime, restorer, settings);
+    // Fix with agent / Explain under error outputs: the click goes on in this panel
+    activateErrorActions(tracker, (notebook, request) => {
+      app.shell.activateById(panel.id);
+      panel.helpWith(notebook, request);
+    });
   }
 };
 

@@ -15,6 +15,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 import { ApprovalChoice, PanelRequest } from './panelProtocol';
+import { activeCellContext } from './errorActions';
 import { IApproval, IChange, ISay, LOAD_CODE, PanelState, loadOutcome, opensOnStart } from './panelState';
 import { Disconnected, PanelConnection } from './panelTransport';
 import { PanelView, agentIcon } from './panelView';
@@ -65,9 +66,23 @@ export class AgentSidePanel extends Widget {
   /** Drive the kernel of `panel` (the current notebook), or nothing. */
   bind(panel: NotebookPanel | null): void {
     if (this.connection.bind(panel)) {
+      this.pending = null; // a click in another notebook is not for this kernel
       this.view.setTitle(panel?.context.path ?? null);
     }
   }
+
+  /** A request a click on `notebook`'s page made (Fix with agent, Explain): the panel drives
+   * that notebook's kernel and sends it, now or as soon as the kernel sent its state. */
+  helpWith(notebook: NotebookPanel, request: PanelRequest): void {
+    this.bind(notebook);
+    if (this.state.connected && this.connection.send(request)) {
+      return;
+    }
+    this.pending = request;
+  }
+
+  /** What helpWith could not send yet. */
+  private pending: PanelRequest | null = null;
 
   /** Called when the user closes or opens the panel (Notebook 7 remembers a close). */
   onVisibilityChanged: ((visible: boolean) => void) | null = null;
@@ -93,6 +108,11 @@ export class AgentSidePanel extends Widget {
 
   private onMessage(_: PanelConnection, data: unknown): void {
     this.draw(this.state.receive(data));
+    if (this.pending && this.state.connected) {
+      const request = this.pending;
+      this.pending = null;
+      this.send(this.state.request(request));
+    }
   }
 
   private onDisconnected(_: PanelConnection, reason: Disconnected): void {
@@ -104,7 +124,7 @@ export class AgentSidePanel extends Widget {
   }
 
   private sendPrompt(text: string): void {
-    const { request, say } = this.state.prompt(text);
+    const { request, say } = this.state.prompt(text, activeCellContext(this.connection.notebook));
     this.view.say(say);
     if (request && this.connection.send(request)) {
       this.view.clearInput();

@@ -3,7 +3,9 @@
  * jupyter_agent/jupyter/panel_comm.py.
  *
  * Page -> kernel: {v, op, ...arguments}: hello, send (prompt), stop, new, mode (mode),
- * approve (request, choice, feedback; tool_use_id when the approval carried one), undo (run).
+ * approve (request, choice, feedback; tool_use_id when the approval carried one), undo (run),
+ * fix / explain (cell, error, above: an error output's buttons); send may carry context (the
+ * cell the user is on: cellContext.ts).
  * Kernel -> page: {v, type, ...}: state (everything), update (what changed), error (text).
  *
  * The constants are defined once, in protocol.ts (whose Python twin, protocol.py, a parity
@@ -11,6 +13,7 @@
  */
 
 export { PANEL_CHOICES, PANEL_MESSAGE_TYPES, PANEL_OPS, PANEL_TARGET, PANEL_VERSION } from './protocol';
+import type { IErrorOutput, IPromptContext, IQuotedCell } from './cellContext';
 import { PANEL_CHOICES, PANEL_MESSAGE_TYPES, PANEL_OPS } from './protocol';
 
 export type PanelOp = (typeof PANEL_OPS)[number];
@@ -20,7 +23,8 @@ export type ApprovalChoice = (typeof PANEL_CHOICES)[number];
 /** A request from the page, without its version (PanelConnection.send adds it). */
 export type PanelRequest =
   | { op: Extract<PanelOp, 'hello' | 'stop' | 'new'> }
-  | { op: Extract<PanelOp, 'send'>; prompt: string }
+  | { op: Extract<PanelOp, 'send'>; prompt: string; context?: IPromptContext }
+  | { op: Extract<PanelOp, 'fix' | 'explain'>; cell: IQuotedCell; error: IErrorOutput; above: IQuotedCell[] }
   | { op: Extract<PanelOp, 'mode'>; mode: string }
   | { op: Extract<PanelOp, 'undo'>; run: string }
   | { op: Extract<PanelOp, 'compact'>; instruction?: string }

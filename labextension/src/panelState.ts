@@ -8,6 +8,7 @@
  * null, with the line to say instead).
  */
 
+import type { IPromptContext } from './cellContext';
 import { ApprovalChoice, PANEL_VERSION, PanelMessageType, PanelRequest } from './panelProtocol';
 import type { Disconnected } from './panelTransport';
 import type { IMcpServer } from './panelMcp';
@@ -241,8 +242,9 @@ export class PanelState {
     return change({ reset: true, session: true, approvals: true, say: { text: '', error: false } });
   }
 
-  /** A prompt typed by the user: the request to send, or null and why not. */
-  prompt(text: string): { request: PanelRequest | null; say: ISay } {
+  /** A prompt typed by the user, with where the user is in the notebook (`context`, when
+   * there is an active cell): the request to send, or null and why not. */
+  prompt(text: string, context: IPromptContext | null = null): { request: PanelRequest | null; say: ISay } {
     const prompt = text.trim();
     if (!prompt) {
       return { request: null, say: { text: 'Write a message first.', error: false } };
@@ -250,7 +252,7 @@ export class PanelState {
     if (!this.connected) {
       return { request: null, say: { text: HINT, error: true } };
     }
-    return { request: { op: 'send', prompt }, say: { text: '', error: false } };
+    return { request: { op: 'send', prompt, ...(context ? { context } : {}) }, say: { text: '', error: false } };
   }
 
   /** A click (stop, new, mode): the request, or null and the hint when not connected. */

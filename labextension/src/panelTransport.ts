@@ -13,6 +13,7 @@
 
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
+import { JSONObject } from '@lumino/coreutils';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 import { PANEL_TARGET, PANEL_VERSION, PanelRequest } from './panelProtocol';
@@ -108,7 +109,8 @@ export class PanelConnection implements IDisposable {
     if (!this.comm || this.comm.isDisposed) {
       return false;
     }
-    this.comm.send({ v: PANEL_VERSION, ...request });
+    // plain data (strings, numbers, arrays of them): JSON, though its interfaces do not say so
+    this.comm.send({ v: PANEL_VERSION, ...request } as unknown as JSONObject);
     return true;
   }
 

@@ -110,7 +110,18 @@ export const PANEL_TARGET = 'jupyter_agent.panel';
 export const PANEL_VERSION = 1;
 
 /** Page -> kernel `op`s. */
-export const PANEL_OPS = ['hello', 'send', 'stop', 'new', 'mode', 'approve', 'undo', 'compact'] as const;
+export const PANEL_OPS = [
+  'hello',
+  'send',
+  'stop',
+  'new',
+  'mode',
+  'approve',
+  'undo',
+  'compact',
+  'fix',
+  'explain'
+] as const;
 
 /** Kernel -> page `type`s. */
 export const PANEL_MESSAGE_TYPES = ['state', 'update', 'error'] as const;

@@ -84,3 +84,21 @@ def test_notebook7_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(nb7, 
         context.close()
         nb7.shutdown_kernels()
     assert api.pending == 0 and not api.rejections
+
+
+@pytest.mark.timeout(300)  # ~15 s on a quiet machine; 2 loaded cores take several times that
+def test_notebook7_fix_with_agent_and_explain_on_an_error_output(nb7, api):
+    """The Fix with agent / Explain scenario of test_panel_browser.py, in Notebook 7 (the side
+    panel opens beside the notebook)."""
+    from .test_panel_browser import BROKEN, fix_scenario
+
+    path = nb7.root / "fix7.ipynb"
+    write_notebook(path, ["values = [3, 5, 8]", "%load_ext jupyter_agent", BROKEN, "print('fine')"],
+                   ids=["vals", "load", "err", "ok"])
+    try:
+        page = nb7.open("fix7.ipynb")
+        page.locator("#jp-right-stack #jupyter-agent-panel").wait_for(state="visible", timeout=30000)
+        fix_scenario(page, api, api.add, path, notebook7=True)
+        assert api.pending == 0
+    finally:
+        nb7.finish("notebook7_fix")

@@ -210,3 +210,92 @@ def test_panel_load_button_and_a_long_cells_approval(lab, page_of, script, api):
     panel.locator(".jp-AgentPanel-runFooter.jp-AgentPanel-ok").wait_for(timeout=30000)
     assert "Too long to run now." in str(api.requests[-1]["messages"][-1]["content"])
     _theme(page, light=True)
+
+
+FIX_BAR = ".jp-AgentErrorActions"
+BROKEN = "mean = sum(values) / len(vales)"
+FIXED = "mean = sum(values) / len(values)"
+
+
+def _said(request) -> str:
+    """The text of a request's last user message."""
+    content = request["messages"][-1]["content"]
+    return "\n".join(b.get("text", "") for b in content) if isinstance(content, list) else str(content)
+
+
+def fix_scenario(page, api, script, path, *, notebook7: bool = False) -> None:
+    """values; %load_ext; a cell that raises NameError; a cell that prints: the error output
+    (only it) gets Fix with agent and Explain; Explain (pressed from the keyboard) answers in
+    the panel and changes nothing; Fix with agent sends the cell and its traceback, the panel's
+    approval shows the fix as a diff, and after Allow (twice) the cell holds the fixed code and
+    ran without error, its buttons gone."""
+    from .lab import cell, cell_sources, run_and_wait, screenshot
+
+    script(response(text("`vales` is a typo: the list is `values`.")),
+           response(text("A typo; I'll read the notebook."), tool_use("Read", {"file_path": str(path)})),
+           response(tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "err", "edit_mode": "replace",
+                                              "cell_type": "code", "new_source": FIXED})),
+           response(tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "err"})),
+           response(text("Fixed: `mean` is 5.33.")))
+    for i in range(3):
+        run_and_wait(page, i)
+    bar = cell(page, 2).locator(FIX_BAR)
+    bar.wait_for(timeout=30000)
+    run_and_wait(page, 3)  # (once the bar is in: the cell below does not move under the click)
+    cell(page, 3).locator(".jp-OutputArea-output", has_text="fine").wait_for(timeout=30000)
+    assert page.locator(FIX_BAR).count() == 1  # not on the cells without an error
+    assert bar.get_by_role("button").all_inner_texts() == ["Fix with agent", "Explain"]
+    screenshot(page, f"fix_buttons_{'nb7_' if notebook7 else ''}light")
+    panel = page.locator(PANEL)
+
+    first = len(api.requests)
+    explain = bar.get_by_role("button", name="Explain", exact=True)
+    explain.focus()
+    page.keyboard.press("Enter")  # reachable and pressed from the keyboard
+    panel.locator(".jp-AgentPanel-text", has_text="is a typo").wait_for(timeout=30000)
+    panel.locator(".jp-AgentPanel-runFooter.jp-AgentPanel-ok").wait_for(timeout=30000)
+    said = _said(api.requests[first])
+    assert 'pressed "Explain"' in said and BROKEN in said and "NameError: name 'vales' is not defined" in said
+    assert "plan mode" in str(api.requests[first]["system"]).lower()
+    assert cell_sources(page)[2] == BROKEN and panel.locator(".jp-AgentPanel-approval").count() == 0
+
+    first = len(api.requests)
+    bar.get_by_role("button", name="Fix with agent", exact=True).click()
+    approval = panel.locator(".jp-AgentPanel-approval", has_text="NotebookEdit")
+    approval.wait_for(timeout=30000)
+    said = _said(api.requests[first])  # the run's first request
+    assert 'pressed "Fix with agent"' in said and f'<cell id="err">{BROKEN}</cell id="err">' in said
+    assert "<traceback>" in said and "NameError: name 'vales' is not defined" in said and "\x1b" not in said
+    assert "values: list, length 3" in said  # the kernel's variables
+    assert approval.locator(".jp-AgentPanel-del", has_text=BROKEN).count() == 1  # the fix, as a diff
+    assert approval.locator(".jp-AgentPanel-add", has_text=FIXED).count() == 1
+    assert cell_sources(page)[2] == BROKEN  # nothing before Allow
+    if not notebook7:
+        menu(page, "Settings", "Theme", "JupyterLab Dark")
+        wait_theme(page, light=False)
+    screenshot(page, f"fix_approval_{'nb7_light' if notebook7 else 'dark'}")
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    page.wait_for_function("([i, s]) => Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell')[i]"
+                           ".querySelectorAll('.cm-line')).map(l => l.textContent).join('\\n') === s",
+                           arg=[2, FIXED], timeout=30000)
+    approval = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    panel.locator(".jp-AgentPanel-runFooter.jp-AgentPanel-ok", has_text="completed").nth(1).wait_for(timeout=30000)
+    assert "variables changed: mean" in panel.inner_text()  # the fixed cell ran, in the user's kernel
+    assert cell(page, 2).locator(".jp-OutputArea-output").count() == 0  # no error any more...
+    assert page.locator(FIX_BAR).count() == 0  # ...and no buttons
+    if not notebook7:
+        screenshot(page, "fix_done_dark")
+        menu(page, "Settings", "Theme", "JupyterLab Light")
+        wait_theme(page, light=True)
+
+
+@pytest.mark.timeout(300)  # ~15 s on a quiet machine; 2 loaded cores take several times that
+def test_fix_with_agent_and_explain_on_an_error_output(lab, page_of, script, api):
+    path = lab.root / "fix.ipynb"
+    write_notebook(path, ["values = [3, 5, 8]", "%load_ext jupyter_agent", BROKEN, "print('fine')"],
+                   ids=["vals", "load", "err", "ok"])
+    page = page_of("fix.ipynb")
+    _theme(page, light=True)
+    page.click(f"li[data-id='{PANEL[1:]}']")
+    fix_scenario(page, api, script, path)
