@@ -31,7 +31,7 @@ from ..render.markdown import markdown_from_model
 from ..render.terminal import inert
 from ..view.style import BORDER, STYLE
 from ..view.runmodel import (
-    BlockItem, CompactionItem, Item, NoticeItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem,
+    BlockItem, CompactionItem, Item, NoticeItem, PlanItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem,
 )
 
 
@@ -56,6 +56,8 @@ def _item_html(item: Item) -> str:
         return cards.prompt_html(item)
     if isinstance(item, CompactionItem):
         return cards.compaction_html(item)
+    if isinstance(item, PlanItem):
+        return cards.plan_html(item)
     return ""
 
 

@@ -1,7 +1,7 @@
 """The tools the model sees, with Claude Code's names and input schemas (docs/tools.md).
 
 ``default_tools()`` gives the standard set: Read, Write, Edit, Glob, Grep, NotebookEdit,
-NotebookRun. Each lives in its own module; the interface they implement (``Tool``,
+NotebookRun, TodoWrite. Each lives in its own module; the interface they implement (``Tool``,
 ``ToolContext``, ``ToolOutput``, ``ToolError``) is the loop's, in :mod:`jupyter_agent.loop.tool`.
 """
 
@@ -14,11 +14,13 @@ from .grep import Grep
 from .notebook_edit import NotebookEdit
 from .notebook_run import NotebookRun
 from .read import Read
+from .todo_write import TodoWrite
 from .write import Write
 
-__all__ = ["Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "Read", "Write", "default_tools"]
+__all__ = ["Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "Read", "TodoWrite", "Write",
+           "default_tools"]
 
 
 def default_tools() -> list[Tool]:
     """A fresh instance of every standard tool, in the order the model is shown them."""
-    return [Read(), Write(), Edit(), Glob(), Grep(), NotebookEdit(), NotebookRun()]
+    return [Read(), Write(), Edit(), Glob(), Grep(), NotebookEdit(), NotebookRun(), TodoWrite()]
