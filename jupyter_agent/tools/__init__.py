@@ -1,7 +1,7 @@
 """The tools the model sees, with Claude Code's names and input schemas (docs/tools.md).
 
 ``default_tools()`` gives the standard set: Read, Write, Edit, Glob, Grep, NotebookEdit,
-NotebookRun, TodoWrite. Each lives in its own module; the interface they implement (``Tool``,
+NotebookRun, TodoWrite, NotebookRestart. Each lives in its own module; the interface they implement (``Tool``,
 ``ToolContext``, ``ToolOutput``, ``ToolError``) is the loop's, in :mod:`jupyter_agent.loop.tool`.
 """
 
@@ -12,15 +12,16 @@ from .edit import Edit
 from .glob import Glob
 from .grep import Grep
 from .notebook_edit import NotebookEdit
+from .notebook_restart import NotebookRestart
 from .notebook_run import NotebookRun
 from .read import Read
 from .todo_write import TodoWrite
 from .write import Write
 
-__all__ = ["Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "Read", "TodoWrite", "Write",
+__all__ = ["Edit", "Glob", "Grep", "NotebookEdit", "NotebookRestart", "NotebookRun", "Read", "TodoWrite", "Write",
            "default_tools"]
 
 
 def default_tools() -> list[Tool]:
     """A fresh instance of every standard tool, in the order the model is shown them."""
-    return [Read(), Write(), Edit(), Glob(), Grep(), NotebookEdit(), NotebookRun(), TodoWrite()]
+    return [Read(), Write(), Edit(), Glob(), Grep(), NotebookEdit(), NotebookRun(), TodoWrite(), NotebookRestart()]

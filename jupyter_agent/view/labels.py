@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..loop.abort import CELL_INTERRUPTED
 from ..loop.state import TERMINAL_EXPLANATIONS
 from .style import BORDER_STRONG, BRAND, BRAND_LINE, ERROR, ERROR_LINE, MUTED, SUCCESS, SUCCESS_LINE, WARN, WARN_LINE
 
@@ -156,6 +157,9 @@ def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False
     calls = f" {stopped_calls} unfinished tool call{'s' if stopped_calls != 1 else ''} got a “stopped” result."
     if reason == "completed":
         return ""
+    if getattr(terminal, "stopped_by", None) == CELL_INTERRUPTED and reason in ("aborted_streaming", "aborted_tools"):
+        return ("You interrupted the cell the agent was running: that stops the run, as Stop does."
+                + (calls if stopped_calls else ""))
     if reason == "aborted_streaming":
         return "Stopped while the model was answering." + (calls if stopped_calls else "")
     if reason == "aborted_tools":
