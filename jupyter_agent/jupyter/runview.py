@@ -108,6 +108,8 @@ class RunView(w.VBox):
         elif kind in ("add", "remove"):
             # views are made (with their content) in the next frame: one comm_open each
             self.frames.mark("children", self._draw_children)
+            if kind == "add" and item is not None and id(item) in self._views:  # moved (the plan): redraw it too
+                self.frames.mark(id(item), lambda: self._draw_item(item))
         elif item is not None and id(item) in self._views:
             self.frames.mark(id(item), lambda: self._draw_item(item))
 

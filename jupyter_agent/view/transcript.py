@@ -174,14 +174,14 @@ def tool_markdown(tool: ToolItem) -> str:
 
 
 def plan_markdown(plan: PlanItem) -> str:
-    """The plan as a list, a sign before each task (the tasks are the model's: literal text)."""
-    lines = [f"**{plan_title(plan)}**", ""]
+    """The plan as lines, a sign before each task (the tasks are the model's: literal text)."""
+    lines = [f"**{plan_title(plan)}**"]
     for todo in plan.todos:
         text = markdown_literal(todo_text(todo))
         if todo["status"] == "in_progress":
             text = f"**{text}** (in progress)"
-        lines.append(f"- {TODO_SIGNS[todo['status']]} {text}")
-    return "\n".join(lines)
+        lines.append(f"{TODO_SIGNS[todo['status']]} {text}")
+    return "  \n".join(lines)  # (hard line breaks: the signs are the list's marks)
 
 
 def item_markdown(item: Any) -> str:

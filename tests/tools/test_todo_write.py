@@ -125,8 +125,8 @@ def test_every_front_draws_the_checklist_and_escapes_the_tasks():
     assert [t["status"] for t in panel["todos"]] == ["completed", "in_progress", "pending"]
     assert panel["todos"][1]["text"] == "Fitting the model" and panel["todos"][2]["text"] == "Plot <b>residuals</b>"
     md = transcript_markdown(model)
-    assert "**Plan · 1 of 3 done**" in md and "- ✓ Load the data" in md
-    assert "- ▸ **Fitting the model** (in progress)" in md and "- ○ Plot &lt;b\\>residuals" in md
+    assert "**Plan · 1 of 3 done**  \n✓ Load the data  \n▸ **Fitting the model** (in progress)  \n" in md
+    assert "○ Plot &lt;b\\>residuals" in md
     err = io.StringIO()
     display = TerminalDisplay(io.StringIO(), err)
     display.handle(ToolStart("toolu_0", "TodoWrite", {"todos": [{**PLAN[2], "content": "Plot \x1b[2J now"}]}))
