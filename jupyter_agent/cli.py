@@ -117,8 +117,8 @@ class TerminalDisplay:
 
     # -- what the model says changed ----------------------------------------------------
     def _on_model(self, kind: str, item: Any) -> None:
-        from .view.labels import NOTICE_LABELS, compaction_text, context_meter_text
-        from .view.runmodel import CompactionItem, NoticeItem, TextItem, ThinkingItem, ToolItem
+        from .view.labels import NOTICE_LABELS, compaction_text, context_meter_text, plan_lines
+        from .view.runmodel import CompactionItem, NoticeItem, PlanItem, TextItem, ThinkingItem, ToolItem
 
         model = self.model
         if kind == "header" and model.requests != self._requests and model.ended is None:
@@ -133,6 +133,9 @@ class TerminalDisplay:
             self._print_text(item)
         elif isinstance(item, ThinkingItem) and kind == "add":
             self.note("thinking…")
+        elif isinstance(item, PlanItem) and kind == "add":  # (added again each time it changes)
+            for line in plan_lines(item):
+                self.note(line)
         elif isinstance(item, NoticeItem) and kind == "add":
             self.note(f"{NOTICE_LABELS.get(item.level, NOTICE_LABELS['info'])} {item.text}")
         elif isinstance(item, ToolItem):

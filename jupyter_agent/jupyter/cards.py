@@ -26,17 +26,18 @@ import ipywidgets as w
 from ..loop.permission_result import ask_parts
 from ..permissions import RULE_FAMILIES, Rule
 from ..view.labels import (
-    STATE_COLORS, STATE_LINES, compaction_text, end_explanation, end_reason_text, end_title, end_tone,
+    STATE_COLORS, STATE_LINES, TODO_COLORS, compaction_text, end_explanation, end_reason_text, end_title, end_tone,
+    plan_title, todo_text,
 )
 from ..view.style import (
-    ADDED_BG, BORDER, BOX_BG, BRAND_LINE, ERROR, ICONS, MUTED, NOTICE_SVG, REMOVED_BG, STATE_SVG, STYLE, TEXT, TONES,
-    WARN, WARN_LINE, readable,
+    ADDED_BG, BORDER, BOX_BG, BRAND_LINE, ERROR, ICONS, MUTED, NOTICE_SVG, REMOVED_BG, STATE_SVG, STYLE, TEXT,
+    TODO_SVG, TONES, WARN, WARN_LINE, readable,
 )
 from ..redact import redact
 from ..render.html import html_text, inline_html
 from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
 from ..view.runmodel import (
-    BlockItem, CompactionItem, NoticeItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative,
+    BlockItem, CompactionItem, NoticeItem, PlanItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative,
 )
 from ..view.transcript import (
     cache_line, context_line, redact_and_cut, format_usage, result_parts, stopped_calls,
@@ -186,6 +187,25 @@ def compaction_html(item: CompactionItem) -> str:
     if event.summary:
         line += f"<details><summary>The summary that replaced the history</summary>{pre(event.summary)}</details>"
     return line + "</div>"
+
+
+def plan_html(item: PlanItem) -> str:
+    """The plan as a checklist: a sign per task (done, in progress, to do), the task in
+    progress as it is being done, done tasks struck through. The tasks are the model's
+    text: escaped."""
+    rows = []
+    for todo in item.todos:
+        status = todo["status"]
+        text = esc(todo_text(todo))
+        if status == "completed":
+            text = f'<s style="color:{MUTED}">{text}</s>'
+        elif status == "in_progress":
+            text = f"<b>{text}</b>"
+        rows.append(f'<li class="ja-todo ja-todo-{status}" style="list-style:none;margin:1px 0">'
+                    f'<span style="color:{TODO_COLORS[status]}">{TODO_SVG[status]}</span> {text}</li>')
+    return (f'<div class="ja-plan" style="{_BOX.format(color=BRAND_LINE)};color:{TEXT}">'
+            f"<b>{ICONS['plan']} {esc(plan_title(item))}</b>"
+            f'<ul style="margin:2px 0;padding-left:2px">{"".join(rows)}</ul></div>')
 
 
 def prompt_html(item: PromptItem) -> str:

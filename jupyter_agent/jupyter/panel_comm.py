@@ -72,9 +72,21 @@ def _text(text: str) -> str:
     return mark_invisible(redact(text))
 
 
+def plan_json(item: Any, key: str) -> dict[str, Any]:
+    """The run's plan (a ``PlanItem``) as the panel draws it: a title, and each task's
+    status (one of three words) and text (the model's: redacted, invisible marked)."""
+    from ..view.labels import TODO_LABELS, plan_title, todo_text
+
+    return {"key": key, "kind": "plan", "title": plan_title(item),
+            "todos": [{"status": t["status"], "label": TODO_LABELS[t["status"]], "text": _text(todo_text(t))}
+                      for t in item.todos]}
+
+
 def item_json(item: Any, key: str) -> dict[str, Any]:
     """One item of a run as the panel draws it."""
-    from ..view.runmodel import BlockItem, CompactionItem, NoticeItem, PromptItem, TextItem, ThinkingItem, ToolItem
+    from ..view.runmodel import (
+        BlockItem, CompactionItem, NoticeItem, PlanItem, PromptItem, TextItem, ThinkingItem, ToolItem,
+    )
     from ..view.labels import STATE_LABELS, compaction_text
     from ..view.transcript import result_parts
 
@@ -104,6 +116,8 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
         return {"key": key, "kind": "prompt", "text": _text(item.text)}
     if isinstance(item, CompactionItem) and item.event is not None:  # (the panel shows it as a note)
         return {"key": key, "kind": "notice", "level": "info", "text": _text(compaction_text(item.event))}
+    if isinstance(item, PlanItem):
+        return plan_json(item, key)
     if isinstance(item, BlockItem):
         return {"key": key, "kind": "block", "block_type": _text(item.block_type),
                 "json": _cut(json.dumps(item.block, ensure_ascii=False, indent=1, default=str))}

@@ -31,7 +31,7 @@ from ..render.markdown import markdown_from_model
 from ..render.terminal import inert
 from ..view.style import BORDER, STYLE
 from ..view.runmodel import (
-    BlockItem, CompactionItem, Item, NoticeItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem,
+    BlockItem, CompactionItem, Item, NoticeItem, PlanItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem,
 )
 
 
@@ -56,6 +56,8 @@ def _item_html(item: Item) -> str:
         return cards.prompt_html(item)
     if isinstance(item, CompactionItem):
         return cards.compaction_html(item)
+    if isinstance(item, PlanItem):
+        return cards.plan_html(item)
     return ""
 
 
@@ -106,6 +108,8 @@ class RunView(w.VBox):
         elif kind in ("add", "remove"):
             # views are made (with their content) in the next frame: one comm_open each
             self.frames.mark("children", self._draw_children)
+            if kind == "add" and item is not None and id(item) in self._views:  # moved (the plan): redraw it too
+                self.frames.mark(id(item), lambda: self._draw_item(item))
         elif item is not None and id(item) in self._views:
             self.frames.mark(id(item), lambda: self._draw_item(item))
 

@@ -12,6 +12,14 @@ import threading
 from collections.abc import Callable
 
 
+#: Why a run was aborted (``AbortSignal.reason``, and ``Terminal.stopped_by`` at its end).
+STOP_BUTTON = "user"
+CONSUMER_CLOSED = "consumer_closed"
+#: The user interrupted a cell the run was running (the kernel's interrupt button): the
+#: same as Stop for the run.
+CELL_INTERRUPTED = "cell_interrupted"
+
+
 class AbortSignal:
     """Set once; ``event`` is the ``asyncio.Event`` tools can check or await."""
 

@@ -6,7 +6,8 @@ cleared, no model call) are in :mod:`.context_window`; here:
 
 - :func:`compact`: one ordinary Messages request asks the same model for a summary; the
   history is rebuilt as the summary, the files read recently (read again, so an Edit
-  may follow without a new Read), and every message the user wrote, word for word. No
+  may follow without a new Read), what the tools keep of the conversation's state
+  (``Tool.carry_over``: the todo list), and every message the user wrote, word for word. No
   ``tool_use`` is carried over, so pairing holds on both sides of the boundary.
 - :class:`RunContext`: what the loop asks at step 1 (microcompact; past the threshold,
   compact: ``auto_compact``) and when the API answers ``prompt is too long`` (compact
@@ -56,6 +57,7 @@ SUMMARY_HEADER = (
     "window. The summary below covers that part; the user's own messages follow it word for word."
 )
 REREAD_HEADER = "<system-reminder>Read again after the compaction (as it is now):"
+CARRIED_HEADER = "<system-reminder>Kept from before the compaction:"
 CONTINUE_NOTE = (
     "<system-reminder>Continue the work from where it stopped (see the summary's current work and "
     "next step), without asking the user to repeat anything.</system-reminder>"
@@ -112,7 +114,7 @@ def is_user_written(message: Message) -> bool:
     if not blocks or any(b.get("type") == "tool_result" for b in blocks):
         return False
     first = next((b.get("text", "") for b in blocks if b.get("type") == "text"), "")
-    loop_notes = (SUMMARY_HEADER, REREAD_HEADER, CONTINUE_NOTE, STOP_HOOK_FEEDBACK_PREFIX,
+    loop_notes = (SUMMARY_HEADER, REREAD_HEADER, CARRIED_HEADER, CONTINUE_NOTE, STOP_HOOK_FEEDBACK_PREFIX,
                   MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE)
     return not any(first.startswith(note) for note in loop_notes)
 
@@ -162,6 +164,8 @@ async def compact(env: CompactionEnv, messages: Sequence[Message], trigger: Comp
     history: list[Message] = [create_user_message([{"type": "text", "text": f"{SUMMARY_HEADER}\n\n{summary}"}])]
     if rereads:
         history.append(create_user_message(rereads))
+    if carried := _carried_over(env):
+        history.append(create_user_message(carried))
     history.extend(kept)
     if trigger is not CompactionTrigger.MANUAL and not (messages and is_user_written(messages[-1])):
         history.append(create_user_message(CONTINUE_NOTE))  # mid-run: the model goes on
@@ -244,6 +248,20 @@ async def _read_again(env: CompactionEnv, messages: Sequence[Message]) -> tuple[
         blocks.append({"type": "text", "text": f"{REREAD_HEADER} {what}\n{text}\n</system-reminder>"})
         names.append(what)
     return blocks, names
+
+
+def _carried_over(env: CompactionEnv) -> list[dict[str, Any]]:
+    """What the tools keep of the conversation's state (the plan), as text blocks."""
+    blocks = []
+    for tool in env.tools_by_name.values():
+        try:
+            text = tool.carry_over(env.context)
+        except Exception:  # a tool's state failing must not stop the compaction
+            log.debug("%s carries nothing over", tool.name, exc_info=True)
+            continue
+        if text:
+            blocks.append({"type": "text", "text": f"{CARRIED_HEADER}\n{text}\n</system-reminder>"})
+    return blocks
 
 
 def _latest_calls_first(messages: Sequence[Message]) -> list[dict[str, Any]]:

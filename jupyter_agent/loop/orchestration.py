@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 from collections.abc import AsyncIterator, Iterator
 
-from .abort import AbortSignal
+from .abort import CELL_INTERRUPTED, AbortSignal
 from .events import ToolOutcome, ToolResult
 from .messages import INTERRUPTED_MESSAGE
 from .tool_execution import CallResult, ToolRunEnv, error_result, run_tool_call
@@ -62,6 +62,7 @@ class ToolScheduler:
         self.max_concurrency = max_concurrency
         self._events: deque[Any] = deque()
         self._wake = asyncio.Event()
+        self._signal = signal
         self._remove_listener = signal.add_listener(self._on_abort)
         self._aborted = signal.aborted
 
@@ -102,6 +103,10 @@ class ToolScheduler:
         except Exception as exc:  # run_tool_call catches tool errors; this is a loop bug
             result = error_result(call.block["id"], f"Internal error: {exc!r}")
         self._finish(call, result)
+        if result.outcome is ToolOutcome.STOPPED and not self._aborted:
+            # The user interrupted what the call ran (a cell, from the page): that is Stop
+            # for the run, which ends it here as Stop would (every open call answered).
+            self._signal.abort(CELL_INTERRUPTED)
         self._start_ready()
 
     def _task_done(self, call: TrackedCall, task: asyncio.Task[None]) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 from .tool import Tool, ToolContext, ToolSource
-from .abort import AbortSignal
+from .abort import CELL_INTERRUPTED, STOP_BUTTON, AbortSignal
 from .budget import ToolResultBudget
 from .compaction import PROMPT_TOO_LONG_ADVICE, RunContext, run_context
 from .events import (
@@ -52,6 +52,9 @@ from .usage import StreamUsage, Usage
 
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 MAX_STOP_HOOK_BLOCKS = 8
+#: The end message of a run stopped because the user interrupted the cell it was running.
+CELL_INTERRUPTED_MESSAGE = ("Stopped: the user interrupted the cell the agent was running (the kernel's "
+                            "interrupt), which stops the run as Stop does.")
 PARTIAL_KEPT_NOTICE = (
     "The response broke off ({error}) after tool calls that change things had started. "
     "Kept its finished part and their results; the next request goes on from there."
@@ -176,7 +179,12 @@ class _Loop:
 
     def end(self, reason: TerminalReason, message: str = "", error: str | None = None) -> Terminal:
         self.record.phase = "ended"
-        return Terminal(reason, self.record.state.turn_count, message, error, self.record.usage)
+        aborted = reason in (TerminalReason.ABORTED_STREAMING, TerminalReason.ABORTED_TOOLS)
+        stopped_by = (self.signal.reason or STOP_BUTTON) if aborted else None
+        if stopped_by == CELL_INTERRUPTED:
+            message = CELL_INTERRUPTED_MESSAGE
+        return Terminal(reason, self.record.state.turn_count, message, error, self.record.usage,
+                        stopped_by=stopped_by)
 
 
 def next_state(state: State, messages: Any, transition: Transition | None = None) -> State:

@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 from collections.abc import AsyncIterator
 
-from .abort import AbortSignal
+from .abort import CONSUMER_CLOSED, STOP_BUTTON, AbortSignal
 from .messages import ensure_tool_result_pairing
 from .query import QueryParams, RunRecord, next_state, query_loop
 from .state import State, Terminal, TerminalReason
@@ -86,13 +86,14 @@ class QueryRun:
             if self.terminal is None:
                 # The consumer went away (break, cancel, widget closed): count it as a Stop
                 # and leave a history the API accepts.
-                self.signal.abort("consumer_closed")
+                self.signal.abort(CONSUMER_CLOSED)
                 reason = (TerminalReason.ABORTED_TOOLS if self.record.phase == "tools"
                           else TerminalReason.ABORTED_STREAMING)
                 messages, _ = ensure_tool_result_pairing(list(self.record.state.messages))
                 self.record.state = next_state(self.record.state, messages)
                 self._finish(Terminal(reason, self.record.state.turn_count,
-                                      "The run was closed before it finished.", None, self.usage))
+                                      "The run was closed before it finished.", None, self.usage,
+                                      stopped_by=self.signal.reason))
 
     def _finish(self, terminal: Terminal) -> None:
         self.terminal = terminal
@@ -118,4 +119,4 @@ class QueryRun:
 
     def stop(self) -> None:
         """Abort the run (from any thread). The loop answers every open tool call first."""
-        self.signal.abort("user")
+        self.signal.abort(STOP_BUTTON)

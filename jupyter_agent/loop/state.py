@@ -90,6 +90,9 @@ class Terminal:
     message: str = ""
     error: str | None = None
     usage: Any = None
+    #: For an aborted run, what aborted it (``loop.abort``: ``STOP_BUTTON``,
+    #: ``CELL_INTERRUPTED``...); None otherwise.
+    stopped_by: str | None = None
 
     @property
     def explanation(self) -> str:

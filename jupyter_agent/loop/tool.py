@@ -244,6 +244,11 @@ class Tool:
         tool reads nothing worth reading again. The default: None."""
         return None
 
+    def carry_over(self, context: ToolContext) -> str | None:
+        """What of this tool's conversation state a compacted history must still hold (the
+        plan of ``TodoWrite``), as text for the model, or None (the default: nothing)."""
+        return None
+
     def summary(self, input: dict[str, Any]) -> str:
         """A one-line description of a call for UIs (e.g. the file path)."""
         for key in ("file_path", "notebook_path", "pattern", "path"):

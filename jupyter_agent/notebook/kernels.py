@@ -343,6 +343,15 @@ class KernelPool:
                 kernel.kill_now()
         _LIVE_POOLS.discard(self)
 
+    def running(self, notebook_path: Path | str) -> NotebookKernel | None:
+        """The notebook's kernel if this pool has started it (None: nothing runs for it)."""
+        return self._kernels.get(str(notebook_path))
+
+    async def restart(self, notebook_path: Path | str, kernel_name: str | None = None) -> NotebookKernel:
+        """A fresh kernel for the notebook: the old one is shut down (its state is gone)."""
+        await self.discard(notebook_path)
+        return await self.get(notebook_path, kernel_name)
+
     async def discard(self, notebook_path: Path | str) -> None:
         """Forget (and shut down) a notebook's kernel, e.g. after it died; the next run starts anew."""
         kernel = self._kernels.pop(str(notebook_path), None)

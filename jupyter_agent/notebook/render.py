@@ -5,9 +5,10 @@
     1
 
 Code cells carry no ``cell_type`` tag (a ``<language>`` tag when not Python). Outputs
-follow their cell: stream text, ``text/plain`` results, errors with ANSI colour codes
-stripped, and png/jpeg/gif/webp images as image blocks. One cell's huge outputs become
-a short hint; a whole read is bounded and pages by cells.
+follow their cell: stream text, results as what they mean (``rich.meaning_text``: a
+DataFrame as a compact text table, HTML as its text, a widget as its text), errors with
+ANSI colour codes stripped, and png/jpeg/gif/webp images as image blocks. One cell's long
+outputs keep their start and end, with a note; a whole read is bounded and pages by cells.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .document import Cell, NotebookSnapshot, source_text
+from .rich import meaning_text
 
 #: One cell's outputs longer than this (characters of text) are replaced by a hint.
 MAX_CELL_OUTPUT_CHARS = 10_000
@@ -70,8 +72,9 @@ def _output_parts(output: Mapping[str, Any]) -> list[_Part]:
         if not isinstance(data, Mapping):
             return []
         parts: list[_Part] = []
-        if "text/plain" in data:
-            parts.append(_Part(text=strip_ansi(source_text(data["text/plain"]))))
+        meaning = meaning_text(data)  # a DataFrame as a text table, HTML as its text...
+        if meaning is not None:
+            parts.append(_Part(text=strip_ansi(meaning)))
         for mime in IMAGE_MIME_TYPES:
             if mime in data:
                 payload = "".join(source_text(data[mime]).split())  # drop line breaks inside base64
@@ -83,16 +86,33 @@ def _output_parts(output: Mapping[str, Any]) -> list[_Part]:
     return []
 
 
+def head_and_tail(text: str, limit: int) -> str:
+    """``text`` within about ``limit`` characters: its start and its end (cut at line
+    breaks where there are some), with a note of how much was cut between them."""
+    if len(text) <= limit:
+        return text
+    head_end, tail_start = limit * 3 // 5, len(text) - (limit - limit * 3 // 5)
+    head_break = text.rfind("\n", limit // 4, head_end)
+    tail_break = text.find("\n", tail_start, tail_start + limit // 4)
+    head_end = head_break + 1 if head_break > 0 else head_end
+    tail_start = tail_break + 1 if tail_break >= 0 else tail_start
+    cut = text[head_end:tail_start]
+    lines = cut.count("\n")
+    return (text[:head_end] + f"[... {len(cut):,} characters" + (f" ({lines:,} lines)" if lines else "")
+            + " cut from the middle of this output ...]\n" + text[tail_start:])
+
+
 def output_parts(outputs: Iterable[Mapping[str, Any]], cell_id: str) -> list[_Part]:
-    """A cell's outputs as parts, or one hint when their text is too large to show."""
+    """A cell's outputs as parts; when their text is too long, each long one keeps its
+    start and its end (a traceback's last line, a log's summary), with a note."""
     parts = [p for o in outputs for p in _output_parts(o)]
     size = sum(len(p.text) for p in parts if p.text)
     if size > MAX_CELL_OUTPUT_CHARS:
-        images = sum(1 for p in parts if p.image)
-        return [_Part(text=(
-            f"[Outputs of cell {cell_id} are too large to include ({size:,} characters of text"
-            + (f", {images} image(s)" if images else "")
-            + "). Make the cell print less and run it again, or Grep the notebook file for what you need.]"))]
+        for part in parts:
+            if part.text:  # each output keeps its share of the room
+                part.text = head_and_tail(part.text, max(MAX_CELL_OUTPUT_CHARS * len(part.text) // size, 400))
+        parts.append(_Part(text=f"[Outputs of cell {cell_id} had {size:,} characters of text; the middle was cut. "
+                                "To see more, make the cell print less, or Grep the notebook file.]"))
     for part in parts:
         if part.image and len(part.image["source"]["data"]) > MAX_IMAGE_BASE64_CHARS:
             part.text, part.image = f"[{part.image['source']['media_type']} image too large to include]", None

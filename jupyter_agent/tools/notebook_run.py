@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable
+from dataclasses import replace
 
 from pydantic import Field
 
@@ -104,6 +105,10 @@ class NotebookRun(PathTool):
         if result.saved and result.version:
             note_notebook_change(context, path, result.version, result.mtime_ns)
         run_changes(context).ran_cell(result.names_changed)
+        if result.status == "error" and _exception_name(result) == "KeyboardInterrupt":
+            # Interrupted (the kernel's interrupt, from the page or another client), not by
+            # our Stop or time limit: an interrupt is Stop for the run (a STOPPED result ends it).
+            result = replace(result, status="interrupted")
         # The file and memory backends have done this already; a backend that runs cells its
         # own way (a live page) may not have, and nothing unbounded or secret goes to the model.
         outputs = finish_outputs(result.outputs, redact)

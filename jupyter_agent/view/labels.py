@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..loop.abort import CELL_INTERRUPTED
 from ..loop.state import TERMINAL_EXPLANATIONS
 from .style import BORDER_STRONG, BRAND, BRAND_LINE, ERROR, ERROR_LINE, MUTED, SUCCESS, SUCCESS_LINE, WARN, WARN_LINE
 
@@ -35,6 +36,12 @@ STATE_LABELS = {
 #: Cascadia, Segoe UI Symbol), which show where no emoji font is installed.
 STATE_ICONS = {"input": "…", "pending": "…", "approval": "?", "running": "▸", "done": "✓", "error": "✗",
                "denied": "⊘", "stopped": "■", "not_run": "–", "raised": "!"}
+#: A task of the plan (``TodoWrite``) by its status, as a text sign (the transcript and the
+#: terminal; the widgets draw ``style.TODO_SVG``) and in words.
+TODO_SIGNS = {"completed": "✓", "in_progress": "▸", "pending": "○"}
+TODO_LABELS = {"completed": "done", "in_progress": "in progress", "pending": "to do"}
+#: ... and its colour in the widgets.
+TODO_COLORS = {"completed": SUCCESS, "in_progress": BRAND, "pending": MUTED}
 #: A notice's level in words (the transcript and the terminal).
 NOTICE_LABELS = {"info": "Note:", "warning": "Warning:", "error": "Error:"}
 
@@ -50,6 +57,21 @@ STATE_LINES = {
     "running": BRAND_LINE, "done": SUCCESS_LINE, "error": ERROR_LINE,
     "denied": WARN_LINE, "stopped": BORDER_STRONG, "not_run": BORDER_STRONG, "raised": ERROR_LINE,
 }
+
+
+def plan_title(plan: Any) -> str:
+    """The plan's heading: "Plan · 1 of 3 done"."""
+    return f"Plan · {plan.completed} of {len(plan.todos)} done"
+
+
+def todo_text(todo: dict[str, str]) -> str:
+    """What a task says: the task in progress as it is being done ("Running the tests")."""
+    return todo["activeForm"] if todo["status"] == "in_progress" and todo["activeForm"] else todo["content"]
+
+
+def plan_lines(plan: Any) -> list[str]:
+    """The plan as plain lines, a sign before each task (the terminal, ``text/plain``)."""
+    return [plan_title(plan)] + [f"  {TODO_SIGNS[t['status']]} {todo_text(t)}" for t in plan.todos]
 
 
 def end_tone(reason: str | None) -> str:
@@ -136,6 +158,9 @@ def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False
     calls = f" {stopped_calls} unfinished tool call{'s' if stopped_calls != 1 else ''} got a “stopped” result."
     if reason == "completed":
         return ""
+    if getattr(terminal, "stopped_by", None) == CELL_INTERRUPTED and reason in ("aborted_streaming", "aborted_tools"):
+        return ("You interrupted the cell the agent was running: that stops the run, as Stop does."
+                + (calls if stopped_calls else ""))
     if reason == "aborted_streaming":
         return "Stopped while the model was answering." + (calls if stopped_calls else "")
     if reason == "aborted_tools":

@@ -114,6 +114,39 @@ class CompactionItem(Item):
     event: ev.Compaction | None = None
 
 
+@dataclass(eq=False)
+class PlanItem(Item):
+    """The model's plan: the list its latest successful ``TodoWrite`` call set (each entry
+    ``content``, ``status`` pending | in_progress | completed, ``activeForm``). One per
+    run, updated in place and moved to just after the call that last changed it, so the
+    live views show the current list where the run is."""
+
+    todos: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def completed(self) -> int:
+        return sum(1 for t in self.todos if t["status"] == "completed")
+
+
+#: The tool whose successful calls set the run's plan (its input is the whole list).
+PLAN_TOOL = "TodoWrite"
+TODO_STATUSES = ("pending", "in_progress", "completed")
+
+
+def plan_entries(todos: Any) -> list[dict[str, str]] | None:
+    """A ``TodoWrite`` input's ``todos`` as plain entries, or None if it is not such a list
+    (the loop validated the call; this only guards the view)."""
+    if not isinstance(todos, list):
+        return None
+    entries = []
+    for todo in todos:
+        if not isinstance(todo, dict) or todo.get("status") not in TODO_STATUSES:
+            return None
+        entries.append({"content": str(todo.get("content", "")), "status": str(todo["status"]),
+                        "activeForm": str(todo.get("activeForm") or todo.get("content", ""))})
+    return entries
+
+
 #: An item of any kind, given back as the kind it is.
 ItemT = TypeVar("ItemT", bound=Item)
 
@@ -136,6 +169,9 @@ def tool_summary(name: str, input: dict[str, Any], width: int = 80, cwd: Path | 
     ``cwd`` are shown relative to it."""
     if not isinstance(input, dict):
         return ""
+    if isinstance(todos := input.get("todos"), list):  # TodoWrite: the list's size and progress
+        done = sum(1 for t in todos if isinstance(t, dict) and t.get("status") == "completed")
+        return f"{len(todos)} task{'s' if len(todos) != 1 else ''}, {done} done"
     parts = []
     for key in _SUMMARY_KEYS:
         if isinstance(input.get(key), str):
@@ -196,6 +232,8 @@ class RunModel:
         self._listeners: list[Callable[[str, Item | None], None]] = []
         self._current: dict[int, Item] = {}  # this response's items, by block index
         self._tools: dict[str, ToolItem] = {}
+        #: the run's plan (TodoWrite), once the model has made one
+        self.plan: PlanItem | None = None
         if prompt:
             self._add(PromptItem("prompt", text=prompt))
 
@@ -291,6 +329,8 @@ class RunModel:
             tool.exit_code = event.exit_code
             tool.duration_s = event.duration_s
             self._emit("update", tool)
+            if tool.name == PLAN_TOOL and event.outcome is ev.ToolOutcome.OK:
+                self._set_plan(tool)
         elif isinstance(event, ev.UserMessage):
             self._user_message(event)
         elif isinstance(event, ev.Compaction):
@@ -311,6 +351,21 @@ class RunModel:
         if tool.state == "stopped" and state == "denied":
             state = "stopped"  # Stop answered its approval card with a deny
         tool.state, tool.exception = state, exception
+
+    def _set_plan(self, tool: ToolItem) -> None:
+        """A ``TodoWrite`` call succeeded: its list is the plan, shown right after it."""
+        todos = plan_entries(tool.input.get("todos"))
+        if todos is None:
+            return
+        plan = self.plan
+        if plan is None:
+            plan = self.plan = PlanItem("plan")
+        else:
+            self._remove(plan)
+        plan.todos = todos
+        at = self.items.index(tool) + 1 if tool in self.items else len(self.items)
+        self.items.insert(at, plan)
+        self._emit("add", plan)
 
     def _stream(self, event: ev.StreamEvent) -> None:
         if event.type in ("message_start", "message_delta"):

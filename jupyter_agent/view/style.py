@@ -110,6 +110,9 @@ ICONS = {name: _SVG.format(body) for name, body in {
     "thinking": '<path d="M2.5 3h11v7.5h-6l-3 2.8v-2.8h-2z"/>' + _DOT.format(5.5, 6.8) + _DOT.format(8, 6.8)
                 + _DOT.format(10.5, 6.8),
     "block": '<rect x="4" y="4" width="8" height="8" rx="1"/>',
+    "plan": '<path d="M6 4h8M6 8h8M6 12h8"/>' + _DOT.format(2.8, 4) + _DOT.format(2.8, 8) + _DOT.format(2.8, 12),
+    "todo": '<circle cx="8" cy="8" r="5"/>',
+    "doing": '<path d="M5.5 3.5l6 4.5-6 4.5z" fill="currentColor"/>',
     "compact": '<path d="M8 1.5v4.5M5.8 3.8L8 6l2.2-2.2M8 14.5V10M5.8 12.2L8 10l2.2 2.2M2.5 8h11"/>',
 }.items()}
 
@@ -118,5 +121,7 @@ STATE_SVG = {"input": ICONS["waiting"], "pending": ICONS["waiting"], "approval":
              "running": ICONS["running"], "done": ICONS["done"], "error": ICONS["error"],
              "denied": ICONS["denied"], "stopped": ICONS["stopped"], "not_run": ICONS["not_run"],
              "raised": ICONS["warning"]}
+#: A task of the plan by its status (``PlanItem.todos``).
+TODO_SVG = {"completed": ICONS["done"], "in_progress": ICONS["doing"], "pending": ICONS["todo"]}
 #: A notice's level as an icon.
 NOTICE_SVG = {"info": ICONS["info"], "warning": ICONS["warning"], "error": ICONS["error"]}

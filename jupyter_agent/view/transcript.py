@@ -22,8 +22,8 @@ from typing import Any
 
 from .review import changes_lines, changes_markdown, undo_markdown
 from .labels import (
-    NOTICE_LABELS, STATE_ICONS, STATE_LABELS, compaction_text, context_meter_text, end_explanation,
-    end_reason_text, end_title,
+    NOTICE_LABELS, STATE_ICONS, STATE_LABELS, TODO_SIGNS, compaction_text, context_meter_text, end_explanation,
+    end_reason_text, end_title, plan_lines, plan_title, todo_text,
 )
 from ..loop.messages import cut_middle
 from ..redact import redact, redact_partial
@@ -33,6 +33,7 @@ from .runmodel import (
     BlockItem,
     CompactionItem,
     NoticeItem,
+    PlanItem,
     PromptItem,
     RunModel,
     TextItem,
@@ -174,6 +175,17 @@ def tool_markdown(tool: ToolItem) -> str:
     return f"<details><summary>{summary}</summary>\n\n" + "\n".join(body) + "\n\n</details>"
 
 
+def plan_markdown(plan: PlanItem) -> str:
+    """The plan as lines, a sign before each task (the tasks are the model's: literal text)."""
+    lines = [f"**{plan_title(plan)}**"]
+    for todo in plan.todos:
+        text = markdown_literal(todo_text(todo))
+        if todo["status"] == "in_progress":
+            text = f"**{text}** (in progress)"
+        lines.append(f"{TODO_SIGNS[todo['status']]} {text}")
+    return "  \n".join(lines)  # (hard line breaks: the signs are the list's marks)
+
+
 def item_markdown(item: Any) -> str:
     """One item of a run as Markdown (the same order as the live view)."""
     if isinstance(item, PromptItem):
@@ -186,6 +198,8 @@ def item_markdown(item: Any) -> str:
         return f"<details><summary>Thinking</summary>\n\n{fence(text)}\n\n</details>"
     if isinstance(item, ToolItem):
         return tool_markdown(item)
+    if isinstance(item, PlanItem):
+        return plan_markdown(item)
     if isinstance(item, BlockItem):
         dump = redact_and_cut(json.dumps(item.block, ensure_ascii=False, indent=1))
         summary = f"<summary>{inline_html(item.block_type)} block</summary>"
@@ -270,6 +284,8 @@ def transcript_plain(model: RunModel) -> str:
             lines.append(text.strip())
         elif isinstance(item, ToolItem):
             lines.append(f"[{item.name} {item.summary}: {tool_label(item)}]")
+        elif isinstance(item, PlanItem):
+            lines += plan_lines(item)
     if model.ended is not None and model.changes is not None:
         lines += changes_lines(model.changes, model.cwd)
     return redact("\n".join(lines))

@@ -100,6 +100,31 @@ function str(value: unknown): string {
   return typeof value === 'string' ? value : value === undefined || value === null ? '' : String(value);
 }
 
+/** The sign of a task of the plan, by its status (JupyterLab's own icons; a to-do is an empty ring). */
+const TODO_ICONS: Record<string, LabIcon | undefined> = { completed: checkIcon, in_progress: runIcon };
+
+/** The run's plan (the model's TodoWrite list) as a checklist: every text is the kernel's,
+ * set as text. The status word is for screen readers; the sign says it to the eye. */
+export function drawPlan(node: HTMLElement, item: IItem): void {
+  node.textContent = '';
+  node.appendChild(el('div', 'jp-AgentPanel-planTitle', str(item.title)));
+  const list = el('ul', 'jp-AgentPanel-planList');
+  const todos = Array.isArray(item.todos) ? (item.todos as Record<string, unknown>[]) : [];
+  for (const todo of todos) {
+    const status = str(todo.status);
+    const row = el('li', `jp-AgentPanel-todo jp-AgentPanel-todo-${status.replace(/[^a-z_]/g, '')}`);
+    const icon = TODO_ICONS[status];
+    const sign = icon
+      ? icon.element({ tag: 'span', className: 'jp-AgentPanel-todoSign' })
+      : el('span', 'jp-AgentPanel-todoSign jp-AgentPanel-todoRing');
+    sign.setAttribute('aria-hidden', 'true');
+    const label = el('span', 'jp-AgentPanel-todoLabel', `${str(todo.label)}: `);
+    row.append(sign, label, el('span', 'jp-AgentPanel-todoText', str(todo.text)));
+    list.appendChild(row);
+  }
+  node.appendChild(list);
+}
+
 /** One item's element, and the Markdown renderer of a text item. */
 interface IItemView {
   node: HTMLElement;
@@ -459,6 +484,9 @@ export class PanelView implements IDisposable {
       case 'block':
         node.textContent = '';
         node.appendChild(details(`${str(item.block_type)} block`, pre(str(item.json))));
+        break;
+      case 'plan':
+        drawPlan(node, item);
         break;
       default:
         node.textContent = '';

@@ -19,6 +19,9 @@ require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
 
 PANEL = "#jupyter-agent-panel"
+#: The model's plan (TodoWrite): its text is the model's, shown as text.
+PLAN = [{"content": "Add a cell that prints <x + 1>", "status": "in_progress", "activeForm": "Adding the cell"},
+        {"content": "Run it", "status": "pending", "activeForm": "Running it"}]
 HINT = "Run %load_ext jupyter_agent in this notebook"
 
 
@@ -28,10 +31,12 @@ def test_side_panel_round_trip(lab, page_of, script, api):
     write_notebook(lab.root / "plain.ipynb", ["1 + 1"])
     script(
         response(thinking("The user wants x + 1 printed."), text("I'll **add** a cell that prints `x + 1`."),
-                 tool_use("Read", {"file_path": str(nb)}), delay_s=0.01),
+                 tool_use("TodoWrite", {"todos": PLAN}), tool_use("Read", {"file_path": str(nb)}), delay_s=0.01),
         response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "load", "new_source": "print(x + 1)",
                                            "cell_type": "code", "edit_mode": "insert"})),
-        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "cell-2"})),
+        response(tool_use("TodoWrite", {"todos": [{**PLAN[0], "status": "completed"},
+                                                  {**PLAN[1], "status": "in_progress"}]}),
+                 tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "cell-2"})),
         response(text("Done: the new cell printed *42*."), delay_s=0.01),
     )
     page = page_of("agent.ipynb")
@@ -67,7 +72,12 @@ def test_side_panel_round_trip(lab, page_of, script, api):
         footer = panel.locator(".jp-AgentPanel-runFooter").inner_text()
         assert "completed" in footer and "4 turns" in footer and "out" in footer and "$" in footer
         assert "✓ Finished" in footer and "not a promise" not in footer  # a normal end is one quiet line
-        assert panel.locator(".jp-AgentPanel-state-done").count() == 3
+        assert panel.locator(".jp-AgentPanel-state-done").count() == 5  # (two of them TodoWrite)
+        plan = panel.locator(".jp-AgentPanel-plan")  # one checklist, updated by the second call
+        assert plan.count() == 1 and plan.locator(".jp-AgentPanel-planTitle").inner_text() == "Plan · 1 of 2 done"
+        done = plan.locator(".jp-AgentPanel-todo-completed")  # the status in words for screen readers, the text as text
+        assert done.text_content() == "done: Add a cell that prints <x + 1>"
+        assert plan.locator(".jp-AgentPanel-todo-in_progress .jp-AgentPanel-todoText").inner_text() == "Running it"
         assert panel.locator(".jp-AgentPanel-decision", has_text="Allowed by you.").count() == 2
         assert panel.locator(".jp-AgentPanel-text em", has_text="42").count() == 1
         assert "$" in panel.locator(".jp-AgentPanel-usage").inner_text()

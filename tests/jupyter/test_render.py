@@ -240,3 +240,30 @@ def test_the_header_keeps_cache_figures_in_a_tooltip():
     html = header_html(model)
     visible = html.split('">', 1)[1]
     assert "cache" not in visible and 'title="prompt cache: read' in html
+
+
+async def test_the_plan_is_one_checklist_updated_live_where_the_run_is(monkeypatch):
+    record_widget_messages(monkeypatch)
+    from jupyter_agent.jupyter.runview import RunView
+
+    model = RunModel()
+    view = RunView(model, frame_interval=0.01)
+    todos = [{"content": "Load", "status": "in_progress", "activeForm": "Loading"},
+             {"content": "Plot <img src=x onerror=alert(1)>", "status": "pending", "activeForm": "Plotting"}]
+
+    async def todo_write(n: int, plan: list) -> None:
+        model.handle(ToolStart(f"toolu_{n}", "TodoWrite", {"todos": plan}))
+        model.handle(ToolResult(f"toolu_{n}", "TodoWrite", {"type": "tool_result", "tool_use_id": f"toolu_{n}",
+                                                            "content": "ok"}, 0.01, ToolOutcome.OK))
+        await asyncio.sleep(0.05)  # (a few frames)
+
+    await todo_write(1, todos)
+    first = next(c for c in view.body.children if "ja-plan" in getattr(c, "value", ""))
+    assert "Plan · 0 of 2 done" in first.value and "<b>Loading</b>" in first.value
+    assert "&lt;img src=x" in first.value and "<img" not in first.value
+    model.handle(Notice("note", "working"))
+    await todo_write(2, [{**todos[0], "status": "completed"}, {**todos[1], "status": "in_progress"}])
+    plans = [c for c in view.body.children if "ja-plan" in getattr(c, "value", "")]
+    assert plans == [first] and "Plan · 1 of 2 done" in first.value and "<b>Plotting</b>" in first.value
+    assert view.body.children[-1] is first  # moved to just after the call that changed it
+    view.finish()

@@ -49,14 +49,15 @@ async def test_outputs_results_errors_and_images(tmp_path):
     assert order == ["text", "image", "text"]
 
 
-async def test_huge_outputs_become_a_hint(tmp_path):
+async def test_huge_outputs_keep_their_start_and_end(tmp_path):
     nb = new_notebook()
     loud = new_code_cell("print('x' * 50000)", id="loud")
-    loud.outputs = [new_output("stream", name="stdout", text="x" * 50_000)]
+    loud.outputs = [new_output("stream", name="stdout", text="START" + "x" * 50_000 + "END")]
     nb.cells = [loud, new_code_cell("1", id="quiet")]
     body = texts(render_notebook(await snapshot_of(tmp_path, nbformat.writes(nb))).content)
-    assert "Outputs of cell loud are too large to include (50,000 characters" in body
-    assert len(body) < 1_000 and '<cell id="quiet">' in body
+    assert "Outputs of cell loud had 50,008 characters of text; the middle was cut" in body
+    assert "characters cut from the middle of this output" in body and "STARTxx" in body and "xxEND" in body
+    assert len(body) < 11_000 and '<cell id="quiet">' in body
 
 
 async def test_a_big_notebook_pages_by_cells(tmp_path):
