@@ -116,7 +116,7 @@ async def test_a_run_that_reaches_the_spend_limit_ends_max_budget_with_every_too
         run = query("read the notes", model=api.model(), cwd=tmp_path)
         terminal = await run.wait()
         assert len(api.requests) == 1  # the model was not asked again
-    assert terminal.reason == TerminalReason.MAX_BUDGET
+    assert terminal.reason == TerminalReason.MAX_BUDGET and terminal.turn_count == 1
     assert "spend limit of $0.001" in terminal.message and run.usage.cost_usd > 0.001
     results = [b for b in run.state.messages[-1]["content"] if b.get("type") == "tool_result"]
     assert [b["tool_use_id"] for b in results] == [read["id"]] and "hello" in str(results[0]["content"])

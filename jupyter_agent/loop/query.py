@@ -290,12 +290,9 @@ async def build_request(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
     then the API's message rules. Past the compaction threshold the history is summarised
     instead, and the iteration goes round from it (``auto_compact``)."""
     params = loop.params
-    spent = loop.record.usage.cost_usd
-    if params.max_budget_usd is not None and spent >= params.max_budget_usd:
-        # Checked before every request (a new turn, a recovery, a compaction): the tools
-        # of the last response have run, so every tool_use has its result.
-        turn.finish(TerminalReason.MAX_BUDGET,
-                    f"Reached the spend limit of ${params.max_budget_usd:g} for one run (${spent:.4f} spent).")
+    over_budget = spend_limit_reached(loop)
+    if over_budget:  # before every request (a recovery, a compaction too), not only a new turn
+        turn.finish(TerminalReason.MAX_BUDGET, over_budget)
         return
     messages_for_query, repairs = ensure_tool_result_pairing(list(turn.state.messages))
     if repairs:
@@ -499,16 +496,27 @@ async def without_tools(turn: Turn, loop: _Loop) -> None:
 
 
 async def count_the_turn(turn: Turn, loop: _Loop) -> None:
-    """After the tools: a new turn, unless it would pass ``max_turns`` (seed:
-    ``nextTurnCount``). A kept partial response waits like the retry it replaces."""
+    """After the tools: a new turn, unless the run spent its limit (``max_budget``) or it
+    would pass ``max_turns`` (seed: ``nextTurnCount``). A kept partial response waits like the retry it replaces."""
     max_turns = loop.params.max_turns
-    if max_turns is not None and turn.state.turn_count + 1 > max_turns:
+    over_budget = spend_limit_reached(loop)
+    if over_budget:  # the tools of the last response have run: every tool_use has its result
+        turn.finish(TerminalReason.MAX_BUDGET, over_budget)
+    elif max_turns is not None and turn.state.turn_count + 1 > max_turns:
         turn.finish(TerminalReason.MAX_TURNS, f"Reached the limit of {max_turns} turn(s).")
     elif turn.restart is not None:
         turn.transition = Transition("partial_response_kept", restart_error(turn.restart))
         await wait_before_retry(turn.restart, loop.signal)
     else:
         turn.transition = Transition("next_turn")
+
+
+def spend_limit_reached(loop: _Loop) -> str | None:
+    """Why the run must not send another request (it spent ``max_budget_usd``), or None."""
+    limit, spent = loop.params.max_budget_usd, loop.record.usage.cost_usd
+    if limit is None or spent < limit:
+        return None
+    return f"Reached the spend limit of ${limit:g} for one run (${spent:.4f} spent)."
 
 
 def _answer_missing(blocks: list[dict[str, Any]], results: dict[str, dict[str, Any]],
