@@ -249,3 +249,25 @@ def test_no_server_outlives_the_interpreter_that_started_it(tmp_path):
             break
         time.sleep(0.01)
     assert not any(map(process_alive, pids))
+
+
+async def test_stop_while_a_project_server_waits_for_approval_ends_the_run_at_once(fake_api, tmp_path):
+    """Nothing hangs before the first request: Stop ends a run whose .mcp.json server waits for
+    its card, the card's wait is cancelled, no request was sent and nothing started."""
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": stdio_server(tmp_path)}}))
+    conv = Conversation(fake_api.model(), cwd=tmp_path)
+    seen = []
+    try:
+        run = conv.send("hello", can_use_tool=ApprovalBroker(conv.permissions, on_request=seen.append))
+        ending = asyncio.ensure_future(run.wait())
+        for _ in range(3000):
+            if seen or ending.done():
+                break
+            await asyncio.sleep(0.01)
+        assert seen and seen[0].tool_name == "mcp__calc"
+        run.stop()
+        terminal = await asyncio.wait_for(ending, 10)
+        assert terminal.reason.value == "aborted_streaming" and seen[0].future.cancelled()
+        assert fake_api.requests == [] and not (tmp_path / "pid").exists()
+    finally:
+        await conv.aclose()
