@@ -32,6 +32,7 @@ from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionR
 from ..loop.tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, ToolOutput
 from ..loop.tool_execution import private_results_dir
 from ..redact import redact, without_secrets
+from .common import clean_schema
 from .paths import resolve_path
 from .shell_parse import parse_command_line, suggested_prefix
 from .shell_run import MODEL_OUTPUT_CHARS, run_shell
@@ -126,6 +127,9 @@ class Bash(Tool):
         "is cut in the middle and saved whole to a file you can Read. Commands that wait for input get none. "
         "Always give a short `description` of what the command does."
     )
+
+    def input_schema(self) -> dict[str, Any]:
+        return clean_schema(super().input_schema())  # `"type": "integer"`, as Claude Code's
 
     async def validate_input(self, input: BashInput, context: ToolContext) -> str | None:
         if not input.command.strip():

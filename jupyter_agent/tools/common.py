@@ -21,7 +21,7 @@ from .paths import ResolvedPath, check_path_text, resolve_path
 MAX_TEXT_INPUT_CHARS = 10_000_000
 
 
-def _clean_schema(node: Any) -> Any:
+def clean_schema(node: Any) -> Any:
     """Make pydantic's schema read like Claude Code's: ``"integer"``, not ``anyOf [integer, null]``."""
     if isinstance(node, dict):
         any_of = node.get("anyOf")
@@ -33,9 +33,9 @@ def _clean_schema(node: Any) -> Any:
                 node = merged
         if node.get("default", 0) is None:
             node = {k: v for k, v in node.items() if k != "default"}
-        return {k: _clean_schema(v) for k, v in node.items()}
+        return {k: clean_schema(v) for k, v in node.items()}
     if isinstance(node, list):
-        return [_clean_schema(v) for v in node]
+        return [clean_schema(v) for v in node]
     return node
 
 
@@ -59,7 +59,7 @@ class PathTool(Tool):
         return self.read_only
 
     def input_schema(self) -> dict[str, Any]:
-        return _clean_schema(super().input_schema())
+        return clean_schema(super().input_schema())
 
     def raw_path(self, input: Any) -> str | None:
         data = input if isinstance(input, dict) else input.model_dump(by_alias=True)
@@ -141,4 +141,4 @@ def numbered(text: str, start: int = 1) -> str:
     return "\n".join(f"{n}\t{line}" for n, line in enumerate(text.split("\n"), start))
 
 
-__all__ = ["PathTool", "ToolInput", "check_text_size", "numbered", "unified_diff"]
+__all__ = ["PathTool", "ToolInput", "check_text_size", "clean_schema", "numbered", "unified_diff"]

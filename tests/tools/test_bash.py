@@ -273,3 +273,12 @@ async def test_permission_decisions_are_values(workspace):
     allowed = await ctx.permissions.check(tool, tool.Input(command="ls -la && ls"), ctx)
     asked = await ctx.permissions.check(tool, tool.Input(command="ls; id"), ctx)
     assert isinstance(allowed, PermissionAllow) and isinstance(asked, PermissionAsk)
+
+
+def test_the_schema_is_claude_codes():
+    from jupyter_agent.tools.bash import Bash
+
+    schema = Bash().to_api()["input_schema"]
+    assert schema["required"] == ["command"] and schema["additionalProperties"] is False
+    assert {k: v["type"] for k, v in schema["properties"].items()} == {
+        "command": "string", "timeout": "integer", "description": "string"}
