@@ -165,16 +165,16 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
         if where is not None:
             from ..notebook.live_backend import LiveNotebook
 
-            path = where.key
+            key = where.key
             tracker = tracker_for(agent_session.shell)
-            absent = (NO_PAGE_REMOTE if where.remote else NO_PAGE).format(path=path)
+            absent = (NO_PAGE_REMOTE if where.remote else NO_PAGE).format(path=key)
             _register(tool_session, LiveNotebook(
-                path, bridge, client_id, is_busy=tracker.busy if tracker else None, absent=absent,
+                key, bridge, client_id, is_busy=tracker.busy if tracker else None, absent=absent,
                 hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
                 namespace=_namespace_of(agent_session.shell), file_fallback=not where.remote))
             tool_session.page_notebook = where
             if conversation.notebook_path is None:
-                conversation.notebook_path = path
+                conversation.notebook_path = key
             return "live" if page is not None else "waiting"
     if own:
         from ..notebook.live_backend import GuardedNotebook

@@ -74,9 +74,10 @@ class PathTool(Tool):
         if raw is None and self.path_optional:
             raw = "."
         session = tool_session(ctx)
-        key = page_notebook_named(session, check_path_text(raw, self.path_field))
+        text = check_path_text(raw, self.path_field)
+        key = page_notebook_named(session, text)
         if key is not None:
-            return ResolvedPath(raw=raw, lexical=Path(key), real=Path(key), in_page=True)
+            return ResolvedPath(raw=text, lexical=Path(key), real=Path(key), in_page=True)
         resolved = resolve_path(raw, ctx.cwd, self.path_field)
         page = session.page_notebook
         if page is not None and str(resolved.real) == page.key:
