@@ -57,7 +57,7 @@ PROTOCOL_VERSION = PANEL_VERSION
 #: Longest text of one tool input or result part sent to the panel (cut in the middle).
 MAX_PART = 6000
 #: Settings shown in the panel's header: a change (``%agent --...``, ``%config``) redraws it.
-_SETTINGS = ("model", "permission_mode", "replay", "max_turns")
+_SETTINGS = ("model", "permission_mode", "replay", "max_turns", "mcp_servers")
 
 
 def _cut(text: str, limit: int = MAX_PART) -> str:

@@ -1,4 +1,4 @@
-"""Before a run's first request: the tools of its :class:`~.tool.ToolSource`\\ s (MCP servers').
+"""Before a run's first request: the tools of its tool sources (MCP servers', see :class:`~.tool.ToolSource`).
 
 A source may start processes and wait for a person's approval, so the wait is a task
 that Stop cancels at once. What the sources offer joins the run's own tools; a name

@@ -175,7 +175,7 @@ class McpConnection:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if self._task is not None and self._task.done() or _connection_lost(exc) or not self.alive():
+            if (self._task is not None and self._task.done()) or _connection_lost(exc) or not self.alive():
                 self._fail(f"it stopped answering ({_describe(exc)})")
                 await self.stop()
                 raise McpServerError(self._failure_text()) from None

@@ -192,6 +192,16 @@ async def test_agent_compact_summarises_the_conversation_now(kernel, script, api
     assert "Summary of the first answer." in history and "my-words-7" in history
 
 
+async def test_agent_mcp_lists_the_mcp_servers_of_the_config(kernel):
+    await kernel.execute("%config AgentConfig.mcp_servers = {'calc': {'command': 'calc-server', 'args': ['--x']}}")
+    try:
+        listed = (await kernel.execute("%agent mcp"))["outputs"][0]["text"]
+    finally:
+        await kernel.execute("%config AgentConfig.mcp_servers = {}")
+    assert "calc  [not started]  stdio: calc-server --x" in listed  # started by the next run, not before
+    assert "No MCP servers" in (await kernel.execute("%agent mcp"))["outputs"][0]["text"]
+
+
 async def test_config_is_the_jupyter_way(kernel):
     await kernel.execute("%config AgentConfig.max_turns = 7")
     out = (await kernel.execute("%agent"))["outputs"][0]["text"]
