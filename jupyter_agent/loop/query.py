@@ -219,26 +219,14 @@ def _checkpoint(step: int, state: State, turn: Turn, **extra: Any) -> Checkpoint
 
 async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal) -> AsyncGenerator[Any, None]:
     """The loop. Yields events; the last one is always a :class:`Terminal`."""
-    tools = params.tools
-    if params.tool_sources:  # MCP servers: started (or approved) before the first request
-        loaded = await load_tool_sources(params.tool_sources, tools, params.context, params.can_use_tool, signal)
-        if loaded is None:
-            record.phase = "ended"
-            yield Terminal(TerminalReason.ABORTED_STREAMING, record.state.turn_count,
-                           "Stopped while the tool servers were starting.", None, record.usage)
-            return
-        tools, notices = loaded
-        for notice in notices:
-            yield notice
-    env = ToolRunEnv(
-        tools_by_name={t.name: t for t in tools}, context=params.context,
-        can_use_tool=params.can_use_tool, hooks=params.hooks,
-    )
-    definitions = [t.to_api() for t in tools]
-    context = run_context(params.model, params.system, definitions, env.tools_by_name, params.context, params.hooks,
-                          params.user_context, record.meter, signal, context_window=params.context_window,
-                          max_tokens=params.max_tokens)
-    loop = _Loop(params, record, signal, env, definitions, context)
+    loop: _Loop | None = None
+    async for item in open_loop(params, record, signal):  # the tool servers' notices, then the loop
+        if isinstance(item, _Loop):
+            loop = item
+        else:
+            yield item
+    if loop is None:  # stopped before it began
+        return
     turn: Turn | None = None
     try:
         while True:
@@ -282,6 +270,32 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
         # A consumer that stops pulling (or a cancelled task) must not leave tools running.
         if turn is not None and turn.executor is not None:
             turn.executor.discard()
+
+
+async def open_loop(params: QueryParams, record: RunRecord, signal: AbortSignal) -> AsyncGenerator[Any, None]:
+    """Before the first turn: the tool sources (MCP servers) started or approved, their
+    notices yielded, then the :class:`_Loop` the turns share (or a :class:`Terminal`
+    when the run was stopped while they started)."""
+    tools = params.tools
+    if params.tool_sources:  # MCP servers: started (or approved) before the first request
+        loaded = await load_tool_sources(params.tool_sources, tools, params.context, params.can_use_tool, signal)
+        if loaded is None:
+            record.phase = "ended"
+            yield Terminal(TerminalReason.ABORTED_STREAMING, record.state.turn_count,
+                           "Stopped while the tool servers were starting.", None, record.usage)
+            return
+        tools, notices = loaded
+        for notice in notices:
+            yield notice
+    env = ToolRunEnv(
+        tools_by_name={t.name: t for t in tools}, context=params.context,
+        can_use_tool=params.can_use_tool, hooks=params.hooks,
+    )
+    definitions = [t.to_api() for t in tools]
+    context = run_context(params.model, params.system, definitions, env.tools_by_name, params.context, params.hooks,
+                          params.user_context, record.meter, signal, context_window=params.context_window,
+                          max_tokens=params.max_tokens)
+    yield _Loop(params, record, signal, env, definitions, context)
 
 
 async def build_request(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
