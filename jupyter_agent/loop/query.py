@@ -53,8 +53,8 @@ from .usage import StreamUsage, Usage
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 MAX_STOP_HOOK_BLOCKS = 8
 #: The end message of a run stopped because the user interrupted the cell it was running.
-CELL_INTERRUPTED_MESSAGE = ("Stopped: the user interrupted the cell the agent was running (the kernel's "
-                            "interrupt), which stops the run as Stop does.")
+CELL_INTERRUPTED_MESSAGE = ("Stopped: the cell the agent was running was interrupted (the kernel's interrupt, "
+                            "or Stop), which stops the run as Stop does.")
 PARTIAL_KEPT_NOTICE = (
     "The response broke off ({error}) after tool calls that change things had started. "
     "Kept its finished part and their results; the next request goes on from there."

@@ -159,7 +159,8 @@ def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False
     if reason == "completed":
         return ""
     if getattr(terminal, "stopped_by", None) == CELL_INTERRUPTED and reason in ("aborted_streaming", "aborted_tools"):
-        return ("You interrupted the cell the agent was running: that stops the run, as Stop does."
+        return ("The cell the agent was running was interrupted (the kernel's interrupt, or Stop): that "
+                "stops the run, as Stop does."
                 + (calls if stopped_calls else ""))
     if reason == "aborted_streaming":
         return "Stopped while the model was answering." + (calls if stopped_calls else "")

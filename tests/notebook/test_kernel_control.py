@@ -76,7 +76,7 @@ async def test_an_interrupted_cell_stops_the_run_as_stop_does(workspace, jupyter
     assert set(results) == {first["id"], second["id"]}  # every call answered
     assert "interrupted by the user" in text_of(results[first["id"]])
     assert "stopped before this tool call started" in text_of(results[second["id"]])
-    assert "You interrupted the cell the agent was running" in end_explanation(terminal)
+    assert "The cell the agent was running was interrupted" in end_explanation(terminal)
 
 
 async def test_restart_asks_with_the_variables_it_loses_then_they_are_gone(workspace, jupyter_dirs):
