@@ -135,7 +135,8 @@ class NotebookErrorActions {
       cell.model.outputs.changed.connect(() => this.refresh(cell));
       cell.disposed.connect(() => this.bars.delete(cell));
     }
-    const outputs = (cell.model.toJSON() as { outputs?: unknown[] }).outputs ?? [];
+    const models = cell.model.outputs;
+    const outputs = Array.from({ length: models.length }, (_, i) => ({ output_type: models.get(i).type }));
     const buttons = errorButtons({ cell_type: 'code', outputs }, agentPresence.has(this.panel));
     if (!buttons.length) {
       this.drop(cell);

@@ -280,10 +280,7 @@ def fix_scenario(page, api, script, path, *, notebook7: bool = False) -> None:
     assert approval.locator(".jp-AgentPanel-del", has_text=BROKEN).count() == 1  # the fix, as a diff
     assert approval.locator(".jp-AgentPanel-add", has_text=FIXED).count() == 1
     assert cell_sources(page)[2] == BROKEN  # nothing before Allow
-    if not notebook7:
-        menu(page, "Settings", "Theme", "JupyterLab Dark")
-        wait_theme(page, light=False)
-    screenshot(page, f"fix_approval_{'nb7_light' if notebook7 else 'dark'}")
+    screenshot(page, f"fix_approval_{'nb7_' if notebook7 else ''}light")
     approval.get_by_role("button", name="Allow", exact=True).click()
     page.wait_for_function("([i, s]) => Array.from(document.querySelectorAll('.jp-Notebook .jp-Cell')[i]"
                            ".querySelectorAll('.cm-line')).map(l => l.textContent).join('\\n') === s",
@@ -294,18 +291,14 @@ def fix_scenario(page, api, script, path, *, notebook7: bool = False) -> None:
     assert "variables changed: mean" in panel.inner_text()  # the fixed cell ran, in the user's kernel
     assert cell(page, 2).locator(".jp-OutputArea-output").count() == 0  # no error any more...
     assert page.locator(FIX_BAR).count() == 0  # ...and no buttons
-    if not notebook7:
-        screenshot(page, "fix_done_dark")
-        menu(page, "Settings", "Theme", "JupyterLab Light")
-        wait_theme(page, light=True)
+    screenshot(page, f"fix_done_{'nb7_' if notebook7 else ''}light")
 
 
-@pytest.mark.timeout(300)  # ~15 s on a quiet machine; 2 loaded cores take several times that
+@pytest.mark.timeout(300)  # as long as the round trip above: 2 loaded cores take several times that
 def test_fix_with_agent_and_explain_on_an_error_output(lab, page_of, script, api):
     path = lab.root / "fix.ipynb"
     write_notebook(path, ["values = [3, 5, 8]", "%load_ext jupyter_agent", BROKEN, "print('fine')"],
                    ids=["vals", "load", "err", "ok"])
     page = page_of("fix.ipynb")
-    _theme(page, light=True)
     page.click(f"li[data-id='{PANEL[1:]}']")
     fix_scenario(page, api, script, path)

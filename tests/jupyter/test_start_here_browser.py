@@ -1,7 +1,8 @@
 """The start-here notebook as a newcomer meets it in real JupyterLab: opening it changes
 nothing, and its "try the agent" cells, replayed offline (``--replay live_cell``), add a
 cell right under the ``%%agent`` cell through the live page and run it in the user's
-kernel (42), with the run saying that it is a replay."""
+kernel (42), with the run saying that it is a replay; then its error cell's Fix with agent
+replays the recorded fix of that cell (``fix_error``), allowed and run."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, play
 START_HERE = Path(__file__).resolve().parents[2] / "notebooks" / "00-start-here.ipynb"
 
 
+@pytest.mark.timeout(300)  # ~20 s on a quiet machine; 2 loaded cores take several times that
 def test_the_start_here_try_it_cells_insert_and_run_a_cell_in_the_open_notebook(lab, page_of):
     shutil.copy(START_HERE, lab.root / "start.ipynb")
     page = page_of("start.ipynb")
@@ -47,3 +49,20 @@ def test_the_start_here_try_it_cells_insert_and_run_a_cell_in_the_open_notebook(
     shown = cell(page, agent).inner_text()
     assert "Offline replay — your prompt is not used; this replays live_cell.json" in shown
     assert "model_error" not in shown
+    # the next cells: an error whose Fix with agent the replay walks through (fix_error.json)
+    error = next(i for i, s in enumerate(cell_sources(page)) if "len(vales)" in s)
+    run_and_wait(page, error)
+    bar = cell(page, error).locator(".jp-AgentErrorActions")
+    bar.get_by_role("button", name="Fix with agent", exact=True).click()
+    panel = page.locator("#jupyter-agent-panel")  # the click opened the side panel
+    approval = panel.locator(".jp-AgentPanel-approval", has_text="NotebookEdit")
+    approval.wait_for(timeout=60000)
+    assert approval.locator(".jp-AgentPanel-add", has_text="len(values)").count() == 1
+    assert "this replays fix_error.json" in panel.inner_text()
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun").get_by_role(
+        "button", name="Allow", exact=True).click()
+    cell(page, error).locator(".jp-OutputArea-output", has_text="5.333").wait_for(timeout=60000)
+    assert "len(values)" in cell_sources(page)[error] and bar.count() == 0
+    screenshot(page, "start_here_fixed")
+
