@@ -46,8 +46,8 @@ def p95(values: list[float]) -> float:
 
 def figures(values: list[float]) -> str:
     if not values:
-        return f"{'-':>22}"
-    return f"{len(values):5d} {statistics.median(values):8.1f} {p95(values):8.1f}"
+        return f"{'-':>31}"
+    return f"{len(values):5d} {statistics.median(values):8.1f} {p95(values):8.1f} {max(values):8.1f}"
 
 
 def main() -> None:
@@ -92,9 +92,10 @@ def main() -> None:
     print()
     print(f"bridge request latency, ms: {args.kernels} kernels in {runs.pages_wanted} page(s), {started}, "
           f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
-    print(f"{'request':14}{'idle (one run at a time)':>24}   {f'{args.kernels} runs at once':>22}   "
+    print(f"{'request':14}  {'idle (one run at a time)':>32}   {f'{args.kernels} runs at once':>32}   "
           f"{'median ratio':>12}")
-    print(f"{'':14}{'n':>7} {'median':>8} {'p95':>8}   {'n':>5} {'median':>8} {'p95':>8}")
+    columns = f"{'n':>5} {'median':>8} {'p95':>8} {'max':>8}"
+    print(f"{'':14}  {columns}   {columns}")
     order = sorted((op for op in by_op if op not in ("run", "all but run")), key=lambda op: op)
     for op in [*order, "all but run", "run"]:
         idle, load = by_op[op]["idle"], by_op[op]["load"]

@@ -273,7 +273,8 @@ class ManyRuns:
         last cell (it writes its kernel's timings to a file) and reads the files."""
         out: list[tuple[str, str, float]] = []
         for name in self.names:
-            last = len(nbformat.read(self.lab.root / f"{name}.ipynb", as_version=4).cells) - 1
+            # the dump cell is the page's last (the file may not hold the runs' cells yet)
+            last = self.page[name].locator(f'[id="{self.panel[name]}"] .jp-Cell').count() - 1
             path = self.lab.root / f"{name}.timings.json"
             self.run_cell(name, last)
             deadline = time.monotonic() + self.timeout
