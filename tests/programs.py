@@ -8,6 +8,7 @@ activated the venv, and a ``jupyter`` found on ``PATH`` may be another installat
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -45,3 +46,13 @@ def system_program(name: str) -> str | None:
         if os.access(path, os.X_OK):
             return path
     return None
+
+
+def stop_process(proc: subprocess.Popen, grace_s: float = 15) -> None:
+    """End a server a test started: SIGTERM, then SIGKILL if it has not exited in ``grace_s``."""
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(grace_s)

@@ -35,6 +35,8 @@ from typing import Any
 
 import nbformat
 
+from tests.programs import stop_process
+
 CHROMIUM = "/usr/bin/chromium"
 HAVE_BROWSER = bool(Path(CHROMIUM).exists() and importlib.util.find_spec("jupyterlab")
                     and importlib.util.find_spec("playwright"))
@@ -149,12 +151,7 @@ class Lab:
             if getattr(self, "_pw", None) is not None:
                 self._pw.stop()
         finally:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(15)
+            stop_process(self.proc)
             self.log.close()
 
     # -- kernels (REST) --------------------------------------------------------------------

@@ -21,6 +21,7 @@ import nbformat
 import pytest
 
 from jupyter_agent.testing import response, text, tool_use
+from tests.programs import stop_process
 
 from .lab import (HAVE_BROWSER, allow_the_insert_then_the_run, free_port, require_browser, save, screenshot,
                   wait_for_end, write_notebook)
@@ -74,12 +75,7 @@ class KernelGateway:
             return json.loads(r.read())
 
     def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(15)
+        stop_process(self.proc)
         self.log.close()
 
 
