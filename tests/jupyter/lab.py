@@ -77,10 +77,11 @@ def write_notebook(path: Path, sources: list[str], ids: list[str] | None = None)
 
 class Lab:
     """One server (``app``: "jupyterlab", or "notebook" for Notebook 7; ``server_args``: more
-    command-line options for it) and one browser."""
+    command-line options for it; ``python``: the environment it runs in, this one unless a
+    benchmark compares another) and one browser."""
 
     def __init__(self, tmp: Path, env_extra: dict[str, str] | None = None, app: str = "jupyterlab",
-                 server_args: Sequence[str] = ()) -> None:
+                 server_args: Sequence[str] = (), python: str = sys.executable) -> None:
         self.app = app
         self.tmp = tmp
         self.root = tmp / "root"
@@ -106,7 +107,7 @@ class Lab:
         self.log_path = tmp / "server.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", app, "--allow-root", "--no-browser", f"--port={self.port}",
+            [python, "-m", app, "--allow-root", "--no-browser", f"--port={self.port}",
              "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={self.root}",
              "--ServerApp.disable_check_xsrf=True", *server_args],
             env=env, stdout=self.log, stderr=subprocess.STDOUT)
