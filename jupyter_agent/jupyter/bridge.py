@@ -42,6 +42,11 @@ from .protocol import BRIDGE_MAX_MESSAGE_BYTES, BRIDGE_TARGET, BRIDGE_VERSION, B
 log = logging.getLogger(__name__)
 
 TARGET = BRIDGE_TARGET
+#: The key under which a reply's result carries its page's ``changes`` as the kernel
+#: counted them when the reply arrived (kernel side only: the page never sends it).
+CHANGES_SEEN = "_changes_seen"
+#: Requests whose success changed the page's document.
+CHANGING_OPS = frozenset({"insert", "replace", "delete", "restore", "run"})
 PROTOCOL_VERSION = BRIDGE_VERSION
 #: Seconds a request other than "run" may take before the page counts as gone.
 REQUEST_TIMEOUT_S = 5.0
@@ -94,6 +99,9 @@ def failure_message(code: str, detail: str) -> str:
     return detail or "the page refused the request"
 
 
+_page_serials = itertools.count(1)
+
+
 @dataclass
 class Page:
     """One browser page (tab) showing a notebook on this kernel."""
@@ -107,6 +115,14 @@ class Page:
     protocol: Any = PROTOCOL_VERSION
     seen: float = field(default_factory=time.monotonic)
     gone: bool = False
+    #: the page sends a ``changed`` notice on the first change of its document after a
+    #: reply to a request that asked for it (``notify``)
+    notices: bool = False
+    #: changes of the page's document this kernel knows of: notices, and the replies of
+    #: requests that changed it (each reply carries the count as ``CHANGES_SEEN``)
+    changes: int = 0
+    #: tells this entry from an earlier one of the same page (a new hello makes a new entry)
+    serial: int = field(default_factory=lambda: next(_page_serials))
     #: seconds each recent answer took (cell runs aside: their time is the cell's)
     answer_s: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=RECENT_ANSWERS))
 
@@ -140,6 +156,7 @@ class _Pending:
     loop: asyncio.AbstractEventLoop
     client_id: str
     comm: Any  # the comm the request went out on: only its reply settles it
+    op: str = ""
 
 
 class KernelBridge:
@@ -234,6 +251,8 @@ class KernelBridge:
             return self._hello(c, data)
         if op == "bye":
             return self._forget(str(data.get("from") or ""), "the page closed the notebook")
+        if op == "changed":
+            return self._changed(c, str(data.get("from") or ""))
         if op == "open":
             return None  # our own broadcast open, echoed: nothing to answer
         self._refuse(c, data.get("id"), "unknown_op", f"the kernel does not answer {op!r} messages")
@@ -261,9 +280,15 @@ class KernelBridge:
         self.pages[client_id] = Page(
             client_id=client_id, comm=c, path=str(info.get("path") or ""),
             server_root=str(info.get("server_root") or ""), version=str(info.get("version") or ""),
-            app=str(info.get("app") or ""), protocol=data.get("v"))
+            app=str(info.get("app") or ""), protocol=data.get("v"), notices=info.get("notices") is True)
         for loop, event in list(self._hello_waiters):
             loop.call_soon_threadsafe(event.set)
+
+    def _changed(self, c: Any, client_id: str) -> None:
+        """The page's document changed after its last reply to a request with ``notify``."""
+        page = self.pages.get(client_id)
+        if page is not None and page.comm is c:  # only a page's own comm speaks for it
+            page.changes += 1
 
     def _settle(self, c: Any, data: dict[str, Any]) -> None:
         request_id = str(data.get("re"))
@@ -282,6 +307,13 @@ class KernelBridge:
             return
         if data.get("ok") is True and isinstance(data.get("result"), dict):
             outcome: Any = data["result"]
+            page = self.pages.get(pending.client_id)
+            if page is not None and page.notices:
+                # Counted here, in the order the page's messages came: a notice sent after
+                # this reply is counted after it, whenever the caller wakes up.
+                if pending.op in CHANGING_OPS:
+                    page.changes += 1
+                outcome[CHANGES_SEEN] = (page.serial, page.changes)
         else:
             code = str(data.get("code") or BridgeCode.FAILED)
             outcome = BridgeError(failure_message(code, str(data.get("error") or "")), code)
@@ -353,7 +385,7 @@ class KernelBridge:
                               BridgeCode.TOO_LARGE)
         future = loop.create_future()
         with self._lock:
-            self._pending[request_id] = _Pending(future, loop, client_id, page.comm)
+            self._pending[request_id] = _Pending(future, loop, client_id, page.comm, op)
         sent = time.perf_counter()
         try:
             page.comm.send(message)

@@ -24,16 +24,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .cells import cell_view, cell_views
-from .document import (POSITION_ID, CellRestore, EditResult, NotebookDocument, NotebookError, NotebookSnapshot,
+from .document import (POSITION_ID, Cell, CellRestore, EditResult, NotebookDocument, NotebookError, NotebookSnapshot,
                        RunResult, StaleNotebookError, find_cell_index)
 from .file_backend import FileNotebook
 from .namespace import changed_names
 
 log = logging.getLogger(__name__)
+
+#: The key of a reply's result under which the bridge puts its count of the page's changes
+#: (``jupyter.bridge.CHANGES_SEEN``; this package does not import the bridge).
+CHANGES_SEEN = "_changes_seen"
 
 #: Seconds past a run's time limit the kernel still waits for the page's reply: the page
 #: interrupts the kernel at the limit and answers once the interrupted cell has ended.
@@ -79,6 +84,8 @@ class LiveNotebook(NotebookDocument):
         self._last: NotebookSnapshot | None = None
         #: the page's document state when ``_last`` was read (any change at all moves it)
         self._last_state: str | None = None
+        #: the page's count of changes the kernel knew of then (``bridge.CHANGES_SEEN``)
+        self._seen: Any = None
 
     async def answering(self) -> bool:
         """Whether the page answers (waited for once: its hello may still be on its way)."""
@@ -98,7 +105,8 @@ class LiveNotebook(NotebookDocument):
         if not await self.answering():
             raise NotebookError(self.absent or "")
         try:
-            return await self.bridge.request(self.client_id, op, **arguments)
+            # notify: the page tells of the next change after its reply (see snapshot)
+            return await self.bridge.request(self.client_id, op, notify=True, **arguments)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the bridge's refusals, as the tools' notebook errors
@@ -116,15 +124,32 @@ class LiveNotebook(NotebookDocument):
                 raise NotebookError(self.absent or "")
             return await FileNotebook(self.path).snapshot()  # reading the file loses nothing
         last, known = self._last, self._last_state
+        if last is not None and known and self._unchanged_since():
+            return last  # no notice and no other change since: the page would say "unchanged"
         result = await self._ask("read", **({"known_state": known} if last is not None and known else {}))
-        if result.get("unchanged") is True and last is not None and result.get("state") == known:
-            return last  # the page's document has not changed at all since that read
+        if result.get("unchanged") is True and last is not None and isinstance(result.get("state"), str):
+            # the page's document has not changed at all since that read (or this backend's
+            # own edit that followed it): the page names its state now, for the next read
+            self._last_state = result["state"]
+            self._seen = result.get(CHANGES_SEEN)
+            return last
         snapshot = NotebookSnapshot.of(self.path, cell_views(result.get("cells") or []),
                                        str(result.get("version") or ""), result.get("metadata") or {})
         self._last = snapshot
         state = result.get("state")
         self._last_state = state if isinstance(state, str) else None
+        self._seen = result.get(CHANGES_SEEN)
         return snapshot
+
+    def _unchanged_since(self) -> bool:
+        """Whether the page has said of no change since the reply that made the last read
+        current (and says such things: a page that sends ``changed`` notices). Its document
+        may still have changed in the instant a notice takes to come: every edit and run is
+        checked by the page against the version it was planned on, so that costs a
+        ``stale`` refusal at worst, never a wrong edit."""
+        page = self.bridge.pages.get(self.client_id)
+        return (page is not None and getattr(page, "notices", False) is True and self._seen is not None
+                and self._seen == (getattr(page, "serial", None), getattr(page, "changes", None)))
 
     async def _real_id(self, cell_id: str, expected_version: str | None) -> str:
         """``cell-N`` -> the id of the cell at N, in the snapshot the caller saw. Any other id
@@ -136,25 +161,82 @@ class LiveNotebook(NotebookDocument):
             last = await self.snapshot()
         return last.cells[find_cell_index(last.cells, cell_id)].id
 
-    def _edit_result(self, result: dict[str, Any]) -> EditResult:
-        self._last = None
+    def _known(self, expected_version: str | None) -> dict[str, str]:
+        """``known_state`` for a change checked against the last read's version: the page
+        names the state its reply leaves the document in only if that read's state is
+        still the document's (see :meth:`_follow`)."""
+        last, state = self._last, self._last_state
+        if last is None or not state or expected_version is None or expected_version != last.version:
+            return {}
+        return {"known_state": state}
+
+    def _edit_result(self, result: dict[str, Any], change: str, expected_version: str | None) -> EditResult:
         cell = cell_view(result.get("cell") or {}, int(result.get("index") or 0), True)
-        return EditResult(cell=cell, version=str(result.get("version") or ""))
+        version = str(result.get("version") or "")
+        self._follow(change, cell, version, result.get("state"), expected_version, result.get(CHANGES_SEEN))
+        return EditResult(cell=cell, version=version)
+
+    def _follow(self, change: str, cell: Cell, version: str, state: Any, expected_version: str | None,
+                seen: Any) -> None:
+        """Bring the last read up to date with this backend's own change, so the next read
+        (NotebookRun's after an insert, NotebookEdit's before the next edit) is the page's
+        small "unchanged" answer, not the whole notebook again.
+
+        Only when the page found its document still at the last read's state (the
+        request's ``known_state``; for a run, nothing but its cell changed while it ran)
+        and so named the state its reply leaves the document in: a read that names it is
+        "unchanged" only while the document is exactly as this change left it (outputs
+        and metadata included), and the page's ``changed`` notice says when it is not.
+        The last read is dropped otherwise (the next read is a whole one)."""
+        last = self._last
+        self._last = None
+        if last is None or not isinstance(state, str) or not state or expected_version != last.version:
+            return
+        if change == "run" and version != expected_version:  # a run changes no source: someone else did
+            return
+        cells = list(last.cells)
+        index = cell.index
+        if change == "insert" and 0 <= index <= len(cells):
+            cells.insert(index, cell)
+            shift = range(index + 1, len(cells))
+        elif change in ("replace", "run") and 0 <= index < len(cells) and cells[index].id == cell.id:
+            cells[index] = cell
+            shift = range(0)
+        elif change == "delete" and 0 <= index < len(cells) and cells[index].id == cell.id:
+            del cells[index]
+            shift = range(index, len(cells))
+        else:
+            log.debug("the page's %s reply does not fit the last read; the next read is a whole one", change)
+            return
+        for i in shift:
+            cells[i] = replace(cells[i], index=i)
+        if not version.startswith(f"live-{len(cells)}-"):  # the page's count of cells differs
+            log.debug("after a %s the page counts other cells than the last read; reading it again", change)
+            return
+        self._last = replace(last, cells=tuple(cells), version=version)
+        self._last_state = state
+        self._seen = seen
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
                           expected_version: str | None = None) -> EditResult:
         return self._edit_result(await self._ask(
-            "insert", index=index, cell_type=cell_type, source=source, expected_version=expected_version))
+            "insert", index=index, cell_type=cell_type, source=source, expected_version=expected_version,
+            **self._known(expected_version)),
+            "insert", expected_version)
 
     async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
                            expected_version: str | None = None) -> EditResult:
         real = await self._real_id(cell_id, expected_version)
         return self._edit_result(await self._ask(
-            "replace", cell_id=real, source=source, cell_type=cell_type, expected_version=expected_version))
+            "replace", cell_id=real, source=source, cell_type=cell_type, expected_version=expected_version,
+            **self._known(expected_version)),
+            "replace", expected_version)
 
     async def delete_cell(self, cell_id: str, *, expected_version: str | None = None) -> EditResult:
         real = await self._real_id(cell_id, expected_version)
-        return self._edit_result(await self._ask("delete", cell_id=real, expected_version=expected_version))
+        return self._edit_result(await self._ask("delete", cell_id=real, expected_version=expected_version,
+                                                 **self._known(expected_version)),
+                                 "delete", expected_version)
 
     async def restore_cells(self, steps: list[CellRestore], *, expected_version: str | None = None) -> str:
         """Put cells back in one request, applied by the page as one step of the notebook's
@@ -182,7 +264,7 @@ class LiveNotebook(NotebookDocument):
         try:
             result = await asyncio.wait_for(
                 self._ask("run", cell_id=real, expected_version=expected_version, timeout_s=timeout,
-                          timeout=None, abort=abort), timeout + RUN_REPLY_GRACE_S)
+                          timeout=None, abort=abort, **self._known(expected_version)), timeout + RUN_REPLY_GRACE_S)
         except TimeoutError:
             raise NotebookError(
                 f"The cell ran longer than {timeout:.0f} s and the page did not interrupt it. It may still be "
@@ -193,8 +275,9 @@ class LiveNotebook(NotebookDocument):
                 return RunResult(cell=cell, outputs=[], execution_count=None, status="interrupted",
                                  saved=False, note="Stopped by the user while the cell was running in the page.")
             raise
-        self._last = None
         cell = cell_view(result.get("cell") or {}, int(result.get("index") or 0), True)
+        self._follow("run", cell, str(result.get("version") or ""), result.get("state"), expected_version,
+                     result.get(CHANGES_SEEN))
         outputs = [o for o in result.get("outputs") or [] if isinstance(o, dict)]
         count = result.get("execution_count")
         status = str(result.get("status") or "ok")

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionResult
 from ..notebook import is_notebook_path
-from ..notebook.document import Cell, NotebookSnapshot, RunResult, check_cell_id_text
+from ..notebook.document import Cell, NotebookDocument, NotebookSnapshot, RunResult, check_cell_id_text
 from ..notebook.outputs import finish_outputs
 from ..notebook.render import render_run
 from ..notebook.session import tool_session
@@ -66,22 +66,40 @@ class NotebookRun(PathTool):
         path = self.resolve(input, context)
         if not is_notebook_path(path.real):
             return "NotebookRun runs cells of Jupyter notebooks (.ipynb files)."
-        if inside_roots(path, context):  # outside: say nothing about the disk before permission
-            try:
-                _, snapshot = await notebook_for_change(input.notebook_path, path.real, context)
-                cell = snapshot.find(input.cell_id)
-            except ToolError as exc:
-                return str(exc)
-            if cell.cell_type != "code":
-                return f"Cell {input.cell_id} is a {cell.cell_type} cell; only code cells can be run."
         return None
+
+    async def prepare(self, input: NotebookRunInput, context: ToolContext) -> PreparedCall:
+        """Plan the run with one read of the notebook: which cell (the approval shows its
+        whole code) and the version the run is checked against. Time passes while the user
+        decides; the backend checks that version again when it runs the cell (the page in
+        the same step), so a cell changed meanwhile is refused, never run unseen. Outside
+        the working folders nothing is read before permission (see :meth:`planned`)."""
+        prepared = await super().prepare(input, context)
+        if prepared.paths and inside_roots(prepared.paths[0], context):
+            try:
+                prepared.change = await self.plan(input, context)
+            except ToolError as exc:
+                prepared.problem = str(exc)
+        return prepared
+
+    async def plan(self, input: NotebookRunInput, context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot]:
+        """The document and its snapshot, once the cell is known to be a code cell in it."""
+        doc, snapshot = await notebook_for_change(input.notebook_path, self.resolve(input, context).real, context)
+        cell = snapshot.find(input.cell_id)
+        if cell.cell_type != "code":
+            raise ToolError(f"Cell {input.cell_id} is a {cell.cell_type} cell; only code cells can be run.")
+        return doc, snapshot
+
+    async def planned(self, input: NotebookRunInput, context: ToolContext,
+                      prepared: PreparedCall) -> tuple[NotebookDocument, NotebookSnapshot]:
+        return prepared.change if prepared.change is not None else await self.plan(input, context)
 
     async def check_permissions(self, input: NotebookRunInput, context: ToolContext,
                                 prepared: PreparedCall) -> PermissionResult:
         path = self.resolve(input, context).real
         source, position = "", f"cell {input.cell_id}"
         try:
-            _, snapshot = await notebook_for_change(input.notebook_path, path, context)
+            _, snapshot = await self.planned(input, context, prepared)
             cell = snapshot.find(input.cell_id)
             source, position = cell.source, cell_position(snapshot, cell)
         except ToolError as exc:
@@ -97,7 +115,7 @@ class NotebookRun(PathTool):
 
     async def call(self, input: NotebookRunInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         path = self.resolve(input, context).real
-        doc, snapshot = await notebook_for_change(input.notebook_path, path, context)
+        doc, snapshot = await self.planned(input, context, prepared)
         timeout = float(tool_session(context).cell_timeout_s or DEFAULT_CELL_TIMEOUT_S)
         result = await _with_progress(doc.run_cell(input.cell_id, timeout=timeout, abort=context.abort,
                                                    expected_version=snapshot.version),

@@ -51,6 +51,16 @@ function now(): number {
   return Math.round((performance.timeOrigin + performance.now()) * 100) / 100;
 }
 
+/** Whether the Yjs `type` is `root` or inside it. */
+function within(type: any, root: any): boolean {
+  for (let t = type; t; t = t._item?.parent) {
+    if (t === root) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /** The class of the run widget's Stop button (jupyter_agent/jupyter/runview.py). */
 const STOP_BUTTON_CLASS = 'jupyter-agent-stop';
 
@@ -134,6 +144,8 @@ class NotebookBridge implements IDisposable {
     // Capture: the click is seen before the widget's own handler, whatever that does with it.
     panel.node.addEventListener('click', this.interruptOnStop, true);
     panel.disposed.connect(() => this.dispose());
+    // Another model (another document) is a change a kernel told of changes must hear of.
+    panel.content.modelChanged.connect(() => this.sendNotices());
   }
 
   get isDisposed(): boolean {
@@ -264,6 +276,7 @@ class NotebookBridge implements IDisposable {
         replied = true;
         const ms = Math.round((performance.now() - started) * 10) / 10;
         this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: true, result, ms, at: [received, now()] });
+        this.armNotice(comm, req);
       }
     };
     try {
@@ -278,7 +291,28 @@ class NotebookBridge implements IDisposable {
       const code = err instanceof BridgeError ? err.code : CODES.failed;
       const error = err instanceof Error ? err.message : String(err);
       this.send(comm, { v: PROTOCOL_VERSION, re, from: clientId, ok: false, code, error });
+      this.armNotice(comm, req);
     }
+  }
+
+  /** Comms whose kernel asked (`notify: true`) to be told of the next change of the
+   * document after the reply it got: one `changed` notice each, then nothing until its
+   * next request is answered. The kernel trusts its last read of an unchanged document
+   * without asking, until a notice comes (docs/bridge.md). */
+  private notify = new Set<Kernel.IComm>();
+  /** True while an agent edit's own transaction runs: its change is in its reply. */
+  private applying = false;
+
+  private armNotice(comm: Kernel.IComm, req: IRequest): void {
+    if (req.notify === true) {
+      this.notify.add(comm);
+    }
+  }
+
+  private sendNotices(): void {
+    const from = this.kernel?.clientId ?? '';
+    this.notify.forEach(comm => this.send(comm, { v: PROTOCOL_VERSION, op: 'changed', from }));
+    this.notify.clear();
   }
 
   private answer(req: IRequest, reply: Reply): Promise<JSONObject> | JSONObject {
@@ -319,7 +353,8 @@ class NotebookBridge implements IDisposable {
       version: this.version(),
       dirty: this.panel.context.model.dirty,
       app: PageConfig.getOption('appName') || 'JupyterLab',
-      protocol: PROTOCOL_VERSION
+      protocol: PROTOCOL_VERSION,
+      notices: true
     };
   }
 
@@ -329,6 +364,9 @@ class NotebookBridge implements IDisposable {
   private readonly onDocUpdate = (): void => {
     this.cachedVersion = null;
     this.updates++;
+    if (!this.applying && this.notify.size) {
+      this.sendNotices();
+    }
   };
 
   /** A hash of the cells' ids, types and sources: what an agent edit must not race with.
@@ -336,6 +374,15 @@ class NotebookBridge implements IDisposable {
    * the document changes (any Yjs update), so a check costs nothing on an unchanged
    * notebook of thousands of cells. */
   version(): string {
+    const ydoc = this.watch();
+    if (this.cachedVersion === null || !ydoc) {
+      this.cachedVersion = this.computeVersion();
+    }
+    return this.cachedVersion;
+  }
+
+  /** The document's Yjs doc, its updates watched (they clear the version and move the state). */
+  private watch(): any {
     const ydoc = this.shared.ydoc;
     if (ydoc !== this.watchedDoc) {
       this.watchedDoc?.off?.('update', this.onDocUpdate);
@@ -343,10 +390,7 @@ class NotebookBridge implements IDisposable {
       this.cachedVersion = null;
       ydoc?.on?.('update', this.onDocUpdate);
     }
-    if (this.cachedVersion === null || !ydoc) {
-      this.cachedVersion = this.computeVersion();
-    }
-    return this.cachedVersion;
+    return ydoc;
   }
 
   private computeVersion(): string {
@@ -378,15 +422,35 @@ class NotebookBridge implements IDisposable {
   /** Changes with any change of the document (outputs and metadata too, unlike the
    * version), and with the document itself (a reload): what a read may be reused for. */
   private state(): string {
-    this.version(); // watches the document's updates
-    return `${this.shared.ydoc?.guid ?? 'doc'}:${this.updates}`;
+    const ydoc = this.watch();
+    return `${ydoc?.guid ?? 'doc'}:${this.updates}`;
+  }
+
+  /** The state an agent edit's reply names (`<doc>:edit-<n>`): the reply leaves before
+   * the edit's transaction has ended (see applyEdit), so before the state it ends in is
+   * known; once it has ended, in the same synchronous task, `afterEdit` maps the name to
+   * that state. A read that knows the name is then "unchanged" exactly when the document
+   * is still as the edit left it (only the latest edit's name is kept). */
+  private edits = 0;
+  private afterEdit: { name: string; state: string } | null = null;
+
+  private resolveState(known: unknown): unknown {
+    return this.afterEdit !== null && known === this.afterEdit.name ? this.afterEdit.state : known;
+  }
+
+  /** Whether the caller's copy, read at the request's `known_state`, is the document now:
+   * only then may the reply of its edit or run name a state to read against (the caller
+   * brings its copy up to date with the change it asked for, and nothing else). */
+  private holdsKnownState(req: IRequest): boolean {
+    return typeof req.known_state === 'string' && this.resolveState(req.known_state) === this.state();
   }
 
   /** The whole notebook; only `{state, unchanged: true}` when the reader's copy, read at
-   * `known_state`, is still the document (a re-read of 2,000 cells then costs nothing). */
+   * `known_state` (a read's state, or an edit's), is still the document (a re-read of
+   * 2,000 cells then costs nothing). */
   read(req: IRequest): JSONObject {
     const state = this.state();
-    if (typeof req.known_state === 'string' && req.known_state === state) {
+    if (typeof req.known_state === 'string' && this.resolveState(req.known_state) === state) {
       return { state, unchanged: true };
     }
     const shared = this.shared;
@@ -437,11 +501,13 @@ class NotebookBridge implements IDisposable {
    * or the document does not show it, no success is sent: the error is the reply.
    */
   private applyEdit<T>(
+    req: IRequest,
     edit: () => T,
     outcome: (result: T) => JSONObject | null,
     reply: Reply,
     cellIndex?: number
   ): JSONObject {
+    const followed = this.holdsKnownState(req);
     const shared = this.shared;
     const ydoc = shared.ydoc;
     const managers = [shared.undoManager];
@@ -452,28 +518,61 @@ class NotebookBridge implements IDisposable {
     let done = false;
     let result: T | undefined;
     let answer: JSONObject | null = null;
+    const name = `${ydoc?.guid ?? 'doc'}:edit-${++this.edits}`;
+    const answerOf = (): JSONObject | null => {
+      const found = outcome(result as T);
+      return found === null || !followed ? found : { ...found, state: name };
+    };
+    let sentEarly = false;
     const early = () => {
       if (done && answer === null) {
-        answer = outcome(result as T);
+        answer = answerOf();
         if (answer !== null) {
           reply(answer);
+          sentEarly = true;
         }
       }
     };
     managers.forEach(m => m?.stopCapturing());
     ydoc.on('beforeObserverCalls', early);
+    this.watch();
+    const updates = this.updates;
+    this.applying = true;
     try {
       shared.transact(() => {
         result = edit();
         done = true;
       });
     } finally {
+      this.applying = false;
       ydoc.off('beforeObserverCalls', early);
       managers.forEach(m => m?.stopCapturing());
     }
-    answer = answer ?? outcome(result as T);
+    answer = answer ?? answerOf();
     if (answer === null) {
       throw new BridgeError(CODES.failed, 'The edit did not reach the notebook in the page.');
+    }
+    if (this.updates !== updates + 1) {
+      // An observer changed the document further, within the edit's transaction: that is
+      // not in the reply. The name stands for no state, and a kernel told of no change
+      // since the reply is told now.
+      this.afterEdit = null;
+      if (sentEarly) {
+        this.sendNotices();
+      } else {
+        delete answer.state;
+      }
+      return answer;
+    }
+    if (typeof answer.version === 'string') {
+      // The version the reply read from the document is still the version: the next
+      // request need not hash every cell again.
+      this.cachedVersion = answer.version;
+    }
+    if (followed) {
+      // The transaction has ended (its observers and update events ran, nothing else did):
+      // the state the reply's name stands for.
+      this.afterEdit = { name, state: this.state() };
     }
     return answer;
   }
@@ -491,6 +590,7 @@ class NotebookBridge implements IDisposable {
       throw new BridgeError(CODES.badRequest, 'insert needs a string "source"');
     }
     return this.applyEdit(
+      req,
       () => shared.insertCell(index, { cell_type: type, source: req.source, metadata: {} }),
       cell => this.edited(cell, index),
       reply
@@ -522,6 +622,7 @@ class NotebookBridge implements IDisposable {
     if (type !== old.cell_type) {
       // A cell cannot change type in place: swap it for a new one with the same id.
       return this.applyEdit(
+        req,
         () => {
           const json = old.toJSON();
           shared.deleteCell(index);
@@ -532,6 +633,7 @@ class NotebookBridge implements IDisposable {
       );
     }
     return this.applyEdit(
+      req,
       () => {
         old.setSource(source);
         if (old.cell_type === 'code') {
@@ -554,6 +656,7 @@ class NotebookBridge implements IDisposable {
     const json = old.toJSON();
     const count = this.ycells().length;
     return this.applyEdit(
+      req,
       () => shared.deleteCell(index),
       () => {
         const ycells = this.ycells();
@@ -573,6 +676,7 @@ class NotebookBridge implements IDisposable {
     }
     const shared = this.shared;
     return this.applyEdit(
+      req,
       () => {
         try {
           return applySteps(shared, steps);
@@ -595,6 +699,18 @@ class NotebookBridge implements IDisposable {
     if (!kernel) {
       throw new BridgeError(CODES.noKernel, 'the notebook has no kernel in the page');
     }
+    // The reply names the state the run leaves the document in only when the caller's copy
+    // was the document when the run began and nothing but this cell changed meanwhile (its
+    // outputs, count, metadata): the caller then takes the cell from the reply.
+    let followed = this.holdsKnownState(req);
+    const ydoc = this.shared.ydoc;
+    const ycell = (widget.model.sharedModel as any).ymodel;
+    const watch = (transaction: any): void => {
+      transaction.changed?.forEach((_keys: unknown, type: any) => {
+        followed = followed && within(type, ycell);
+      });
+    };
+    ydoc.on('afterTransaction', watch);
     const wasEditing = notebook.mode === 'edit';
     const execution = NotebookActions.runCells(notebook, [widget], this.panel.sessionContext);
     if (wasEditing) {
@@ -620,6 +736,7 @@ class NotebookBridge implements IDisposable {
         window.clearTimeout(timer);
       }
       this.runs--;
+      ydoc.off('afterTransaction', watch);
     }
     const json = widget.model.toJSON() as JSONObject;
     const outputs = (json.outputs as JSONObject[]) ?? [];
@@ -639,7 +756,8 @@ class NotebookBridge implements IDisposable {
       outputs: json.outputs ?? [],
       execution_count: json.execution_count ?? null,
       status,
-      version: this.version()
+      version: this.version(),
+      ...(followed ? { state: this.state() } : {})
     };
   }
 }

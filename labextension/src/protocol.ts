@@ -8,9 +8,15 @@
  * Request (kernel -> page):  {v, id, to, op, ...arguments}
  * Reply   (page -> kernel):  {v, re, from, ok: true, result, ms, at} | {v, re, from, ok: false, code, error}
  * Hello   (page -> kernel):  {v, op: "hello", from, result}  (unsolicited, when a comm opens)
- * `read` takes an optional `known_state`: the `state` of the caller's last read; when the
- * document has not changed at all since (outputs included), the reply is only
- * `{state, unchanged: true}`. Each output is cut to BRIDGE_MAX_OUTPUT_CHARS, and all of
+ * `read` takes an optional `known_state`: the `state` of the caller's last read (or of its
+ * last edit's reply); when the document has not changed at all since (outputs included),
+ * the reply is only `{state, unchanged: true}`. `insert`, `replace`, `delete`, `restore`
+ * and `run` take it too: when it is still the document's state, their reply carries a
+ * `state` naming the document as the change left it (a run: only if nothing but its cell
+ * changed meanwhile), and the caller applies the change to its copy instead of reading.
+ * Any request may carry `notify: true`: after its reply the page sends one
+ * `{v, op: "changed", from}` on the next change of its document that is not an agent
+ * edit (its hello's result says `notices: true`). Each output is cut to BRIDGE_MAX_OUTPUT_CHARS, and all of
  * them to BRIDGE_MAX_READ_OUTPUT_CHARS, with a note of what was left out.
  * `run` takes `timeout_s`: past it the page interrupts the kernel and replies with status
  * "timeout".

@@ -79,10 +79,11 @@ def write_notebook(path: Path, sources: list[str], ids: list[str] | None = None)
 
 class Lab:
     """One server (``app``: "jupyterlab", or "notebook" for Notebook 7; ``server_args``: more
-    command-line options for it) and one browser."""
+    command-line options for it; ``python``: the environment it runs in, this one unless a
+    benchmark compares another) and one browser (``browser``: another Lab's, shared)."""
 
     def __init__(self, tmp: Path, env_extra: dict[str, str] | None = None, app: str = "jupyterlab",
-                 server_args: Sequence[str] = ()) -> None:
+                 server_args: Sequence[str] = (), python: str = sys.executable, browser: Any = None) -> None:
         self.app = app
         self.tmp = tmp
         self.root = tmp / "root"
@@ -108,7 +109,7 @@ class Lab:
         self.log_path = tmp / "server.log"
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", app, "--allow-root", "--no-browser", f"--port={self.port}",
+            [python, "-m", app, "--allow-root", "--no-browser", f"--port={self.port}",
              "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={self.root}",
              "--ServerApp.disable_check_xsrf=True", *server_args],
             env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -116,11 +117,14 @@ class Lab:
         self._pages = 0
         # notebook path -> the thread stopping the kernel a finished test left on it
         self._stopping: dict[str, threading.Thread] = {}
+        self._owns_browser = browser is None
         try:
-            from playwright.sync_api import sync_playwright
+            if browser is None:
+                from playwright.sync_api import sync_playwright
 
-            self._pw = sync_playwright().start()
-            self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+                self._pw = sync_playwright().start()
+                browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            self.browser = browser
             self._wait_listening()
         except BaseException:
             self.close()
@@ -146,7 +150,7 @@ class Lab:
     def close(self) -> None:
         try:
             self._wait_stopped()
-            if getattr(self, "browser", None) is not None:
+            if getattr(self, "browser", None) is not None and self._owns_browser:
                 self.browser.close()
             if getattr(self, "_pw", None) is not None:
                 self._pw.stop()

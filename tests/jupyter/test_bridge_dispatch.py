@@ -135,3 +135,30 @@ async def test_a_page_that_has_been_slow_to_answer_is_waited_for_past_the_reques
     with pytest.raises(PageGone) as gone:
         await fresh.request("client", "version", timeout=0.1)
     assert gone.value.code == BridgeCode.NO_ANSWER
+
+
+async def test_a_pages_changes_are_counted_in_the_order_its_messages_came():
+    """A page that sends ``changed`` notices: each reply carries the count of changes the
+    kernel knew of when it arrived (a changing request's reply counts as one); a notice
+    counts only on the page's own comm, and one that comes after a reply counts after it,
+    whenever the waiting caller wakes up."""
+    from jupyter_agent.jupyter.bridge import CHANGES_SEEN
+
+    bridge, comm = await _bridge_with_page()
+    other = RecordingComm()
+    bridge._comms.extend([comm, other])
+    page = bridge.pages["client"]
+    page.notices = True
+    changed = {"content": {"data": {"v": PROTOCOL_VERSION, "op": "changed", "from": "client"}}}
+    task = asyncio.create_task(bridge.request("client", "read"))
+    await asyncio.sleep(0)
+    bridge._receive(comm, reply_to(comm.sent[-1]))
+    bridge._receive(comm, changed)  # before the caller woke up
+    assert (await task)[CHANGES_SEEN] == (page.serial, 0)
+    assert page.changes == 1
+    bridge._receive(other, changed)  # not the page's comm: not the page speaking
+    assert page.changes == 1
+    task = asyncio.create_task(bridge.request("client", "insert", index=0, source="x"))
+    await asyncio.sleep(0)
+    bridge._receive(comm, reply_to(comm.sent[-1]))
+    assert (await task)[CHANGES_SEEN] == (page.serial, 2)  # the agent's own insert is a change too

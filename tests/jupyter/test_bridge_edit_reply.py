@@ -11,11 +11,12 @@ The edit goes through the live backend, as the agent's NotebookEdit does.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from .lab import HAVE_BROWSER, Lab, cell, cell_sources, require_browser, run_and_wait, run_cell, wait_idle, \
-    write_notebook
+    wait_prompt, write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
@@ -63,11 +64,94 @@ print("REUSED" if again is first else "REREAD", after.cells[2].outputs)
 """
 
 
+#: The agent's own changes followed without a whole read, in a task (a run through the page
+#: cannot wait behind the cell that started it): each step is written to steps.log, and
+#: the test changes the page where a step waits for its flag file.
+AGENT_FOLLOWS = """\
+import asyncio
+from pathlib import Path
+from jupyter_agent.jupyter.bridge import get_bridge
+from jupyter_agent.notebook.document import StaleNotebookError
+from jupyter_agent.notebook.live_backend import LiveNotebook
+
+class Recording:
+    \"\"\"The kernel's bridge, keeping the page's replies.\"\"\"
+    def __init__(self, bridge):
+        self.bridge, self.replies = bridge, []
+    def __getattr__(self, name):
+        return getattr(self.bridge, name)
+    async def request(self, client_id, op, **arguments):
+        reply = await self.bridge.request(client_id, op, **arguments)
+        self.replies.append((op, reply))
+        return reply
+    def whole_reads(self):
+        \"\"\"How many reads brought the whole notebook.\"\"\"
+        return sum(1 for op, reply in self.replies if op == "read" and "cells" in reply)
+
+def say(*words):
+    with open("steps.log", "a") as log:
+        print(*words, file=log)
+
+async def step(name):
+    say(name)
+    while not Path(name + ".flag").exists():
+        await asyncio.sleep(0.05)
+    # What the page sent before its answer to this is in (one comm, in order): the page's
+    # notice of the test's change, which is on its way, as it would long be for an agent
+    # whose next step comes a model turn after the user's change.
+    await get_bridge().request(client, "version")
+
+client = get_ipython().kernel.get_parent()["header"]["session"]  # the page that ran this cell
+
+async def agent():
+    bridge = Recording(get_bridge())
+    doc = LiveNotebook(Path("NAME").resolve(), bridge, client)
+    read = await doc.snapshot()
+    await step("READ")
+    mine = await doc.insert_cell(3, "code", "import time; time.sleep(SLEEP); 1 + 1", expected_version=read.version)
+    seen = await doc.snapshot()
+    say("A", "changed before" in str(seen.cells[2].outputs), seen.version == mine.version)
+    reads = bridge.whole_reads()
+    mine = await doc.insert_cell(4, "markdown", "agent note", expected_version=seen.version)
+    seen = await doc.snapshot()
+    say("FAST", bridge.whole_reads() == reads, seen.version == mine.version,
+        [c.source for c in seen.cells[3:5]] == ["import time; time.sleep(SLEEP); 1 + 1", "agent note"])
+    await step("INSERTED")
+    seen = await doc.snapshot()
+    say("B", "changed after" in str(seen.cells[2].outputs))
+    globals()["SLEEP"] = 3
+    await doc.run_cell(seen.cells[3].id, timeout=60, expected_version=seen.version)
+    seen = await doc.snapshot()
+    say("D", "during the run" in str(seen.cells[2].outputs), "2" in str(seen.cells[3].outputs))
+    globals()["SLEEP"] = 0
+    reads = bridge.whole_reads()
+    await doc.run_cell(seen.cells[3].id, timeout=60, expected_version=seen.version)
+    seen = await doc.snapshot()
+    say("E", bridge.whole_reads() == reads, seen.cells[3].execution_count is not None)
+    await step("TYPED")
+    try:
+        await doc.replace_cell(seen.cells[3].id, "x = 1", expected_version=seen.version)
+        say("C", "replaced")
+    except StaleNotebookError:
+        say("C", "stale")
+
+async def guarded():
+    try:
+        await agent()
+    except BaseException as exc:
+        say("FAILED", repr(exc))
+        raise
+
+task = asyncio.get_running_loop().create_task(guarded())
+"""
+
+
 @pytest.fixture
 def notebook(lab, request):
     """A page showing a fresh notebook: %load_ext, the agent's code, one user cell."""
     name = f"{request.node.name[:40]}.ipynb"
-    code = AGENT_READS if "read" in request.node.name else AGENT_INSERT
+    code = (AGENT_FOLLOWS if "follow" in request.node.name else AGENT_READS if "read" in request.node.name
+            else AGENT_INSERT)
     write_notebook(lab.root / name, ["%load_ext jupyter_agent", code.replace("NAME", name), "user = 1"])
     page = lab.open(name)
     yield page
@@ -135,3 +219,48 @@ def test_a_reread_of_an_unchanged_notebook_reuses_the_read_and_any_change_is_rea
         (lab.root / "changed.flag").unlink(missing_ok=True)
     assert text.startswith("REUSED"), text  # the second read did not carry the notebook again
     assert "from the page" in text, text  # the third did, with the output the page added
+
+
+def _wait_step(lab, step: str, timeout: float = 60) -> list[str]:
+    """The lines of steps.log once the agent's task wrote ``step`` (or failed)."""
+    log = lab.root / "steps.log"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = log.read_text().splitlines() if log.exists() else []
+        if any(line.startswith((step, "FAILED")) for line in lines):
+            assert not any(line.startswith("FAILED") for line in lines), lines
+            return lines
+        time.sleep(0.05)
+    raise AssertionError(f"the agent's task did not reach {step}: {log.read_text() if log.exists() else ''}")
+
+
+def _page_output(page, index: int, text: str) -> None:
+    """The page (the user) gives cell ``index`` a stream output: a change the version leaves out."""
+    page.evaluate(f"""() => {SHARED}.cells[{index}].setOutputs([{{output_type: 'stream', name: 'stdout',
+                                                               text: {json.dumps(text)}}}])""")
+
+
+def test_the_agents_own_edits_and_runs_are_followed_without_a_whole_read_and_any_other_change_is_read(lab, notebook):
+    page = notebook
+    for name in ("steps.log", "READ.flag", "INSERTED.flag", "TYPED.flag"):
+        (lab.root / name).unlink(missing_ok=True)
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    _wait_step(lab, "READ")
+    _page_output(page, 2, "changed before")  # between the agent's read and its insert
+    (lab.root / "READ.flag").write_text("")
+    _wait_step(lab, "INSERTED")
+    _page_output(page, 2, "changed after")  # after the agent's own insert
+    (lab.root / "INSERTED.flag").write_text("")
+    wait_prompt(page, 3, "[*]")  # the agent's run of its cell: the user changes another cell meanwhile
+    _page_output(page, 2, "during the run")
+    _wait_step(lab, "E")
+    page.evaluate(f"() => {SHARED}.cells[3].setSource('typed by the user')")
+    (lab.root / "TYPED.flag").write_text("")
+    lines = _wait_step(lab, "C")
+    assert "A True True" in lines, lines  # a change before the agent's edit is read, not skipped
+    assert "FAST True True True" in lines, lines  # no whole read after its own insert
+    assert "B True" in lines, lines  # a change after its own edit is read
+    assert "D True True" in lines, lines  # a change during its run is read
+    assert "E True True" in lines, lines  # no whole read after its own run
+    assert "C stale" in lines, lines  # an edit after the user typed is refused

@@ -243,3 +243,59 @@ async def test_a_page_speaking_another_protocol_version_is_told_and_never_edited
     assert "speaks bridge protocol 99" in str(api.requests[-1].body["messages"])
     assert own.read_bytes() == before
     assert "speaks bridge protocol 99" in kernel.widget_text()  # the user was told, in the run's view
+
+
+#: A read through the live backend, again at once, and again once ``_go`` is set.
+READS_TWICE_THEN_AGAIN = """\
+import asyncio
+from pathlib import Path
+from jupyter_agent.jupyter.bridge import get_bridge
+from jupyter_agent.notebook.live_backend import LiveNotebook
+_go, _seen = asyncio.Event(), []
+async def _reader():
+    doc = LiveNotebook(Path("own.ipynb").resolve(), get_bridge(), "ME")
+    first = await doc.snapshot()
+    _seen.append((await doc.snapshot()) is first)
+    await _go.wait()
+    _seen.append((await doc.snapshot()) is first)
+_task = asyncio.get_running_loop().create_task(_reader())
+"""
+
+
+@in_module_loop
+async def test_an_unchanged_page_is_not_asked_again_until_it_says_its_document_changed(kernel):
+    comm_id = bridge_comm(kernel)
+    me = kernel.kc.session.session
+    kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "op": "hello", "from": me, "result": {
+        "path": "own.ipynb", "version": "v1", "notices": True}})
+    await kernel.execute("pass")  # the hello is in before the reads
+    before = len(requests(kernel, comm_id))
+
+    def reads() -> list[dict]:
+        return [r for r in requests(kernel, comm_id)[before:] if r.get("op") == "read"]
+
+    await kernel.execute(READS_TWICE_THEN_AGAIN.replace("ME", me))
+    first = (await kernel.until(reads, 10, "the first read"))[0]
+    assert first["notify"] is True and "known_state" not in first  # asks to be told of changes
+    kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "re": first["id"], "from": me, "ok": True, "result": {
+        "version": "live-1-a", "state": "doc:1", "cells": [{"id": "first", "cell_type": "code", "source": "a = 1"}]}})
+    assert await settled(kernel, "_seen", "[]") == "[True]"  # the second read asked nothing: no change was said
+    assert len(reads()) == 1
+    kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "op": "changed", "from": me})
+    await kernel.execute("_go.set()")
+    again = (await kernel.until(lambda: reads()[1:], 10, "a read after the page said its document changed"))[0]
+    assert again["known_state"] == "doc:1"
+    kernel.comm_msg(comm_id, {"v": PROTOCOL_VERSION, "re": again["id"], "from": me, "ok": True,
+                              "result": {"state": "doc:2", "unchanged": True}})
+    assert await settled(kernel, "_task.done() and _seen", "False") == "[True, True]"  # "unchanged": the same read
+
+
+async def settled(kernel, expr: str, pending: str) -> str:
+    """The repr of ``expr`` in the kernel once it is no longer ``pending`` (10 s at most)."""
+    value = pending
+    for _ in range(200):
+        value = await kernel.value(expr)
+        if value != pending:
+            break
+        await asyncio.sleep(0.05)
+    return value
