@@ -43,7 +43,6 @@ import logging
 from typing import Any
 
 from .frames import FrameScheduler
-from .mcp_status import mcp_payload
 from .protocol import PANEL_OPS, PANEL_TARGET, PANEL_VERSION, version_mismatch
 from ..redact import redact, redact_partial
 from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
@@ -422,7 +421,7 @@ class PanelHub:
                 "busy": active is not None and not active.done,
                 "notebook": redact(session.notebook_path() or ""), "usage": _usage_json(usage, bool(replay)),
                 "turns": sum(w.handle.model.turn_count for w in self.runs.values()),
-                "context": self._context_meter(), "mcp": mcp_payload(session)}
+                "context": self._context_meter(), "mcp": _mcp_payload(session)}
 
     def _context_meter(self) -> str:
         """How full the conversation's context is, as its latest run last measured it."""
@@ -604,3 +603,11 @@ def unregister(shell: Any, session: Any) -> None:
     if hub is not None:
         hub.close()
         session.panel_hub = None
+
+
+def _mcp_payload(session: Any) -> Any:
+    # Imported here: the MCP side imports the loop and pydantic, which %load_ext leaves to
+    # the background warm-up (jupyter/warmup.py); the first session header comes later.
+    from .mcp_status import mcp_payload
+
+    return mcp_payload(session)

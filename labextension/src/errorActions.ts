@@ -123,7 +123,10 @@ class NotebookErrorActions {
   }
 
   private refresh(cell: Cell): void {
-    if (cell.model.type !== 'code' || cell.isDisposed) {
+    // A deleted cell's model may be disposed before its widget (an undo, a restore): its
+    // outputs are gone then, and a late `changed` must find nothing to do.
+    if (cell.isDisposed || cell.model.isDisposed || cell.model.type !== 'code') {
+      this.drop(cell);
       return;
     }
     this.refreshCode(cell as CodeCell);
@@ -136,6 +139,10 @@ class NotebookErrorActions {
       cell.disposed.connect(() => this.bars.delete(cell));
     }
     const models = cell.model.outputs;
+    if (!models) {
+      this.drop(cell);
+      return;
+    }
     const outputs = Array.from({ length: models.length }, (_, i) => ({ output_type: models.get(i).type }));
     const buttons = errorButtons({ cell_type: 'code', outputs }, agentPresence.has(this.panel));
     if (!buttons.length) {
