@@ -121,17 +121,33 @@ async def run_shell(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_
     spill = _Spill(spill_dir, spill_name)
     total = 0
     last_report = 0.0
+    # Output that came within REPORT_EVERY_S of the last report is shown once the interval
+    # has passed, not at the next read: a command that prints and then waits (for a file,
+    # for input from elsewhere) must have its latest output on the card while it waits.
+    trailing: asyncio.TimerHandle | None = None
 
     def report(force: bool = False) -> None:
-        nonlocal last_report
+        nonlocal last_report, trailing
         now = time.monotonic()
-        if force or now - last_report >= REPORT_EVERY_S:
-            last_report = now
-            tail = text.text[-REPORT_CHARS:]
-            if len(text.text) > REPORT_CHARS:  # start at a line (or word) so no secret is cut in two
-                start = max(tail.find("\n"), tail.find(" ")) + 1
-                tail = "…" + tail[start:]
-            on_output(redact_partial(tail, done=force))
+        wait = REPORT_EVERY_S - (now - last_report)
+        if not force and wait > 0:
+            if trailing is None:
+                trailing = asyncio.get_running_loop().call_later(wait, report_trailing)
+            return
+        if trailing is not None:
+            trailing.cancel()
+            trailing = None
+        last_report = now
+        tail = text.text[-REPORT_CHARS:]
+        if len(text.text) > REPORT_CHARS:  # start at a line (or word) so no secret is cut in two
+            start = max(tail.find("\n"), tail.find(" ")) + 1
+            tail = "…" + tail[start:]
+        on_output(redact_partial(tail, done=force))
+
+    def report_trailing() -> None:
+        nonlocal trailing
+        trailing = None
+        report()
 
     async def read() -> None:
         nonlocal total
@@ -168,6 +184,8 @@ async def run_shell(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_
             if transport is not None:
                 transport.close()
         spill.close()
+        if trailing is not None:  # stopped: nothing more is shown after the call ends
+            trailing.cancel()
     report(force=True)
     return ShellResult(text.value(), None if timed_out else process.returncode, timed_out,
                        spill.path, total)

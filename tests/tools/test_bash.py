@@ -155,6 +155,29 @@ async def test_progress_bars_keep_their_last_state(workspace):
     assert text_of(result) == "step 3\ndone\nExit code 0"
 
 
+async def test_output_that_comes_just_after_a_report_is_shown_while_the_command_waits(tmp_path):
+    """Reports are at most every 0.1 s; output that comes sooner after one must still reach
+    the card once the interval has passed, not only at the next output (a command that prints,
+    then waits, showed only its first line: seen in CI)."""
+    from jupyter_agent.tools.shell_run import run_shell
+
+    go = tmp_path / "go"
+    seen: list[str] = []
+    script = f"echo one; sleep 0.02; echo two; while [ ! -f {go} ]; do sleep 0.05; done"
+    task = asyncio.ensure_future(run_shell(["bash", "-c", script], cwd=tmp_path, env=dict(os.environ),
+                                           timeout_s=30, on_output=seen.append, spill_dir=lambda: tmp_path,
+                                           spill_name="out.txt"))
+    for _ in range(200):  # the command waits for `go`; the card should show both lines meanwhile
+        if seen and "two" in seen[-1]:
+            break
+        await asyncio.sleep(0.05)
+    shown_while_waiting = bool(seen) and "two" in seen[-1]
+    go.touch()
+    result = await task
+    assert shown_while_waiting, seen
+    assert result.exit_code == 0
+
+
 async def test_a_huge_output_is_capped_and_spilled_whole(workspace, tmp_path):
     ctx = make_ctx(workspace, allow=["Bash"])
     ctx.tool_results_dir = tmp_path / "results"
