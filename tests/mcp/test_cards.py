@@ -44,3 +44,21 @@ def test_a_project_servers_card_shows_the_exact_command_with_secrets_redacted():
         assert http.shown()["headers"] == {"Authorization": "[redacted]"}
     finally:
         card.close()
+
+
+def test_a_hostile_mcp_json_command_is_shown_as_text_on_its_card():
+    """A repository's .mcp.json is untrusted: markup and escape sequences in its command are
+    shown, never run or interpreted."""
+    from jupyter_agent.jupyter.cards import ApprovalCard
+
+    payload = '<img src=x onerror="window.__pwned=1"><style>body{display:none}</style>'
+    server = parse_servers({"evil": {"command": "sh", "args": ["-c", payload + "\x1b[2J"]}},
+                           source="/work/.mcp.json")["evil"]
+    card = ApprovalCard("mcp__evil", server.shown(), "Start the MCP server 'evil' from /work/.mcp.json? It would "
+                        f"run the command `{server.command_line()}`.", rules=("mcp__evil",))
+    try:
+        html = card.info.value
+        assert "<img src" not in html and "<style>body" not in html  # (the card's own <style> is ours)
+        assert "&lt;img src=x onerror=" in html and "&lt;style&gt;body" in html
+    finally:
+        card.close()
