@@ -33,13 +33,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.jupyter.lab import Lab, cell, run_and_wait, run_cell, write_notebook  # noqa: E402
 
 KERNEL_BENCH = r'''
-import asyncio, json, shutil, statistics, time
+import asyncio, json, os, shutil, statistics, time
 from pathlib import Path
 from jupyter_agent.jupyter.bridge import get_bridge
 from jupyter_agent.notebook import FileNotebook, KernelPool
 from jupyter_agent.notebook.live_backend import LiveNotebook
+from jupyter_agent.jupyter.self_run import self_runner
 
 _client = get_ipython().kernel.get_parent()["header"]["session"]
+if STATUS_CHURN:  # as before the bridge kept ipykernel from publishing status for its replies
+    from jupyter_agent.jupyter.bridge_status import restore_status
+    restore_status(get_ipython().kernel)
+# NotebookRun: the kernel runs the cell itself; BENCH_PAGE_RUNS=1: through the page, as before
+_run_here = None if os.environ.get("BENCH_PAGE_RUNS") else self_runner(get_ipython())
 _path = Path("bench.ipynb").resolve()
 
 def _page_ms(results, name, doc):
@@ -92,7 +98,7 @@ async def _ops(doc, fresh, repeat, results, run=True):
 
 async def _bench(repeat):
     out = {}
-    fresh = lambda: LiveNotebook(_path, get_bridge(), _client)
+    fresh = lambda: LiveNotebook(_path, get_bridge(), _client, run_here=_run_here)
     out["live"] = {}
     await _ops(fresh(), fresh, repeat, out["live"])
     copy = _path.with_name("bench-copy.ipynb")
@@ -120,7 +126,8 @@ _bench_task = asyncio.get_running_loop().create_task(_guarded(REPEAT))
 '''
 
 
-def measure(nodelay: bool, cells: int, repeat: int, windowing: str, untrack: bool = False) -> dict:
+def measure(nodelay: bool, cells: int, repeat: int, windowing: str, untrack: bool = False,
+            churn: bool = False) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="bench-bridge-"))
     if windowing:  # the user's Notebook setting "Windowing mode" (JupyterLab's default: defer)
         settings = tmp / "settings/@jupyterlab/notebook-extension"
@@ -133,7 +140,8 @@ def measure(nodelay: bool, cells: int, repeat: int, windowing: str, untrack: boo
         config.write_text(json.dumps({**json.loads(config.read_text()),
                                       "untracked_message_types": json.dumps(["comm_msg"])}))
     try:
-        sources = ["%load_ext jupyter_agent", KERNEL_BENCH.replace("REPEAT", str(repeat)), "1 + 1"]
+        driver = KERNEL_BENCH.replace("REPEAT", str(repeat)).replace("STATUS_CHURN", str(churn))
+        sources = ["%load_ext jupyter_agent", driver, "1 + 1"]
         sources += [f"# cell {i}\nvalue_{i} = {i} * 2" for i in range(cells - len(sources))]
         write_notebook(lab.root / "bench.ipynb", sources)
         page = lab.open("bench.ipynb")
@@ -162,11 +170,16 @@ def main() -> None:
     parser.add_argument("--untrack-comm-status", action="store_true",
                         help="set JupyterLab's page option untracked_message_types to [\"comm_msg\"]: the page "
                              "does not re-render the kernel's busy/idle around each bridge reply")
+    parser.add_argument("--status-churn", action="store_true",
+                        help="let the kernel publish busy/idle for the page's bridge replies, as before "
+                             "jupyter_agent/jupyter/bridge_status.py (a before/after comparison)")
+    parser.add_argument("--nodelay-only", action="store_true", help="skip the run with TCP_NODELAY off")
     args = parser.parse_args()
     rows = {}
-    for nodelay in (True, False):
+    for nodelay in (True,) if args.nodelay_only else (True, False):
         print(f"measuring with TCP_NODELAY {'on' if nodelay else 'off'} ...", flush=True)
-        data = measure(nodelay, args.cells, args.repeat, args.windowing, args.untrack_comm_status)
+        data = measure(nodelay, args.cells, args.repeat, args.windowing, args.untrack_comm_status,
+                       args.status_churn)
         label = f"bridge, TCP_NODELAY {'on' if nodelay else 'off'}"
         rows[label] = {k: v for k, v in data["live"].items() if "@" not in k}
         rows[f"  of which in the page ({'on' if nodelay else 'off'})"] = {
@@ -176,7 +189,8 @@ def main() -> None:
     ops = ("read", "re-read", "version", "insert", "replace", "delete", "run", "after edit")
     print(f"median (max) ms per operation, {args.cells}-cell notebook, {args.repeat} repeats, "
           f"windowing {args.windowing or 'default'}"
-          f"{', comm_msg status untracked' if args.untrack_comm_status else ''}")
+          f"{', comm_msg status untracked' if args.untrack_comm_status else ''}"
+          f"{', busy/idle for bridge replies (as before)' if args.status_churn else ''}")
     print(f"{'':32}" + "".join(f"{op:>16}" for op in ops))
     for name, data in rows.items():
         line = f"{name:32}"

@@ -3,7 +3,12 @@
     python benchmarks/bench_vs_mcp_server.py [--cells 50 2000] [--repeat 7]
 
 What it compares, on the same notebook (``--cells`` cells), open in a JupyterLab 4.6 page
-in Debian's chromium on each side, repetitions interleaved (ours, theirs, ours, ...):
+in Debian's chromium on each side, repetitions interleaved (ours, theirs, ours, ...), each
+operation started once the processes of both sides are idle (the first once JupyterLab
+has built every cell of the freshly opened notebook in each page: minutes at 2,000 cells)
+and at least ``--settle``
+seconds after the last (an agent's tool calls are a model turn apart; jupyter-collaboration
+saves a document a second after each change, work that must not land in the next figure):
 
 * **ours**: the tool path as the agent takes it, end to end from the caller: the loop's
   tool pipeline (validation, plan, permission policy, call) in the page's kernel, through
@@ -46,6 +51,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from quiet import wait_quiet  # noqa: E402
 from tests.jupyter.lab import Lab, cell, run_and_wait, run_cell, write_notebook  # noqa: E402
 
 MCP_PACKAGES = ("jupyter-mcp-server==2.2.4", "jupyter-collaboration==5.0.4", "jupyterlab==4.6.6")
@@ -55,7 +61,7 @@ NAME = "bench.ipynb"
 #: The kernel side of "ours": waits for a command file, runs the operation through the
 #: loop's tool pipeline, writes how long it took (and when it started, for the page figure).
 KERNEL_DRIVER = r'''
-import asyncio, json, re, time, traceback
+import asyncio, json, os, re, time, traceback
 from pathlib import Path
 from jupyter_agent.jupyter.bridge import get_bridge
 from jupyter_agent.loop.services import Services
@@ -63,11 +69,17 @@ from jupyter_agent.loop.tool import ToolContext
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
 from jupyter_agent.notebook import ToolSession, register_document
 from jupyter_agent.notebook.live_backend import LiveNotebook
+from jupyter_agent.jupyter.self_run import self_runner
 from jupyter_agent.permissions import Permissions
 from jupyter_agent.tools import default_tools
 
 _client = get_ipython().kernel.get_parent()["header"]["session"]
+# NotebookRun: the kernel runs the cell itself; BENCH_PAGE_RUNS=1: through the page, as before
+_run_here = None if os.environ.get("BENCH_PAGE_RUNS") else self_runner(get_ipython())
 _path = Path("NAME").resolve()
+if STATUS_CHURN:  # as before the bridge kept ipykernel from publishing status for its replies
+    from jupyter_agent.jupyter.bridge_status import restore_status
+    restore_status(get_ipython().kernel)
 _tools = {t.name: t for t in default_tools()}
 
 class _Counting:
@@ -90,7 +102,8 @@ class _Counting:
 
 def _context():
     session = ToolSession()
-    register_document(session, LiveNotebook(_path, _Counting(get_bridge()), _client))
+    register_document(session, LiveNotebook(_path, _Counting(get_bridge()), _client,
+                                              run_here=_run_here))
     policy = Permissions(mode="bypassPermissions", cwd=_path.parent, allow=["NotebookRun"])
     return ToolContext(cwd=_path.parent, permissions=policy, services=Services(session))
 
@@ -209,10 +222,11 @@ def notebook_sources(cells: int, driver: str) -> list[str]:
 class Ours:
     """The page's kernel runs KERNEL_DRIVER; each operation is one command file."""
 
-    def __init__(self, tmp: Path, cells: int) -> None:
+    def __init__(self, tmp: Path, cells: int, churn: bool = False) -> None:
         self.lab = Lab(tmp)
         self.seq = 0
-        write_notebook(self.lab.root / NAME, notebook_sources(cells, KERNEL_DRIVER.replace("NAME", NAME)))
+        driver = KERNEL_DRIVER.replace("NAME", NAME).replace("STATUS_CHURN", str(churn))
+        write_notebook(self.lab.root / NAME, notebook_sources(cells, driver))
         self.page = self.lab.open(NAME)
         self.page.evaluate(PAGE_WATCHER)
         run_and_wait(self.page, 0)
@@ -309,12 +323,18 @@ def _json_rpc(data: str) -> dict[str, Any]:
     return json.loads(events[-1])
 
 
-def measure(cells: int, repeat: int, python: Path) -> dict[str, dict[str, list[float]]]:
+def measure(cells: int, repeat: int, python: Path, churn: bool = False,
+            settle: float = 1.5) -> dict[str, dict[str, list[float]]]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-vs-mcp-"))
     sides: dict[str, Any] = {}
     try:
-        sides["ours"] = Ours(tmp / "ours", cells)
+        sides["ours"] = Ours(tmp / "ours", cells, churn)
         sides["theirs"] = Theirs(tmp / "theirs", cells, python, sides["ours"].lab.browser)
+        # JupyterLab builds every cell of a freshly opened notebook in the background (at
+        # 2,000 cells, minutes of a whole core in each page): measure the steady state after it
+        started = time.monotonic()
+        wait_quiet(0, window=2.0, most=600)
+        print(f"  both pages idle after {time.monotonic() - started:.0f} s", flush=True)
         figures: dict[str, dict[str, list[float]]] = {name: {} for name in sides}
         pending: dict[str, list[tuple[str, int, float]]] = {name: [] for name in sides}
         tok = 0
@@ -329,7 +349,7 @@ def measure(cells: int, repeat: int, python: Path) -> dict[str, dict[str, list[f
                             figures[name].setdefault(f"{op}: {part}", []).append(value)
                         if op != "read all":
                             pending[name].append((op, tok, started))
-                    time.sleep(0.3)  # let both pages settle between operations
+                    wait_quiet(settle)  # each operation starts with both sides idle
         time.sleep(3)
         for name, side in sides.items():
             seen = side.page.evaluate("() => window.__benchSeen")
@@ -354,6 +374,13 @@ def main() -> None:
     parser.add_argument("--cells", type=int, nargs="+", default=[50, 2000])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--settle", type=float, default=1.5,
+                        help="seconds at least between operations, then until both sides are idle (default 1.5: "
+                             "past jupyter-collaboration's 1 s save delay, whose work would otherwise land in the "
+                             "next figure)")
+    parser.add_argument("--status-churn", action="store_true",
+                        help="ours: let the kernel publish busy/idle for the page's bridge replies, as before "
+                             "jupyter_agent/jupyter/bridge_status.py (a before/after comparison)")
     args = parser.parse_args()
     python = mcp_environment(cache_dir(args.cache_dir))
     print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; load average {os.getloadavg()}; "
@@ -361,7 +388,7 @@ def main() -> None:
     results = {}
     for cells in args.cells:
         print(f"measuring {cells} cells ...", flush=True)
-        results[cells] = measure(cells, args.repeat, python)
+        results[cells] = measure(cells, args.repeat, python, args.status_churn, args.settle)
     print(f"load average after: {os.getloadavg()}")
     print("median (min-max) ms; ratio = theirs / ours (above 2 meets the target)")
     print(f"{'':26}{'ours':>22}{'jupyter-mcp-server ext':>26}{'ratio':>8}")

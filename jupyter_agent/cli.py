@@ -6,6 +6,12 @@ reason) goes to stderr. Approvals are asked on the terminal when stdin is one;
 otherwise they follow the permission mode (an "ask" is denied, and the model is told
 why). The exit status says how the run ended (see ``EXIT_CODES``).
 
+MCP servers: ``--mcp-config`` names them (a file or JSON, as ``.mcp.json`` holds them); they
+are the user's own choice and start without asking. A ``.mcp.json`` in the working folder
+is another matter (a repository's file can run any program): on a terminal each of its
+servers is asked about; without one they are not started, and stderr says so and how to
+opt in. Either way an MCP tool's calls ask unless a rule allows them (``--allow``).
+
 Offline: ``--replay PATH`` (or ``$JUPYTER_AGENT_REPLAY``) plays a recorded transcript
 instead of calling the API; ``--replay demo`` is the packaged demo.
 
@@ -22,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -75,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--allow", action="append", default=[], metavar="RULE",
                      help="allow calls matching RULE without asking, e.g. 'Edit(src/**)' or "
                      "'NotebookRun' (repeatable); running cells asks in every mode unless a rule allows it")
+    run.add_argument("--mcp-config", action="append", default=[], metavar="FILE_OR_JSON",
+                     help="MCP servers to use (repeatable): a JSON file or string, "
+                     "'{\"mcpServers\": {...}}' as in .mcp.json or the bare mapping; they start without "
+                     "asking, their tools ask unless allowed, e.g. --allow 'mcp__SERVER__TOOL' or 'mcp__SERVER'")
     run.add_argument("--cwd", metavar="DIR", help="working directory of the tools (default: here)")
     run.add_argument("--replay", metavar="PATH", help="offline: replay a recorded transcript "
                      "('demo' for the packaged one); also $JUPYTER_AGENT_REPLAY")
@@ -336,6 +347,24 @@ def no_terminal_denier() -> Any:
     return deny
 
 
+def refuse_project_servers(conv: Any, err: TextIO) -> None:
+    """Without a terminal no one can approve the servers of the working folder's .mcp.json:
+    they are left unstarted (not asked about, so not silently either), and stderr says how
+    to opt in."""
+    from .mcp.config import PROJECT_FILE
+
+    refused = conv.mcp_servers.refuse_project_servers(conv.context.cwd)
+    if refused:
+        names = ", ".join(repr(config.name) for config in refused)
+        path = conv.context.cwd / PROJECT_FILE
+        given = PROJECT_FILE if conv.context.cwd == Path.cwd().resolve() else shlex.quote(str(path))
+        err.write(terminal_text(
+            f"jupyter agent run: {path} names the MCP server(s) {names}; they are not started: a project's "
+            f"{PROJECT_FILE} can run any program, and no one is at a terminal to approve them. To use them, "
+            f"pass the file: --mcp-config {given} (servers given on the command line start without asking), "
+            "or run from a terminal to be asked.") + "\n")
+
+
 async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .conversation import Conversation
 
@@ -346,6 +375,13 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     cwd = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
     if not cwd.is_dir():
         err.write(f"jupyter agent run: --cwd {args.cwd}: no such directory\n")
+        return EXIT_USAGE
+    try:
+        from .mcp.config import read_mcp_configs
+
+        servers = read_mcp_configs(args.mcp_config, Path.cwd())  # (paths as the shell gave them)
+    except ValueError as exc:
+        err.write(terminal_text(f"jupyter agent run: --mcp-config: {exc}") + "\n")
         return EXIT_USAGE
     replay = args.replay or (os.environ.get(REPLAY_ENV) if not args.model else None)
     if replay:
@@ -377,10 +413,12 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
             Rule.parse(rule)
         conv = Conversation(model=args.model, permission_mode=args.permission_mode, cwd=cwd,
                             max_turns=args.max_turns or None, notebook_path=str(notebook.resolve()),
-                            replay=replay, allow=tuple(args.allow))
+                            replay=replay, allow=tuple(args.allow), mcp_servers=servers)
     except ValueError as exc:  # a bad --allow rule
         err.write(f"jupyter agent run: {exc}\n")
         return EXIT_USAGE
+    if not interactive:
+        refuse_project_servers(conv, err)
     display = TerminalDisplay(out, err, quiet=args.quiet, cwd=conv.context.cwd)
     display.note(f"jupyter-agent · {conv.model_name} · mode {conv.permission_mode} · {notebook}"
                  + ("" if interactive else " · not a terminal: asks are denied (see --allow, --permission-mode)"))

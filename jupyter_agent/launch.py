@@ -27,6 +27,10 @@ OFFLINE = ("No ANTHROPIC_API_KEY: running OFFLINE with the replay model. Every a
            "Set ANTHROPIC_API_KEY and run this again to use Claude.")
 ONLINE = "ANTHROPIC_API_KEY is set: the agent talks to Claude ({model})."
 REPLAYING = "JUPYTER_AGENT_REPLAY is set: the agent replays {transcript} (offline)."
+#: Configuration for the demo's server only (first on its JUPYTER_CONFIG_PATH, so the
+#: user's own stays as it is): JupyterLab's "get notified about Jupyter news?" prompt is
+#: off, since it covers the notebook's corner in a newcomer's first minutes.
+DEMO_CONFIG = Path(__file__).parent / "demo_config"
 
 
 def start_notebook(folder: Path) -> Path | None:
@@ -77,8 +81,9 @@ def lab_command(argv: list[str] | None = None, environ: dict[str, str] | None = 
         cmd.append(f"--LabApp.default_url=/lab/tree/{start.name}")
     if args.no_browser:
         cmd.append("--no-browser")
-    if args.port:
+    if args.port is not None:  # (0: any free port)
         cmd.append(f"--port={args.port}")
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (str(DEMO_CONFIG), env.get("JUPYTER_CONFIG_PATH")) if p)
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in rest:
         cmd.append("--allow-root")  # containers run as root; JupyterLab refuses without it
     note = f"jupyter-agent: JupyterLab on {folder}\n" + "\n".join(textwrap.wrap(note, 78))

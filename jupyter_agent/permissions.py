@@ -279,8 +279,8 @@ class Permissions(PermissionPolicy):
         if prepared.runs_code and not allowed_by_rule:
             # Code that runs can write anything, safety paths included, and cannot be checked
             # path by path: it asks in every mode, bypassPermissions too, unless a rule allows it.
-            return PermissionAsk(ask_with_note(own_message, "(Running code always asks unless an allow rule "
-                                               "covers it, in every permission mode.)"), diff, own_rules)
+            return PermissionAsk(ask_with_note(own_message, f"({tool.always_asks_as} always asks unless an allow "
+                                               "rule covers it, in every permission mode.)"), diff, own_rules)
         if self.mode == "bypassPermissions" or allowed_by_rule:
             return PermissionAllow()
         roots = self.allowed_roots(ctx)

@@ -31,12 +31,12 @@ def clean_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def jupyter_agent(*args: str, cwd: Path, env: dict[str, str], stdin: str | None = None):
+def jupyter_agent(*args: str, cwd: Path, env: dict[str, str], stdin: str | None = None, timeout: float = 60):
     # what the `jupyter-agent` entry point runs (`python -m jupyter_agent.cli` works too,
     # but was measured ~3x slower to run here)
     code = "import sys; from jupyter_agent.cli import main; sys.exit(main())"
     return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env,
-                          input=stdin, capture_output=True, text=True, timeout=60)
+                          input=stdin, capture_output=True, text=True, timeout=timeout)
 
 
 def test_run_edits_the_notebook_streams_and_exits_by_end_reason(tmp_path):

@@ -41,6 +41,8 @@ def test_without_a_key_it_runs_offline_with_the_replay_model_and_says_so(tmp_pat
     cmd, _, _ = lab_command(["--notebooks", str(folder), "--no-browser", "--port", "9999", "--ServerApp.ip=0.0.0.0"],
                             environ={})
     assert "--no-browser" in cmd and "--port=9999" in cmd and cmd[-1] == "--ServerApp.ip=0.0.0.0"
+    cmd, _, _ = lab_command(["--notebooks", str(folder), "--port", "0"], environ={})
+    assert "--port=0" in cmd  # any free port, not JupyterLab's 8888
 
 
 def test_with_a_key_it_uses_claude_and_never_prints_the_key(tmp_path):
@@ -97,6 +99,10 @@ def test_it_starts_jupyterlab_on_the_start_here_notebook_without_a_browser(tmp_p
         assert {c["name"] for c in listing["content"]} == {"01-the-loop.ipynb", "start-here.ipynb"}
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/") as r:  # follows the redirect
             assert r.url.endswith("/lab/tree/start-here.ipynb") and r.status == 200
+            page = r.read().decode()
+        # no "get notified about Jupyter news?" prompt over the notebook (the demo's own config)
+        config = json.loads(page.split('id="jupyter-config-data"', 1)[1].split(">", 1)[1].split("</script>", 1)[0])
+        assert "@jupyterlab/apputils-extension:announcements" in config["disabledExtensions"]
         # the server (so each kernel it starts) has the replay model; the launcher became it
         environ = Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
         assert f"{REPLAY_ENV}={DEMO_TRANSCRIPT}".encode() in environ

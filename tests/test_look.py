@@ -24,7 +24,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jupyter_agent"
 #: an SVG image with its own white background: its colours are its own.)
 DRAWING = [PACKAGE / p for p in (
     "jupyter/cards.py", "jupyter/runview.py", "jupyter/chat.py", "jupyter/approvals.py", "jupyter/fallback.py",
-    "jupyter/handle.py", "jupyter/undo.py", "jupyter/panel_comm.py", "view/labels.py", "view/transcript.py",
+    "jupyter/handle.py", "jupyter/undo.py", "jupyter/panel_comm.py", "jupyter/panel_json.py",
+    "jupyter/panel_runs.py", "view/labels.py", "view/transcript.py",
     "view/review.py", "view/style.py", "lessons/render.py", "lessons/widget.py", "cli.py")]
 HEX = re.compile(r"#[0-9a-fA-F]{3}(?:[0-9a-fA-F]{3})?\b")
 #: Emoji: the pictographs' planes, the emoji presentation selector, and the BMP signs that

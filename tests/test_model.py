@@ -384,6 +384,31 @@ def test_the_same_model_works_across_event_loops(fake_api):
     assert final(asyncio.run(collect(model, req()))).text == "two"
 
 
+def _tls_context_of(model: AnthropicModel):
+    """The TLS context the model's HTTP client verifies servers with (httpx2's pool keeps it)."""
+    return model._get_client()._client._transport._pool._ssl_context
+
+
+def test_every_client_shares_one_verifying_tls_context_built_for_the_environment(monkeypatch, tmp_path):
+    import ssl
+
+    from jupyter_agent.model.tls import shared_tls_context
+
+    async def context_of_a_new_model():
+        return _tls_context_of(AnthropicModel("m", api_key="k", base_url="https://api.example.invalid"))
+
+    first, second = asyncio.run(context_of_a_new_model()), asyncio.run(context_of_a_new_model())
+    assert first is second is shared_tls_context()  # built once, not once per client or loop
+    assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname  # the library's default, verifying
+    # SSL_CERT_FILE is read when the context is built, as the HTTP library reads it
+    with monkeypatch.context() as env:
+        env.setenv("SSL_CERT_FILE", str(tmp_path / "no-such-bundle.pem"))
+        with pytest.raises(ModelError, match=r"SSL_CERT_FILE \(.*no-such-bundle.pem\).*or unset it") as e:
+            asyncio.run(context_of_a_new_model())
+        assert e.value.kind == "tls_config"
+    assert asyncio.run(context_of_a_new_model()) is first  # the environment as it was: the same context
+
+
 # -- usage and cost ------------------------------------------------------------------------------------
 
 async def test_usage_and_cost(fake_api):

@@ -16,7 +16,7 @@ from jupyter_agent.loop.permission_result import (
 )
 from jupyter_agent.permissions import ApprovalBroker, Permissions, Rule
 from jupyter_agent.loop.tool import ToolContext
-from jupyter_agent.tools import Edit, Glob, Grep, NotebookRun, Read, Write
+from jupyter_agent.tools import Edit, Glob, Grep, NotebookRestart, NotebookRun, Read, Write
 from tests.tools.conftest import call_tool, text_of
 
 
@@ -468,6 +468,16 @@ async def test_notebook_run_asks_in_every_mode_unless_a_rule_allows_it(ws):
     allowed = ctx_for(ws, "bypassPermissions", allow=["NotebookRun(n.ipynb)"])
     assert isinstance(await decide(allowed, NotebookRun(), run), PermissionAllow)
     assert isinstance(await decide(ctx_for(ws, "plan"), NotebookRun(), run), PermissionDeny)
+
+
+async def test_a_kernel_restart_asks_in_every_mode_and_says_it_is_a_restart(ws):
+    restart = {"notebook_path": "n.ipynb"}
+    for mode in ("default", "acceptEdits", "bypassPermissions"):
+        ask = await decide(ctx_for(ws, mode), NotebookRestart(), restart)
+        assert isinstance(ask, PermissionAsk) and "Restarting a kernel always asks" in ask.message, mode
+        assert "Running code" not in ask.message
+    allowed = ctx_for(ws, "bypassPermissions", allow=["NotebookRestart(n.ipynb)"])
+    assert isinstance(await decide(allowed, NotebookRestart(), restart), PermissionAllow)
 
 
 async def test_a_request_is_answered_by_the_word_every_front_sends():

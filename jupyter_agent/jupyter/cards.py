@@ -343,7 +343,11 @@ class ApprovalCard(w.VBox):
         self.rules = rules or (tool_name,)
         self._on_decide = on_decide
         self.info = w.HTML(STYLE + approval_html(tool_name, input, message, diff, cwd))
-        self.feedback = w.Text(placeholder="Feedback for the model (sent with Deny)",
+        # continuous_update=False: the note reaches the kernel once, when the box loses focus
+        # (a click on Deny blurs it first), so it goes before the click. Sent per keystroke,
+        # ipywidgets holds the later values back while one is in flight, and the click (another
+        # widget's message) could overtake them: a busy kernel got a cut note (docs/bridge.md).
+        self.feedback = w.Text(placeholder="Feedback for the model (sent with Deny)", continuous_update=False,
                                layout=w.Layout(width="40%", min_width="180px"))
         # No icons on the buttons: a Font Awesome glyph would be part of the accessible
         # name ("\uf00c Allow"); each button's name is its word.

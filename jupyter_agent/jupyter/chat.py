@@ -36,7 +36,7 @@ from traitlets import TraitError
 from .cards import esc
 from ..loop.permission_result import PERMISSION_MODES
 from .fallback import Fallback, live_class
-from .protocol import CHAT_CLASS, CHAT_INPUT_CLASS, CHAT_SEND_CLASS
+from .protocol import CHAT_CLASS, CHAT_INPUT_CLASS, CHAT_SEND_CLASS, CHAT_SEND_MARK
 from ..redact import redact
 from ..render.markdown import markdown_fence, markdown_literal
 from .session import AgentBusy, AgentSession, NoApiKey, get_session
@@ -173,6 +173,8 @@ class ChatPanel(w.VBox):
         self.status = w.HTML("")
         for button in (self.send_button, self.stop_button):
             button.add_class("ja-button")  # readable colours (view/style.py; the stylesheet is in the title)
+        # the page's Enter and Send end the input's value with the send mark (protocol.py)
+        self.input.observe(self._input_changed, names="value")
         for button, handler in ((self.send_button, self._send_clicked), (self.stop_button, self._stop),
                                 (self.new_button, self._new)):
             # clicks may arrive on another thread: do the work on the event loop
@@ -226,15 +228,28 @@ class ChatPanel(w.VBox):
             self._sending = False
 
     # -- loop thread ---------------------------------------------------------------------
+    def _input_changed(self, change: dict[str, Any]) -> None:
+        value = change["new"]
+        if isinstance(value, str) and value.endswith(CHAT_SEND_MARK):
+            # (may arrive on another thread: the work is done on the event loop)
+            self.loop.call_soon_threadsafe(self._send_text, value.replace(CHAT_SEND_MARK, ""))
+
     def _send_clicked(self) -> None:
-        prompt = self.input.value.strip()
+        """A click on Send that reached the kernel as a click (a front end without this
+        project's page extension): the input's value as the kernel has it."""
+        self._send_text(self.input.value.replace(CHAT_SEND_MARK, ""))
+
+    def _send_text(self, text: str) -> None:
+        prompt = text.strip()
         if not prompt:
+            self.input.value = text
             self._say("Write a message first.")
             return
         try:
-            # a click means a person is here, whatever request the kernel saw last
+            # a click or an Enter means a person is here, whatever request the kernel saw last
             self.send(prompt, batch=False)
         except (AgentBusy, NoApiKey, ValueError) as exc:
+            self.input.value = text  # what they wrote stays, without the mark
             self._say(str(exc), error=True)
             return
         self.input.value = ""

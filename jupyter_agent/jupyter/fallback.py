@@ -88,7 +88,7 @@ class Fallback:
     has become static."""
 
     def __init__(self, markdown: Callable[[], str], plain: Callable[[], str] | None = None,
-                 if_lost: tuple[str, str] | None = None) -> None:
+                 if_lost: tuple[str, str] | None = None, change: Callable[[str], str] | None = None) -> None:
         self.key = uuid.uuid4().hex[:12]
         self.display_id = f"jupyter-agent-fallback-{self.key}"
         self._markdown = markdown
@@ -97,12 +97,17 @@ class Fallback:
         #: a page that sees its kernel restart or die swaps the one for the other
         #: (labextension/src/displays.ts), as the kernel cannot tell it then
         self._if_lost = if_lost
+        #: what of the Markdown counts as a change worth an update (all of it unless given):
+        #: each update rewrites the notebook in every view of it (with collaboration, its
+        #: shared document and a save), so a run's ticking clock alone is not one
+        self._change = change or (lambda md: md)
         self.shown = False
         self.cleared = False
         self._sent: dict[str, Any] | None = None
+        self._sent_change: str | None = None
 
-    def bundle(self) -> dict[str, Any]:
-        md = self._markdown()
+    def bundle(self, md: str | None = None) -> dict[str, Any]:
+        md = self._markdown() if md is None else md
         return {"text/markdown": f'{style(self.key)}<span class="ja-fallback-{self.key}"></span>\n\n{md}',
                 "text/plain": self._plain()}
 
@@ -118,14 +123,17 @@ class Fallback:
         from IPython.display import display
 
         self.shown = True
-        self._sent = self.bundle()
+        md = self._markdown()
+        self._sent, self._sent_change = self.bundle(md), self._change(md)
         display(self._sent, raw=True, metadata=self.metadata(self._sent), display_id=self.display_id)
 
     def update(self) -> None:
         if self.shown and not self.cleared:
-            bundle = self.bundle()
-            if bundle != self._sent:  # (nothing new: no message)
-                self._send(bundle)
+            md = self._markdown()
+            change = self._change(md)
+            if change != self._sent_change:  # (nothing new: no message)
+                self._sent_change = change
+                self._send(self.bundle(md))
 
     def clear(self) -> None:
         """Nothing to fall back to any more (the widget's output is static now)."""

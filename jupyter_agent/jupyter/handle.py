@@ -22,6 +22,7 @@ import asyncio
 import bisect
 import itertools
 import logging
+import threading
 import uuid
 from collections import deque
 from typing import Any
@@ -40,6 +41,13 @@ log = logging.getLogger(__name__)
 
 #: Least seconds between two refreshes of the live output's fallback.
 FALLBACK_REFRESH_S = 2.0
+
+
+def _without_header(markdown: str) -> str:
+    """A run's transcript less its header line, whose clock changes every refresh: what
+    makes the fallback worth an update (its next one carries the header of the moment)."""
+    return markdown.split("\n\n", 1)[-1]
+
 
 #: How many of a run's latest stream deltas the handle keeps for its readers.
 STREAM_EVENTS_KEPT = 256
@@ -101,12 +109,18 @@ class AgentRun:
         self._callbacks: list[Callable[[AgentRun], None]] = []
         self._changed = asyncio.Event()
         self._done = asyncio.Event()
+        # The run ends once, on whichever thread gets there first: its task's end on the
+        # loop, or lose() on the thread that handles the kernel's shutdown request
+        # (ipykernel's control thread), which may run while the task is ending.
+        self._end_claim = threading.Lock()
+        self._end_claimed = False
         self._displayed = False
         self._refreshed = 0.0
         #: the plain output after the widget, seen wherever the widget is not drawn (fallback.py)
         self.fallback = Fallback(lambda: transcript_markdown(self.model, unfinished=UNFINISHED_ELSEWHERE),
                                  lambda: transcript_plain(self.model),
-                                 if_lost=(UNFINISHED_ELSEWHERE, UNFINISHED_AS_LOST))
+                                 if_lost=(UNFINISHED_ELSEWHERE, UNFINISHED_AS_LOST),
+                                 change=_without_header)
         if view is not None:
             view.add_class(live_class(self.fallback.key))
         self.task: asyncio.Task | None = None
@@ -246,10 +260,16 @@ class AgentRun:
         finally:
             self._finish()
 
+    def _claim_end(self) -> bool:
+        """True for the one caller that ends the run (see ``_end_claim``)."""
+        with self._end_claim:
+            first, self._end_claimed = not self._end_claimed, True
+        return first
+
     def _finish(self) -> None:
         if self._ticker is not None:
             self._ticker.cancel()
-        if self._done.is_set():  # lost with its kernel: already finished and shown
+        if not self._claim_end():  # lost with its kernel: finished and shown by lose()
             return
         if self.broker is not None:
             self.broker.cancel_all("The run ended.")
@@ -318,7 +338,7 @@ class AgentRun:
         """The kernel is going away (shutdown, restart): the run reads as interrupted and
         the cell's live widget, which would show "model not found" once the kernel is
         gone, is replaced by the transcript so far, now."""
-        if self._done.is_set():
+        if not self._claim_end():
             return
         self.model.lost = True
         self.model.finish(None, why)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..environment import started_by_gateway
 from .bridge import Page, get_bridge, mismatch_message, tracker_for
+from .self_run import self_runner
 
 if TYPE_CHECKING:
     from ..notebook.session import PageNotebook, ToolSession
@@ -171,7 +172,8 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
             _register(tool_session, LiveNotebook(
                 key, bridge, client_id, is_busy=tracker.busy if tracker else None, absent=absent,
                 hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
-                namespace=_namespace_of(agent_session.shell), file_fallback=not where.remote))
+                namespace=_namespace_of(agent_session.shell), file_fallback=not where.remote,
+                run_here=self_runner(agent_session.shell)))
             tool_session.page_notebook = where
             if conversation.notebook_path is None:
                 conversation.notebook_path = key

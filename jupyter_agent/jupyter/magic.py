@@ -429,11 +429,13 @@ def unload_ipython_extension(ipython: Any) -> None:
     going. The conversation stays, so ``%reload_ext`` continues it."""
     from .bridge import forget_tracker, stop_bridge
     from .panel_comm import unregister
+    from .self_run import close_self_client
 
     session = get_session(ipython)
     session.stop()
     session.uninstall()
     stop_bridge()
+    close_self_client()
     forget_tracker(ipython)
     unregister(ipython, session)
     for kind in ("line", "cell"):

@@ -26,7 +26,7 @@ BRIDGE_TARGET = "jupyter_agent.bridge"
 #: version with code ``version`` and tells the user to reload the page or reinstall.
 BRIDGE_VERSION = 2
 #: Operations the page answers.
-BRIDGE_OPS = ("hello", "version", "read", "insert", "replace", "delete", "run", "restore")
+BRIDGE_OPS = ("hello", "version", "read", "insert", "replace", "delete", "run", "restore", "show_run")
 #: The size one bridge message may have, in bytes of its JSON: well under the 10 MiB a
 #: Tornado websocket accepts (a larger message closes the page's kernel connection).
 BRIDGE_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -104,11 +104,19 @@ def version_mismatch(what: str, theirs: object, ours: int) -> str:
 
 # -- chat() ------------------------------------------------------------------------------------
 # ipywidgets' Textarea has no key events: the page (``labextension/src/chatKeys.ts``) finds
-# chat()'s input and Send button by these classes and clicks Send on Enter.
+# chat()'s input and Send button by these classes. Enter (or a click on Send) there does not
+# click the button: it ends the input's own value with CHAT_SEND_MARK, which the kernel takes
+# as "send this text". A click is another widget's message, and ipywidgets holds back an
+# input's later values while one is on its way, so a click could reach the kernel before the
+# last keystrokes did (the message sent was cut: "Write hi\nt"); the input's own values arrive
+# in order, the mark last.
 
 #: The class of chat()'s box: its input and Send button are found inside it.
 CHAT_CLASS = "ja-chat"
-#: The class of chat()'s input (an ipywidgets Textarea): Enter there clicks Send.
+#: The class of chat()'s input (an ipywidgets Textarea): Enter there sends (the send mark).
 CHAT_INPUT_CLASS = "ja-chat-input"
 #: The class of chat()'s Send button.
 CHAT_SEND_CLASS = "ja-chat-send"
+#: Ends chat()'s input value when the page asks to send it (U+2063, an invisible separator:
+#: nothing shows while a busy kernel has not taken it yet).
+CHAT_SEND_MARK = "\u2063"

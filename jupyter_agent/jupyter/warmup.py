@@ -80,6 +80,15 @@ def _warm() -> None:
     except Exception as exc:  # the run builds them again and shows the real error
         log.debug("warm-up: building the tool schemas failed", exc_info=True)
         _state["failed"]["tool schemas"] = f"{type(exc).__name__}: {exc}"
+    try:
+        # The API client's TLS context loads the CA bundle (18-60 ms, measured): most of what
+        # a first run still waited for after the imports. Built once per process (model/tls.py).
+        from ..model.tls import shared_tls_context
+
+        shared_tls_context()
+    except Exception as exc:  # the run builds it again and shows the real error
+        log.debug("warm-up: building the TLS context failed", exc_info=True)
+        _state["failed"]["TLS context"] = f"{type(exc).__name__}: {exc}"
     _state["cpu_s"] = time.thread_time() - cpu_at_start
     _state["ended_at"] = time.monotonic()
 

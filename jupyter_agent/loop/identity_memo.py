@@ -18,19 +18,26 @@ V = TypeVar("V")
 DEFAULT_SIZE = 4096
 
 
+#: ``get``'s default for ``other``: the entry is keyed by one object.
+_ONE = object()
+
+
 class IdentityMemo(Generic[V]):
-    """A bounded map from a tuple of objects (by identity) to a value.
+    """A bounded map from one object, or a pair, (by identity) to a value.
 
     Each entry holds its key objects, so their ids cannot be reused by other objects while
     the entry lives; the least recently used entry goes first once ``size`` is reached.
+    A lookup runs once per history message on every turn, so it builds no tuple for one
+    object (its ``id`` is the key).
     """
 
     def __init__(self, size: int = DEFAULT_SIZE) -> None:
         self.size = size
-        self._entries: OrderedDict[tuple[int, ...], tuple[tuple[object, ...], V]] = OrderedDict()
+        self._entries: OrderedDict[int | tuple[int, ...], tuple[tuple[object, ...], V]] = OrderedDict()
 
-    def get(self, *keys: object) -> V | None:
-        ids = tuple(map(id, keys))
+    def get(self, key: object, other: object = _ONE) -> V | None:
+        """The value remembered for ``key`` (or for the pair ``key``, ``other``), or None."""
+        ids = id(key) if other is _ONE else (id(key), id(other))
         entry = self._entries.get(ids)
         if entry is None:
             return None
@@ -38,7 +45,9 @@ class IdentityMemo(Generic[V]):
         return entry[1]
 
     def put(self, keys: tuple[object, ...], value: V) -> V:
-        self._entries[tuple(map(id, keys))] = (keys, value)
+        """Remember ``value`` for ``keys`` (one object, or a pair) and return it."""
+        ids = id(keys[0]) if len(keys) == 1 else tuple(map(id, keys))
+        self._entries[ids] = (keys, value)
         if len(self._entries) > self.size:
             self._entries.popitem(last=False)
         return value

@@ -171,8 +171,7 @@ def normalize_messages_for_api(messages: Iterable[Message]) -> list[Message]:
         content = message.get("content")
         if not content:
             continue
-        if message.get("role") == "assistant" and isinstance(content, list) and any(
-                INVALID_INPUT_KEY in b for b in content if isinstance(b, dict)):
+        if message.get("role") == "assistant" and isinstance(content, list) and _has_invalid_input(content):
             content = [{k: v for k, v in b.items() if k != INVALID_INPUT_KEY} if isinstance(b, dict) else b
                        for b in content]
             message = {**message, "content": content}
@@ -186,6 +185,14 @@ def normalize_messages_for_api(messages: Iterable[Message]) -> list[Message]:
             continue
         out.append(message)
     return out
+
+
+def _has_invalid_input(content: list[Any]) -> bool:
+    # A plain loop: it runs over every assistant message of the history on every request.
+    for block in content:
+        if isinstance(block, dict) and INVALID_INPUT_KEY in block:
+            return True
+    return False
 
 
 def prepend_user_context(messages: list[Message], user_context: dict[str, str]) -> list[Message]:

@@ -11,8 +11,9 @@
    *tool_results], turn_count=turn_count + 1, transition=Transition("next_turn"))``,
    back to 1; or the end. Every ``State`` is built there.
 
-The steps share one :class:`Turn` (the article's per-iteration collectors); a step
-that decides how the iteration ends records it there, and step 4 acts on it.
+The steps share one :class:`~.turn.Turn` (the article's per-iteration collectors); a step
+that decides how the iteration ends records it there, and step 4 acts on it. What a run
+and its turns carry (``QueryParams``, ``RunRecord``, ``Turn``) is in :mod:`.turn`.
 
 The one Python difference: an async generator cannot ``return`` a value, so the end
 reason is the last thing the loop yields, a :class:`Terminal`.
@@ -21,17 +22,14 @@ reason is the last thing the loop yields, a :class:`Terminal`.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
-from .tool import Tool, ToolContext, ToolSource
-from .abort import CELL_INTERRUPTED, STOP_BUTTON, AbortSignal
-from .budget import ToolResultBudget
-from .compaction import PROMPT_TOO_LONG_ADVICE, RunContext, run_context
+from .abort import AbortSignal
+from .compaction import PROMPT_TOO_LONG_ADVICE, run_context
 from .events import (
-    AssistantMessage, Checkpoint, CompactionTrigger, ContextUsage, ModelFallback, ModelRetry, Notice, RequestStart,
-    StreamEvent, ToolOutcome, ToolResult, UserMessage, STEP_NAMES,
+    AssistantMessage, CompactionTrigger, ModelFallback, ModelRetry, Notice, RequestStart, StreamEvent, ToolOutcome,
+    ToolResult, UserMessage,
 )
 from .hooks import HookResult, Hooks, StopHookInput, call_hook
 from .messages import (
@@ -39,152 +37,30 @@ from .messages import (
     STOP_HOOK_FEEDBACK_PREFIX, create_user_message, ensure_tool_result_pairing,
     normalize_messages_for_api, prepend_user_context, yield_missing_tool_result_blocks,
 )
-from .model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
+from .model_protocol import ModelError, ModelRequest, PromptTooLongError
 from .orchestration import StreamingToolExecutor, run_tools
 from .stream import (
     Aborted, completed_blocks, finished_part, model_moved_on, restart_error, stream_with_abort,
     wait_before_retry, with_parsed_input,
 )
 from .state import State, Terminal, TerminalReason, Transition
-from .tool_execution import CanUseTool, ToolRunEnv
+from .tool_execution import ToolRunEnv
 from .tool_sources import load_tool_sources
-from .usage import StreamUsage, Usage
+from .turn import CHECKPOINT_REASONS, NEW_TURN_REASONS, QueryParams, RunLoop, RunRecord, Turn, checkpoint
+from .usage import Usage
+
+__all__ = [
+    "MAX_OUTPUT_TOKENS_RECOVERY_LIMIT", "MAX_STOP_HOOK_BLOCKS", "QueryParams", "RunRecord", "Turn",
+    "build_request", "collect_response", "count_the_turn", "execute_tools", "next_state", "open_loop",
+    "query_loop", "without_tools",
+]
 
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 MAX_STOP_HOOK_BLOCKS = 8
-#: The end message of a run stopped because the user interrupted the cell it was running.
-CELL_INTERRUPTED_MESSAGE = ("Stopped: the cell the agent was running was interrupted (the kernel's interrupt, "
-                            "or Stop), which stops the run as Stop does.")
 PARTIAL_KEPT_NOTICE = (
     "The response broke off ({error}) after tool calls that change things had started. "
     "Kept its finished part and their results; the next request goes on from there."
 )
-
-
-@dataclass
-class QueryParams:
-    """Everything that stays fixed for one run (seed: ``QueryParams``)."""
-
-    model: Model
-    tools: list[Tool]
-    context: ToolContext
-    system: list[dict[str, Any]] = field(default_factory=list)
-    user_context: dict[str, str] = field(default_factory=dict)
-    max_turns: int | None = None
-    can_use_tool: CanUseTool | None = None
-    hooks: Hooks = field(default_factory=Hooks)
-    streaming_tools: bool = True
-    checkpoints: bool = False
-    max_tokens: int = 8192
-    thinking: dict[str, Any] | None = None
-    budget: ToolResultBudget = field(default_factory=ToolResultBudget)
-    #: The model's context window in tokens (None: from the table of known models).
-    context_window: int | None = None
-    #: Compact the history now (with these instructions) and end: ``%agent compact``.
-    compact_now: str | None = None
-    #: End the run (``max_budget``) before a request once it has spent this much (USD).
-    max_budget_usd: float | None = None
-    #: query() made the model itself (from an id or the environment), so the run closes it.
-    owns_model: bool = False
-    #: Where more tools come from once the run starts (MCP servers), asked before the first request.
-    tool_sources: list[ToolSource] = field(default_factory=list)
-    #: query() made the sources for this run alone, so the run closes them at its end.
-    owns_tool_sources: bool = False
-
-
-@dataclass
-class RunRecord:
-    """What the run handle can see while the loop runs."""
-
-    state: State
-    #: The run's spend, counted from the stream (``message_start`` / ``message_delta``), so
-    #: a response cut by Stop, a model error or a retry counts what it cost.
-    meter: StreamUsage = field(default_factory=StreamUsage)
-    requests: int = 0
-    phase: str = "idle"  # "streaming" or "tools": which abort reason applies
-    #: How full the context was before the latest request (None before the first).
-    context: ContextUsage | None = None
-
-    @property
-    def usage(self) -> Usage:
-        """Everything this run spent so far (the response now streaming included)."""
-        return self.meter.total
-
-
-#: Transitions that sent tool results back to the model: they start a new turn.
-NEW_TURN_REASONS = ("next_turn", "partial_response_kept")
-#: Transitions a step-4 checkpoint shows: a new turn, and a history the loop compacted
-#: (the stepper then shows the summarised State the next iteration starts from).
-CHECKPOINT_REASONS = (*NEW_TURN_REASONS, "auto_compact", "reactive_compact_retry")
-
-
-@dataclass
-class Turn:
-    """One iteration of the loop: the article's collectors, and what the iteration decided.
-
-    A step that decides how the iteration ends says so with :meth:`go_on` or
-    :meth:`finish`; step 4 then builds the next ``State`` from it, or ends the run.
-    """
-
-    state: State
-    messages_for_query: list[dict[str, Any]] = field(default_factory=list)
-    request: ModelRequest | None = None
-    assistant_messages: list[dict[str, Any]] = field(default_factory=list)
-    tool_use_blocks: list[dict[str, Any]] = field(default_factory=list)
-    needs_follow_up: bool = False
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
-    last_response: AssistantMessage | None = None
-    executor: StreamingToolExecutor | None = None
-    #: A retry or fallback came after a call that changes something had started: the
-    #: partial response is kept (not thrown away with its effects), see collect_response.
-    restart: ModelRetry | ModelFallback | None = None
-    # -- what the iteration decided --------------------------------------------------
-    #: The history after this iteration (None: the run ends with the history unchanged).
-    history: tuple[dict[str, Any], ...] | None = None
-    #: Why the loop goes round again; None while undecided or when the run ends.
-    transition: Transition | None = None
-    #: Events that say why the loop goes round, yielded once the next State is built.
-    announce: tuple[Any, ...] = ()
-    #: How the run ends: (reason, message, error).
-    end: tuple[TerminalReason, str, str | None] | None = None
-
-    @property
-    def decided(self) -> bool:
-        """Has a step said how this iteration ends (go round again, or end the run)?"""
-        return self.transition is not None or self.end is not None
-
-    def go_on(self, history: Any, transition: Transition, *announce: Any) -> None:
-        """Go round again from ``history``, for the reason in ``transition``."""
-        self.history, self.transition, self.announce = tuple(history), transition, announce
-
-    def finish(self, reason: TerminalReason, message: str = "", error: str | None = None,
-               history: Any = None) -> None:
-        """End the run here (``history``: the messages it leaves, if it changed them)."""
-        self.end = (reason, message, error)
-        if history is not None:
-            self.history = tuple(history)
-
-
-@dataclass
-class _Loop:
-    """What every iteration of one run shares."""
-
-    params: QueryParams
-    record: RunRecord
-    signal: AbortSignal
-    env: ToolRunEnv
-    tool_definitions: list[dict[str, Any]]
-    context: RunContext
-    stop_hook_blocks: int = 0  # Stop hook "block"s since the last new turn
-
-    def end(self, reason: TerminalReason, message: str = "", error: str | None = None) -> Terminal:
-        self.record.phase = "ended"
-        aborted = reason in (TerminalReason.ABORTED_STREAMING, TerminalReason.ABORTED_TOOLS)
-        stopped_by = (self.signal.reason or STOP_BUTTON) if aborted else None
-        if stopped_by == CELL_INTERRUPTED:
-            message = CELL_INTERRUPTED_MESSAGE
-        return Terminal(reason, self.record.state.turn_count, message, error, self.record.usage,
-                        stopped_by=stopped_by)
 
 
 def next_state(state: State, messages: Any, transition: Transition | None = None) -> State:
@@ -207,21 +83,12 @@ def next_state(state: State, messages: Any, transition: Transition | None = None
     )
 
 
-def _checkpoint(step: int, state: State, turn: Turn, **extra: Any) -> Checkpoint:
-    return Checkpoint(
-        step=step, step_name=STEP_NAMES[step - 1], state=state,
-        messages_for_query=tuple(turn.messages_for_query),
-        assistant_messages=tuple(turn.assistant_messages), tool_results=tuple(turn.tool_results),
-        needs_follow_up=turn.needs_follow_up, turn_count=state.turn_count,
-        transition=state.transition, extra=extra,
-    )
-
 
 async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal) -> AsyncGenerator[Any, None]:
     """The loop. Yields events; the last one is always a :class:`Terminal`."""
-    loop: _Loop | None = None
+    loop: RunLoop | None = None
     async for item in open_loop(params, record, signal):  # the tool servers' notices, then the loop
-        if isinstance(item, _Loop):
+        if isinstance(item, RunLoop):
             loop = item
         else:
             yield item
@@ -265,7 +132,7 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
             if turn.transition is not None and turn.transition.reason in NEW_TURN_REASONS:
                 loop.stop_hook_blocks = 0
             if params.checkpoints and turn.transition is not None and turn.transition.reason in CHECKPOINT_REASONS:
-                yield _checkpoint(4, record.state, turn)
+                yield checkpoint(4, record.state, turn)
     finally:
         # A consumer that stops pulling (or a cancelled task) must not leave tools running.
         if turn is not None and turn.executor is not None:
@@ -274,7 +141,7 @@ async def query_loop(params: QueryParams, record: RunRecord, signal: AbortSignal
 
 async def open_loop(params: QueryParams, record: RunRecord, signal: AbortSignal) -> AsyncGenerator[Any, None]:
     """Before the first turn: the tool sources (MCP servers) started or approved, their
-    notices yielded, then the :class:`_Loop` the turns share (or a :class:`Terminal`
+    notices yielded, then the :class:`RunLoop` the turns share (or a :class:`Terminal`
     when the run was stopped while they started)."""
     tools = params.tools
     if params.tool_sources:  # MCP servers: started (or approved) before the first request
@@ -295,10 +162,10 @@ async def open_loop(params: QueryParams, record: RunRecord, signal: AbortSignal)
     context = run_context(params.model, params.system, definitions, env.tools_by_name, params.context, params.hooks,
                           params.user_context, record.meter, signal, context_window=params.context_window,
                           max_tokens=params.max_tokens)
-    yield _Loop(params, record, signal, env, definitions, context)
+    yield RunLoop(params, record, signal, env, definitions, context)
 
 
-async def build_request(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
+async def build_request(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     """Step 1: ``messages_for_query`` (pairing repaired, tool-result budget applied, old
     tool results cleared past their threshold) and the request: ``prepend_user_context``,
     then the API's message rules. Past the compaction threshold the history is summarised
@@ -329,9 +196,9 @@ async def build_request(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
         max_tokens=params.max_tokens, thinking=params.thinking,
     )
     if params.checkpoints:
-        yield _checkpoint(1, turn.state, turn, request=turn.request)
+        yield checkpoint(1, turn.state, turn, request=turn.request)
 
-async def collect_response(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
+async def collect_response(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     """Step 2: call the model, streaming, and collect ``assistant_messages`` and the
     ``tool_use`` blocks. With streaming tools, a call may start before the response ends."""
     params, record, signal = loop.params, loop.record, loop.signal
@@ -430,10 +297,10 @@ async def collect_response(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]
             turn.tool_use_blocks.extend(blocks)
             turn.needs_follow_up = True
     if params.checkpoints:
-        yield _checkpoint(2, turn.state, turn, tool_use_blocks=tuple(turn.tool_use_blocks))
+        yield checkpoint(2, turn.state, turn, tool_use_blocks=tuple(turn.tool_use_blocks))
 
 
-async def _compact(turn: Turn, loop: _Loop, trigger: CompactionTrigger, transition: Transition | None,
+async def _compact(turn: Turn, loop: RunLoop, trigger: CompactionTrigger, transition: Transition | None,
                    instructions: str = "", used: int | None = None) -> AsyncIterator[Any]:
     """Summarise ``turn.messages_for_query``; if it compacted, go round from the new history
     for the reason in ``transition`` (None: the run ends there, as ``%agent compact`` asks).
@@ -451,7 +318,7 @@ async def _compact(turn: Turn, loop: _Loop, trigger: CompactionTrigger, transiti
         turn.go_on(result.messages, transition)
 
 
-async def execute_tools(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
+async def execute_tools(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     """Step 3: every call to its end (``run_tools``, or the executor that started them
     while the model streamed); then the results, in call order, as one user message."""
     loop.record.phase = "tools"
@@ -470,7 +337,7 @@ async def execute_tools(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
         yield missing  # (cannot happen, but the invariant is worth a guard)
     turn.tool_results = [results[b["id"]] for b in turn.tool_use_blocks]  # call order: stable cache bytes
     if loop.params.checkpoints:
-        yield _checkpoint(3, turn.state, turn)
+        yield checkpoint(3, turn.state, turn)
     results_message = create_user_message(turn.tool_results)
     turn.history = (*turn.messages_for_query, *turn.assistant_messages, results_message)
     # run.state shows the results before anyone sees them, even if the run ends here.
@@ -482,7 +349,7 @@ async def execute_tools(turn: Turn, loop: _Loop) -> AsyncGenerator[Any, None]:
         turn.finish(TerminalReason.HOOK_STOPPED, loop.env.control.hook_stop_message)
 
 
-async def without_tools(turn: Turn, loop: _Loop) -> None:
+async def without_tools(turn: Turn, loop: RunLoop) -> None:
     """No ``tool_use`` in the response: go on if the answer hit the output limit or a
     Stop hook blocks; end if a Stop hook says so; else the run ``completed``."""
     if turn.executor:
@@ -509,7 +376,7 @@ async def without_tools(turn: Turn, loop: _Loop) -> None:
         turn.finish(TerminalReason.COMPLETED, _text_of(last), history=history)
 
 
-async def count_the_turn(turn: Turn, loop: _Loop) -> None:
+async def count_the_turn(turn: Turn, loop: RunLoop) -> None:
     """After the tools: a new turn, unless the run spent its limit (``max_budget``) or it
     would pass ``max_turns`` (seed: ``nextTurnCount``). A kept partial response waits like the retry it replaces."""
     max_turns = loop.params.max_turns
@@ -525,7 +392,7 @@ async def count_the_turn(turn: Turn, loop: _Loop) -> None:
         turn.transition = Transition("next_turn")
 
 
-def spend_limit_reached(loop: _Loop) -> str | None:
+def spend_limit_reached(loop: RunLoop) -> str | None:
     """Why the run must not send another request (it spent ``max_budget_usd``), or None."""
     limit, spent = loop.params.max_budget_usd, loop.record.usage.cost_usd
     if limit is None or spent < limit:

@@ -193,6 +193,9 @@ class Tool:
     max_result_size_chars: ClassVar[int] = 50_000
     #: Seconds before a call is cancelled with an error result (None: no limit).
     timeout_s: ClassVar[float | None] = 120.0
+    #: What the approval's note calls this tool's work when it asks in every permission mode
+    #: (its ``PreparedCall.runs_code``): "Running code always asks unless...".
+    always_asks_as: ClassVar[str] = "Running code"
 
     def input_schema(self) -> dict[str, Any]:
         schema = self.Input.model_json_schema(by_alias=True)

@@ -4,6 +4,8 @@
 ``{"name": {"type": "http", "url": ..., "headers": {...}}}`` talks to one over streamable
 HTTP. A ``.mcp.json`` in the working folder (``{"mcpServers": {...}}``) holds the same
 shape; a server from it starts only once the user approved it (:mod:`.servers`).
+:func:`read_mcp_configs` reads what ``jupyter agent run --mcp-config`` is given: files or
+the JSON itself, with or without the ``mcpServers`` wrapper.
 """
 
 from __future__ import annotations
@@ -147,3 +149,55 @@ def read_project_servers(cwd: Path) -> tuple[dict[str, ServerConfig], list[str]]
         except ValueError as exc:
             problems.append(f"{path}: {exc}")
     return found, problems
+
+
+#: What ``--mcp-config`` takes, for error messages.
+MCP_CONFIG_SHAPE = ('{"mcpServers": {"NAME": {"command": "PROGRAM", "args": ["..."]}}} (as in .mcp.json), '
+                    'or the bare {"NAME": {...}} mapping')
+
+
+def read_mcp_config(value: str, cwd: Path) -> dict[str, Any]:
+    """The servers of one ``--mcp-config`` value: the path of a JSON file (a relative one
+    from ``cwd``) or the JSON itself (it starts with ``{``), either ``{"mcpServers": {...}}`` or
+    the bare servers mapping; returned as that mapping (``mcp_servers`` takes it), each
+    entry checked. Raises ``ValueError`` saying what is wrong and what to give."""
+    if value.lstrip().startswith("{"):
+        where, text = "the JSON given", value
+    else:
+        path = (cwd / Path(value).expanduser()) if value else cwd
+        where = str(path)
+        try:
+            if path.stat().st_size > _MAX_PROJECT_FILE:
+                raise ValueError(f"{where} is larger than {_MAX_PROJECT_FILE:,} bytes.")
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ValueError(f"{where}: no such file. Give the path of a JSON file or the JSON itself: "
+                             f"{MCP_CONFIG_SHAPE}.") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{where} could not be read ({exc}).") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{where} is not valid JSON ({exc}). Expected {MCP_CONFIG_SHAPE}.") from None
+    servers = data.get("mcpServers", data) if isinstance(data, dict) else data
+    if not isinstance(servers, dict):
+        raise ValueError(f"{where} is not a JSON object of servers. Expected {MCP_CONFIG_SHAPE}.")
+    try:
+        parse_servers(servers)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    return servers
+
+
+def read_mcp_configs(values: list[str], cwd: Path) -> dict[str, Any] | None:
+    """The servers of every ``--mcp-config`` value (None when there is none); raises
+    ``ValueError`` for a bad one or a server name given twice."""
+    if not values:
+        return None
+    servers: dict[str, Any] = {}
+    for value in values:
+        for name, spec in read_mcp_config(value, cwd).items():
+            if name in servers:
+                raise ValueError(f"the MCP server {name!r} is given twice; give each name once.")
+            servers[name] = spec
+    return servers

@@ -112,7 +112,8 @@ class McpServers(ToolSource):
     async def _approve(self, config: ServerConfig, context: ToolContext, can_use_tool: CanUseTool | None,
                        notices: list[Notice]) -> bool:
         """Ask a person whether a server of .mcp.json may start (a repository's file can run any program)."""
-        what = (f"run the command `{config.command_line()}`" if config.transport == "stdio"
+        # (the message is shown as text: no Markdown backticks around the command)
+        what = (f"run this command: {config.command_line()}" if config.transport == "stdio"
                 else f"connect to {config.command_line()}")
         if can_use_tool is None:
             notices.append(Notice("mcp_server_needs_approval", f"The MCP server {config.name!r} of {PROJECT_FILE} "
@@ -133,6 +134,15 @@ class McpServers(ToolSource):
         notices.append(Notice("mcp_server_refused", f"The MCP server {config.name!r} of {PROJECT_FILE} was not "
                               "approved: it was not started, and it is not asked about again in this conversation."))
         return False
+
+    def refuse_project_servers(self, cwd: Path) -> list[ServerConfig]:
+        """Leave the servers of ``cwd``'s .mcp.json that the settings do not name unstarted for
+        the rest of the conversation, without asking (a headless run: no one can approve them);
+        returns them, for the caller to say so."""
+        found, _ = read_project_servers(cwd)
+        refused = [config for name, config in found.items() if name not in self.configured]
+        self.refused.update(refused)
+        return refused
 
     async def _drop_stale(self, wanted: dict[str, ServerConfig]) -> None:
         """Stop servers that are no longer configured, or whose settings changed."""

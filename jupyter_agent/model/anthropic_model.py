@@ -29,6 +29,7 @@ from .accumulate import MessageAccumulator
 from .pricing import cost_usd
 from .request import build_params
 from .retry import Failure, backoff_delay, classify_exception, from_error_event, to_model_error
+from .tls import shared_tls_context
 
 __all__ = ["AnthropicModel", "DEFAULT_MODEL", "NO_API_KEY_MESSAGE"]
 
@@ -127,10 +128,10 @@ class AnthropicModel:
             # itself from __del__ by scheduling a task on whatever loop is running then,
             # which fails noisily when that is not the loop its connections belong to.
             limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100 if self.keep_alive else 0)
-            kwargs: dict[str, Any] = {
-                "max_retries": 0, "timeout": timeout,
-                "http_client": anthropic.DefaultAsyncHttpxClient(timeout=timeout, limits=limits),
-            }
+            # The TLS context is the library's default, built once per process (tls.py).
+            http_client = anthropic.DefaultAsyncHttpxClient(timeout=timeout, limits=limits,
+                                                            verify=shared_tls_context())
+            kwargs: dict[str, Any] = {"max_retries": 0, "timeout": timeout, "http_client": http_client}
             if self.base_url:
                 kwargs["base_url"] = self.base_url
             key = self._api_key or os.environ.get("ANTHROPIC_API_KEY") or None

@@ -29,7 +29,12 @@ def _cacheable(block: Any) -> bool:
 
 
 def _count(blocks: list[Any]) -> int:
-    return sum(1 for b in blocks if isinstance(b, dict) and "cache_control" in b)
+    # A plain loop: it runs over every block of the history on every request.
+    found = 0
+    for block in blocks:
+        if isinstance(block, dict) and "cache_control" in block:
+            found += 1
+    return found
 
 
 def _mark_last(blocks: list[Any]) -> list[Any] | None:
@@ -54,7 +59,8 @@ def with_cache_control(messages: list[dict[str, Any]], system: list[dict[str, An
     used = _count(list(tools or [])) + _count(sys_blocks)
     for m in msgs:
         c = m.get("content")
-        used += _count(c) if isinstance(c, list) else 0
+        if isinstance(c, list):
+            used += _count(c)
     if msgs and used < MAX_BREAKPOINTS:
         last = msgs[-1]
         content = last.get("content")

@@ -82,6 +82,15 @@ class NotebookSnapshot:
         """The cell named by ``cell_id``: its real id first, else ``cell-N`` by index."""
         return self.cells[find_cell_index(self.cells, cell_id)]
 
+    def runnable_cell(self, cell_id: str, expected_version: str | None) -> Cell:
+        """The code cell ``cell_id``, on the version the run was planned on (else a clear error)."""
+        if expected_version is not None and self.version != expected_version:
+            raise StaleNotebookError()
+        cell = self.find(cell_id)
+        if cell.cell_type != "code":
+            raise NotebookError(f"Cell {cell_id} is a {cell.cell_type} cell; only code cells can be run.")
+        return cell
+
 
 @dataclass(frozen=True)
 class EditResult:
@@ -209,6 +218,11 @@ class NotebookDocument(ABC):
     @abstractmethod
     async def snapshot(self) -> NotebookSnapshot:
         """All cells, with the document's current version."""
+
+    async def sources_snapshot(self) -> NotebookSnapshot:
+        """A snapshot whose cells' ids, types and sources and version are current, though
+        its outputs may be older (enough to plan and check a run). By default a snapshot."""
+        return await self.snapshot()
 
     async def changes_refused(self) -> str | None:
         """Why no edit or run of this document would be carried out (no page answers for

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 _LIVE_POOLS: weakref.WeakSet[KernelPool] = weakref.WeakSet()
 #: How long to wait for a kernel to settle after an interrupt before giving up on it.
-_INTERRUPT_GRACE_S = 5.0
+INTERRUPT_GRACE_S = 5.0
 #: After the execute_reply, how long a silent iopub channel is waited on for the idle status.
 _IOPUB_GRACE_S = 3.0
 #: How often the shell channel is looked at for the reply while outputs stream in.
@@ -91,7 +91,7 @@ class NotebookKernel:
         """
         async with self.lock:
             msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
-            collector = _OutputCollector()
+            collector = OutputCollector()
             deadline = time.monotonic() + timeout
             status = "ok"
             next_alive_check = time.monotonic() + 1.0
@@ -113,13 +113,7 @@ class NotebookKernel:
                 raise
             if status != "ok":
                 await self._interrupt_and_settle(msg_id, collector)
-            elif collector.error or (collector.reply or {}).get("status") in ("error", "aborted"):
-                status = "error"
-            note = ""
-            if status in ("ok", "error") and not collector.idle:
-                note = ("[The kernel sent output faster than it could be received, and some was lost "
-                        "(at least the end of it): what is shown may not be the cell's last output.]")
-            return Execution(collector.clean_outputs, collector.execution_count, status, note)
+            return collector.execution(status)
 
     async def namespace_ids(self, timeout: float = 10.0) -> dict[str, int] | None:
         """The kernel's top-level names and the ids of their objects (our expression, not
@@ -135,7 +129,7 @@ class NotebookKernel:
         value = (reply.get("content") or {}).get("user_expressions", {}).get("ns")
         return parse_namespace_reply(value) if isinstance(value, dict) and value.get("status") == "ok" else None
 
-    async def _poll(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
+    async def _poll(self, msg_id: str, collector: OutputCollector, wait: float) -> None:
         """Take what has come in: outputs until idle; the reply now and then, and after idle.
 
         The shell channel is looked at every :data:`_SHELL_EVERY_S` while outputs stream
@@ -147,7 +141,7 @@ class NotebookKernel:
             collector.next_shell_check = time.monotonic() + _SHELL_EVERY_S
             await self._next_reply(msg_id, collector, wait if collector.idle else 0)
 
-    async def _next(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
+    async def _next(self, msg_id: str, collector: OutputCollector, wait: float) -> None:
         try:
             msg = await self.client.get_iopub_msg(timeout=wait)
         except queue.Empty:
@@ -156,7 +150,7 @@ class NotebookKernel:
             collector.last_message_at = time.monotonic()
             collector.add(msg)
 
-    async def _next_reply(self, msg_id: str, collector: _OutputCollector, wait: float) -> None:
+    async def _next_reply(self, msg_id: str, collector: OutputCollector, wait: float) -> None:
         try:
             msg = await self.client.get_shell_msg(timeout=wait)
         except queue.Empty:
@@ -167,13 +161,13 @@ class NotebookKernel:
             if collector.execution_count is None:
                 collector.execution_count = collector.reply.get("execution_count")
 
-    async def _interrupt_and_settle(self, msg_id: str, collector: _OutputCollector) -> None:
+    async def _interrupt_and_settle(self, msg_id: str, collector: OutputCollector) -> None:
         try:
             await self.manager.interrupt_kernel()
         except Exception:  # a dead kernel: the run's result says it did not finish
             log.debug("interrupting the kernel failed", exc_info=True)
             return
-        end = time.monotonic() + _INTERRUPT_GRACE_S
+        end = time.monotonic() + INTERRUPT_GRACE_S
         while not collector.done and time.monotonic() < end:
             await self._poll(msg_id, collector, 0.1)
 
@@ -195,7 +189,7 @@ class NotebookKernel:
         _release_sync(self.manager)
 
 
-class _OutputCollector:
+class OutputCollector:
     """Turns iopub messages into nbformat outputs, as the notebook frontend would.
 
     Consecutive stream chunks build one :class:`~.outputs.StreamText`, so a progress
@@ -258,6 +252,17 @@ class _OutputCollector:
         if display_id:
             output["_display_id"] = display_id
         self.outputs.append(output)
+    def execution(self, status: str) -> Execution:
+        """The run as an :class:`Execution`: ``status`` ("ok" becomes "error" when the cell
+        raised or was aborted), with a note when the run ended before its last output came."""
+        if status == "ok" and (self.error or (self.reply or {}).get("status") in ("error", "aborted")):
+            status = "error"
+        note = ""
+        if status in ("ok", "error") and not self.idle:
+            note = ("[The kernel sent output faster than it could be received, and some was lost "
+                    "(at least the end of it): what is shown may not be the cell's last output.]")
+        return Execution(self.clean_outputs, self.execution_count, status, note)
+
 
     @property
     def clean_outputs(self) -> list[dict[str, Any]]:
@@ -416,11 +421,7 @@ async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
     if kernels is None:
         raise NotebookError("No kernel pool is attached to this notebook, so its cells cannot run.")
     snapshot = await doc.snapshot()
-    if expected_version is not None and snapshot.version != expected_version:
-        raise StaleNotebookError()
-    cell = snapshot.find(cell_id)
-    if cell.cell_type != "code":
-        raise NotebookError(f"Cell {cell_id} is a {cell.cell_type} cell; only code cells can be run.")
+    cell = snapshot.runnable_cell(cell_id, expected_version)
     kernel = await kernels.get(doc.path, snapshot.kernel_name)
     before = await kernel.namespace_ids()
     execution = await kernel.execute(cell.source, timeout=timeout, abort=abort)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -32,17 +33,29 @@ from .cells import cell_view, cell_views
 from .document import (POSITION_ID, Cell, CellRestore, EditResult, NotebookDocument, NotebookError, NotebookSnapshot,
                        RunResult, StaleNotebookError, find_cell_index)
 from .file_backend import FileNotebook
+from .kernel_run import SHOW_RUN, RunHere, log_failure, run_result
 from .namespace import changed_names
 
 log = logging.getLogger(__name__)
 
 #: The key of a reply's result under which the bridge puts its count of the page's changes
-#: (``jupyter.bridge.CHANGES_SEEN``; this package does not import the bridge).
+#: (``jupyter.bridge_page.CHANGES_SEEN``; this package does not import the bridge).
 CHANGES_SEEN = "_changes_seen"
+#: ... and its count of the changes that may have touched the cells' sources (``SOURCES_SEEN``).
+SOURCES_SEEN = "_sources_seen"
 
 #: Seconds past a run's time limit the kernel still waits for the page's reply: the page
 #: interrupts the kernel at the limit and answers once the interrupted cell has ended.
 RUN_REPLY_GRACE_S = 15.0
+
+
+def _at_index(cell: Cell, index: int) -> Cell:
+    """``cell`` at another index. An insert or delete moves every cell after it: at 2,000
+    cells ``dataclasses.replace`` for each (which runs the frozen dataclass's ``__init__``)
+    was most of NotebookEdit's own time, so the fields are copied as they are."""
+    moved = object.__new__(Cell)
+    moved.__dict__.update(cell.__dict__, index=index)
+    return moved
 
 
 class PageTooOld(NotebookError):
@@ -63,8 +76,16 @@ class LiveNotebook(NotebookDocument):
 
     def __init__(self, path: Path | str, bridge: Any, client_id: str, *, is_busy: Any = None,
                  absent: str = "", hello_wait: float = 2.0, describe_mismatch: Any = None,
-                 namespace: Callable[[], dict[str, int]] | None = None, file_fallback: bool = True) -> None:
+                 namespace: Callable[[], dict[str, int]] | None = None, file_fallback: bool = True,
+                 run_here: RunHere | None = None) -> None:
         self.path = Path(path)
+        #: runs a cell in this kernel without the page (``jupyter/self_run.py``); used when
+        #: the page says it shows such runs (``kernel_runs`` in its hello), else None
+        self.run_here = run_here
+        #: the page's answer to the last run made here: when it has shown the run (see
+        #: ``kernel_run.py``); the next request waits for it
+        self._showing: asyncio.Task[dict[str, Any]] | None = None
+        self._showing_version: str | None = None
         #: read the file when no page answers (the kernel's disk holds this notebook; not
         #: so for a kernel on another machine, whose disk may hold anything at this path)
         self.file_fallback = file_fallback
@@ -84,8 +105,10 @@ class LiveNotebook(NotebookDocument):
         self._last: NotebookSnapshot | None = None
         #: the page's document state when ``_last`` was read (any change at all moves it)
         self._last_state: str | None = None
-        #: the page's count of changes the kernel knew of then (``bridge.CHANGES_SEEN``)
+        #: the page's count of changes the kernel knew of then (``bridge_page.CHANGES_SEEN``)
         self._seen: Any = None
+        #: the page's count of changes of its cells' ids, types or sources then
+        self._sources_seen: Any = None
 
     async def answering(self) -> bool:
         """Whether the page answers (waited for once: its hello may still be on its way)."""
@@ -102,6 +125,8 @@ class LiveNotebook(NotebookDocument):
         return None if await self.answering() else (self.absent or "No notebook page answers for this notebook.")
 
     async def _ask(self, op: str, **arguments: Any) -> dict[str, Any]:
+        if op != SHOW_RUN:
+            await self._shown()
         if not await self.answering():
             raise NotebookError(self.absent or "")
         try:
@@ -118,7 +143,27 @@ class LiveNotebook(NotebookDocument):
                 raise NotebookError(str(exc)) from None
             raise
 
+    async def _shown(self) -> None:
+        """The page's answer to the last run made in this kernel, waited for (see
+        ``kernel_run.py``): the next request then finds the copy of the notebook current."""
+        showing, expected = self._showing, self._showing_version
+        if showing is None:
+            return
+        self._showing = self._showing_version = None
+        try:
+            result = await asyncio.shield(showing)
+        except asyncio.CancelledError:
+            self._last = None
+            raise
+        except Exception as exc:  # the page did not show the run: its next read tells what it holds
+            log.debug("the page did not answer show_run: %s", exc)
+            self._last = None
+            return
+        cell = cell_view(result.get("cell") or {}, int(result.get("index") or 0), True)
+        self._follow("run", cell, str(result.get("version") or ""), result.get("state"), expected, result)
+
     async def snapshot(self) -> NotebookSnapshot:
+        await self._shown()
         if not await self.answering():
             if not self.file_fallback:
                 raise NotebookError(self.absent or "")
@@ -131,15 +176,28 @@ class LiveNotebook(NotebookDocument):
             # the page's document has not changed at all since that read (or this backend's
             # own edit that followed it): the page names its state now, for the next read
             self._last_state = result["state"]
-            self._seen = result.get(CHANGES_SEEN)
+            self._seen, self._sources_seen = result.get(CHANGES_SEEN), result.get(SOURCES_SEEN)
             return last
         snapshot = NotebookSnapshot.of(self.path, cell_views(result.get("cells") or []),
                                        str(result.get("version") or ""), result.get("metadata") or {})
         self._last = snapshot
         state = result.get("state")
         self._last_state = state if isinstance(state, str) else None
-        self._seen = result.get(CHANGES_SEEN)
+        self._seen, self._sources_seen = result.get(CHANGES_SEEN), result.get(SOURCES_SEEN)
         return snapshot
+
+    async def sources_snapshot(self) -> NotebookSnapshot:
+        """The last read while the page has told of no change of its cells' ids, types or
+        sources since (only outputs, counts or metadata moved: an ``%%agent`` cell's own
+        transcript does all the time), so a run is planned and checked without asking the
+        page; otherwise :meth:`snapshot`. Its outputs may be old; its version is current
+        (the page refuses an edit planned on a version that is not, as before)."""
+        last, page = self._last, self.bridge.pages.get(self.client_id)
+        if (last is not None and page is not None and getattr(page, "notices", False) is True
+                and self._sources_seen is not None and await self.answering()
+                and self._sources_seen == (getattr(page, "serial", None), getattr(page, "source_changes", None))):
+            return last
+        return await self.snapshot()
 
     def _unchanged_since(self) -> bool:
         """Whether the page has said of no change since the reply that made the last read
@@ -173,11 +231,11 @@ class LiveNotebook(NotebookDocument):
     def _edit_result(self, result: dict[str, Any], change: str, expected_version: str | None) -> EditResult:
         cell = cell_view(result.get("cell") or {}, int(result.get("index") or 0), True)
         version = str(result.get("version") or "")
-        self._follow(change, cell, version, result.get("state"), expected_version, result.get(CHANGES_SEEN))
+        self._follow(change, cell, version, result.get("state"), expected_version, result)
         return EditResult(cell=cell, version=version)
 
     def _follow(self, change: str, cell: Cell, version: str, state: Any, expected_version: str | None,
-                seen: Any) -> None:
+                reply: dict[str, Any]) -> None:
         """Bring the last read up to date with this backend's own change, so the next read
         (NotebookRun's after an insert, NotebookEdit's before the next edit) is the page's
         small "unchanged" answer, not the whole notebook again.
@@ -187,10 +245,12 @@ class LiveNotebook(NotebookDocument):
         and so named the state its reply leaves the document in: a read that names it is
         "unchanged" only while the document is exactly as this change left it (outputs
         and metadata included), and the page's ``changed`` notice says when it is not.
-        The last read is dropped otherwise (the next read is a whole one)."""
+        Otherwise the copy follows the change without a state: its cells and version are
+        the page's (a run is planned on them: ``sources_snapshot``), its outputs maybe
+        not, and the next read is a whole one. A reply that does not fit the copy drops it."""
         last = self._last
         self._last = None
-        if last is None or not isinstance(state, str) or not state or expected_version != last.version:
+        if last is None or expected_version != last.version:
             return
         if change == "run" and version != expected_version:  # a run changes no source: someone else did
             return
@@ -209,13 +269,16 @@ class LiveNotebook(NotebookDocument):
             log.debug("the page's %s reply does not fit the last read; the next read is a whole one", change)
             return
         for i in shift:
-            cells[i] = replace(cells[i], index=i)
+            cells[i] = _at_index(cells[i], i)
         if not version.startswith(f"live-{len(cells)}-"):  # the page's count of cells differs
             log.debug("after a %s the page counts other cells than the last read; reading it again", change)
             return
         self._last = replace(last, cells=tuple(cells), version=version)
-        self._last_state = state
-        self._seen = seen
+        # Without a state (something else changed too: another cell's outputs) the copy's
+        # cells and version are still the page's, not its outputs: good for planning a
+        # run (sources_snapshot), not for answering a read.
+        self._last_state = state if isinstance(state, str) and state else None
+        self._seen, self._sources_seen = reply.get(CHANGES_SEEN), reply.get(SOURCES_SEEN)
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
                           expected_version: str | None = None) -> EditResult:
@@ -257,6 +320,9 @@ class LiveNotebook(NotebookDocument):
                 "A cell is executing in this kernel right now (a cell that awaits the agent, or "
                 "`%%agent --wait`), and a run through the page would wait behind it forever. Cells of "
                 "the open notebook run only from an agent run started by a plain %%agent cell.")
+        page = self.bridge.pages.get(self.client_id)
+        if self.run_here is not None and getattr(page, "kernel_runs", False) is True:
+            return await self._run_here(self.run_here, cell_id, timeout, abort, expected_version)
         real = await self._real_id(cell_id, expected_version)
         before = self.namespace()
         # The time limit is kept by the page: while the cell runs this kernel's event loop is
@@ -276,8 +342,7 @@ class LiveNotebook(NotebookDocument):
                                  saved=False, note="Stopped by the user while the cell was running in the page.")
             raise
         cell = cell_view(result.get("cell") or {}, int(result.get("index") or 0), True)
-        self._follow("run", cell, str(result.get("version") or ""), result.get("state"), expected_version,
-                     result.get(CHANGES_SEEN))
+        self._follow("run", cell, str(result.get("version") or ""), result.get("state"), expected_version, result)
         outputs = [o for o in result.get("outputs") or [] if isinstance(o, dict)]
         count = result.get("execution_count")
         status = str(result.get("status") or "ok")
@@ -288,6 +353,27 @@ class LiveNotebook(NotebookDocument):
         return RunResult(cell=cell, outputs=outputs, execution_count=count if isinstance(count, int) else None,
                          status=status, version=str(result.get("version") or ""), saved=True, note=note,
                          names_changed=changed_names(before, self.namespace()))
+
+
+    async def _run_here(self, run_here: RunHere, cell_id: str, timeout: float, abort: asyncio.Event | None,
+                        expected_version: str | None) -> RunResult:
+        """Run the cell in this kernel; the page shows it as it comes (``kernel_run.py``)."""
+        # The copy of the notebook, current unless the page has told of a change of its
+        # cells since (then read): the cell runs as approved, on the version planned on.
+        snapshot = await self.sources_snapshot()
+        cell = snapshot.runnable_cell(cell_id, expected_version)
+        msg_id = uuid.uuid4().hex
+        before = self.namespace()
+        # Sent before the execute request: the task runs up to its first wait at the next
+        # turn of the loop, and the comm message goes out before that wait (the page's
+        # hello was waited for by the snapshot above).
+        showing = asyncio.ensure_future(self._ask(SHOW_RUN, cell_id=cell.id, msg_id=msg_id, timeout=None,
+                                                  **self._known(snapshot.version)))
+        showing.add_done_callback(log_failure)
+        self._showing, self._showing_version = showing, snapshot.version
+        await asyncio.sleep(0)
+        execution = await run_here(cell.source, msg_id, cell.id, timeout=timeout, abort=abort)
+        return run_result(cell, execution, timeout, snapshot.version, changed_names(before, self.namespace()))
 
 
 class GuardedNotebook(FileNotebook):

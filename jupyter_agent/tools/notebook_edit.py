@@ -44,14 +44,16 @@ class NotebookEditInput(ToolInput):
         "The type of edit to make (replace, insert, delete). Defaults to replace."))
 
 
-async def notebook_for_change(path_text: str, path, ctx: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot]:
+async def notebook_for_change(path_text: str, path, ctx: ToolContext, *,
+                              sources_only: bool = False) -> tuple[NotebookDocument, NotebookSnapshot]:
     """The notebook's document and snapshot, after checking it takes changes, was read and
-    has not changed since."""
+    has not changed since. ``sources_only``: a snapshot whose outputs may be older (a run's
+    plan: ``NotebookDocument.sources_snapshot``)."""
     doc = open_notebook(path, tool_session(ctx))
     refused = await doc.changes_refused()
     if refused:  # before anyone is asked: the snapshot would be the file, not the page
         raise ToolError(refused)
-    snapshot = await doc.snapshot()
+    snapshot = await (doc.sources_snapshot() if sources_only else doc.snapshot())
     record = ctx.read_file_state.get(str(path))
     if record is None:
         raise ToolError(NOT_READ_YET.replace("File", "Notebook"))

@@ -62,6 +62,7 @@ class NotebookRestart(PathTool):
     Input = NotebookRestartInput
     path_field = "notebook_path"
     runs_code = True  # what it loses cannot be undone: it asks in every mode unless a rule allows it
+    always_asks_as = "Restarting a kernel"
     timeout_s = 120.0
     description = (
         "Restarts the kernel that NotebookRun runs a notebook's cells in. Every variable, import and open "

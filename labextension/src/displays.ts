@@ -15,6 +15,14 @@
  * notebook's own kernel and goes into the output as it is; the output area renders it
  * as it would any output (an untrusted notebook's sanitized).
  *
+ * In a shared document (jupyter-collaboration), every view applies an update: the view
+ * that showed the output live and each other one. JupyterLab writes a replaced output as a
+ * deletion and an insertion in the shared model, so two views replacing one output at once
+ * leave both insertions: the output twice. Each view removes an output of ours that repeats
+ * the display id of an earlier one in its cell; the shared model orders concurrent
+ * insertions the same way in every view, so all of them remove the same copy, and a
+ * deletion made twice is made once.
+ *
  * A run's fallback says "still running" while the run goes on; its kernel cannot correct
  * it when it dies or is restarted (JupyterLab drops the old kernel's updates first). The
  * page can: when it sees its kernel restart or die, each output of ours that names an
@@ -41,7 +49,7 @@ export interface IDisplayOutput {
 /** What the relay uses of a code cell's outputs (JupyterLab's IOutputAreaModel). */
 interface IOutputs {
   readonly length: number;
-  get(index: number): { toJSON(): unknown };
+  get(index: number): { toJSON(): unknown; metadata: unknown };
   set(index: number, output: IDisplayOutput): void;
 }
 
@@ -102,6 +110,24 @@ export function outputsToUpdate(
   return stale;
 }
 
+/** The indices of `outputs` that name the display id of an earlier output (copies that
+ * two views of a shared document made at once; see the module comment). */
+export function repeatedOutputs(outputs: ReadonlyArray<IOutputLike>): number[] {
+  const seen = new Set<string>();
+  const repeated: number[] = [];
+  outputs.forEach((o, i) => {
+    const id = displayIdOf(o);
+    if (id === null) {
+      return;
+    }
+    if (seen.has(id)) {
+      repeated.push(i);
+    }
+    seen.add(id);
+  });
+  return repeated;
+}
+
 /** The kernel statuses that mean its runs are gone. */
 export const LOST_STATUSES = ['restarting', 'autorestarting', 'dead'];
 
@@ -131,24 +157,35 @@ export function lostOutput(output: IOutputLike): IDisplayOutput | null {
   };
 }
 
-/** Each code cell's outputs in the notebook shown in `panel`. */
-function eachOutputs(panel: NotebookPanel, visit: (outputs: IOutputs, current: IOutputLike[]) => void): void {
+/** What the removal of copies uses of a code cell's shared model. */
+interface ISharedOutputs {
+  getOutputs(): IOutputLike[];
+  updateOutputs(start: number, end: number, outputs: JSONObject[]): void;
+}
+
+/** Each code cell of the notebook shown in `panel`: its outputs and its shared model. */
+function eachCodeCell(panel: NotebookPanel, visit: (outputs: IOutputs, shared: ISharedOutputs) => void): void {
   const cells = panel.content.model?.cells;
   if (!cells) {
     return;
   }
   for (let c = 0; c < cells.length; c++) {
     const cell = cells.get(c);
-    if (cell.type !== 'code') {
-      continue;
+    if (cell.type === 'code') {
+      visit((cell as unknown as { outputs: IOutputs }).outputs, cell.sharedModel as unknown as ISharedOutputs);
     }
-    const outputs = (cell as unknown as { outputs: IOutputs }).outputs;
+  }
+}
+
+/** Each code cell's outputs in the notebook shown in `panel`. */
+function eachOutputs(panel: NotebookPanel, visit: (outputs: IOutputs, current: IOutputLike[]) => void): void {
+  eachCodeCell(panel, outputs => {
     const current: IOutputLike[] = [];
     for (let i = 0; i < outputs.length; i++) {
       current.push(outputs.get(i).toJSON() as IOutputLike);
     }
     visit(outputs, current);
-  }
+  });
 }
 
 /** The kernel of `panel` is gone: its runs still going read as interrupted. */
@@ -176,11 +213,47 @@ function relay(panel: NotebookPanel, msg: KernelMessage.IMessage): void {
   });
 }
 
+/** Remove the copies of our outputs in the notebook shown in `panel`, in the order and
+ * through the API of each cell's shared model (the output area follows it; its own list
+ * can order concurrent insertions otherwise, and its removal of an output at an index
+ * above 0 does not reach the shared model). From the last, so that the indices of the
+ * others stay. */
+function removeCopies(panel: NotebookPanel): void {
+  eachCodeCell(panel, (outputs, shared) => {
+    // (the output area's metadata first: cheap, and this runs after every change)
+    const metadata: IOutputLike[] = [];
+    for (let i = 0; i < outputs.length; i++) {
+      metadata.push({ output_type: 'display_data', metadata: outputs.get(i).metadata });
+    }
+    if (repeatedOutputs(metadata).length > 0) {
+      for (const index of repeatedOutputs(shared.getOutputs()).reverse()) {
+        shared.updateOutputs(index, index + 1, []);
+      }
+    }
+  });
+}
+
 /** Relay the agent's display updates in every notebook page, and mark its runs lost with
  * their kernel (see the module comment). */
 export function activateDisplays(tracker: INotebookTracker): void {
   const follow = (panel: NotebookPanel) => {
     const onMessage = (_: unknown, msg: KernelMessage.IMessage) => relay(panel, msg);
+    // After the change that brought them is applied (a copy shows through the shared
+    // model's change event, which must not be changed again while it is handled).
+    let pending = false;
+    const onContent = () => {
+      // (only a shared document gets copies: one view alone writes each update once)
+      if (!pending && panel.model?.collaborative) {
+        pending = true;
+        setTimeout(() => {
+          pending = false;
+          if (!panel.isDisposed) {
+            removeCopies(panel);
+          }
+        }, 0);
+      }
+    };
+    void panel.context.ready.then(() => panel.model?.contentChanged.connect(onContent));
     const onStatus = (_: unknown, status: string) => {
       if (LOST_STATUSES.includes(status)) {
         markLost(panel);
@@ -189,6 +262,7 @@ export function activateDisplays(tracker: INotebookTracker): void {
     panel.sessionContext.iopubMessage.connect(onMessage);
     panel.sessionContext.statusChanged.connect(onStatus);
     panel.disposed.connect(() => {
+      panel.model?.contentChanged.disconnect(onContent);
       panel.sessionContext.iopubMessage.disconnect(onMessage);
       panel.sessionContext.statusChanged.disconnect(onStatus);
     });

@@ -89,6 +89,7 @@ export class AgentSidePanel extends Widget {
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
+    this.view.shown();
     this.onVisibilityChanged?.(true);
   }
 

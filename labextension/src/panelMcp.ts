@@ -1,6 +1,8 @@
 /** The side panel's MCP section: the conversation's MCP servers, their state and tools
  * (what `%agent mcp` prints). Everything in it is text from the kernel: set as textContent. */
 
+import { el } from './panelDom';
+
 /** One server as the kernel sends it (`jupyter/mcp_status.py`). */
 export interface IMcpServer {
   name: string;
@@ -43,20 +45,15 @@ export function drawMcpServers(host: HTMLElement, servers: IMcpServer[]): void {
   if (servers.length === 0) {
     return;
   }
-  const details = document.createElement('details');
-  const summary = document.createElement('summary');
-  summary.textContent = mcpSummary(servers);
+  const details = el('details');
+  const summary = el('summary', '', mcpSummary(servers));
   summary.title = 'MCP servers of this conversation (`%agent mcp` lists them too)';
   details.appendChild(summary);
   for (const server of servers) {
-    const box = document.createElement('div');
-    box.className = 'jp-AgentPanel-mcpServer';
+    const box = el('div', 'jp-AgentPanel-mcpServer');
     box.dataset.state = server.state;
     for (const [kind, text] of mcpServerLines(server)) {
-      const node = document.createElement('div');
-      node.className = `jp-AgentPanel-mcp${kind}`;
-      node.textContent = text;
-      box.appendChild(node);
+      box.appendChild(el('div', `jp-AgentPanel-mcp${kind}`, text));
     }
     details.appendChild(box);
   }

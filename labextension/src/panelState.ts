@@ -31,7 +31,7 @@ export const DISCONNECTED_TEXT: Record<Disconnected, string> = {
   restarting: 'The kernel is restarting. ' + HINT
 };
 
-/** Tokens and cost (panel_comm._usage_json). */
+/** Tokens and cost (panel_json.usage_json). */
 export interface IUsage {
   input_tokens?: number;
   output_tokens?: number;
@@ -74,7 +74,7 @@ export interface IRunHeader {
   undo_lines?: string[];
 }
 
-/** One item of a run as the kernel sends it (panel_comm.item_json); `kind` says which fields it has. */
+/** One item of a run as the kernel sends it (panel_json.item_json); `kind` says which fields it has. */
 export interface IItem {
   key: string;
   kind: string;

@@ -15,8 +15,12 @@
  * `state` naming the document as the change left it (a run: only if nothing but its cell
  * changed meanwhile), and the caller applies the change to its copy instead of reading.
  * Any request may carry `notify: true`: after its reply the page sends one
- * `{v, op: "changed", from}` on the next change of its document that is not an agent
- * edit (its hello's result says `notices: true`). Each output is cut to BRIDGE_MAX_OUTPUT_CHARS, and all of
+ * `{v, op: "changed", from, sources}` on the next change of its document that is not an
+ * agent edit (its hello's result says `notices: true`); after `sources: false` (outputs or
+ * metadata only) a `sources: true` notice follows on the next change of the cells' sources.
+ * `show_run` (`cell_id`, `msg_id`): the kernel's own execute request `msg_id` runs that
+ * cell; the page shows it there and replies once it has (its hello says `kernel_runs: true`).
+ * Each output is cut to BRIDGE_MAX_OUTPUT_CHARS, and all of
  * them to BRIDGE_MAX_READ_OUTPUT_CHARS, with a note of what was left out.
  * `run` takes `timeout_s`: past it the page interrupts the kernel and replies with status
  * "timeout".
@@ -33,7 +37,17 @@ export const BRIDGE_TARGET = 'jupyter_agent.bridge';
 export const BRIDGE_VERSION = 2;
 
 /** Operations the page answers. */
-export const BRIDGE_OPS = ['hello', 'version', 'read', 'insert', 'replace', 'delete', 'run', 'restore'] as const;
+export const BRIDGE_OPS = [
+  'hello',
+  'version',
+  'read',
+  'insert',
+  'replace',
+  'delete',
+  'run',
+  'restore',
+  'show_run'
+] as const;
 export type Op = (typeof BRIDGE_OPS)[number];
 
 /** Bytes of JSON one bridge message may have: well under the 10 MiB a Tornado websocket
@@ -143,8 +157,13 @@ export const PANEL_CHOICES = ['allow', 'always', 'deny'] as const;
 /** The class of chat()'s box: its input and Send button are found inside it. */
 export const CHAT_CLASS = 'ja-chat';
 
-/** The class of chat()'s input (an ipywidgets Textarea): Enter there clicks Send. */
+/** The class of chat()'s input (an ipywidgets Textarea): Enter there sends (the send mark). */
 export const CHAT_INPUT_CLASS = 'ja-chat-input';
 
 /** The class of chat()'s Send button. */
 export const CHAT_SEND_CLASS = 'ja-chat-send';
+
+/** Ends chat()'s input value when the page asks to send it (U+2063, an invisible separator:
+ * nothing shows while a busy kernel has not taken it yet): the input's own values reach the
+ * kernel in order, a click on Send might overtake them. */
+export const CHAT_SEND_MARK = '\u2063';

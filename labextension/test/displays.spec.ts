@@ -5,7 +5,7 @@
  */
 
 import { KernelMessage } from '@jupyterlab/services';
-import { displayIdOf, displayUpdate, lostOutput, outputsToUpdate } from '../src/displays';
+import { displayIdOf, displayUpdate, lostOutput, outputsToUpdate, repeatedOutputs } from '../src/displays';
 
 const ID = 'jupyter-agent-0123abcd';
 const ours = (id: string) => ({ jupyter_agent: { display_id: id } });
@@ -89,5 +89,23 @@ describe('lostOutput', () => {
     expect(
       lostOutput({ output_type: 'display_data', data: { 'text/markdown': running }, metadata: ours(ID) })
     ).toBeNull();
+  });
+});
+
+describe('repeatedOutputs', () => {
+  const output = (id: string | null, text = 'x') => ({
+    output_type: 'display_data',
+    data: { 'text/plain': text },
+    metadata: id === null ? {} : ours(id)
+  });
+
+  it('names the copies of an output of ours that two views of a shared document made at once', () => {
+    const other = 'jupyter-agent-fallback-4567';
+    const outputs = [output(ID, 'end'), output(other, 'undo'), output(ID, 'end'), output(other, 'undo')];
+    expect(repeatedOutputs(outputs)).toEqual([2, 3]);
+  });
+
+  it('leaves alone outputs that are not ours, and ours that are each there once', () => {
+    expect(repeatedOutputs([output(null), output(null), output(ID)])).toEqual([]);
   });
 });

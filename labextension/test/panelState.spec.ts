@@ -1,6 +1,6 @@
 /**
  * The side panel's state (src/panelState.ts): what each kernel message changes, and what a
- * click or a prompt sends. No page: the messages are the kernel's (panel_comm.py) shapes.
+ * click or a prompt sends. No page: the messages are the kernel's (panel_runs.py, panel_json.py) shapes.
  */
 
 import { PANEL_VERSION } from '../src/panelProtocol';

@@ -396,20 +396,26 @@ def save(page: Any, path: Path, timeout: float = 60) -> None:
     place, so a new mtime can come with a file still empty or half written: done means the
     backup is gone and the file is whole JSON."""
     before = path.stat().st_mtime_ns if path.exists() else None
-    backup = path.with_name(f".~{path.name}")
     page.keyboard.press("Control+s")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if page.locator(".jp-Dialog").count():
             return
-        if path.exists() and path.stat().st_mtime_ns != before and not backup.exists():
-            try:
-                json.loads(path.read_text(encoding="utf-8"))
-                return
-            except ValueError:
-                pass  # still being written
+        if path.exists() and path.stat().st_mtime_ns != before and whole_notebook(path) is not None:
+            return
         page.wait_for_timeout(100)
     raise AssertionError(f"Ctrl+S did not write {path.name} within {timeout} s")
+
+
+def whole_notebook(path: Path) -> Any:
+    """The notebook at ``path`` (nbformat v4) if no save is writing it now, else None: a
+    save in progress (its ``.~name`` backup there) reads empty or half written."""
+    if path.with_name(f".~{path.name}").exists():
+        return None
+    try:
+        return nbformat.reads(path.read_text(encoding="utf-8"), as_version=4)
+    except ValueError:  # nbformat.reader.NotJSONError too
+        return None  # still being written
 
 
 def command(page: Any, label: str) -> None:
@@ -436,6 +442,19 @@ def wait_theme(page: Any, light: bool, timeout: float = 60) -> None:
                     && !document.querySelector('#jupyterlab-splash')
                     && !document.getElementById('main').classList.contains('lm-mod-hidden')""",
         arg=light, timeout=timeout * 1000)
+
+
+@contextlib.contextmanager
+def dark_theme(page: Any) -> Iterator[None]:
+    """JupyterLab Dark for the ``with`` block, chosen from the menu; Light again after it,
+    whatever happens (the module's later tests expect the light theme)."""
+    try:
+        menu(page, "Settings", "Theme", "JupyterLab Dark")
+        wait_theme(page, light=False)
+        yield
+    finally:
+        menu(page, "Settings", "Theme", "JupyterLab Light")
+        wait_theme(page, light=True)
 
 
 def screenshot(page: Any, name: str, target: Any = None) -> Path:

@@ -56,8 +56,15 @@ from jupyter_agent.notebook.live_backend import LiveNotebook
 doc = LiveNotebook(Path("NAME").resolve(), get_bridge(), get_ipython().kernel.get_parent()["header"]["session"])
 first = await doc.snapshot()
 again = await doc.snapshot()
+page = get_bridge().pages[doc.client_id]
+told = page.changes
 print("READ TWICE", flush=True)
 while not Path("changed.flag").exists():
+    await asyncio.sleep(0.05)
+# the page's notice travels through the server: it may come a moment after the flag file
+for _ in range(400):
+    if page.changes != told:
+        break
     await asyncio.sleep(0.05)
 after = await doc.snapshot()
 print("REUSED" if again is first else "REREAD", after.cells[2].outputs)
@@ -146,11 +153,29 @@ task = asyncio.get_running_loop().create_task(guarded())
 """
 
 
+#: Bridge requests from a task (the kernel idle, as during an agent run), once go.flag exists.
+AGENT_REQUESTS = """\
+import asyncio
+from pathlib import Path
+from jupyter_agent.jupyter.bridge import get_bridge
+client = get_ipython().kernel.get_parent()["header"]["session"]
+async def many():
+    while not Path("go.flag").exists():
+        await asyncio.sleep(0.05)
+    for _ in range(REQUESTS):
+        await get_bridge().request(client, "version")
+    Path("requests.done").write_text("")
+_task = asyncio.get_running_loop().create_task(many())
+"""
+REQUESTS = 30
+
+
 @pytest.fixture
 def notebook(lab, request):
     """A page showing a fresh notebook: %load_ext, the agent's code, one user cell."""
     name = f"{request.node.name[:40]}.ipynb"
     code = (AGENT_FOLLOWS if "follow" in request.node.name else AGENT_READS if "read" in request.node.name
+            else AGENT_REQUESTS.replace("REQUESTS", str(REQUESTS)) if "futures" in request.node.name
             else AGENT_INSERT)
     write_notebook(lab.root / name, ["%load_ext jupyter_agent", code.replace("NAME", name), "user = 1"])
     page = lab.open(name)
@@ -264,3 +289,35 @@ def test_the_agents_own_edits_and_runs_are_followed_without_a_whole_read_and_any
     assert "D True True" in lines, lines  # a change during its run is read
     assert "E True True" in lines, lines  # no whole read after its own run
     assert "C stale" in lines, lines  # an edit after the user typed is refused
+
+
+def test_the_pages_bridge_messages_change_no_kernel_status_and_leave_no_futures(lab, notebook):
+    """No busy/idle for the page's replies (JupyterLab re-renders its kernel indicators on
+    each), and no future the page's kernel connection keeps for them (docs/bridge.md)."""
+    page = notebook
+    for name in ("go.flag", "requests.done"):
+        (lab.root / name).unlink(missing_ok=True)
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)  # starts the task: it waits for go.flag
+    wait_idle(page)
+    kernel = "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+    page.evaluate(f"""() => {{
+        const kernel = {kernel};
+        window.jaStatus = {{ comm: 0, futures: kernel._futures.size }};
+        kernel.iopubMessage.connect((_, msg) => {{
+            if (msg.header.msg_type === 'status' && msg.parent_header.msg_type === 'comm_msg') {{
+                window.jaStatus.comm++;
+            }}
+        }});
+    }}""")
+    (lab.root / "go.flag").write_text("")
+    try:
+        deadline = time.monotonic() + 60
+        while not (lab.root / "requests.done").exists():
+            assert time.monotonic() < deadline, "the kernel's requests were not all answered"
+            time.sleep(0.05)
+        seen = page.evaluate(f"() => ({{ ...window.jaStatus, after: {kernel}._futures.size }})")
+    finally:
+        (lab.root / "go.flag").unlink(missing_ok=True)
+    assert seen["comm"] == 0, seen  # REQUESTS replies, no status for any of them
+    assert seen["after"] <= seen["futures"], seen  # none of their futures kept

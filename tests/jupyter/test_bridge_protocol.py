@@ -74,6 +74,33 @@ async def test_malformed_and_unknown_messages_get_an_error_reply(kernel):
 
 
 @in_module_loop
+async def test_a_pages_bridge_message_changes_no_kernel_status_and_another_comms_message_does(kernel):
+    """JupyterLab re-renders its kernel indicators on every busy/idle: none for the bridge's
+    own messages (docs/bridge.md, "Kernel status"); a widget's comm keeps its status."""
+    bridge_id = bridge_comm(kernel)
+    await kernel.execute("import comm\n_other = comm.create_comm(target_name='jupyter_agent_test_other')")
+    other_id = (await kernel.value("_other.comm_id")).strip("'")
+
+    def send(comm_id: str, data: dict) -> str:
+        msg = kernel.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        kernel.kc.shell_channel.send(msg)
+        return msg["header"]["msg_id"]
+
+    def of(msg_id: str, kind: str) -> list[dict]:
+        return [m for m in kernel.messages if m["msg_type"] == kind and m["parent_header"].get("msg_id") == msg_id]
+
+    to_bridge = send(bridge_id, {"v": PROTOCOL_VERSION, "id": "q-status", "op": "explode"})
+    to_other = send(other_id, {"method": "custom", "content": {}})
+    # Shell messages are handled in order and IOPub keeps it: once the other comm's message
+    # is idle, whatever the bridge message caused is in.
+    await kernel.until(lambda: [m["content"]["execution_state"] for m in of(to_other, "status")] == ["busy", "idle"],
+                       10, "the other comm's busy and idle")
+    (refusal,) = of(to_bridge, "comm_msg")  # the bridge handled it: its refusal came
+    assert refusal["content"]["data"]["code"] == "unknown_op"
+    assert of(to_bridge, "status") == []
+
+
+@in_module_loop
 async def test_a_page_that_leaves_fails_the_waiting_tool_at_once(kernel, script, module_tmp, api):
     comm_id = bridge_comm(kernel)
     me = kernel.kc.session.session  # the session of our execute requests: "this page"

@@ -146,17 +146,18 @@ async def test_chat_turns_approvals_and_the_shared_conversation(kernel, script, 
 async def test_chat_stop_and_mode_switch(kernel, script):
     script(response(text("Going on and on. " * 150), delay_s=0.02))
     await kernel.execute("%agent new")
-    await kernel.execute("jupyter_agent.chat()")
+    _, panel = chat_outputs(await kernel.execute("jupyter_agent.chat()"))
     mode = kernel.of_model("DropdownModel")[-1]
     kernel.comm_msg(mode, {"method": "update", "state": {"index": 1}, "buffer_paths": []})
     out = (await kernel.execute("%agent"))["outputs"][0]["text"]
     assert "permission mode: acceptEdits" in out
     before = kernel.widget_text().count('class="ja-end"')
-    await send(kernel, "Talk for a while")
-    await kernel.until(lambda: "Going on and on." in kernel.widget_text(), 10, "streaming in the chat")
+    await send(kernel, "Talk for a while", panel)
+    # (this chat's own text: other tests' chats in this kernel may show the same words)
+    await kernel.until(lambda: "Going on and on." in shown_in(kernel, panel), 10, "streaming in the chat")
     kernel.click(kernel.buttons("Stop")[0])
     await kernel.until(lambda: ended(kernel, before + 1), 10, "the stop")
-    assert "aborted_streaming" in kernel.widget_text()
+    await kernel.until(lambda: "aborted_streaming" in shown_in(kernel, panel), 10, "the stop in this chat")
     await kernel.execute("%agent --permission-mode default")
 
 
@@ -184,3 +185,25 @@ async def test_nbclient_keeps_the_chat_transcript_in_the_saved_notebook(tmp_path
 
 
 FAKE_SECRET = "s3cr3t-value-for-the-test"
+
+
+async def test_the_pages_send_mark_sends_the_inputs_own_text_and_a_busy_chat_keeps_it(kernel, script, api):
+    """The page's Enter and Send end the input's value with the send mark instead of clicking
+    (a click could reach the kernel before the last keystrokes): the text before the mark is
+    sent, the mark never; the input is emptied; refused (a turn still going), the text stays."""
+    from jupyter_agent.jupyter.protocol import CHAT_SEND_MARK
+
+    script(response(text("Marked and sent. " * 150), delay_s=0.02))
+    await kernel.execute("%agent new")
+    _, panel = chat_outputs(await kernel.execute("jupyter_agent.chat()"))
+    [textarea] = inside(kernel, panel, "TextareaModel")
+    before = kernel.widget_text().count('class="ja-end"')
+    kernel.set_value(textarea, "Write hi\nto hello.txt" + CHAT_SEND_MARK)
+    await kernel.until(lambda: "Marked and sent." in shown_in(kernel, panel), 10, "the turn the mark sent")
+    said = [b["text"] for b in api.requests[-1]["messages"][-1]["content"] if b.get("type") == "text"]
+    assert said[-1] == "Write hi\nto hello.txt" and CHAT_SEND_MARK not in str(api.requests[-1].body)
+    assert kernel.widgets[textarea]["value"] == ""
+    kernel.set_value(textarea, "And then?" + CHAT_SEND_MARK)  # while the turn is still going
+    await kernel.until(lambda: kernel.widgets[textarea]["value"] == "And then?", 10, "the text kept, unmarked")
+    kernel.click(kernel.buttons("Stop")[0])
+    await kernel.until(lambda: ended(kernel, before + 1), 10, "the stop")

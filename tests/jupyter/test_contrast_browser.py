@@ -3,7 +3,8 @@
 One page shows each of our surfaces: a finished ``%%agent`` run (its transcript), a run
 waiting on an approval card with a diff (header, tool cards, Stop), a lesson's stepper
 (mid-run with what changed highlighted, then ended ``completed``) and its timeline,
-``chat()``, and the side panel. In each theme every element of our outputs and of the
+``chat()``, the **Fix with agent** / **Explain** buttons under an error, and the side
+panel. In each theme every element of our outputs and of the
 panel that holds text is measured: its computed colour against the background it is
 drawn on (the element's and its ancestors' backgrounds, alpha-composited, and any
 opacity on the way), and the test lists each one below 4.5:1 (3:1 for large text).
@@ -116,7 +117,10 @@ MEASURE = r"""(selectors) => {
   return {measured, bad};
 }"""
 
-SURFACES = [".jp-Notebook .jp-OutputArea-output", PANEL]
+ERROR_ACTIONS = ".jp-AgentErrorActions"  # Fix with agent / Explain, under an error output
+# (the traceback above those buttons is JupyterLab's own drawing, not measured here)
+SURFACES = ['.jp-Notebook .jp-OutputArea-output:not([data-mime-type="application/vnd.jupyter.stderr"])',
+            ERROR_ACTIONS, PANEL]
 
 
 def _report(theme: str, result: dict) -> list[str]:
@@ -129,7 +133,8 @@ def test_every_text_of_ours_is_aa_in_light_and_dark(lab, page_of, script):
     notes = lab.root / "notes.txt"
     notes.write_text("x = 1\ny = 2\n")
     write_notebook(lab.root / "look.ipynb", ["%load_ext jupyter_agent", "%%agent\nRead notes.txt",
-                                             STEPPER, STEPS, CHAT, "%%agent\nSet x to 3 in notes.txt"])
+                                             STEPPER, STEPS, CHAT, "%%agent\nSet x to 3 in notes.txt",
+                                             "mean = total / count  # a NameError"])
     script(
         response(thinking("Read it first."), text("I'll **read** `notes.txt`."),
                  tool_use("Read", {"file_path": str(notes)})),
@@ -144,6 +149,8 @@ def test_every_text_of_ours_is_aa_in_light_and_dark(lab, page_of, script):
     for index in (2, 3, 4):
         run_and_wait(page, index, timeout=120)
     page.locator(".jp-Cell >> nth=3").locator("img").wait_for()  # the timeline
+    run_cell(page, 6)
+    page.locator(".jp-Cell >> nth=6").locator(ERROR_ACTIONS).get_by_role("button", name="Explain").wait_for()
     run_cell(page, 5)
     page.locator(".jp-Cell >> nth=5").locator("button", has_text="Always allow").wait_for()
     page.click(f"li[data-id='{PANEL[1:]}']")
@@ -153,6 +160,7 @@ def test_every_text_of_ours_is_aa_in_light_and_dark(lab, page_of, script):
         if not light:
             menu(page, "Settings", "Theme", "JupyterLab Dark")
             wait_theme(page, light=False)
+        assert page.locator(ERROR_ACTIONS).count() == 1  # in the page, to be measured
         result = page.evaluate(MEASURE, SURFACES)
         screenshot(page, f"contrast_{theme}")
         assert result["measured"] > 100, result  # the surfaces were there to measure

@@ -1,6 +1,8 @@
 """`%%agent` in real JupyterLab in real Chromium: Markdown streams into the widget, a
 click on Allow runs the write, and the static transcript replaces the widget; a page
-reloaded while an approval waits (and a second tab) answers it and shows the end.
+reloaded while an approval waits (and a second tab) answers it and shows the end; a Bash
+card streams; an MCP server of .mcp.json and its tool's call ask on cards that say what
+will run.
 
 Skipped unless JupyterLab, Python playwright and /usr/bin/chromium are installed
 (docs/design.md, "Browser tests": never download a browser). ~10 s.
@@ -14,10 +16,11 @@ import nbformat
 import pytest
 
 from jupyter_agent.testing import response, text, thinking, tool_use
+from tests.mcp.servers import stdio_server
 
 from .lab import (
-    CELLS, HAVE_BROWSER, button, cell, menu, require_browser, run_and_wait, run_cell, save, screenshot,
-    wait_theme, write_notebook,
+    CELLS, HAVE_BROWSER, button, cell, dark_theme, require_browser, run_and_wait, run_cell, save, screenshot,
+    wait_for_end, write_notebook,
 )
 
 require_browser()
@@ -110,20 +113,62 @@ def test_a_bash_card_streams_its_output_and_shows_the_exit_code(lab, page_of, sc
     assert "line 1\nline 2" in live.inner_text() and "progress 10%" not in live.inner_text()
     screenshot(page, "bash-live-light", cell(page, 1))
     try:
-        menu(page, "Settings", "Theme", "JupyterLab Dark")
-        wait_theme(page, light=False)
-        screenshot(page, "bash-live-dark", cell(page, 1))
-        go.write_text("")
-        button(page, "Allow").wait_for(timeout=60000)  # touch: no rule covers it
-        card = cell(page, 1).inner_text()
-        assert "echo '<b>done</b>' && touch bash-approved.txt" in card and "Mark it <i>done</i>" in card
-        screenshot(page, "bash-approval-dark", cell(page, 1))
-        page.click("button:has-text('Allow')")
-        page.wait_for_function("el => el.innerText.includes('Finished') && el.innerText.includes('exit code 3')",
-                               arg=cell(page, 1).element_handle(), timeout=60000)
-        assert (lab.root / "bash-approved.txt").exists()
-        screenshot(page, "bash-ended-dark", cell(page, 1))
+        with dark_theme(page):
+            screenshot(page, "bash-live-dark", cell(page, 1))
+            go.write_text("")
+            button(page, "Allow").wait_for(timeout=60000)  # touch: no rule covers it
+            card = cell(page, 1).inner_text()
+            assert "echo '<b>done</b>' && touch bash-approved.txt" in card and "Mark it <i>done</i>" in card
+            screenshot(page, "bash-approval-dark", cell(page, 1))
+            page.click("button:has-text('Allow')")
+            page.wait_for_function("el => el.innerText.includes('Finished') && el.innerText.includes('exit code 3')",
+                                   arg=cell(page, 1).element_handle(), timeout=60000)
+            assert (lab.root / "bash-approved.txt").exists()
+            screenshot(page, "bash-ended-dark", cell(page, 1))
     finally:
         go.write_text("")
-        menu(page, "Settings", "Theme", "JupyterLab Light")
-        wait_theme(page, light=True)
+
+
+@pytest.mark.timeout(240)  # (a loaded machine: the server is a Python process importing the SDK, two theme changes)
+def test_an_mcp_server_and_its_tool_ask_on_cards_that_say_what_will_run(lab, page_of, script, api):
+    """The folder's .mcp.json names a server (written on the ``mcp`` SDK): before the run's
+    first request a card shows the exact command that would start it; after Allow the
+    model's call of its tool asks on a card naming the server, the tool and the arguments;
+    after Allow the tool's result is paired and shown. Screenshots in both themes."""
+    folder = lab.root / "mcp"  # (its own folder: the other tests' runs must not see this .mcp.json)
+    folder.mkdir()
+    calc = stdio_server(folder)
+    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"calc": calc}}))
+    # (each server is a Python process importing the SDK: on a loaded machine it may take longer than 30 s)
+    write_notebook(folder / "mcp.ipynb", ["%load_ext jupyter_agent\n%env MCP_TIMEOUT=120000", "%%agent\nAdd 2 and 3"])
+    add = tool_use("mcp__calc__add", {"a": 2, "b": 3})
+    script(response(text("Asking the calculator."), add), response(text("The server added them.")))
+    page = page_of("mcp/mcp.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    button(page, "Allow").wait_for(timeout=60000)
+    card = cell(page, 1).inner_text()
+    # the exact command (the script's path relative to the working folder, where it runs), and its input whole
+    assert "Start the MCP server calc?" in card and f"run this command: {calc['command']} calc_server.py." in card
+    assert f'"{calc["args"][0]}"' in card
+    assert not (folder / "pid").exists()  # not started before the approval
+    screenshot(page, "mcp-server-approval-light", cell(page, 1))
+    with dark_theme(page):
+        screenshot(page, "mcp-server-approval-dark", cell(page, 1))
+        page.click("button:has-text('Allow')")
+        page.wait_for_function("el => el.innerText.includes('Allow the tool add of the MCP server calc?')",
+                               arg=cell(page, 1).element_handle(), timeout=120000)  # started, then asked
+        button(page, "Allow").wait_for(timeout=60000)
+        shown = cell(page, 1).inner_text()
+        assert '"a": 2' in shown and '"b": 3' in shown and (folder / "pid").exists()
+        screenshot(page, "mcp-tool-approval-dark", cell(page, 1))
+        page.click("button:has-text('Allow')")
+        wait_for_end(page)
+        call = cell(page, 1).locator("details", has_text="mcp__calc__add").first
+        call.locator("summary").click()
+        call.locator("text=sum=5").wait_for(timeout=30000)  # the server's answer, under its call
+        screenshot(page, "mcp-result-dark", cell(page, 1))
+    assert "The server added them." in cell(page, 1).inner_text()
+    screenshot(page, "mcp-result-light", cell(page, 1))
+    sent = [b for b in api.requests[-1].body["messages"][-1]["content"] if b.get("type") == "tool_result"]
+    assert [(b["tool_use_id"], b["content"][0]["text"]) for b in sent] == [(add["id"], "sum=5")]  # paired by id

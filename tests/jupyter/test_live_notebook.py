@@ -13,7 +13,7 @@ import time
 import nbformat
 import pytest
 
-from jupyter_agent.testing import text, tool_use, response
+from jupyter_agent.testing import pause, response, text, tool_use
 
 from .lab import (HAVE_BROWSER, allow_the_insert_then_the_run, button, cell, cell_sources, click_button,
                   require_browser, restarted, run_and_wait, run_cell, save, screenshot, wait_cell_count,
@@ -99,12 +99,16 @@ def test_agent_adds_a_cell_below_and_runs_it_in_the_users_kernel(lab, page_of, s
     assert any("42" in "".join(o.get("text", "")) for o in on_disk.cells[3].outputs)
 
 
-def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=(), allow_runs=False):
+def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=(), allow_runs=False, page_runs=False):
     """A notebook: load the extension, an %%agent cell (id "agent"), then ``extra`` cells.
-    ``allow_runs``: an allow rule for NotebookRun (running cells asks in every mode otherwise)."""
+    ``allow_runs``: an allow rule for NotebookRun (running cells asks in every mode otherwise).
+    ``page_runs``: the page runs the agent's cells (as for a kernel that cannot reach its own
+    shell socket), not the kernel itself."""
     path = lab.root / name
     flag = f" --permission-mode {mode}" if mode else ""
     load = "%load_ext jupyter_agent" + ('\n%config AgentConfig.allow = ["NotebookRun"]' if allow_runs else "")
+    if page_runs:
+        load += "\nimport jupyter_agent.jupyter.live as _live; _live.self_runner = lambda shell: None"
     write_notebook(path, [load, f"%%agent{flag}\n{prompt}", *extra],
                    ids=["load", "agent", *[f"u{i}" for i in range(len(extra))]])
     return path
@@ -186,6 +190,26 @@ def test_deny_with_feedback_changes_nothing_and_tells_the_model(lab, page_of, sc
     assert any("no imports please" in r for r in _tool_results(api)), _tool_results(api)
 
 
+def test_a_deny_note_typed_while_the_kernel_is_busy_reaches_the_model_whole(lab, page_of, script, api):
+    """The note goes when its box loses focus, before Deny's click: typed while a cell of the
+    user's runs (the kernel takes no widget message then), it used to be cut to what the
+    kernel had been sent before the click overtook the rest."""
+    nb = _agent_notebook(lab, "busy-deny.ipynb", "add a cell", mode="default", extra=["import time; time.sleep(4)"])
+    script(response(tool_use("Read", {"file_path": str(nb)})),
+           response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent", "new_source": "import os",
+                                              "cell_type": "code", "edit_mode": "insert"})),
+           response(text("Understood.")))
+    page = page_of("busy-deny.ipynb")
+    run_and_wait(page, 0)
+    run_cell(page, 1)
+    button(page, "Deny").wait_for(timeout=60000)
+    run_cell(page, 2)  # the user's cell: the kernel is busy for 4 s
+    page.get_by_placeholder("Feedback for the model (sent with Deny)").press_sequentially("no imports please")
+    click_button(page, "Deny")
+    wait_for_end(page, timeout=60000)
+    assert any("no imports please" in r for r in _tool_results(api)), _tool_results(api)
+
+
 def test_stop_interrupts_a_long_cell_the_agent_runs(lab, page_of, script, api):
     nb = _agent_notebook(lab, "stop.ipynb", "run a long cell", allow_runs=True,
                          extra=["import time; time.sleep(60); print('done ' + 'sleeping')"])
@@ -226,14 +250,16 @@ def test_two_tabs_only_the_page_that_started_the_run_answers(lab, page_of, scrip
     assert len(cell_sources(first)) == 2  # the other tab was not touched
 
 
-def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, api):
-    nb = _agent_notebook(lab, "reload.ipynb", "run a cell", extra=["import time; time.sleep(3)"], allow_runs=True)
+def _reload_mid_run(lab, page_of, script, api, name, cell_source, *, page_runs):
+    """An %%agent run that runs cell u0 (``cell_source``, a few seconds long); the page is
+    reloaded while it runs. Returns the page, and how long the run took to go on after it."""
+    nb = _agent_notebook(lab, name, "run a cell", extra=[cell_source], allow_runs=True, page_runs=page_runs)
     script(
         response(tool_use("Read", {"file_path": str(nb)})),
         response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
-        response(text("The page went away.")),
+        response(text("Done.")),
     )
-    page = page_of("reload.ipynb")
+    page = page_of(name)
     run_and_wait(page, 0)
     run_cell(page, 1)
     cell(page, 2).locator(".jp-InputPrompt", has_text="[*]").wait_for(timeout=60000)
@@ -243,10 +269,27 @@ def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, 
     while api.pending and time.monotonic() < deadline:
         time.sleep(0.2)
     assert api.pending == 0, "the run did not go on after the page reload"
-    assert time.monotonic() - started < 20
+    return page, time.monotonic() - started
+
+
+def test_a_page_reload_mid_run_ends_in_a_clear_tool_error(lab, page_of, script, api):
+    """A run the page makes: the page that made it is gone after a reload."""
+    page, waited = _reload_mid_run(lab, page_of, script, api, "reload.ipynb", "import time; time.sleep(3)",
+                                   page_runs=True)
+    assert waited < 20
     errors = [r for r in _tool_results(api) if "stopped answering" in r]
     assert errors, _tool_results(api)
     screenshot(page, "live_reload")
+
+
+def test_a_page_reload_mid_run_leaves_a_run_the_kernel_makes_going(lab, page_of, script, api):
+    """A run the kernel makes itself does not depend on the page: a reload mid-run changes
+    nothing for the agent, which gets the cell's own result."""
+    _reload_mid_run(lab, page_of, script, api, "reload-here.ipynb", "import time; time.sleep(3); print('slept')",
+                    page_runs=False)
+    results = _tool_results(api)
+    assert any("Ran cell u0" in r and "slept" in r for r in results), results
+    assert not any("stopped answering" in r for r in results), results
 
 
 def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, script):
@@ -378,3 +421,87 @@ def test_undo_this_run_puts_the_cells_back_in_the_page_as_one_undo_step(lab, pag
     save(page, nb)
     assert page.locator(".jp-Dialog").count() == 0  # no "File Changed" Overwrite/Revert
     assert [c.source for c in saved(lab, "undo_run.ipynb").cells][2:] == ["y = 1", "w = 5"]
+
+
+#: A cell whose outputs exercise what a run shows: streams merged, a cleared output (with
+#: wait), a display with an id updated in place, stderr, a result.
+SHOWN_CELL = ("import sys\nfrom IPython.display import display, clear_output\nprint('gone')\n"
+              "clear_output(wait=True)\nprint('one')\nprint('two')\n"
+              "h = display({'text/plain': 'first'}, raw=True, display_id=True)\n"
+              "h.update({'text/plain': 'second'}, raw=True)\nprint('err', file=sys.stderr)\n6 * 7")
+
+
+def _outputs_without_counts(nb_cell):
+    return [{k: v for k, v in o.items() if k != "execution_count"} for o in nb_cell.outputs]
+
+
+def test_a_cell_the_agent_runs_shows_and_saves_what_shift_enter_shows(lab, page_of, script, api):
+    """The kernel runs the agent's cell itself; the page shows it in the cell as a
+    Shift+Enter run of the same source shows it (merged streams, the cleared output gone,
+    the display updated in place, the result), with its count, and saves it."""
+    nb = _agent_notebook(lab, "shown.ipynb", "run the cell", allow_runs=True, extra=[SHOWN_CELL, SHOWN_CELL])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        response(tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
+        response(text("It ran.")),
+    )
+    page = page_of("shown.ipynb")
+    run_and_wait(page, 0)
+    run_and_wait(page, 3)  # the user's own Shift+Enter of the same source
+    run_cell(page, 1)
+    wait_for_end(page, timeout=60000)
+    wait_prompt(page, 2, "[4]")  # after the load (1), the user's run (2) and the %%agent cell (3)
+    shown, by_hand = (cell(page, i).locator(".jp-OutputArea-output").all_inner_texts() for i in (2, 3))
+    screenshot(page, "live_kernel_run", cell(page, 2))
+    assert shown == by_hand and "second" in shown and "first" not in str(shown) and "gone" not in str(shown), shown
+    result = _tool_results(api)[-1]
+    assert "one\\ntwo" in result and "second" in result and "42" in result, result
+    page.locator(".jp-Notebook").click(position={"x": 5, "y": 5})
+    save(page, nb)
+    on_disk = saved(lab, "shown.ipynb").cells
+    assert on_disk[2].execution_count == 4
+    assert _outputs_without_counts(on_disk[2]) == _outputs_without_counts(on_disk[3])
+    assert [o["output_type"] for o in on_disk[2].outputs] == ["stream", "display_data", "stream", "execute_result"]
+
+
+def test_the_result_of_a_run_reaches_the_agent_while_the_page_is_paused(lab, page_of, script, api):
+    """The page's JavaScript stopped (a debugger pause: a page busy for seconds building a
+    large notebook) does not hold the run's result back; the page shows the run once it
+    goes on."""
+    nb = _agent_notebook(lab, "paused.ipynb", "run the cell", allow_runs=True, extra=["print('ran', 6 * 7)"])
+    script(
+        response(tool_use("Read", {"file_path": str(nb)})),
+        # the stream waits before the run: the page pauses meanwhile (it runs some script
+        # every second), at the latest when the run's first message reaches it
+        response(pause(3), tool_use("NotebookRun", {"notebook_path": str(nb), "cell_id": "u0"})),
+        response(text("It ran.")),
+    )
+    page = page_of("paused.ipynb")
+    run_and_wait(page, 0)
+    before = len(api.requests)
+    run_cell(page, 1)
+    deadline = time.monotonic() + 60
+    while len(api.requests) < before + 2:  # the Read's result is on its way to the model
+        assert time.monotonic() < deadline, "the run did not get to the NotebookRun"
+        time.sleep(0.02)
+    debugger = page.context.new_cdp_session(page)
+    paused = []
+    debugger.on("Debugger.paused", lambda event: paused.append(event))
+    debugger.send("Debugger.enable")
+    debugger.send("Debugger.pause")  # at the page's next statement (it runs some every second)
+    try:
+        deadline = time.monotonic() + 30
+        while not paused:  # (Playwright hands on CDP events only while it is called)
+            assert time.monotonic() < deadline, "the page did not pause"
+            page.wait_for_timeout(20)
+        while len(api.requests) < before + 3:  # the NotebookRun's result, sent to the model
+            assert time.monotonic() < deadline, "the run's result waited for the paused page"
+            page.wait_for_timeout(50)
+        assert "ran 42" in _tool_results(api)[-1]
+    finally:
+        debugger.send("Debugger.resume")
+        debugger.send("Debugger.disable")
+        debugger.detach()
+    cell(page, 2).locator(".jp-OutputArea-output", has_text="ran 42").wait_for(timeout=30000)
+    wait_prompt(page, 2, "[3]")  # after the load (1) and the %%agent cell (2)
+    wait_for_end(page, timeout=60000)

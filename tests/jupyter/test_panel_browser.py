@@ -289,6 +289,8 @@ def fix_scenario(page, api, script, path, *, notebook7: bool = False) -> None:
     approval.get_by_role("button", name="Allow", exact=True).click()
     panel.locator(".jp-AgentPanel-runFooter.jp-AgentPanel-ok", has_text="completed").nth(1).wait_for(timeout=30000)
     assert "variables changed: mean" in panel.inner_text()  # the fixed cell ran, in the user's kernel
+    # the panel's conversation (longer than its box by now) shows the end of the run just asked for
+    page.wait_for_function(AT_THE_END, timeout=10000)
     assert cell(page, 2).locator(".jp-OutputArea-output").count() == 0  # no error any more...
     assert page.locator(FIX_BAR).count() == 0  # ...and no buttons
     screenshot(page, f"fix_done_{'nb7_' if notebook7 else ''}light")
@@ -302,3 +304,24 @@ def test_fix_with_agent_and_explain_on_an_error_output(lab, page_of, script, api
     page = page_of("fix.ipynb")
     page.click(f"li[data-id='{PANEL[1:]}']")
     fix_scenario(page, api, script, path)
+
+
+#: The side panel's conversation box shows its end, and is longer than the box (so that the
+#: check means something).
+AT_THE_END = ("() => { const b = document.querySelector('.jp-AgentPanel-conversation');"
+              " return !!b && b.clientHeight > 0 && b.scrollHeight > b.clientHeight + 100"
+              " && b.scrollHeight - b.scrollTop - b.clientHeight < 40; }")
+
+
+def test_a_panel_opened_after_a_long_run_shows_its_end(lab, page_of, script):
+    """The panel draws the kernel's runs while it is closed (it has no height then); opened
+    later it shows where the conversation is, not its top."""
+    write_notebook(lab.root / "long.ipynb", ["%load_ext jupyter_agent", "%%agent\nTell me a long story"])
+    script(response(text("\n\n".join(f"Paragraph {i} of a long answer." for i in range(60)))))
+    page = page_of("long.ipynb")
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    cell(page, 1).locator("text=Paragraph 59 of a long answer.").wait_for(timeout=30000)
+    page.click(f"li[data-id='{PANEL[1:]}']")  # opened only now
+    page.locator(PANEL).locator(".jp-AgentPanel-text", has_text="Paragraph 59").wait_for(timeout=30000)
+    page.wait_for_function(AT_THE_END, timeout=10000)

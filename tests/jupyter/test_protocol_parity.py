@@ -20,7 +20,9 @@ _CONST = re.compile(r"^export const (\w+)\s*(?::[^=]+)?=\s*(.*?)(?:\s+as const)?
 
 def _js_literal(text: str) -> object:
     """A literal of protocol.ts (string, number, array or object of those) as JSON reads it."""
-    text = re.sub(r"'((?:[^'\\]|\\.)*)'", lambda m: json.dumps(m.group(1)), text)  # 'x' -> "x"
+    # 'x' -> "x": its escapes (\n, \u...) are JSON's too, all but \' (and a " needs one)
+    text = re.sub(r"'((?:[^'\\]|\\.)*)'",
+                  lambda m: '"' + re.sub(r'(?<!\\)"', r'\\"', m.group(1).replace("\\'", "'")) + '"', text)
     text = re.sub(r"([{,]\s*)([A-Za-z_]\w*)\s*:", r'\1"\2":', text)  # key: -> "key":
     text = re.sub(r",(\s*[\]}])", r"\1", text)  # trailing commas
     return json.loads(text)
@@ -61,7 +63,8 @@ def test_the_page_codes_are_the_kernels_codes_but_two():
 
 
 @pytest.mark.parametrize("literal, value", [
-    ("'a.b'", "a.b"), ("4194304", 4194304), ("['x', 'y'] ", ["x", "y"]),
+    ("'a.b'", "a.b"), ("4194304", 4194304), ("['x', 'y'] ", ["x", "y"]), ("'\\ue000'", "\ue000"),
+    ("'it\\'s \"x\"'", 'it\'s "x"'),
     ("{\n  badRequest: 'bad_request',\n  failed: 'failed'\n}", {"badRequest": "bad_request", "failed": "failed"}),
 ])
 def test_the_literal_reader(literal, value):

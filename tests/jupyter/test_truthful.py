@@ -195,3 +195,27 @@ async def test_a_run_still_going_is_never_said_lost_and_every_view_can_follow_it
         "Undo this run"), 5, "the fallback replaced by the Undo button")
     assert "text/markdown" not in kernel.display_updates(fallback_id)[-1]["data"]
     assert kernel.display_updates(fallback_id)[-1]["metadata"] == {"jupyter_agent": {"display_id": fallback_id}}
+
+
+async def test_a_waiting_run_updates_its_fallback_only_when_the_run_changed(kernel, script, module_tmp):
+    """While a run waits for a click only its header's clock moves: that is no update of
+    its fallback. Each update rewrites the notebook in every view of it (with
+    collaboration, the shared document, saved each time): every 2 s for as long as the
+    approval waits, it was."""
+    target = module_tmp / "quiet.txt"
+    script(response(text("I'll write it."), tool_use("Write", {"file_path": str(target), "content": "x"})),
+           response(text("Written.")))
+    await kernel.execute("%agent new")
+    result = await kernel.execute("%%agent\nWrite quiet.txt")
+    allow = await kernel.button("Allow")
+    await kernel.execute("_quiet_run = _")  # the cell's value: the run's handle
+    fallback_id = [o for o in result["outputs"] if o["msg_type"] == "display_data"][1]["transient"]["display_id"]
+    await kernel.until(lambda: any("waiting for approval" in u["data"].get("text/markdown", "")
+                                   for u in kernel.display_updates(fallback_id)), 5, "the fallback with the card")
+    before = len(kernel.display_updates(fallback_id))
+    # the clock moves (0.3 s: another tenth shows), and the fallback is brought up to date
+    await kernel.execute("import time\nfor _ in range(2):\n"
+                         "    time.sleep(0.3)\n    _quiet_run.refresh_fallback(force=True)")
+    assert len(kernel.display_updates(fallback_id)) == before
+    kernel.click(allow)
+    assert "(`completed`)" in await transcript(kernel, display_id_of(result))

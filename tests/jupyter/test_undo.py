@@ -177,6 +177,10 @@ async def test_undo_a_run_whose_edit_failed(kernel, script, module_tmp):
     assert "undo_failed/good.txt: put back as it was" in report and "bad.txt" not in report
 
 
-async def test_undo_names_a_run_that_does_not_exist(kernel):
+async def test_undo_names_a_run_that_does_not_exist(kernel, script):
+    # A run of its own first: the module's kernel may have had none yet (tests run in any order),
+    # and then the refusal is "No runs yet", not the one under test.
+    script(response(text("Nothing to do.")))
+    await kernel.execute("%%agent\nSay hi")
     result = await kernel.execute("%agent undo 999")
     assert result["reply"]["status"] == "error" and "There is no run 999" in str(result["outputs"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 
-from jupyter_agent.jupyter.panel_comm import item_json
+from jupyter_agent.jupyter.panel_json import item_json
 from jupyter_agent.loop.events import ModelRetry, ToolResult
 from jupyter_agent.loop.state import Terminal, TerminalReason
 from jupyter_agent.view.runmodel import RunModel, TextItem

@@ -83,6 +83,8 @@ async def test_load_ext_leaves_the_sdk_to_the_background(fresh_kernel):
     assert state["failed"] == {}, state  # every module it names exists and imports
     loaded_by = eval(await kernel.value("_who.loaded_by"))
     assert loaded_by == {name: ["jupyter-agent-warmup"] for name in WATCHED}  # not "MainThread"
+    # ...and it built the API client's TLS context (loading the CA bundle) for the first run
+    assert await kernel.value("bool(__import__('jupyter_agent.model.tls', fromlist=['_'])._built)") == "True"
 
 
 async def test_the_warm_up_imports_nbformat_without_building_the_iri_grammar(fresh_kernel):

@@ -33,7 +33,7 @@ def test_a_project_servers_card_shows_the_exact_command_with_secrets_redacted():
                                      "env": {"GITHUB_TOKEN": "ghp_abcdefghijklmnop", "MODE": "ro"}}},
                            source="/work/.mcp.json")["repo"]
     card = ApprovalCard("mcp__repo", server.shown(), "Start the MCP server 'repo' from /work/.mcp.json? It would "
-                        f"run the command `{server.command_line()}`.", rules=("mcp__repo",))
+                        f"run this command: {server.command_line()}.", rules=("mcp__repo",))
     try:
         html = card.info.value
         assert "Start the MCP server <code>repo</code>?" in html
@@ -55,7 +55,7 @@ def test_a_hostile_mcp_json_command_is_shown_as_text_on_its_card():
     server = parse_servers({"evil": {"command": "sh", "args": ["-c", payload + "\x1b[2J"]}},
                            source="/work/.mcp.json")["evil"]
     card = ApprovalCard("mcp__evil", server.shown(), "Start the MCP server 'evil' from /work/.mcp.json? It would "
-                        f"run the command `{server.command_line()}`.", rules=("mcp__evil",))
+                        f"run this command: {server.command_line()}.", rules=("mcp__evil",))
     try:
         html = card.info.value
         assert "<img src" not in html and "<style>body" not in html  # (the card's own <style> is ours)

@@ -10,7 +10,7 @@ import re
 
 from jupyter_agent.cli import TerminalDisplay, approval_text
 from jupyter_agent.jupyter.cards import approval_extent, approval_html, tool_html
-from jupyter_agent.jupyter.panel_comm import approval_json, item_json
+from jupyter_agent.jupyter.panel_json import approval_json, item_json
 from jupyter_agent.loop.events import ToolProgress, ToolResult, ToolStart
 from jupyter_agent.view.runmodel import RunModel
 

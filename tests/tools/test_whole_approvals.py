@@ -12,7 +12,7 @@ import nbformat
 
 from jupyter_agent.cli import approval_text
 from jupyter_agent.jupyter.cards import ApprovalCard, approval_html
-from jupyter_agent.jupyter.panel_comm import approval_json
+from jupyter_agent.jupyter.panel_json import approval_json
 from jupyter_agent.loop.permission_result import PermissionDeny
 from tests.jupyter.helpers import record_widget_messages
 
