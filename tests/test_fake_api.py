@@ -325,7 +325,7 @@ async def test_stall_raises_raw_httpx2_read_timeout(fake_api):
     with pytest.raises(httpx2.ReadTimeout):
         async for _ in stream:
             pass
-    assert 0.25 < time.monotonic() - t0 < 2
+    assert 0.25 < time.monotonic() - t0 < 5  # (the stall is 10 s)
 
 
 async def test_slow_stream_and_pause_after_a_tool_use_block(fake_api):
@@ -356,11 +356,11 @@ async def test_a_stalled_request_does_not_block_others_and_close_is_prompt():
         t0 = time.monotonic()
         msg = await client(api).messages.create(model="m", max_tokens=5, messages=USER)
         assert msg.content[0].text == "fast"
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 5  # (the stall is 30 s; a loaded machine takes ~1 s)
     finally:
         t0 = time.monotonic()
         await asyncio.to_thread(api.close)
-        assert time.monotonic() - t0 < 1.0
+        assert time.monotonic() - t0 < 5
     with pytest.raises(httpx2.TransportError):  # the stalled stream is dropped, not left hanging
         async for _ in stalled:
             pass

@@ -309,7 +309,7 @@ def established_to(port: int) -> int:
 
 
 async def test_aclose_mid_stream_closes_the_response_promptly_and_cleanly(fake_api):
-    fake_api.add(response(text("x" * 400), chunk_chars=4, delay_s=0.02))  # ~2 s if read to the end
+    fake_api.add(response(text("x" * 1000), chunk_chars=4, delay_s=0.02))  # ~5 s if read to the end
     model = fake_api.model()
     # Collect earlier tests' garbage now: an unfinished async generator (or SDK client) that
     # another test left behind gets a close task on whatever loop runs when it is collected,
@@ -328,7 +328,7 @@ async def test_aclose_mid_stream_closes_the_response_promptly_and_cleanly(fake_a
         assert established_to(fake_api.port) == 1
         t0 = time.monotonic()
         await gen.aclose()
-        assert time.monotonic() - t0 < 1.0  # generous: shared machines are noisy
+        assert time.monotonic() - t0 < 2.5  # generous: shared machines are noisy
         # closed by the time aclose() returns, not later by a garbage-collection task
         assert established_to(fake_api.port) == 0
         for _ in range(50):  # the server notices the closed socket at its next write

@@ -207,14 +207,27 @@ async def test_stop_ends_the_whole_process_group(workspace):
     call = tool_use("Bash", {"command": "echo $$; sleep 60 & wait", "description": "wait"})
     with FakeMessagesAPI([response(call)]) as api:
         run = query("go", model=api.model(), cwd=workspace, permissions=_allow_all(workspace))
+        events: list[Any] = []
+
+        async def read() -> None:
+            async for event in run:
+                events.append(event)
+
+        reader = asyncio.ensure_future(read())
         pgid = None
-        async for event in run:
-            if isinstance(event, ToolProgress) and pgid is None and event.data.strip():
-                pgid = int(event.data.split()[0])
-                assert _group_members(pgid)  # the shell and its sleep are running
-                run.stop()
-            if isinstance(event, ToolResult):
-                result = event
+        # Stop once the shell runs and the response has ended (the tool starts while the model
+        # still streams, and a stop before the stream ends is ``aborted_streaming``).
+        for _ in range(3000):
+            progress = [e for e in events if isinstance(e, ToolProgress) and e.data.strip()]
+            if (progress and run.record.phase == "tools") or reader.done():
+                break
+            await asyncio.sleep(0.01)
+        assert progress and not reader.done()
+        pgid = int(progress[0].data.split()[0])
+        assert _group_members(pgid)  # the shell and its sleep are running
+        run.stop()
+        await asyncio.wait_for(reader, 30)
+    result = next(e for e in events if isinstance(e, ToolResult))
     assert run.terminal.reason == "aborted_tools" and result.outcome.value == "stopped"
     assert pgid is not None and _group_members(pgid) == []
     paired = [b for m in run.state.messages if m["role"] == "user" and isinstance(m["content"], list)
