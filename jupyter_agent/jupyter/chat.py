@@ -232,12 +232,12 @@ class ChatPanel(w.VBox):
         value = change["new"]
         if isinstance(value, str) and value.endswith(CHAT_SEND_MARK):
             # (may arrive on another thread: the work is done on the event loop)
-            self.loop.call_soon_threadsafe(self._send_text, value.replace(CHAT_SEND_MARK, ""))
+            self.loop.call_soon_threadsafe(self._send_text, value.removesuffix(CHAT_SEND_MARK))
 
     def _send_clicked(self) -> None:
         """A click on Send that reached the kernel as a click (a front end without this
         project's page extension): the input's value as the kernel has it."""
-        self._send_text(self.input.value.replace(CHAT_SEND_MARK, ""))
+        self._send_text(self.input.value.removesuffix(CHAT_SEND_MARK))
 
     def _send_text(self, text: str) -> None:
         prompt = text.strip()

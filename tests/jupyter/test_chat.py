@@ -190,7 +190,7 @@ FAKE_SECRET = "s3cr3t-value-for-the-test"
 async def test_the_pages_send_mark_sends_the_inputs_own_text_and_a_busy_chat_keeps_it(kernel, script, api):
     """The page's Enter and Send end the input's value with the send mark instead of clicking
     (a click could reach the kernel before the last keystrokes): the text before the mark is
-    sent, the mark never; the input is emptied; refused (a turn still going), the text stays."""
+    sent, the page's mark never; the input is emptied; refused (a turn still going), the text stays."""
     from jupyter_agent.jupyter.protocol import CHAT_SEND_MARK
 
     script(response(text("Marked and sent. " * 150), delay_s=0.02))
@@ -198,10 +198,11 @@ async def test_the_pages_send_mark_sends_the_inputs_own_text_and_a_busy_chat_kee
     _, panel = chat_outputs(await kernel.execute("jupyter_agent.chat()"))
     [textarea] = inside(kernel, panel, "TextareaModel")
     before = kernel.widget_text().count('class="ja-end"')
-    kernel.set_value(textarea, "Write hi\nto hello.txt" + CHAT_SEND_MARK)
+    typed = f"Write hi\nto{CHAT_SEND_MARK} hello.txt"  # a mark the user pasted is theirs: it stays
+    kernel.set_value(textarea, typed + CHAT_SEND_MARK)
     await kernel.until(lambda: "Marked and sent." in shown_in(kernel, panel), 10, "the turn the mark sent")
     said = [b["text"] for b in api.requests[-1]["messages"][-1]["content"] if b.get("type") == "text"]
-    assert said[-1] == "Write hi\nto hello.txt" and CHAT_SEND_MARK not in str(api.requests[-1].body)
+    assert said[-1] == typed  # (the trailing mark is gone, the pasted one kept)
     assert kernel.widgets[textarea]["value"] == ""
     kernel.set_value(textarea, "And then?" + CHAT_SEND_MARK)  # while the turn is still going
     await kernel.until(lambda: kernel.widgets[textarea]["value"] == "And then?", 10, "the text kept, unmarked")
