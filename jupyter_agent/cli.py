@@ -443,7 +443,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 
     try:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (NotImplementedError, RuntimeError):
+    except (NotImplementedError, RuntimeError):  # (Windows, or not the main thread: Ctrl-C quits)
         pass
     try:
         async for event in run:
@@ -451,7 +451,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     finally:
         try:
             loop.remove_signal_handler(signal.SIGINT)
-        except (NotImplementedError, RuntimeError):
+        except (NotImplementedError, RuntimeError):  # (none was added, as above)
             pass
         await conv.aclose()
     terminal = run.terminal

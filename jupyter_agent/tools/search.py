@@ -371,8 +371,8 @@ def _search_file(path: str, regex: re.Pattern[str], request: SearchRequest, expl
                     return hits
     except _Binary:
         return None
-    except OSError:
-        pass
+    except OSError as exc:  # (removed or made unreadable mid-search: what was read still counts)
+        log.debug("stopped reading %s: %s", path, exc)
     return hits if hits.count else None
 
 
