@@ -31,6 +31,16 @@ export function markedForSending(value: string): string {
   return value.endsWith(CHAT_SEND_MARK) ? value : value + CHAT_SEND_MARK;
 }
 
+/** `value` without the send marks at its end: a person's typing or pasting may not end the
+ * input with one (a pasted text that did would be sent at once), only Enter and Send may. */
+export function withoutEndMarks(value: string): string {
+  let end = value.length;
+  while (end > 0 && value.endsWith(CHAT_SEND_MARK, end)) {
+    end -= CHAT_SEND_MARK.length;
+  }
+  return value.slice(0, end);
+}
+
 /** Ask the kernel to send what `input` holds: its value, marked, as the input's own update. */
 function sendFrom(input: HTMLTextAreaElement): void {
   input.value = markedForSending(input.value);
@@ -50,6 +60,20 @@ function onKeydown(event: KeyboardEvent): void {
   }
 }
 
+/** A person's input (trusted: not sendFrom's own event) in chat()'s input loses the marks at
+ * its end before the widget reads the value (this listener, on the document in the capture
+ * phase, runs before the widget's own on its element). */
+function onInput(event: Event): void {
+  const target = event.target;
+  if (!event.isTrusted || !(target instanceof HTMLTextAreaElement) || !target.closest(`.${CHAT_INPUT_CLASS}`)) {
+    return;
+  }
+  const value = withoutEndMarks(target.value);
+  if (value !== target.value) {
+    target.value = value;
+  }
+}
+
 function onClick(event: MouseEvent): void {
   const target = event.target instanceof Element ? event.target : null;
   const send = target?.closest<HTMLButtonElement>(`button.${CHAT_SEND_CLASS}`);
@@ -66,6 +90,7 @@ function onClick(event: MouseEvent): void {
 export function activateChatKeys(): IDisposable {
   document.addEventListener('keydown', onKeydown, true);
   document.addEventListener('click', onClick, true);
+  document.addEventListener('input', onInput, true);
   let disposed = false;
   return {
     get isDisposed() {
@@ -75,6 +100,7 @@ export function activateChatKeys(): IDisposable {
       disposed = true;
       document.removeEventListener('keydown', onKeydown, true);
       document.removeEventListener('click', onClick, true);
+      document.removeEventListener('input', onInput, true);
     }
   };
 }
