@@ -3,6 +3,8 @@ hang, no task may leak, the history stays valid."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 import pytest_asyncio
 
@@ -33,10 +35,24 @@ async def running_tasks(kernel) -> int:
         "import asyncio; len([t for t in asyncio.all_tasks() if 'jupyter-agent' in t.get_name()])"))
 
 
+async def until_the_tools_run(kernel) -> None:
+    """Wait until the newest run's response has ended and its tools run: an Allow may show
+    while the stream still ends (its tool starts at its block's end), and a stop then is a
+    stop of the streaming (``aborted_streaming``), not of the tools."""
+    phase = ("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+             ".get_session().runs[-1].run.record.phase")
+    for _ in range(200):
+        if await kernel.value(phase) == "'tools'":
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the run's tools never started")
+
+
 async def test_kernel_interrupt_stops_a_run_waiting_for_a_click(kernel, script):
     script(response(tool_use("Write", {"file_path": "/tmp/jupyter_agent_interrupt", "content": ""})))
     result = await kernel.execute("%%agent\nWrite it")
     await kernel.button("Allow")  # the run now waits for a click that never comes
+    await until_the_tools_run(kernel)
     await kernel.km.interrupt_kernel()
     md = await transcript(kernel, display_id_of(result))
     assert "(`aborted_tools`)" in md
@@ -47,8 +63,6 @@ async def test_kernel_interrupt_stops_a_run_waiting_for_a_click(kernel, script):
 async def test_interrupting_a_waiting_headless_cell_stops_its_run(kernel, script):
     script(response(text("Slow " * 200, ), delay_s=0.02))
     await kernel.execute("%agent new")
-    import asyncio
-
     cell = asyncio.ensure_future(kernel.execute("%%agent --wait\nTake your time", timeout=20))
     await kernel.until(lambda: "Slow" in kernel.widget_text(), 10, "streaming")
     await kernel.km.interrupt_kernel()
@@ -64,6 +78,7 @@ async def test_closing_the_widget_mid_run_stops_it(kernel, script):
     await kernel.execute("%agent new")
     result = await kernel.execute("%%agent\nWrite it")
     await kernel.button("Allow")
+    await until_the_tools_run(kernel)
     view_id = next(o for o in result["outputs"] if o["msg_type"] == "display_data")["data"][VIEW]["model_id"]
     kernel.kc.shell_channel.send(kernel.kc.session.msg("comm_close", {"comm_id": view_id, "data": {}}))
     md = await transcript(kernel, display_id_of(result))
