@@ -198,10 +198,11 @@ class Lab:
 
     # -- pages ----------------------------------------------------------------------------
     def open(self, name: str, context: Any = None, *, width: int = 1200, height: int = 1000,
-             timeout: float = 120) -> Any:
+             timeout: float = 120, reload_after: float | None = None) -> Any:
         """A new page (in a new browser context unless ``context``) on notebook ``name``,
         its kernel connected and idle. JupyterLab gets a workspace of its own, reset: only
-        this notebook open, whatever ran before."""
+        this notebook open, whatever ran before. ``reload_after``: a page whose kernel is not
+        idle after that many seconds is reloaded once, as a person would (then ``timeout``)."""
         if context is None:
             context = self.browser.new_context(viewport={"width": width, "height": height})
             self._contexts.append(context)
@@ -215,6 +216,14 @@ class Lab:
         else:
             page.goto(f"{self.url}/lab/workspaces/t{self._pages}/tree/{name}?reset", timeout=timeout * 1000)
         page.wait_for_selector(CELLS, timeout=timeout * 1000)
+        if reload_after is not None:
+            try:
+                wait_idle(page, reload_after)
+                return page
+            except AssertionError as e:
+                print(f"{e}: reloading the page")
+                page.reload()
+                page.wait_for_selector(CELLS, timeout=timeout * 1000)
         wait_idle(page, timeout)
         return page
 
