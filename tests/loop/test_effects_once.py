@@ -127,7 +127,7 @@ async def test_a_stall_right_after_a_notebook_edit_insert_inserts_once(notebook)
     script = [response(tool_use("Read", {"file_path": str(path)})), stalled,
               response(tool_use("NotebookEdit", insert_input)), response(text("Done."))]
     with FakeMessagesAPI(script) as api:
-        run = query("add a heading", model=model_for(api, stall_timeout_s=0.8), cwd=path.parent,
+        run = query("add a heading", model=model_for(api, stall_timeout_s=2.5), cwd=path.parent,
                     permission_mode="acceptEdits")
         events = [e async for e in run]
         assert api.rejections == []

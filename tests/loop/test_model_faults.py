@@ -49,7 +49,7 @@ async def test_a_broken_stream_is_retried_and_its_started_tools_discarded(tools,
         "overloaded_event": stream_error(after=8, base=broken_base),
     }[fault]
     with FakeMessagesAPI([broken, response(second), response(text("done"))]) as api:
-        run = run_query(api, "go", tools, model_options={"stall_timeout_s": 0.5})
+        run = run_query(api, "go", tools, model_options={"stall_timeout_s": 1.5 if fault == "stall" else 30})
         events = [e async for e in run]
         final_request = api.requests[-1].body
     assert run.terminal.reason == TerminalReason.COMPLETED
