@@ -49,7 +49,7 @@ async def test_allow_runs_the_write_and_the_cell_keeps_a_transcript(kernel, scri
                     tool_use("Write", {"file_path": str(target), "content": "hello"})),
            response(text("Done: allowed.txt says hello.")))
     result = await kernel.execute("%%agent\nWrite hello to allowed.txt")
-    assert result["reply"]["status"] == "ok" and result["seconds"] < 3  # returned at once
+    assert result["reply"]["status"] == "ok" and result["seconds"] < 10  # returned at once (the run waits for Allow)
     display_id = display_id_of(result)
     await kernel.execute("run1 = _")  # the handle the cell returned
     assert (await kernel.value("type(run1).__name__")) == "'AgentRun'"
