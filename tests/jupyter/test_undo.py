@@ -181,6 +181,6 @@ async def test_undo_names_a_run_that_does_not_exist(kernel, script):
     # A run of its own first: the module's kernel may have had none yet (tests run in any order),
     # and then the refusal is "No runs yet", not the one under test.
     script(response(text("Nothing to do.")))
-    await kernel.execute("%%agent\nSay hi")
+    await kernel.execute("%%agent --wait\nSay hi")  # (--wait: its request is made before the test ends)
     result = await kernel.execute("%agent undo 999")
     assert result["reply"]["status"] == "error" and "There is no run 999" in str(result["outputs"])
