@@ -24,8 +24,10 @@ import json
 import os
 import re
 import socket
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -99,8 +101,17 @@ class Lab:
         (tmp / "cfg/jupyter_server_config.json").write_text(json.dumps(
             {"ServerApp": {"jpserver_extensions": {"jupyter_agent.server_extension": True}}}))
         self.settings = tmp / "settings"
+        # The server's kernels talk over Unix sockets (ipc), as the kernel tests' do (frontend.py):
+        # a TCP kernel's ports are picked free, then bound by the kernel a moment later, and on
+        # 2 busy cores another process's connection once took its shell port in between; the
+        # kernel died at start, and its restarts kept the same (cached) ports. The sockets live
+        # in a short folder: a Unix socket's path has at most 107 bytes. (Not for a gateway's
+        # kernels, which are not the server's to start.)
+        local_kernels = not any(a.startswith("--GatewayClient.url") for a in server_args)
+        self.runtime = Path(tempfile.mkdtemp(prefix="ja-lab-")) if local_kernels else tmp / "runtime"
+        server_args = (*server_args, "--KernelManager.transport=ipc") if local_kernels else tuple(server_args)
         env.update(JUPYTER_CONFIG_DIR=str(tmp / "cfg"), JUPYTERLAB_SETTINGS_DIR=str(self.settings),
-                   JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+                   JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"), JUPYTER_RUNTIME_DIR=str(self.runtime),
                    IPYTHONDIR=str(tmp / "ipython"), JUPYTER_DATA_DIR=str(tmp / "data"),
                    PYDEVD_DISABLE_FILE_VALIDATION="1")
         self.env = env
@@ -157,6 +168,8 @@ class Lab:
         finally:
             stop_process(self.proc)
             self.log.close()
+            if self.runtime.name.startswith("ja-lab-"):
+                shutil.rmtree(self.runtime, ignore_errors=True)
 
     # -- kernels (REST) --------------------------------------------------------------------
     def _api(self, path: str, method: str = "GET") -> Any:
