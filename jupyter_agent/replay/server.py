@@ -184,6 +184,15 @@ class FakeMessagesAPI:
             self._script.append(r if callable(r) else to_response(r))
         return self
 
+    def clear_script(self) -> int:
+        """Drop the responses not used yet; returns how many there were. A test on a shared
+        server calls it at its end, so that a test that failed half way does not answer the
+        next one's requests (or its own re-run's)."""
+        with self._lock:
+            left = len(self._script)
+            self._script.clear()
+        return left
+
     @property
     def pending(self) -> int:
         """How many scripted responses have not been used yet."""

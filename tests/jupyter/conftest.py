@@ -34,16 +34,15 @@ def api():
 
 @pytest.fixture
 def script(api):
-    """``script(*responses)`` adds responses; the test fails if any is left unused."""
-    added = []
-
-    def add(*responses):
-        added.extend(responses)
-        api.add(*responses)
-
-    yield add
-    assert api.pending == 0, f"{api.pending} scripted responses were not requested"
-    assert not api.rejections, [r.error for r in api.rejections]
+    """``script(*responses)`` adds responses; the test fails if any is left unused or a
+    request of its own was rejected. What is left is cleared, so that a test that failed
+    half way answers neither the next test's requests on the shared server nor its re-run's
+    (tests/reruns.py)."""
+    rejected_before = len(api.rejections)
+    yield api.add
+    left = api.clear_script()
+    assert left == 0, f"{left} scripted responses were not requested"
+    assert not api.rejections[rejected_before:], [r.error for r in api.rejections[rejected_before:]]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -43,20 +43,6 @@ def lab(api, tmp_path_factory):
     server.close()
 
 
-@pytest.fixture
-def script(api):
-    """``script(*responses)``; the test fails if any is left unused, and what is left is
-    cleared so the next test on the shared server starts clean."""
-    def add(*responses):
-        api.add(*responses)
-
-    yield add
-    left = api.pending
-    api._script.clear()
-    assert left == 0, f"{left} scripted responses were not requested"
-    assert not api.rejections, [r.error for r in api.rejections]
-
-
 def saved(lab, name):
     return nbformat.read(lab.root / name, as_version=4)
 

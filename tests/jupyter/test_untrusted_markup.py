@@ -40,17 +40,6 @@ PANEL = "#jupyter-agent-panel"
 _IMAGES_SETTLED = "() => Array.from(document.images).every(i => i.complete)"
 
 
-@pytest.fixture
-def script(api):
-    """``script(*responses)``; the test fails if any is left unused, and what is left is
-    cleared, so that a test that failed half way does not answer the next one's requests."""
-    yield api.add
-    left = api.pending
-    api._script.clear()
-    assert left == 0, f"{left} scripted responses were not requested"
-    assert not api.rejections, [r.error for r in api.rejections]
-
-
 def settle(page: Any, ready_js: str, timeout: float = 60) -> None:
     """Wait until the page shows what the step waits for (``ready_js``), or a payload went
     live or ran (so an attack fails the test at once, with what went live)."""
