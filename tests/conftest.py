@@ -8,7 +8,7 @@ import pytest
 
 from tests.programs import path_without_scripts
 
-pytest_plugins = ["jupyter_agent.testing.pytest_plugin"]
+pytest_plugins = ["jupyter_agent.testing.pytest_plugin", "tests.reruns"]
 
 
 @pytest.fixture
