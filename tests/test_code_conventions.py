@@ -130,3 +130,46 @@ def test_comments_cite_only_documents_in_the_repository():
         "cite docs/ (e.g. docs/design.md and a section name) instead of a document outside the "
         f"repository: {dict(counts)}")
     assert (ROOT / "docs" / "design.md").is_file()
+
+
+#: A fixed sleep longer than this, in a test, is a wait on wall time (seconds).
+LONGEST_SLEEP_S = 0.2
+#: The mark that says a longer sleep is part of the scenario (a person reading a card before
+#: clicking, a page that answers late), not a wait for something to have happened.
+SCENARIO_MARK = "# scenario:"
+
+
+def _fixed_sleeps(tree: ast.AST) -> list[tuple[int, str, float]]:
+    """(line, call, seconds) of each ``time.sleep(N)``, ``asyncio.sleep(N)``, ``sleep(N)`` and
+    Playwright ``page.wait_for_timeout(MS)`` whose argument is a number literal."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, int | float)):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        value = float(node.args[0].value)
+        if name == "sleep":
+            found.append((node.lineno, ast.unparse(func), value))
+        elif name == "wait_for_timeout":
+            found.append((node.lineno, ast.unparse(func), value / 1000))
+    return found
+
+
+def test_tests_wait_on_events_not_on_wall_time():
+    """CI runs on 2 loaded cores: a test that sleeps a fixed time for something to happen
+    fails whenever the machine is slower than the sleep. Wait on the event meant (the page's
+    notice, the kernel's idle, a Future) instead. A longer sleep that is itself the scenario
+    says so on its line (or the line above): ``# scenario: <why>``."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for lineno, call, seconds in _fixed_sleeps(ast.parse("\n".join(lines))):
+            if seconds <= LONGEST_SLEEP_S:
+                continue
+            near = lines[lineno - 1] + (lines[lineno - 2] if lineno >= 2 else "")
+            if SCENARIO_MARK not in near:
+                found.append(f"{rel(path)}:{lineno}: {call}({seconds:g} s)")
+    assert not found, ("fixed sleeps over 0.2 s in tests: wait on the event instead, or mark a sleep that is "
+                       f"the scenario itself with '{SCENARIO_MARK} ...':\n  " + "\n  ".join(found))

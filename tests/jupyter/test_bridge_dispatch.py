@@ -123,11 +123,11 @@ async def test_a_page_that_has_been_slow_to_answer_is_waited_for_past_the_reques
 
     bridge, comm = await _bridge_with_page()
     first = asyncio.create_task(bridge.request("client", "version", timeout=5))
-    await asyncio.sleep(0.3)  # the page answers after 0.3 s
+    await asyncio.sleep(0.3)  # scenario: the page answers after 0.3 s
     bridge._receive(comm, reply_to(comm.sent[-1]))
     await first
     second = asyncio.create_task(bridge.request("client", "version", timeout=0.1))
-    await asyncio.sleep(0.6)  # past the request's 0.1 s, within ten times the page's 0.3 s
+    await asyncio.sleep(0.6)  # scenario: past the request's 0.1 s, within ten times the page's 0.3 s
     bridge._receive(comm, reply_to(comm.sent[-1]))
     assert await second == {"version": "live-1-abc"}
 

@@ -251,7 +251,6 @@ async def test_a_page_speaking_another_protocol_version_is_told_and_never_edited
     before = own.read_bytes()
     kernel.comm_msg(comm_id, {"v": 99, "op": "hello", "from": me, "result": {
         "path": "own.ipynb", "server_root": str(module_tmp), "version": "v1"}})
-    await asyncio.sleep(0.3)
     # the page is answered too, so it tells its user to reload or reinstall
     await kernel.until(lambda: [r for r in replies(kernel, comm_id) if r.get("code") == "version"], 10,
                        "the refusal of the hello")
@@ -263,10 +262,10 @@ async def test_a_page_speaking_another_protocol_version_is_told_and_never_edited
            response(tool_use("NotebookEdit", edit)), response(text("Still too old.")))
     await kernel.execute("%agent new")
     for prompt, left, answer in (("edit it", 2, "The page is too old."), ("again", 0, "Still too old.")):
-        await kernel.execute(f"%%agent --permission-mode bypassPermissions\n{prompt}")
+        # --wait: the cell returns once the run has ended, after its last answer
+        await kernel.execute(f"%%agent --wait --permission-mode bypassPermissions\n{prompt}", timeout=60)
         await kernel.until(lambda left=left, answer=answer: api.pending == left and answer in kernel.widget_text(),
                            20, "the run's end")
-        await asyncio.sleep(0.3)  # the run ends after its last answer
     assert "speaks bridge protocol 99" in str(api.requests[-1].body["messages"])
     assert own.read_bytes() == before
     assert "speaks bridge protocol 99" in kernel.widget_text()  # the user was told, in the run's view

@@ -210,7 +210,9 @@ def test_a_notebook_reopened_after_a_kernel_restart_shows_transcripts_not_errors
     page.context.close()
 
     page = page_of("restart.ipynb")  # reopened: the old kernel's widgets are gone
-    page.wait_for_timeout(1500)  # time for a broken widget view to show its error
+    cell(page, 2).locator("text=Hello from the chat, before the restart.").first.wait_for(timeout=30000)
+    # scenario: a negative check: the time a broken widget view would take to show its error
+    page.wait_for_timeout(1500)
     body = page.inner_text("body")
     screenshot(page, "reopened_after_restart")
     assert "model not found" not in body and "Error displaying widget" not in body

@@ -71,7 +71,7 @@ async def test_denied_is_denied_and_the_wait_is_apart(kernel, script, module_tmp
     deny = await kernel.button("Deny")
     import asyncio
 
-    await asyncio.sleep(0.6)  # a person reading the card
+    await asyncio.sleep(0.6)  # scenario: a person reading the card (the wait is shown apart)
     kernel.click(deny)
     md = await transcript(kernel, display_id_of(result))
     # live, the widget was followed by its fallback, which hides itself while the widget

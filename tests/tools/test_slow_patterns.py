@@ -10,6 +10,7 @@ thread froze the loop as well).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -107,6 +108,19 @@ async def test_ripgrep_finds_it_at_once(workspace):
     assert text_of(result).startswith("a.txt:1")
 
 
+def _child_running(marker: bytes) -> bool:
+    """A child process of this one whose command line holds ``marker`` is running."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue  # it ended while we looked
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and marker in cmdline:
+            return True
+    return False
+
+
 async def test_stop_ends_a_slow_fallback_grep_at_once(workspace):
     (workspace / "a.txt").write_text("a" * 40 + "!\n")
     grep = tool_use("Grep", {"pattern": "(a+)+$"})
@@ -116,7 +130,10 @@ async def test_stop_ends_a_slow_fallback_grep_at_once(workspace):
         stopped = None
         async for event in run:
             if isinstance(event, ToolStart):
-                await asyncio.sleep(0.5)  # the search is running by now
+                deadline = time.monotonic() + 30
+                while not _child_running(b"jupyter_agent.tools.search") and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)  # until the search's process runs
+                assert _child_running(b"jupyter_agent.tools.search"), "the fallback search never started"
                 stopped = time.monotonic()
                 run.stop()
         terminal = run.terminal
