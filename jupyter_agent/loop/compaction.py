@@ -46,7 +46,7 @@ from .usage import StreamUsage, Usage
 
 __all__ = ["CompactionEnv", "CompactResult", "RunContext", "compact", "is_user_written", "run_context",
            "user_messages_to_keep", "SUMMARY_REQUEST_MARKER", "PROMPT_TOO_LONG_ADVICE", "USER_WORDS_TOO_LONG_TEXT",
-           "WINDOW_LEARNED_TEXT"]
+           "USER_WORDS_ADVICE", "WINDOW_LEARNED_TEXT"]
 
 log = logging.getLogger(__name__)
 
@@ -310,9 +310,12 @@ COMPACTED_REASONS = ("auto_compact", "reactive_compact_retry")
 USER_WORDS_TOO_LONG_TEXT = (
     "Your message is about {tokens:,} tokens; with the system prompt and tools (about {fixed:,}) it "
     "leaves no room to work in this model's context window of {window:,} tokens (the loop compacts at "
-    "{compact_at:,}), and no compaction can shorten your own words. Shorten it, or save the long text "
-    "in a file and ask the agent to read it in parts, or use a model with a larger window "
-    "(`context_window`, `JUPYTER_AGENT_CONTEXT_WINDOW`)."
+    "{compact_at:,}), and no compaction shortens your own words."
+)
+#: What the run's end adds to :data:`USER_WORDS_TOO_LONG_TEXT`: what to do.
+USER_WORDS_ADVICE = (
+    " Shorten it, or save the long text in a file and ask the agent to read it in parts, or use a "
+    "model with a larger window (`context_window`, `JUPYTER_AGENT_CONTEXT_WINDOW`)."
 )
 WINDOW_LEARNED_TEXT = (
     "The API's context window is {learned:,} tokens ({how}), less than the {believed:,} this run assumed: "

@@ -26,7 +26,7 @@ from typing import Any
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 from .abort import AbortSignal
-from .compaction import PROMPT_TOO_LONG_ADVICE, run_context
+from .compaction import PROMPT_TOO_LONG_ADVICE, USER_WORDS_ADVICE, run_context
 from .events import (
     AssistantMessage, CompactionTrigger, ModelFallback, ModelRetry, Notice, RequestStart, StreamEvent, ToolOutcome,
     ToolResult, UserMessage,
@@ -184,7 +184,7 @@ async def build_request(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     loop.record.context = meter
     if too_long := loop.context.user_words_too_long(turn.messages_for_query):
         yield too_long  # no compaction shortens the user's own words: say so, and what to do
-        turn.finish(TerminalReason.PROMPT_TOO_LONG, too_long.text, error=too_long.kind)
+        turn.finish(TerminalReason.PROMPT_TOO_LONG, too_long.text + USER_WORDS_ADVICE, error=too_long.kind)
         return
     transition = turn.state.transition.reason if turn.state.transition else None
     if params.compact_now is not None or loop.context.wants_compaction(meter.used, transition):
@@ -310,7 +310,7 @@ async def _prompt_too_long(turn: Turn, loop: RunLoop, exc: PromptTooLongError) -
             yield learned
         if too_long := context.user_words_too_long(turn.messages_for_query):
             yield too_long
-            turn.finish(TerminalReason.PROMPT_TOO_LONG, too_long.text, error=too_long.kind)
+            turn.finish(TerminalReason.PROMPT_TOO_LONG, too_long.text + USER_WORDS_ADVICE, error=too_long.kind)
             return
         async for item in _compact(turn, loop, CompactionTrigger.REACTIVE,
                                    Transition("reactive_compact_retry", str(exc)), used=refused):

@@ -29,6 +29,7 @@ from jupyter_agent.loop.messages import ensure_tool_result_pairing
 from jupyter_agent.loop.tool_execution import WINDOW_CUT_NOTE
 from jupyter_agent.replay.validation import prompt_tokens
 from jupyter_agent.testing import FakeMessagesAPI, http_error, response, text, tool_use
+from jupyter_agent.view.labels import end_explanation, end_title
 
 PROMPT = ("Read the twelve reports report_00.txt to report_11.txt one by one and tell me which one "
           "mentions penguins. Keep my wording: zebra-42.")
@@ -155,9 +156,12 @@ async def test_the_users_words_alone_too_long_end_prompt_too_long_saying_so(tmp_
     assert run.terminal.reason == TerminalReason.PROMPT_TOO_LONG
     assert run.terminal.error == ContextNotice.USER_WORDS_TOO_LONG.value
     notices = [e for e in events if isinstance(e, Notice) and e.kind == ContextNotice.USER_WORDS_TOO_LONG]
-    assert len(notices) == 1 and notices[0].text == run.terminal.message
+    assert len(notices) == 1 and run.terminal.message.startswith(notices[0].text)  # then what to do
     assert "8,000" in run.terminal.message and "read it in parts" in run.terminal.message
     assert sent == 0  # known too long: nothing was sent
+    # the fronts choose their words by the typed value
+    assert end_title(run.terminal) == "Message too long"
+    assert "read it in parts" in end_explanation(run.terminal)
 
 
 async def test_the_users_words_too_long_for_a_window_learned_from_the_api(tmp_path):
