@@ -210,3 +210,37 @@ def test_the_docs_table_is_the_budgets():
         for window, shown in zip(windows, values):
             value = getattr(ContextBudget(window, max_tokens=8192, fixed=FIXED), attr.group(1))
             assert shown == f"{value:,}", (name, window, shown, value)
+
+
+def test_a_result_over_the_windows_budget_is_cut_at_a_line_with_the_way_to_the_rest(tmp_path):
+    from jupyter_agent.loop.tool import ToolContext
+    from jupyter_agent.loop.tool_execution import _bounded_content
+    from jupyter_agent.tools.read import Read
+
+    numbered = "".join(f"{i:6}\treport line {i}\n" for i in range(1, 2001))  # as Read numbers lines
+    context = ToolContext(cwd=tmp_path)
+    cut = _bounded_content(Read(), numbered, "toolu_1", context, window_chars=4_000)
+    shown, note = cut.rsplit("\n", 1)
+    assert len(cut) <= 4_000 and numbered.startswith(shown + "\n")  # whole lines, from the start
+    assert note.startswith("[Cut to fit the model's context window:") and f"of {len(numbered):,}" in note
+    assert f"{len(shown):,} of" in note and "Read with offset and limit" in note
+    assert _bounded_content(Read(), numbered, "toolu_1", context) == numbered  # no window cap: whole
+    assert _bounded_content(Read(), "short", "toolu_1", context, window_chars=4_000) == "short"
+
+
+def test_the_summary_request_keeps_the_users_latest_words_when_the_history_is_cut():
+    from jupyter_agent.loop.compaction import _fit
+
+    class Env:  # what _fit uses of a CompactionEnv
+        tools_by_name: dict[str, Any] = {}
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
+    for i in range(10):
+        history += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
+                                                       "input": {"file_path": f"f{i}"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                  "content": "x" * 40}]}]
+    fitted = _fit(list(history), Env(), room=200)  # type: ignore[arg-type]
+    assert fitted[0] == history[0]  # the user's words first, then what fits of the rest
+    assert len(fitted) < len(history)
+    assert ensure_tool_result_pairing(fitted)[1] == []
