@@ -1,7 +1,8 @@
 """The context window the loop works to, the prompt's size, and microcompact.
 
 - :class:`ContextBudget`: the window (from a table of known models, or the caller's
-  number) and the thresholds derived from it.
+  number) and every budget derived from it (thresholds, the summary's reserve, files read
+  again, the user's kept words, tool-result caps, the request's ``max_tokens``).
 - :class:`PromptSize`: the prompt's size before each request, from the last response's
   reported usage plus an estimate of what was added since (no extra request).
 - :func:`microcompact`: past its threshold, old tool results are replaced by a short
