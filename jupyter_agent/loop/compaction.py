@@ -46,7 +46,8 @@ from .usage import StreamUsage, Usage
 
 __all__ = ["CompactionEnv", "CompactResult", "RunContext", "compact", "is_user_written", "run_context",
            "user_messages_to_keep", "SUMMARY_REQUEST_MARKER", "PROMPT_TOO_LONG_ADVICE", "USER_WORDS_TOO_LONG_TEXT",
-           "USER_WORDS_ADVICE", "WINDOW_LEARNED_TEXT"]
+           "USER_WORDS_ADVICE", "WINDOW_LEARNED_TEXT",
+           "TOO_LONG_ADVICE"]
 
 log = logging.getLogger(__name__)
 
@@ -312,11 +313,22 @@ USER_WORDS_TOO_LONG_TEXT = (
     "leaves no room to work in this model's context window of {window:,} tokens (the loop compacts at "
     "{compact_at:,}), and no compaction shortens your own words."
 )
+SYSTEM_AND_TOOLS_TOO_LONG_TEXT = (
+    "The system prompt and the tool definitions alone are about {fixed:,} tokens: they leave no room to "
+    "work in this model's context window of {window:,} tokens (the loop compacts at {compact_at:,})."
+)
 #: What the run's end adds to :data:`USER_WORDS_TOO_LONG_TEXT`: what to do.
 USER_WORDS_ADVICE = (
     " Shorten it, or save the long text in a file and ask the agent to read it in parts, or use a "
     "model with a larger window (`context_window`, `JUPYTER_AGENT_CONTEXT_WINDOW`)."
 )
+SYSTEM_AND_TOOLS_ADVICE = (
+    " Offer fewer tools (fewer MCP servers), a shorter system prompt, or use a model with a larger "
+    "window (`context_window`, `JUPYTER_AGENT_CONTEXT_WINDOW`)."
+)
+#: What to do, by the notice's kind.
+TOO_LONG_ADVICE = {ContextNotice.USER_WORDS_TOO_LONG.value: USER_WORDS_ADVICE,
+                   ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value: SYSTEM_AND_TOOLS_ADVICE}
 WINDOW_LEARNED_TEXT = (
     "The API's context window is {learned:,} tokens ({how}), less than the {believed:,} this run assumed: "
     "the run works to {learned:,} from now on. Set `context_window={learned}` (or "
@@ -385,14 +397,18 @@ class RunContext:
                 how="the API's own figure" if found else "estimated from what it accepted and refused"))
         return (int(found.group(1)) if found else None), notice
 
-    def user_words_too_long(self, messages: Sequence[Message]) -> Notice | None:
+    def no_room(self, messages: Sequence[Message]) -> Notice | None:
         """The user's latest message alone leaves no room to work in the window (no
-        compaction can shorten it): the notice that says so and what to do; else None."""
+        compaction can shorten it), or the system prompt and tools alone fill it: the
+        notice that says so; else None."""
         latest = next((m for m in reversed(messages) if is_user_written(m)), None)
         tokens = estimate_tokens(latest.get("content")) if latest is not None else 0
         budget = self.env.budget
         if budget.user_words_fit(tokens):
             return None
+        if budget.room == 0:  # not the user's words: what every request carries fills the window
+            return Notice(ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value, SYSTEM_AND_TOOLS_TOO_LONG_TEXT.format(
+                fixed=budget.fixed, window=budget.window, compact_at=budget.compact_at))
         return Notice(ContextNotice.USER_WORDS_TOO_LONG.value, USER_WORDS_TOO_LONG_TEXT.format(
             tokens=tokens, fixed=budget.fixed, window=budget.window, compact_at=budget.compact_at))
 

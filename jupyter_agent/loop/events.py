@@ -213,11 +213,14 @@ class ContextNotice(str, Enum):
 
     ``user_words_too_long``: the user's own message, with the system prompt and tools,
     leaves no room to work in the window; the run ends ``prompt_too_long`` with this as
-    the terminal's ``error``. ``window_learned``: the API refused a prompt under the
-    window the run assumed; the run works to the smaller window it learned.
+    the terminal's ``error``. ``system_and_tools_too_long``: the same, when the system
+    prompt and the tool definitions alone fill the window. ``window_learned``: the API
+    refused a prompt under the window the run assumed; the run works to the smaller
+    window it learned.
     """
 
     USER_WORDS_TOO_LONG = "user_words_too_long"
+    SYSTEM_AND_TOOLS_TOO_LONG = "system_and_tools_too_long"
     WINDOW_LEARNED = "window_learned"
 
 class CompactionKind(str, Enum):

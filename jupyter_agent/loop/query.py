@@ -26,7 +26,7 @@ from typing import Any
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 from .abort import AbortSignal
-from .compaction import PROMPT_TOO_LONG_ADVICE, USER_WORDS_ADVICE, run_context
+from .compaction import PROMPT_TOO_LONG_ADVICE, TOO_LONG_ADVICE, run_context
 from .events import (
     AssistantMessage, CompactionTrigger, ModelFallback, ModelRetry, Notice, RequestStart, StreamEvent, ToolOutcome,
     ToolResult, UserMessage,
@@ -182,9 +182,9 @@ async def build_request(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     for event in cleared:
         yield event
     loop.record.context = meter
-    if too_long := loop.context.user_words_too_long(turn.messages_for_query):
-        yield too_long  # no compaction shortens the user's own words: say so, and what to do
-        turn.finish(TerminalReason.PROMPT_TOO_LONG, too_long.text + USER_WORDS_ADVICE, error=too_long.kind)
+    if no_room := loop.context.no_room(turn.messages_for_query):
+        yield no_room  # no compaction shortens the user's own words: say so, and what to do
+        _end_without_room(turn, no_room)
         return
     transition = turn.state.transition.reason if turn.state.transition else None
     if params.compact_now is not None or loop.context.wants_compaction(meter.used, transition):
@@ -308,15 +308,21 @@ async def _prompt_too_long(turn: Turn, loop: RunLoop, exc: PromptTooLongError) -
         refused, learned = context.learn_window(str(exc), loop.record.context.used if loop.record.context else 0)
         if learned is not None:
             yield learned
-        if too_long := context.user_words_too_long(turn.messages_for_query):
-            yield too_long
-            turn.finish(TerminalReason.PROMPT_TOO_LONG, too_long.text + USER_WORDS_ADVICE, error=too_long.kind)
+        if no_room := context.no_room(turn.messages_for_query):
+            yield no_room
+            _end_without_room(turn, no_room)
             return
         async for item in _compact(turn, loop, CompactionTrigger.REACTIVE,
                                    Transition("reactive_compact_retry", str(exc)), used=refused):
             yield item
     if not turn.decided:
         turn.finish(TerminalReason.PROMPT_TOO_LONG, str(exc) + PROMPT_TOO_LONG_ADVICE, error=str(exc))
+
+
+def _end_without_room(turn: Turn, notice: Notice) -> None:
+    """End ``prompt_too_long``: the user's words (or the system prompt and tools) leave no
+    room in the window; the notice's kind is the end's ``error``, its text and what to do the message."""
+    turn.finish(TerminalReason.PROMPT_TOO_LONG, notice.text + TOO_LONG_ADVICE[notice.kind], error=notice.kind)
 
 
 async def _compact(turn: Turn, loop: RunLoop, trigger: CompactionTrigger, transition: Transition | None,

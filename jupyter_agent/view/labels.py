@@ -133,6 +133,8 @@ def end_title(terminal: Any) -> str:
         return "Interrupted"
     if getattr(terminal, "error", None) == ContextNotice.USER_WORDS_TOO_LONG.value:
         return "Message too long"
+    if getattr(terminal, "error", None) == ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value:
+        return "Window too small"
     return {
         "completed": "Finished",
         "max_turns": "Turn limit reached",
@@ -181,7 +183,8 @@ def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False
     if reason == "max_budget":
         return (f"{terminal.message or 'The spend limit was reached.'} The last tools ran; the model was not "
                 "asked again. Send another prompt to go on (each run has its own limit).")
-    if reason == "prompt_too_long" and terminal.error == ContextNotice.USER_WORDS_TOO_LONG.value:
+    if reason == "prompt_too_long" and terminal.error in (ContextNotice.USER_WORDS_TOO_LONG.value,
+                                                          ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value):
         return terminal.message or TERMINAL_EXPLANATIONS[reason]  # the loop's own words: sizes, what to do
     if reason == "prompt_too_long":
         return ("The conversation is longer than the model's context window. Start a new one "

@@ -244,3 +244,13 @@ def test_the_summary_request_keeps_the_users_latest_words_when_the_history_is_cu
     assert fitted[0] == history[0]  # the user's words first, then what fits of the rest
     assert len(fitted) < len(history)
     assert ensure_tool_result_pairing(fitted)[1] == []
+
+
+async def test_a_window_the_system_prompt_and_tools_fill_ends_saying_so(tmp_path):
+    with FakeMessagesAPI([]) as api:
+        run = query("Hello.", model=api.model(), cwd=workspace(tmp_path), context_window=3_000)
+        await run.wait()
+        sent = len(api.messages_requests)
+    assert run.terminal.reason == TerminalReason.PROMPT_TOO_LONG and sent == 0
+    assert run.terminal.error == ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value
+    assert "fewer tools" in run.terminal.message and end_title(run.terminal) == "Window too small"
