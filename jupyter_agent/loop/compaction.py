@@ -37,7 +37,7 @@ from .messages import (
     MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE, STOP_HOOK_FEEDBACK_PREFIX, Message, content_blocks,
     create_user_message, ensure_tool_result_pairing, normalize_messages_for_api, prepend_user_context,
 )
-from .model_protocol import Model, ModelError, ModelRequest
+from .model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
 from .permission_result import PermissionAllow
 from .stream import stream_with_abort
 from .tool import Tool, ToolContext, ToolError
@@ -161,7 +161,7 @@ async def compact(env: CompactionEnv, messages: Sequence[Message], trigger: Comp
         return outcome(CompactionOutcome.FAILED, str(exc) or exc.kind)
     if not summary.strip():
         return outcome(CompactionOutcome.FAILED, "The summary request answered no text.")
-    kept = user_messages_to_keep(messages, env.budget.user_messages_room)
+    kept = user_messages_to_keep(messages, env.budget.estimated(env.budget.user_messages_room))
     rereads, files = await _read_again(env, messages)
     history: list[Message] = [create_user_message([{"type": "text", "text": f"{SUMMARY_HEADER}\n\n{summary}"}])]
     if rereads:
@@ -171,7 +171,7 @@ async def compact(env: CompactionEnv, messages: Sequence[Message], trigger: Comp
     history.extend(kept)
     if trigger is not CompactionTrigger.MANUAL and not (messages and is_user_written(messages[-1])):
         history.append(create_user_message(CONTINUE_NOTE))  # mid-run: the model goes on
-    after = PromptSize(env.budget.fixed).estimate(history)
+    after = env.budget.counted(PromptSize(env.budget.fixed).estimate(history))
     event = Compaction(CompactionKind.SUMMARY, trigger, CompactionOutcome.COMPACTED, tokens_before, after,
                        env.budget.window, user_messages_kept=len(kept), files_reread=tuple(files),
                        summary=summary)
@@ -195,20 +195,42 @@ async def _summarise(env: CompactionEnv, messages: Sequence[Message], instructio
     # (a full one would cut the history at every compaction: 79 % of it read from the
     # cache fell to 44 % in benchmarks/bench_compaction.py)
     budget = env.budget
-    max_tokens = budget.summary_tokens
-    room = budget.window - max_tokens - budget.margin // 2 - budget.fixed - estimate_tokens(ask)
-    history = _fit(list(messages), env, room)
-    request = ModelRequest(
-        messages=normalize_messages_for_api(prepend_user_context([*history, create_user_message(ask)],
-                                                                 env.user_context)),
-        system=env.system, tools=env.tool_definitions, max_tokens=max_tokens,
-    )
-    answer: AssistantMessage | None = None
-    async for event in stream_with_abort(env.model, request, env.signal):
-        env.meter.observe(event)
-        if isinstance(event, AssistantMessage):
-            answer = event
-    return answer.text if answer is not None else ""
+    for attempt in range(2):
+        max_tokens = budget.summary_tokens
+        room = budget.window - max_tokens - budget.margin // 2 - budget.counted(budget.fixed + estimate_tokens(ask))
+        history = _fit(list(messages), env, budget.estimated(room))
+        request = ModelRequest(
+            messages=normalize_messages_for_api(prepend_user_context([*history, create_user_message(ask)],
+                                                                     env.user_context)),
+            system=env.system, tools=env.tool_definitions, max_tokens=max_tokens,
+        )
+        answer: AssistantMessage | None = None
+        try:
+            async for event in stream_with_abort(env.model, request, env.signal):
+                env.meter.observe(event)
+                if isinstance(event, AssistantMessage):
+                    answer = event
+        except PromptTooLongError as exc:  # the API counts denser than the estimate: once more, to its count
+            if attempt:
+                raise
+            sent = budget.fixed + estimate_tokens(history) + estimate_tokens(ask)
+            budget = corrected(budget, str(exc), sent)
+            log.debug("the summary request was too long; again with %s", budget)
+            continue
+        return answer.text if answer is not None else ""
+    return ""
+
+
+def corrected(budget: ContextBudget, error: str, sent: int) -> ContextBudget:
+    """The budget after the API refused a prompt of ``sent`` estimated tokens: its
+    ``N tokens > M maximum`` give the window (M, if smaller) and the density (N per
+    estimated token, if denser); without numbers, a density a third higher."""
+    found = _MAXIMUM.search(error)
+    if found is None:
+        return replace(budget, density=budget.density * 4 / 3)
+    counted, maximum = int(found.group(1)), int(found.group(2))
+    return replace(budget, window=min(budget.window, maximum),
+                   density=max(budget.density, min(counted / sent if sent else 1.0, MAX_DENSITY)))
 
 
 def _fit(messages: list[Message], env: CompactionEnv, room: int) -> list[Message]:
@@ -241,8 +263,8 @@ async def _read_again(env: CompactionEnv, messages: Sequence[Message]) -> tuple[
     seen: set[str] = set()
     blocks: list[dict[str, Any]] = []
     names: list[str] = []
-    room = env.budget.reread_room  # (a file that does not fit is left to the model to Read again)
-    per_file = env.budget.reread_file_tokens
+    room = env.budget.estimated(env.budget.reread_room)  # (a file that does not fit is left to the model)
+    per_file = env.budget.estimated(env.budget.reread_file_tokens)
     for call in _latest_calls_first(messages):
         if len(names) >= MAX_REREAD_FILES:
             break
@@ -306,6 +328,8 @@ async def _read(tool: Tool, raw_input: dict[str, Any], context: ToolContext) -> 
 # -- one run's context ---------------------------------------------------------------------
 
 _MAXIMUM = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
+#: The densest a refusal may make the estimates (one token a character: four an estimate's token).
+MAX_DENSITY = 4.0
 #: Transitions into an iteration that starts from a freshly compacted history.
 COMPACTED_REASONS = ("auto_compact", "reactive_compact_retry")
 USER_WORDS_TOO_LONG_TEXT = (
@@ -366,16 +390,18 @@ class RunContext:
     def _apply(self, budget: ContextBudget) -> None:
         self.env = replace(self.env, budget=budget)
         if self._tool_env is not None:
-            self._tool_env.max_result_chars = budget.tool_result_tokens * CHARS_PER_TOKEN
+            self._tool_env.max_result_chars = budget.estimated(budget.tool_result_tokens) * CHARS_PER_TOKEN
         if self._result_budget is not None:
-            self._result_budget.max_chars_per_message = min(self._message_chars,
-                                                            budget.message_results_tokens * CHARS_PER_TOKEN)
+            self._result_budget.max_chars_per_message = min(
+                self._message_chars, budget.estimated(budget.message_results_tokens) * CHARS_PER_TOKEN)
 
     def observe(self, sent: Sequence[Message], usage: Usage) -> None:
         """A response came: the API's count for the prompt that was ``sent``."""
         self.size.observe(sent, usage)
         self.accepted = max(self.accepted, usage.input_tokens + usage.cache_creation_input_tokens
                             + usage.cache_read_input_tokens)
+        if abs(self.size.density - self.env.budget.density) > 0.02:  # a tokenizer denser than the estimate
+            self._apply(replace(self.env.budget, density=self.size.density))
 
     def learn_window(self, error: str, estimate: int) -> tuple[int | None, Notice | None]:
         """The API refused a prompt the loop estimated at ``estimate`` tokens as too long.

@@ -63,7 +63,10 @@ class ContextBudget:
 
     ``window``: the model's context window. ``max_tokens``: the answer's limit the run
     asks for. ``fixed``: what every request carries besides the history (system prompt,
-    tool definitions, user context), estimated once per run.
+    tool definitions, user context), estimated once per run. ``density``: the API's
+    tokens per estimated token, learned from its usage (at least 1: a tokenizer that
+    counts code or another language denser than four characters a token); the budgets
+    are in the API's tokens, :meth:`estimated` turns one into the estimate's.
 
     The window is cut into the answer's room, a margin for estimates (they are
     estimates), and ``compact_at``: past it the history is summarised. What is left of
@@ -76,6 +79,20 @@ class ContextBudget:
     window: int
     max_tokens: int = 8192
     fixed: int = 0
+    density: float = 1.0
+
+    def estimated(self, tokens: int) -> int:
+        """``tokens`` of the API in the estimate's units (what :func:`estimate_tokens` counts)."""
+        return int(tokens / self.density)
+
+    def counted(self, estimate: int) -> int:
+        """An estimate in the API's tokens."""
+        return round(estimate * self.density)
+
+    @property
+    def fixed_tokens(self) -> int:
+        """The fixed part in the API's tokens."""
+        return self.counted(self.fixed)
 
     @property
     def answer_room(self) -> int:
@@ -95,17 +112,17 @@ class ContextBudget:
     @property
     def room(self) -> int:
         """The conversation's own space: ``compact_at`` less the fixed part."""
-        return max(self.compact_at - self.fixed, 0)
+        return max(self.compact_at - self.fixed_tokens, 0)
 
     @property
     def microcompact_at(self) -> int:
         """Past this size old tool results are cleared (the fixed part + 60 % of the room)."""
-        return self.fixed + self.room * 6 // 10
+        return self.fixed_tokens + self.room * 6 // 10
 
     @property
     def microcompact_target(self) -> int:
         """What clearing old results aims for (the fixed part + half the room)."""
-        return self.fixed + self.room // 2
+        return self.fixed_tokens + self.room // 2
 
     @property
     def summary_tokens(self) -> int:
@@ -137,13 +154,14 @@ class ContextBudget:
 
     @property
     def message_results_tokens(self) -> int:
-        """One turn's tool results together, at most (half the room)."""
-        return self.room // 2
+        """One turn's tool results together, at most (three fifths of the room: one result
+        within its own cap always fits, even when the density learned after it ran is higher)."""
+        return self.room * 3 // 5
 
-    def user_words_fit(self, tokens: int) -> bool:
-        """Whether the user's latest message (``tokens``) leaves room to work: with the
+    def user_words_fit(self, estimate: int) -> bool:
+        """Whether the user's latest message (``estimate``) leaves room to work: with the
         fixed part it must stay under ``compact_at``, since no compaction can shorten it."""
-        return self.fixed + tokens <= self.compact_at
+        return self.fixed_tokens + self.counted(estimate) <= self.compact_at
 
     def request_max_tokens(self, prompt: int) -> int:
         """The request's ``max_tokens`` for a prompt of ``prompt`` tokens: ``max_tokens``,
@@ -183,24 +201,36 @@ class PromptSize:
     ``fixed``: the system prompt and tool definitions (estimated once per run). After a
     response, :meth:`observe` keeps the messages that were sent and the tokens the API
     counted for them; :meth:`estimate` then adds only what follows them (or estimates
-    the whole history, if it changed before that point).
+    the whole history, if it changed before that point). Estimates are scaled by
+    ``density``, the API's count over the estimate of the last prompt (when over 1).
     """
 
     def __init__(self, fixed: int) -> None:
         self.fixed = fixed
         self._sent: tuple[Message, ...] = ()
         self._reported = 0
+        self._estimated = 0  # the estimate of what was sent, to compare with the API's count
+        #: The API's tokens per estimated token (at least 1), from the last response's usage.
+        self.density = 1.0
 
     def observe(self, sent: Sequence[Message], usage: Usage) -> None:
         reported = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
         if reported:
-            self._sent, self._reported = tuple(sent), reported
+            grown = self._grown(sent)
+            estimated = (self._estimated + estimate_tokens(list(sent[len(self._sent):])) if grown
+                         else self.fixed + estimate_tokens(list(sent)))
+            self._sent, self._reported, self._estimated = tuple(sent), reported, estimated
+            self.density = max(1.0, reported / estimated) if estimated else 1.0
 
     def estimate(self, messages: Sequence[Message]) -> int:
+        if self._grown(messages):
+            return self._reported + round(estimate_tokens(list(messages[len(self._sent):])) * self.density)
+        return round((self.fixed + estimate_tokens(list(messages))) * self.density)
+
+    def _grown(self, messages: Sequence[Message]) -> bool:
+        """``messages`` start with what was sent last (the usual turn: results added)."""
         sent = self._sent
-        if sent and len(messages) >= len(sent) and all(a is b or a == b for a, b in zip(sent, messages)):
-            return self._reported + estimate_tokens(list(messages[len(sent):]))
-        return self.fixed + estimate_tokens(list(messages))
+        return bool(sent) and len(messages) >= len(sent) and all(a is b or a == b for a, b in zip(sent, messages))
 
 
 # -- microcompact -----------------------------------------------------------------------

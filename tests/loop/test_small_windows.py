@@ -28,7 +28,7 @@ from jupyter_agent.loop.events import (
 from jupyter_agent.loop.messages import ensure_tool_result_pairing
 from jupyter_agent.loop.tool_execution import WINDOW_CUT_NOTE
 from jupyter_agent.replay.validation import prompt_tokens
-from jupyter_agent.testing import FakeMessagesAPI, http_error, response, text, tool_use
+from jupyter_agent.testing import FakeMessagesAPI, http_error, prompt_too_long, response, text, tool_use
 from jupyter_agent.view.labels import end_explanation, end_title
 
 PROMPT = ("Read the twelve reports report_00.txt to report_11.txt one by one and tell me which one "
@@ -76,13 +76,16 @@ def workspace(tmp_path: Path) -> Path:
     return Path(os.path.realpath(tmp_path))
 
 
-@pytest.mark.parametrize("window", [8_000, 16_000, 30_000])
-async def test_twelve_files_complete_in_a_small_window(window, tmp_path, monkeypatch):
+@pytest.mark.parametrize(("window", "density"), [(8_000, 1.0), (16_000, 1.0), (30_000, 1.0),
+                                                 (16_000, 1.4), (30_000, 1.4)])
+async def test_twelve_files_complete_in_a_small_window(window, density, tmp_path, monkeypatch):
+    """``density``: the API counts 1.4 tokens where the agent estimates one (code, another
+    language): the agent learns it from the usage, and its budgets follow."""
     folder = workspace(tmp_path)
     paths = write_reports(folder)
     assert all(5_500 < len(p.read_text()) / 4 < 6_500 for p in paths)  # about 6k tokens each
     monkeypatch.setenv("JUPYTER_AGENT_CONTEXT_WINDOW", str(window))  # as a new user sets it
-    with FakeMessagesAPI(scripted(reads(paths)), strict=False, context_window=window) as api:
+    with FakeMessagesAPI(scripted(reads(paths)), strict=False, context_window=window, token_density=density) as api:
         run = query(PROMPT, model=api.model(), cwd=folder)
         events = [e async for e in run]
         refused = [r for r in api.requests if r.outcome == "prompt_too_long"]
@@ -93,12 +96,12 @@ async def test_twelve_files_complete_in_a_small_window(window, tmp_path, monkeyp
     assert len(refused) <= 1
     assert all(PROMPT in json.dumps(body["messages"]) for body in bodies)  # word for word, every request
     # every request fits with its answer: the prompt and max_tokens together stay in the window
-    assert all(prompt_tokens(body) + body["max_tokens"] <= window for body in bodies)
+    assert all(round(prompt_tokens(body) * density) + body["max_tokens"] <= window for body in bodies)
     summaries = [e for e in events if isinstance(e, Compaction) and e.kind is CompactionKind.SUMMARY]
     assert summaries and all(e.outcome is CompactionOutcome.COMPACTED for e in summaries)
     # every file reached the model (whole or cut to fit): it read them all, one by one
     seen = "\n".join(json.dumps(body["messages"]) for body in bodies)
-    assert all(f"report {n} line 0:" in seen for n in range(FILES))
+    assert [n for n in range(FILES) if f"report {n} line 0:" not in seen] == []
     assert {e.context.window for e in events if isinstance(e, RequestStart)} == {window}
     _, repairs = ensure_tool_result_pairing(list(run.state.messages))
     assert repairs == []
@@ -106,10 +109,11 @@ async def test_twelve_files_complete_in_a_small_window(window, tmp_path, monkeyp
         assert WINDOW_CUT_NOTE.split(":")[0] in seen and "Read with offset and limit" in seen
 
 
-async def test_the_api_refuses_at_30k_a_run_that_assumed_200k(tmp_path):
+@pytest.mark.parametrize("density", [1.0, 1.4])
+async def test_the_api_refuses_at_30k_a_run_that_assumed_200k(density, tmp_path):
     folder = workspace(tmp_path)
     paths = write_reports(folder)
-    with FakeMessagesAPI(scripted(reads(paths)), strict=False, context_window=30_000) as api:
+    with FakeMessagesAPI(scripted(reads(paths)), strict=False, context_window=30_000, token_density=density) as api:
         run = query(PROMPT, model=api.model(), cwd=folder, context_window=200_000)
         events = [e async for e in run]
         requests = list(api.requests)
@@ -127,7 +131,7 @@ async def test_the_api_refuses_at_30k_a_run_that_assumed_200k(tmp_path):
     assert windows[0] == 200_000 and windows[-1] == 30_000  # learned for the rest of the run
     later = [r.body for r in requests[refused[0] + 1:]]
     assert later and all(PROMPT in json.dumps(body["messages"]) for body in later)
-    assert all(prompt_tokens(body) <= 30_000 for body in later)
+    assert all(round(prompt_tokens(body) * density) <= 30_000 for body in later)
 
 
 async def test_a_refusal_without_numbers_is_learned_from_what_the_api_accepted(tmp_path):
@@ -254,3 +258,30 @@ async def test_a_window_the_system_prompt_and_tools_fill_ends_saying_so(tmp_path
     assert run.terminal.reason == TerminalReason.PROMPT_TOO_LONG and sent == 0
     assert run.terminal.error == ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value
     assert "fewer tools" in run.terminal.message and end_title(run.terminal) == "Window too small"
+
+
+async def test_a_summary_request_the_api_counts_longer_is_sent_again_to_its_count(tmp_path):
+    """The API refuses the summary request itself (it counts more than estimated): the
+    compaction sends it once more, cut to the API's count, and the run goes on."""
+    folder = workspace(tmp_path)
+    paths = write_reports(folder)[:6]
+    refused: list[int] = []
+
+    def summary_once(body: dict[str, Any]) -> Any:
+        if is_summary_request(body) and not refused:
+            refused.append(prompt_tokens(body))
+            return prompt_too_long(tokens=prompt_tokens(body) * 3 // 2, limit=30_000)
+        return None
+
+    queue = reads(paths)
+    def answer(body: dict[str, Any]) -> Any:
+        return summary_once(body) or (response(text(SUMMARY)) if is_summary_request(body) else queue.pop(0))
+
+    with FakeMessagesAPI([answer] * 30, strict=False, context_window=30_000) as api:
+        run = query(PROMPT, model=api.model(), cwd=folder, context_window=30_000)
+        events = [e async for e in run]
+        summaries = [prompt_tokens(r.body) for r in api.messages_requests if is_summary_request(r.body)]
+    assert run.terminal.reason == TerminalReason.COMPLETED, run.terminal.message
+    assert refused and summaries[0] == refused[0] and summaries[1] * 3 // 2 <= 30_000  # cut to the API's count
+    first = next(e for e in events if isinstance(e, Compaction) and e.kind is CompactionKind.SUMMARY)
+    assert first.outcome is CompactionOutcome.COMPACTED
