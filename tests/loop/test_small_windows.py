@@ -285,3 +285,28 @@ async def test_a_summary_request_the_api_counts_longer_is_sent_again_to_its_coun
     assert refused and summaries[0] == refused[0] and summaries[1] * 3 // 2 <= 30_000  # cut to the API's count
     first = next(e for e in events if isinstance(e, Compaction) and e.kind is CompactionKind.SUMMARY)
     assert first.outcome is CompactionOutcome.COMPACTED
+
+
+async def test_the_fake_api_counts_with_its_token_density():
+    import anthropic
+    import httpx2
+
+    def client(api: FakeMessagesAPI) -> anthropic.AsyncAnthropic:  # no keep-alive: nothing left open
+        http = anthropic.DefaultAsyncHttpxClient(limits=httpx2.Limits(max_keepalive_connections=0))
+        return anthropic.AsyncAnthropic(api_key=api.api_key, base_url=api.base_url, max_retries=0, http_client=http)
+
+    words = [{"role": "user", "content": "a few words to count " * 50}]
+    counts = {}
+    for density in (1.0, 2.0):
+        with FakeMessagesAPI([response(text("ok"))], token_density=density, context_window=1_000) as api:
+            sdk = client(api)
+            counted = await sdk.messages.count_tokens(model="m", messages=words)
+            answer = await sdk.messages.create(model="m", max_tokens=10, messages=words)
+            await sdk.close()
+        counts[density] = (counted.input_tokens, answer.usage.input_tokens)
+    assert counts[2.0] == (2 * counts[1.0][0], 2 * counts[1.0][1])
+    with FakeMessagesAPI([], token_density=4.0, context_window=1_000) as api:  # over the window only when dense
+        sdk = client(api)
+        with pytest.raises(anthropic.BadRequestError, match="prompt is too long"):
+            await sdk.messages.create(model="m", max_tokens=10, messages=words)
+        await sdk.close()
