@@ -44,10 +44,9 @@ from .tool import Tool, ToolContext, ToolError
 from .tool_execution import ToolRunEnv, _validate_and_plan
 from .usage import StreamUsage, Usage
 
-__all__ = ["CompactionEnv", "CompactResult", "RunContext", "compact", "is_user_written", "run_context",
-           "user_messages_to_keep", "SUMMARY_REQUEST_MARKER", "PROMPT_TOO_LONG_ADVICE", "USER_WORDS_TOO_LONG_TEXT",
-           "USER_WORDS_ADVICE", "WINDOW_LEARNED_TEXT",
-           "TOO_LONG_ADVICE"]
+__all__ = ["CompactionEnv", "CompactResult", "RunContext", "compact", "corrected", "is_user_written", "run_context",
+           "user_messages_to_keep", "SUMMARY_REQUEST_MARKER", "PROMPT_TOO_LONG_ADVICE", "TOO_LONG_ADVICE",
+           "USER_WORDS_TOO_LONG_TEXT", "SYSTEM_AND_TOOLS_TOO_LONG_TEXT", "WINDOW_LEARNED_TEXT"]
 
 log = logging.getLogger(__name__)
 
@@ -385,6 +384,7 @@ class RunContext:
 
     @property
     def budget(self) -> ContextBudget:
+        """The budgets the run works to now (the learned window and density included)."""
         return self.env.budget
 
     def _apply(self, budget: ContextBudget) -> None:
@@ -434,9 +434,10 @@ class RunContext:
             return None
         if budget.room == 0:  # not the user's words: what every request carries fills the window
             return Notice(ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value, SYSTEM_AND_TOOLS_TOO_LONG_TEXT.format(
-                fixed=budget.fixed, window=budget.window, compact_at=budget.compact_at))
+                fixed=budget.fixed_tokens, window=budget.window, compact_at=budget.compact_at))
         return Notice(ContextNotice.USER_WORDS_TOO_LONG.value, USER_WORDS_TOO_LONG_TEXT.format(
-            tokens=tokens, fixed=budget.fixed, window=budget.window, compact_at=budget.compact_at))
+            tokens=budget.counted(tokens), fixed=budget.fixed_tokens, window=budget.window,
+            compact_at=budget.compact_at))
 
     def before_request(self, messages: list[Message]) -> tuple[list[Message], list[Compaction], ContextUsage]:
         """Microcompact if the prompt is past its threshold. Returns the messages to send,
