@@ -76,7 +76,7 @@ def workspace(tmp_path: Path) -> Path:
     return Path(os.path.realpath(tmp_path))
 
 
-@pytest.mark.parametrize(("window", "density"), [(8_000, 1.0), (16_000, 1.0), (30_000, 1.0),
+@pytest.mark.parametrize(("window", "density"), [(8_000, 1.0), (16_000, 1.0), (30_000, 1.0), (32_000, 1.0),
                                                  (16_000, 1.4), (30_000, 1.4)])
 async def test_twelve_files_complete_in_a_small_window(window, density, tmp_path, monkeypatch):
     """``density``: the API counts 1.4 tokens where the agent estimates one (code, another
