@@ -1,9 +1,10 @@
 """Compaction figures (issue 18), against the fake API with its prompt-cache emulation.
 
-    python benchmarks/bench_compaction.py [--window 30000] [--pages 24]
+    python benchmarks/bench_compaction.py [--window 30000] [--pages 24] [--density 1.0]
 
 A session reads ``--pages`` pages of about 5,000 tokens each, one per turn, in a window
-the fake API enforces (``prompt is too long`` past it). Reported:
+the fake API enforces (``prompt is too long`` past it), counting ``--density`` of its tokens
+where the agent estimates one (1.4: a tokenizer denser than four characters a token). Reported:
 
 - every compaction: its kind and trigger, the prompt's size before and after;
 - the requests: how many, how many were summary requests, how many the API refused;
@@ -86,8 +87,9 @@ def share(usages: list[Any]) -> str:
     return f"{100 * read / whole:5.1f} % of {whole:,} tokens ({len(usages)} requests)" if whole else "-"
 
 
-async def session(window: int | None, pages: int) -> tuple[Recorder, list[Compaction], float, FakeMessagesAPI]:
-    with FakeMessagesAPI(script(pages), strict=False, context_window=window) as api:
+async def session(window: int | None, pages: int,
+                  density: float = 1.0) -> tuple[Recorder, list[Compaction], float, FakeMessagesAPI]:
+    with FakeMessagesAPI(script(pages), strict=False, context_window=window, token_density=density) as api:
         model = Recorder(AnthropicModel("claude-bench", api_key="bench-key", base_url=api.base_url))
         run = query("Read every page, then tell me the total.", model=model, tools=[Page()],
                     permissions=ToolCheckPolicy(), context_window=window or 10_000_000,
@@ -106,11 +108,12 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=int, default=30_000)
     parser.add_argument("--pages", type=int, default=24)
+    parser.add_argument("--density", type=float, default=1.0)
     args = parser.parse_args()
 
-    model, compactions, gap, api = await session(args.window, args.pages)
+    model, compactions, gap, api = await session(args.window, args.pages, args.density)
     refused = sum(r.outcome == "prompt_too_long" for r in api.requests)
-    print(f"window {args.window:,} tokens, {args.pages} pages of about 5,000 tokens each")
+    print(f"window {args.window:,} tokens, {args.pages} pages of about 5,000 tokens each, density {args.density}")
     for c in compactions:
         print(f"  {c.kind.value:12} {c.trigger.value:8} {c.outcome.value:10} "
               f"{c.tokens_before:7,} -> {c.tokens_after:7,} tokens")

@@ -2,7 +2,8 @@
 
 One tool's output is already capped when it runs (``Tool.max_result_size_chars``).
 This keeps one *turn's* results bounded too: when the results in one user message
-add up to more than the budget, the largest are replaced by a short note. The choice
+add up to more than the budget, the largest are replaced by a short note (a lone result
+is left to its own cap). The budget is set from the context window (``ContextBudget``). The choice
 is made once per ``tool_use_id`` and remembered, so every later request carries the
 same bytes for that result and the prompt cache keeps hitting.
 """
@@ -74,6 +75,11 @@ class ToolResultBudget:
         return {**message, "content": new_content}
 
     def _decide(self, results: list[dict[str, Any]]) -> None:
+        if len(results) == 1:
+            # one result alone is bounded when it runs (its tool's cap, and the window's: the
+            # budget may shrink after it ran, as the run learns the API's token count)
+            self._replaced[results[0]["tool_use_id"]] = None
+            return
         total = sum(_size(b.get("content")) for b in results)
         for block in sorted(results, key=lambda b: _size(b.get("content")), reverse=True):
             tool_use_id = block["tool_use_id"]

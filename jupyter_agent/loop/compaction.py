@@ -24,33 +24,34 @@ from typing import Any
 from collections.abc import Sequence
 
 from .abort import AbortSignal
+from .budget import ToolResultBudget
 from .context_window import (
-    ContextBudget, PromptSize, estimate_tokens, microcompact, window_for_model,
+    CHARS_PER_TOKEN, ContextBudget, PromptSize, estimate_tokens, microcompact, window_for_model,
 )
 from .events import (
-    AssistantMessage, Compaction, CompactionKind, CompactionOutcome, CompactionTrigger, ContextUsage,
+    AssistantMessage, Compaction, CompactionKind, CompactionOutcome, CompactionTrigger, ContextNotice, ContextUsage,
+    Notice,
 )
 from .hooks import Hooks, PreCompactInput, call_hook
 from .messages import (
     MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE, STOP_HOOK_FEEDBACK_PREFIX, Message, content_blocks,
     create_user_message, ensure_tool_result_pairing, normalize_messages_for_api, prepend_user_context,
 )
-from .model_protocol import Model, ModelError, ModelRequest
+from .model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
 from .permission_result import PermissionAllow
 from .stream import stream_with_abort
 from .tool import Tool, ToolContext, ToolError
-from .tool_execution import _validate_and_plan
+from .tool_execution import ToolRunEnv, _validate_and_plan
 from .usage import StreamUsage, Usage
 
-__all__ = ["CompactionEnv", "CompactResult", "RunContext", "compact", "is_user_written", "run_context",
-           "user_messages_to_keep", "SUMMARY_REQUEST_MARKER", "PROMPT_TOO_LONG_ADVICE"]
+__all__ = ["CompactionEnv", "CompactResult", "RunContext", "compact", "corrected", "is_user_written", "run_context",
+           "user_messages_to_keep", "SUMMARY_REQUEST_MARKER", "PROMPT_TOO_LONG_ADVICE", "TOO_LONG_ADVICE",
+           "USER_WORDS_TOO_LONG_TEXT", "SYSTEM_AND_TOOLS_TOO_LONG_TEXT", "WINDOW_LEARNED_TEXT"]
 
 log = logging.getLogger(__name__)
 
-#: Files read again after a compaction, at most (the most recent first), and their size.
+#: Files read again after a compaction, at most (the most recent first); their room is the budget's.
 MAX_REREAD_FILES = 5
-MAX_REREAD_TOKENS_PER_FILE = 8_000
-MAX_SUMMARY_TOKENS = 8_192
 
 SUMMARY_HEADER = (
     "This conversation was compacted: it went on from an earlier part that outgrew the context "
@@ -159,7 +160,7 @@ async def compact(env: CompactionEnv, messages: Sequence[Message], trigger: Comp
         return outcome(CompactionOutcome.FAILED, str(exc) or exc.kind)
     if not summary.strip():
         return outcome(CompactionOutcome.FAILED, "The summary request answered no text.")
-    kept = user_messages_to_keep(messages, env.budget.user_messages_room)
+    kept = user_messages_to_keep(messages, env.budget.estimated(env.budget.user_messages_room))
     rereads, files = await _read_again(env, messages)
     history: list[Message] = [create_user_message([{"type": "text", "text": f"{SUMMARY_HEADER}\n\n{summary}"}])]
     if rereads:
@@ -169,15 +170,17 @@ async def compact(env: CompactionEnv, messages: Sequence[Message], trigger: Comp
     history.extend(kept)
     if trigger is not CompactionTrigger.MANUAL and not (messages and is_user_written(messages[-1])):
         history.append(create_user_message(CONTINUE_NOTE))  # mid-run: the model goes on
-    after = PromptSize(_fixed_tokens(env)).estimate(history)
+    after = env.budget.counted(PromptSize(env.budget.fixed).estimate(history))
     event = Compaction(CompactionKind.SUMMARY, trigger, CompactionOutcome.COMPACTED, tokens_before, after,
                        env.budget.window, user_messages_kept=len(kept), files_reread=tuple(files),
                        summary=summary)
     return CompactResult(event, tuple(history))
 
 
-def _fixed_tokens(env: CompactionEnv) -> int:
-    return estimate_tokens(env.system) + estimate_tokens(env.tool_definitions)
+def _fixed_tokens(system: list[dict[str, Any]], tool_definitions: list[dict[str, Any]],
+                  user_context: dict[str, str]) -> int:
+    """What every request carries besides the history."""
+    return estimate_tokens(system) + estimate_tokens(tool_definitions) + estimate_tokens(user_context)
 
 
 async def _summarise(env: CompactionEnv, messages: Sequence[Message], instructions: str) -> str:
@@ -187,34 +190,68 @@ async def _summarise(env: CompactionEnv, messages: Sequence[Message], instructio
     cached prefix."""
     ask = SUMMARY_INSTRUCTION + (f"\n\nAlso follow these instructions:\n{instructions}" if instructions else "")
     # the summary's own room is smaller than an answer's, so the history is sent as it is
-    # (its cached prefix read again) whenever it fits
-    max_tokens = min(env.budget.max_tokens, MAX_SUMMARY_TOKENS, env.budget.window // 8)
-    room = env.budget.window - max_tokens - _fixed_tokens(env) - estimate_tokens(ask)
-    history = _fit(list(messages), env, room)
-    request = ModelRequest(
-        messages=normalize_messages_for_api(prepend_user_context([*history, create_user_message(ask)],
-                                                                 env.user_context)),
-        system=env.system, tools=env.tool_definitions, max_tokens=max_tokens,
-    )
-    answer: AssistantMessage | None = None
-    async for event in stream_with_abort(env.model, request, env.signal):
-        env.meter.observe(event)
-        if isinstance(event, AssistantMessage):
-            answer = event
-    return answer.text if answer is not None else ""
+    # (its cached prefix read again) whenever it fits: half the estimates' margin is kept
+    # (a full one would cut the history at every compaction: 79 % of it read from the
+    # cache fell to 44 % in benchmarks/bench_compaction.py)
+    budget = env.budget
+    for attempt in range(2):
+        max_tokens = budget.summary_tokens
+        room = budget.window - max_tokens - budget.margin // 2 - budget.counted(budget.fixed + estimate_tokens(ask))
+        history = _fit(list(messages), env, budget.estimated(room))
+        request = ModelRequest(
+            messages=normalize_messages_for_api(prepend_user_context([*history, create_user_message(ask)],
+                                                                     env.user_context)),
+            system=env.system, tools=env.tool_definitions, max_tokens=max_tokens,
+        )
+        answer: AssistantMessage | None = None
+        try:
+            async for event in stream_with_abort(env.model, request, env.signal):
+                env.meter.observe(event)
+                if isinstance(event, AssistantMessage):
+                    answer = event
+        except PromptTooLongError as exc:  # the API counts denser than the estimate: once more, to its count
+            if attempt:
+                raise
+            sent = budget.fixed + estimate_tokens(history) + estimate_tokens(ask)
+            budget = corrected(budget, str(exc), sent)
+            log.debug("the summary request was too long; again with %s", budget)
+            continue
+        return answer.text if answer is not None else ""
+    return ""
+
+
+def corrected(budget: ContextBudget, error: str, sent: int) -> ContextBudget:
+    """The budget after the API refused a prompt of ``sent`` estimated tokens: its
+    ``N tokens > M maximum`` give the window (M, if smaller) and the density (N per
+    estimated token, if denser); without numbers, a density a third higher."""
+    found = _MAXIMUM.search(error)
+    if found is None:
+        return replace(budget, density=budget.density * 4 / 3)
+    counted, maximum = int(found.group(1)), int(found.group(2))
+    return replace(budget, window=min(budget.window, maximum),
+                   density=max(budget.density, min(counted / sent if sent else 1.0, MAX_DENSITY)))
 
 
 def _fit(messages: list[Message], env: CompactionEnv, room: int) -> list[Message]:
     """The history for the summary request, within ``room`` tokens: old tool results
-    cleared first, then the oldest messages left out (pairing repaired)."""
+    cleared first, then the oldest messages left out (pairing repaired). The user's
+    latest message stays (first, if what came before it was left out): the summary
+    must know what was asked."""
     size = estimate_tokens(messages)
     if size > room:
         messages, _, saved = microcompact(messages, env.tools_by_name, size, room, only_if_enough=False)
         size -= saved
-    while size > room and len(messages) > 1:
-        size -= estimate_tokens(messages.pop(0))
+    latest = next((m for m in reversed(messages) if is_user_written(m)), None)
+    kept_aside = 0  # the latest user message's tokens, once it was taken out of the front
+    while size + kept_aside > room and len(messages) > 1:
+        gone = messages.pop(0)
+        size -= estimate_tokens(gone)
+        if gone is latest:
+            kept_aside = estimate_tokens(gone)
     messages, _ = ensure_tool_result_pairing(messages)
-    if messages and messages[0].get("role") != "user":
+    if kept_aside and latest is not None:
+        messages.insert(0, latest)
+    elif messages and messages[0].get("role") != "user":
         messages.insert(0, create_user_message("(The start of the conversation was left out to fit.)"))
     return messages
 
@@ -225,8 +262,8 @@ async def _read_again(env: CompactionEnv, messages: Sequence[Message]) -> tuple[
     seen: set[str] = set()
     blocks: list[dict[str, Any]] = []
     names: list[str] = []
-    room = env.budget.reread_room  # (a file that does not fit is left to the model to Read again)
-    per_file = min(MAX_REREAD_TOKENS_PER_FILE, room // 2)
+    room = env.budget.estimated(env.budget.reread_room)  # (a file that does not fit is left to the model)
+    per_file = env.budget.estimated(env.budget.reread_file_tokens)
     for call in _latest_calls_first(messages):
         if len(names) >= MAX_REREAD_FILES:
             break
@@ -290,8 +327,36 @@ async def _read(tool: Tool, raw_input: dict[str, Any], context: ToolContext) -> 
 # -- one run's context ---------------------------------------------------------------------
 
 _MAXIMUM = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
+#: The densest a refusal may make the estimates (one token a character: four an estimate's token).
+MAX_DENSITY = 4.0
 #: Transitions into an iteration that starts from a freshly compacted history.
 COMPACTED_REASONS = ("auto_compact", "reactive_compact_retry")
+USER_WORDS_TOO_LONG_TEXT = (
+    "Your message is about {tokens:,} tokens; with the system prompt and tools (about {fixed:,}) it "
+    "leaves no room to work in this model's context window of {window:,} tokens (the loop compacts at "
+    "{compact_at:,}), and no compaction shortens your own words."
+)
+SYSTEM_AND_TOOLS_TOO_LONG_TEXT = (
+    "The system prompt and the tool definitions alone are about {fixed:,} tokens: they leave no room to "
+    "work in this model's context window of {window:,} tokens (the loop compacts at {compact_at:,})."
+)
+#: What the run's end adds to :data:`USER_WORDS_TOO_LONG_TEXT`: what to do.
+USER_WORDS_ADVICE = (
+    " Shorten it, or save the long text in a file and ask the agent to read it in parts, or use a "
+    "model with a larger window (`context_window`, `JUPYTER_AGENT_CONTEXT_WINDOW`)."
+)
+SYSTEM_AND_TOOLS_ADVICE = (
+    " Offer fewer tools (fewer MCP servers), a shorter system prompt, or use a model with a larger "
+    "window (`context_window`, `JUPYTER_AGENT_CONTEXT_WINDOW`)."
+)
+#: What to do, by the notice's kind.
+TOO_LONG_ADVICE = {ContextNotice.USER_WORDS_TOO_LONG.value: USER_WORDS_ADVICE,
+                   ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value: SYSTEM_AND_TOOLS_ADVICE}
+WINDOW_LEARNED_TEXT = (
+    "The API's context window is {learned:,} tokens ({how}), less than the {believed:,} this run assumed: "
+    "the run works to {learned:,} from now on. Set `context_window={learned}` (or "
+    "`JUPYTER_AGENT_CONTEXT_WINDOW`) to start there next time."
+)
 PROMPT_TOO_LONG_ADVICE = (
     " Compacting the conversation did not bring it under the window: start a new conversation "
     "(`%agent new`), or compact it with an instruction to keep less (`%agent compact ...`)."
@@ -301,27 +366,78 @@ PROMPT_TOO_LONG_ADVICE = (
 class RunContext:
     """The context organisation of one run: the budget, the prompt's size, and when to
     clear old tool results or summarise (the loop asks at step 1 and on ``prompt is too
-    long``)."""
+    long``). The budget's tool-result caps are applied to the run's tools (``tool_env``)
+    and its per-message budget (``result_budget``), again when a smaller window is learned."""
 
-    def __init__(self, env: CompactionEnv) -> None:
+    def __init__(self, env: CompactionEnv, tool_env: ToolRunEnv | None = None,
+                 result_budget: ToolResultBudget | None = None) -> None:
         self.env = env
-        self.size = PromptSize(_fixed_tokens(env))
+        self.size = PromptSize(env.budget.fixed)
         #: An automatic compaction that failed or was vetoed is not tried again this run.
         self.auto_blocked = False
+        #: The largest prompt the API accepted in this run (its own count).
+        self.accepted = 0
+        self._tool_env = tool_env
+        self._result_budget = result_budget
+        self._message_chars = result_budget.max_chars_per_message if result_budget else 0
+        self._apply(env.budget)
+
+    @property
+    def budget(self) -> ContextBudget:
+        """The budgets the run works to now (the learned window and density included)."""
+        return self.env.budget
+
+    def _apply(self, budget: ContextBudget) -> None:
+        self.env = replace(self.env, budget=budget)
+        if self._tool_env is not None:
+            self._tool_env.max_result_chars = budget.estimated(budget.tool_result_tokens) * CHARS_PER_TOKEN
+        if self._result_budget is not None:
+            self._result_budget.max_chars_per_message = min(
+                self._message_chars, budget.estimated(budget.message_results_tokens) * CHARS_PER_TOKEN)
 
     def observe(self, sent: Sequence[Message], usage: Usage) -> None:
         """A response came: the API's count for the prompt that was ``sent``."""
         self.size.observe(sent, usage)
+        self.accepted = max(self.accepted, usage.input_tokens + usage.cache_creation_input_tokens
+                            + usage.cache_read_input_tokens)
+        if abs(self.size.density - self.env.budget.density) > 0.02:  # a tokenizer denser than the estimate
+            self._apply(replace(self.env.budget, density=self.size.density))
 
-    def learn_window(self, error: str) -> int | None:
-        """The API said ``prompt is too long: N tokens > M maximum``: M is the real window
-        (if smaller than the one configured), for the summary request and the rest of the
-        run. Returns N, the API's count of the refused prompt (None if it said none)."""
+    def learn_window(self, error: str, estimate: int) -> tuple[int | None, Notice | None]:
+        """The API refused a prompt the loop estimated at ``estimate`` tokens as too long.
+
+        If it said ``N tokens > M maximum``, M is the real window; if it said no number,
+        the window is taken as the largest prompt it accepted in this run, or three
+        quarters of the refused one if that is larger. When that is smaller than the
+        window the run worked to, the run works to it from now on (the summary request,
+        the budgets, later turns). Returns the refused prompt's size (the API's N, else
+        None) and a notice when the window changed."""
         found = _MAXIMUM.search(error)
-        if found and int(found.group(2)) < self.env.budget.window:
-            budget = replace(self.env.budget, window=int(found.group(2)))
-            self.env = replace(self.env, budget=budget)
-        return int(found.group(1)) if found else None
+        learned = int(found.group(2)) if found else max(self.accepted, estimate * 3 // 4)
+        believed = self.env.budget.window
+        notice = None
+        if 0 < learned < believed:
+            self._apply(replace(self.env.budget, window=learned))
+            notice = Notice(ContextNotice.WINDOW_LEARNED.value, WINDOW_LEARNED_TEXT.format(
+                learned=learned, believed=believed,
+                how="the API's own figure" if found else "estimated from what it accepted and refused"))
+        return (int(found.group(1)) if found else None), notice
+
+    def no_room(self, messages: Sequence[Message]) -> Notice | None:
+        """The user's latest message alone leaves no room to work in the window (no
+        compaction can shorten it), or the system prompt and tools alone fill it: the
+        notice that says so; else None."""
+        latest = next((m for m in reversed(messages) if is_user_written(m)), None)
+        tokens = estimate_tokens(latest.get("content")) if latest is not None else 0
+        budget = self.env.budget
+        if budget.user_words_fit(tokens):
+            return None
+        if budget.room == 0:  # not the user's words: what every request carries fills the window
+            return Notice(ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value, SYSTEM_AND_TOOLS_TOO_LONG_TEXT.format(
+                fixed=budget.fixed_tokens, window=budget.window, compact_at=budget.compact_at))
+        return Notice(ContextNotice.USER_WORDS_TOO_LONG.value, USER_WORDS_TOO_LONG_TEXT.format(
+            tokens=budget.counted(tokens), fixed=budget.fixed_tokens, window=budget.window,
+            compact_at=budget.compact_at))
 
     def before_request(self, messages: list[Message]) -> tuple[list[Message], list[Compaction], ContextUsage]:
         """Microcompact if the prompt is past its threshold. Returns the messages to send,
@@ -339,6 +455,13 @@ class RunContext:
                 used -= saved
         return messages, events, ContextUsage(used, budget.window, budget.compact_at)
 
+    def max_tokens(self, used: int, thinking: dict[str, Any] | None) -> int:
+        """The request's ``max_tokens`` for a prompt of ``used`` tokens (the budget's rule),
+        kept above an extended-thinking budget (the API requires it)."""
+        wanted = self.env.budget.request_max_tokens(used)
+        thinking_budget = int((thinking or {}).get("budget_tokens") or 0)
+        return wanted if wanted > thinking_budget else self.env.budget.max_tokens
+
     def wants_compaction(self, used: int, transition_reason: str | None) -> bool:
         """Past ``compact_at``, unless this iteration starts from a fresh compaction (it
         would only repeat it) or an automatic one already failed in this run."""
@@ -354,11 +477,14 @@ class RunContext:
 
 
 def run_context(model: Model, system: list[dict[str, Any]], tool_definitions: list[dict[str, Any]],
-                tools_by_name: dict[str, Tool], context: ToolContext, hooks: Hooks, user_context: dict[str, str],
-                meter: StreamUsage, signal: AbortSignal, *, context_window: int | None,
-                max_tokens: int) -> RunContext:
+                tool_env: ToolRunEnv, hooks: Hooks, user_context: dict[str, str], meter: StreamUsage,
+                signal: AbortSignal, *, context_window: int | None, max_tokens: int,
+                result_budget: ToolResultBudget | None = None) -> RunContext:
     """The context organisation of one run: its window (``context_window``, else the
-    model's from the table of known models), and what a compaction may use."""
-    budget = ContextBudget(context_window or window_for_model(model.name), max_tokens)
-    return RunContext(CompactionEnv(model, system, tool_definitions, tools_by_name, context, hooks,
-                                    user_context, budget, meter, signal))
+    model's from the table of known models), the budgets derived from it, and what a
+    compaction may use."""
+    fixed = _fixed_tokens(system, tool_definitions, user_context)
+    budget = ContextBudget(context_window or window_for_model(model.name), max_tokens, fixed)
+    env = CompactionEnv(model, system, tool_definitions, tool_env.tools_by_name, tool_env.context, hooks,
+                        user_context, budget, meter, signal)
+    return RunContext(env, tool_env, result_budget)

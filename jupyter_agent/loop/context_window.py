@@ -1,7 +1,8 @@
 """The context window the loop works to, the prompt's size, and microcompact.
 
 - :class:`ContextBudget`: the window (from a table of known models, or the caller's
-  number) and the thresholds derived from it.
+  number) and every budget derived from it (thresholds, the summary's reserve, files read
+  again, the user's kept words, tool-result caps, the request's ``max_tokens``).
 - :class:`PromptSize`: the prompt's size before each request, from the last response's
   reported usage plus an estimate of what was added since (no extra request).
 - :func:`microcompact`: past its threshold, old tool results are replaced by a short
@@ -40,6 +41,11 @@ KEEP_RECENT_RESULTS = 3
 #: A result smaller than this is not worth a marker.
 MIN_CLEARED_TOKENS = 100
 CLEARED_MARKER = "[Old tool result cleared to keep the context small"
+#: The summary's reserve, at most and at least (in a tiny window the fixed part leaves little).
+MAX_SUMMARY_TOKENS = 8_192
+MIN_SUMMARY_TOKENS = 256
+#: One file read again after a compaction, at most.
+MAX_REREAD_TOKENS_PER_FILE = 8_000
 
 
 def window_for_model(model_name: str) -> int:
@@ -52,41 +58,116 @@ def window_for_model(model_name: str) -> int:
 
 @dataclass(frozen=True)
 class ContextBudget:
-    """The window and the thresholds the loop works to (all in tokens).
+    """Every budget of context organisation, derived from the window in this one place
+    (all in tokens; docs/context.md has the figures for 8k, 16k, 32k and 200k).
 
-    ``compact_at``: the window less room for the answer and a margin (estimates are
-    estimates); past it the history is summarised. ``microcompact_at``: past it old
-    tool results are cleared, down to ``microcompact_target``.
+    ``window``: the model's context window. ``max_tokens``: the answer's limit the run
+    asks for. ``fixed``: what every request carries besides the history (system prompt,
+    tool definitions, user context), estimated once per run. ``density``: the API's
+    tokens per estimated token, learned from its usage (at least 1: a tokenizer that
+    counts code or another language denser than four characters a token); the budgets
+    are in the API's tokens, :meth:`estimated` turns one into the estimate's.
+
+    The window is cut into the answer's room, a margin for estimates (they are
+    estimates), and ``compact_at``: past it the history is summarised. What is left of
+    ``compact_at`` after the fixed part is ``room``, the conversation's own space; the
+    other budgets are fractions of it, so that they scale with the window and a rebuilt
+    history (summary, files read again, the user's words) takes at most about 60 % of it,
+    leaving the rest for the work that follows.
     """
 
     window: int
     max_tokens: int = 8192
+    fixed: int = 0
+    density: float = 1.0
+
+    def estimated(self, tokens: int) -> int:
+        """``tokens`` of the API in the estimate's units (what :func:`estimate_tokens` counts)."""
+        return int(tokens / self.density)
+
+    def counted(self, estimate: int) -> int:
+        """An estimate in the API's tokens."""
+        return round(estimate * self.density)
+
+    @property
+    def fixed_tokens(self) -> int:
+        """The fixed part in the API's tokens."""
+        return self.counted(self.fixed)
 
     @property
     def answer_room(self) -> int:
+        """Room kept for the answer: ``min(max_tokens, 20k, window / 4)``."""
         return min(self.max_tokens, 20_000, self.window // 4)
 
     @property
+    def margin(self) -> int:
+        """Room kept for the estimates' error: ``min(13k, window / 10)``."""
+        return min(13_000, self.window // 10)
+
+    @property
     def compact_at(self) -> int:
-        return self.window - self.answer_room - min(13_000, self.window // 10)
+        """Past this prompt size the history is summarised."""
+        return self.window - self.answer_room - self.margin
+
+    @property
+    def room(self) -> int:
+        """The conversation's own space: ``compact_at`` less the fixed part."""
+        return max(self.compact_at - self.fixed_tokens, 0)
 
     @property
     def microcompact_at(self) -> int:
-        return self.compact_at * 6 // 10
+        """Past this size old tool results are cleared (the fixed part + 60 % of the room)."""
+        return self.fixed_tokens + self.room * 6 // 10
 
     @property
     def microcompact_target(self) -> int:
-        return self.compact_at // 2
+        """What clearing old results aims for (the fixed part + half the room)."""
+        return self.fixed_tokens + self.room // 2
+
+    @property
+    def summary_tokens(self) -> int:
+        """The summary's own reserve: the summary request's ``max_tokens``, and what the
+        summary may take of the rebuilt history (a fifth of the room, at most 8,192)."""
+        return max(min(self.max_tokens, MAX_SUMMARY_TOKENS, self.room // 5), MIN_SUMMARY_TOKENS)
 
     @property
     def reread_room(self) -> int:
-        """How much of the rebuilt history the files read again may take, in all."""
-        return self.window // 8
+        """How much of the rebuilt history the files read again may take, in all (a sixth of the room)."""
+        return self.room // 6
+
+    @property
+    def reread_file_tokens(self) -> int:
+        """One file read again, at most (half the files' room, at most 8,000)."""
+        return min(MAX_REREAD_TOKENS_PER_FILE, self.reread_room // 2)
 
     @property
     def user_messages_room(self) -> int:
-        """How much of the rebuilt history the user's own messages may take."""
-        return self.window // 4
+        """How much of the rebuilt history the user's own messages may take (a quarter of
+        the room; the latest is kept whatever its size)."""
+        return self.room // 4
+
+    @property
+    def tool_result_tokens(self) -> int:
+        """One tool result, at most (two fifths of the room): a result over it is cut, so
+        that it fits beside a rebuilt history."""
+        return self.room * 2 // 5
+
+    @property
+    def message_results_tokens(self) -> int:
+        """One turn's tool results together, at most (three fifths of the room: one result
+        within its own cap always fits, even when the density learned after it ran is higher)."""
+        return self.room * 3 // 5
+
+    def user_words_fit(self, estimate: int) -> bool:
+        """Whether the user's latest message (``estimate``) leaves room to work: with the
+        fixed part it must stay under ``compact_at``, since no compaction can shorten it."""
+        return self.fixed_tokens + self.counted(estimate) <= self.compact_at
+
+    def request_max_tokens(self, prompt: int) -> int:
+        """The request's ``max_tokens`` for a prompt of ``prompt`` tokens: ``max_tokens``,
+        less when the prompt and the answer would not fit in the window together (an
+        endpoint refuses that, or cuts the answer), never under the answer's room."""
+        return min(self.max_tokens, max(self.answer_room, self.window - prompt - self.margin))
 
 
 def estimate_tokens(value: Any) -> int:
@@ -120,24 +201,36 @@ class PromptSize:
     ``fixed``: the system prompt and tool definitions (estimated once per run). After a
     response, :meth:`observe` keeps the messages that were sent and the tokens the API
     counted for them; :meth:`estimate` then adds only what follows them (or estimates
-    the whole history, if it changed before that point).
+    the whole history, if it changed before that point). Estimates are scaled by
+    ``density``, the API's count over the estimate of the last prompt (when over 1).
     """
 
     def __init__(self, fixed: int) -> None:
         self.fixed = fixed
         self._sent: tuple[Message, ...] = ()
         self._reported = 0
+        self._estimated = 0  # the estimate of what was sent, to compare with the API's count
+        #: The API's tokens per estimated token (at least 1), from the last response's usage.
+        self.density = 1.0
 
     def observe(self, sent: Sequence[Message], usage: Usage) -> None:
         reported = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
         if reported:
-            self._sent, self._reported = tuple(sent), reported
+            grown = self._grown(sent)
+            estimated = (self._estimated + estimate_tokens(list(sent[len(self._sent):])) if grown
+                         else self.fixed + estimate_tokens(list(sent)))
+            self._sent, self._reported, self._estimated = tuple(sent), reported, estimated
+            self.density = max(1.0, reported / estimated) if estimated else 1.0
 
     def estimate(self, messages: Sequence[Message]) -> int:
+        if self._grown(messages):
+            return self._reported + round(estimate_tokens(list(messages[len(self._sent):])) * self.density)
+        return round((self.fixed + estimate_tokens(list(messages))) * self.density)
+
+    def _grown(self, messages: Sequence[Message]) -> bool:
+        """``messages`` start with what was sent last (the usual turn: results added)."""
         sent = self._sent
-        if sent and len(messages) >= len(sent) and all(a is b or a == b for a, b in zip(sent, messages)):
-            return self._reported + estimate_tokens(list(messages[len(sent):]))
-        return self.fixed + estimate_tokens(list(messages))
+        return bool(sent) and len(messages) >= len(sent) and all(a is b or a == b for a, b in zip(sent, messages))
 
 
 # -- microcompact -----------------------------------------------------------------------

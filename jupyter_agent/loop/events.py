@@ -207,6 +207,22 @@ class Notice:
 #: ``Notice.kind`` of a run played from a recording: no API is called, nothing is spent.
 OFFLINE_REPLAY = "offline_replay"
 
+
+class ContextNotice(str, Enum):
+    """``Notice.kind`` values of context organisation (a front chooses its words by them).
+
+    ``user_words_too_long``: the user's own message, with the system prompt and tools,
+    leaves no room to work in the window; the run ends ``prompt_too_long`` with this as
+    the terminal's ``error``. ``system_and_tools_too_long``: the same, when the system
+    prompt and the tool definitions alone fill the window. ``window_learned``: the API
+    refused a prompt under the window the run assumed; the run works to the smaller
+    window it learned.
+    """
+
+    USER_WORDS_TOO_LONG = "user_words_too_long"
+    SYSTEM_AND_TOOLS_TOO_LONG = "system_and_tools_too_long"
+    WINDOW_LEARNED = "window_learned"
+
 class CompactionKind(str, Enum):
     """Which layer of context organisation acted: ``microcompact`` cleared old tool
     results (no model call); ``summary`` replaced the history with a summary."""

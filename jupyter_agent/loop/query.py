@@ -26,7 +26,7 @@ from typing import Any
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 
 from .abort import AbortSignal
-from .compaction import PROMPT_TOO_LONG_ADVICE, run_context
+from .compaction import PROMPT_TOO_LONG_ADVICE, TOO_LONG_ADVICE, run_context
 from .events import (
     AssistantMessage, CompactionTrigger, ModelFallback, ModelRetry, Notice, RequestStart, StreamEvent, ToolOutcome,
     ToolResult, UserMessage,
@@ -159,9 +159,9 @@ async def open_loop(params: QueryParams, record: RunRecord, signal: AbortSignal)
         can_use_tool=params.can_use_tool, hooks=params.hooks,
     )
     definitions = [t.to_api() for t in tools]
-    context = run_context(params.model, params.system, definitions, env.tools_by_name, params.context, params.hooks,
-                          params.user_context, record.meter, signal, context_window=params.context_window,
-                          max_tokens=params.max_tokens)
+    context = run_context(params.model, params.system, definitions, env, params.hooks, params.user_context,
+                          record.meter, signal, context_window=params.context_window, max_tokens=params.max_tokens,
+                          result_budget=params.budget)
     yield RunLoop(params, record, signal, env, definitions, context)
 
 
@@ -182,6 +182,10 @@ async def build_request(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     for event in cleared:
         yield event
     loop.record.context = meter
+    if no_room := loop.context.no_room(turn.messages_for_query):
+        yield no_room  # no compaction shortens the user's own words: say so, and what to do
+        _end_without_room(turn, no_room)
+        return
     transition = turn.state.transition.reason if turn.state.transition else None
     if params.compact_now is not None or loop.context.wants_compaction(meter.used, transition):
         manual = params.compact_now is not None
@@ -193,7 +197,7 @@ async def build_request(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     turn.request = ModelRequest(
         messages=normalize_messages_for_api(prepend_user_context(turn.messages_for_query, params.user_context)),
         system=params.system, tools=loop.tool_definitions,
-        max_tokens=params.max_tokens, thinking=params.thinking,
+        max_tokens=loop.context.max_tokens(meter.used, params.thinking), thinking=params.thinking,
     )
     if params.checkpoints:
         yield checkpoint(1, turn.state, turn, request=turn.request)
@@ -259,14 +263,8 @@ async def collect_response(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, Non
     except PromptTooLongError as exc:
         if executor:
             executor.discard()
-        retried = turn.state.transition is not None and turn.state.transition.reason == "reactive_compact_retry"
-        if not retried:  # compact once and retry; a second refusal ends the run
-            refused = loop.context.learn_window(str(exc))
-            async for item in _compact(turn, loop, CompactionTrigger.REACTIVE,
-                                       Transition("reactive_compact_retry", str(exc)), used=refused):
-                yield item
-        if not turn.decided:
-            turn.finish(TerminalReason.PROMPT_TOO_LONG, str(exc) + PROMPT_TOO_LONG_ADVICE, error=str(exc))
+        async for item in _prompt_too_long(turn, loop, exc):
+            yield item
         return
     except Exception as exc:  # ModelError, or anything the model layer failed to wrap
         kind = exc.kind if isinstance(exc, ModelError) else type(exc).__name__
@@ -298,6 +296,33 @@ async def collect_response(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, Non
             turn.needs_follow_up = True
     if params.checkpoints:
         yield checkpoint(2, turn.state, turn, tool_use_blocks=tuple(turn.tool_use_blocks))
+
+
+async def _prompt_too_long(turn: Turn, loop: RunLoop, exc: PromptTooLongError) -> AsyncIterator[Any]:
+    """The API refused the prompt as too long: learn its window, then compact once and
+    retry (``reactive_compact_retry``). The run ends ``prompt_too_long`` when the user's
+    own words leave no room, on a second refusal, or when the compaction failed."""
+    retried = turn.state.transition is not None and turn.state.transition.reason == "reactive_compact_retry"
+    if not retried:
+        context = loop.context
+        refused, learned = context.learn_window(str(exc), loop.record.context.used if loop.record.context else 0)
+        if learned is not None:
+            yield learned
+        if no_room := context.no_room(turn.messages_for_query):
+            yield no_room
+            _end_without_room(turn, no_room)
+            return
+        async for item in _compact(turn, loop, CompactionTrigger.REACTIVE,
+                                   Transition("reactive_compact_retry", str(exc)), used=refused):
+            yield item
+    if not turn.decided:
+        turn.finish(TerminalReason.PROMPT_TOO_LONG, str(exc) + PROMPT_TOO_LONG_ADVICE, error=str(exc))
+
+
+def _end_without_room(turn: Turn, notice: Notice) -> None:
+    """End ``prompt_too_long``: the user's words (or the system prompt and tools) leave no
+    room in the window; the notice's kind is the end's ``error``, its text and what to do the message."""
+    turn.finish(TerminalReason.PROMPT_TOO_LONG, notice.text + TOO_LONG_ADVICE[notice.kind], error=notice.kind)
 
 
 async def _compact(turn: Turn, loop: RunLoop, trigger: CompactionTrigger, transition: Transition | None,

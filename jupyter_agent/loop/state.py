@@ -44,7 +44,9 @@ TERMINAL_EXPLANATIONS: dict[str, str] = {
     "stop_hook_prevented": "A Stop hook prevented the run from continuing.",
     "hook_stopped": "A tool hook stopped the run.",
     "prompt_too_long": "The conversation is longer than the model's context, even after compacting "
-    "it once; start a new one (`%agent new`) or compact it with an instruction to keep less.",
+    "it once; start a new one (`%agent new`) or compact it with an instruction to keep less. If your "
+    "own message alone is too long for the window (error `user_words_too_long`), shorten it or put "
+    "the long text in a file for the agent to read in parts.",
     "max_budget": "The run spent its limit (max_budget_usd: the user's, or the administrator's policy) "
     "after the last tools ran; the model was not asked again.",
 }

@@ -36,6 +36,11 @@ log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 10_000
 #: Characters of an oversized result the model still sees, beside the file's path.
 PREVIEW_CHARS = 2_000
+#: What follows a result cut to fit the context window (SHOWN: how many characters are shown).
+WINDOW_CUT_NOTE = (
+    "[Cut to fit the model's context window: SHOWN of {total:,} characters shown (at most {window_chars:,} "
+    "fit). Ask for a smaller part at a time: for a file, Read with offset and limit from where this stops.]"
+)
 
 CanUseTool = Callable[[str, dict[str, Any], PermissionAsk], Any]
 
@@ -58,6 +63,9 @@ class ToolRunEnv:
     hooks: Hooks = field(default_factory=Hooks)
     control: RunControl = field(default_factory=RunControl)
     emit: Callable[[Any], None] = lambda event: None
+    #: One result's size at most, from the context window (``ContextBudget.tool_result_tokens``
+    #: in characters; the run's context sets it); None: only each tool's own cap.
+    max_result_chars: int | None = None
 
     def is_concurrency_safe(self, block: dict[str, Any]) -> bool:
         """Safe to run beside others? Unknown tools and invalid input count as unsafe."""
@@ -182,7 +190,7 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
         return error_result(tool_use_id, f"{name} failed: {type(exc).__name__}: {exc}")
     if not isinstance(output, ToolOutput):
         output = ToolOutput(content=str(output))
-    content = _bounded_content(tool, output.content, tool_use_id, context)
+    content = _bounded_content(tool, output.content, tool_use_id, context, env.max_result_chars)
     is_error = output.is_error
     outcome = output.outcome or (ToolOutcome.ERROR if is_error else ToolOutcome.OK)
 
@@ -254,13 +262,22 @@ async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: T
                           outcome=ToolOutcome.ERROR)
 
 
-def _bounded_content(tool: Tool, content: Any, tool_use_id: str, context: ToolContext) -> Any:
-    """Empty output gets a sentence; oversized text goes to a file, the model gets a preview."""
+def _bounded_content(tool: Tool, content: Any, tool_use_id: str, context: ToolContext,
+                     window_chars: int | None = None) -> Any:
+    """Empty output gets a sentence; text over the tool's cap goes to a file, the model
+    gets a preview; text over what the context window allows (``window_chars``) is cut,
+    with a note saying how to get the rest."""
     if content is None or content == "" or content == []:
         return f"({tool.name} completed with no output)"
-    if not isinstance(content, str) or len(content) <= tool.max_result_size_chars:
+    if not isinstance(content, str):
         return content
-    preview = cut_at_word(content, PREVIEW_CHARS)
+    if len(content) <= tool.max_result_size_chars:
+        if window_chars is None or len(content) <= window_chars:
+            return content
+        note = WINDOW_CUT_NOTE.format(total=len(content), window_chars=window_chars)
+        shown = _cut_at_line(content, max(window_chars - len(note), 0))
+        return f"{shown}\n{note.replace('SHOWN', f'{len(shown):,}')}"
+    preview = cut_at_word(content, min(PREVIEW_CHARS, window_chars // 2) if window_chars else PREVIEW_CHARS)
     digest = hashlib.sha1(tool_use_id.encode()).hexdigest()[:12]
     try:
         folder = private_results_dir(context.tool_results_dir)
@@ -275,6 +292,14 @@ def _bounded_content(tool: Tool, content: Any, tool_use_id: str, context: ToolCo
         f"Output too large ({len(content)} characters). The full output was saved to {path}; "
         f"Read it in pages if you need more.\nPreview (first {len(preview)} characters):\n{preview}"
     )
+
+
+def _cut_at_line(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, ending at a line's end when one is in
+    its second half (a file's numbered lines stay whole), else at a word's."""
+    head = text[:limit]
+    end = head.rfind("\n")
+    return head[:end] if end >= limit // 2 else cut_at_word(text, limit)
 
 
 def private_results_dir(wanted: Path | None = None) -> Path:

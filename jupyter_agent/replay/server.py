@@ -85,18 +85,22 @@ class FakeMessagesAPI:
     ``context_window``: a window in tokens the server enforces as the real API does (HTTP
     400 ``prompt is too long: N tokens > M maximum``, counted like ``usage``); such a
     request does not consume the script either (its ``outcome`` is ``prompt_too_long``).
+    ``token_density``: the API's tokens per four characters (1: the agent's own estimate;
+    1.4: a tokenizer that counts code or another language denser); the window, ``usage``
+    and ``count_tokens`` all count with it.
     """
 
     def __init__(self, script: list[Any] | None = None, *, strict: bool = True,
                  expect_rejections: bool = False, api_key: str | None = None,
                  cache_min_tokens: int = 0, default_model: str = "claude-sonnet-5-5",
-                 context_window: int | None = None) -> None:
+                 context_window: int | None = None, token_density: float = 1.0) -> None:
         self.strict = strict
         self.expect_rejections = expect_rejections
         self.api_key = api_key or FAKE_API_KEY
         self._required_key = api_key
         self.default_model = default_model
         self.context_window = context_window
+        self.token_density = token_density
         self.cache = CacheEmulator(min_tokens=cache_min_tokens)
         self.requests: list[RecordedRequest] = []
         self.problems: list[str] = []
@@ -291,12 +295,12 @@ class FakeMessagesAPI:
             return self._json(h, rec, 401, _err("authentication_error", msg), request_id)
         if path.endswith("/count_tokens"):
             rec.outcome = "ok"
-            return self._json(h, rec, 200, {"input_tokens": estimate_tokens(rec.body)}, request_id)
+            return self._json(h, rec, 200, {"input_tokens": self._dense(estimate_tokens(rec.body))}, request_id)
         problem = validate_request(rec.body)
         if problem:
             rec.outcome, rec.error = "rejected", problem
             return self._json(h, rec, 400, _err("invalid_request_error", problem), request_id)
-        tokens = prompt_tokens(rec.body)
+        tokens = self._dense(prompt_tokens(rec.body))
         if self.context_window is not None and tokens > self.context_window:
             rec.outcome = "prompt_too_long"
             rec.error = f"prompt is too long: {tokens} tokens > {self.context_window} maximum"
@@ -334,11 +338,14 @@ class FakeMessagesAPI:
             return self._json(h, rec, item.status, item.body(request_id), request_id, extra)
 
         model = str(rec.body.get("model"))
-        usage = self.cache.usage_for(rec.body)
+        usage = {k: self._dense(v) for k, v in self.cache.usage_for(rec.body).items()}
         msg_id = new_id("msg_01", 24)
         if rec.stream:
             return self._stream(h, rec, item, model, msg_id, usage, request_id)
         return self._nonstream(h, rec, item, model, msg_id, usage, request_id)
+
+    def _dense(self, tokens: int) -> int:
+        return tokens if self.token_density == 1.0 else round(tokens * self.token_density)
 
     def _json(self, h: _Handler, rec: RecordedRequest, status: int, body: Any, request_id: str,
               headers: dict[str, str] | None = None) -> None:

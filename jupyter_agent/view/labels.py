@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..loop.abort import CELL_INTERRUPTED
+from ..loop.events import ContextNotice
 from ..loop.state import TERMINAL_EXPLANATIONS
 from .style import BORDER_STRONG, BRAND, BRAND_LINE, ERROR, ERROR_LINE, MUTED, SUCCESS, SUCCESS_LINE, WARN, WARN_LINE
 
@@ -130,6 +131,10 @@ def end_title(terminal: Any) -> str:
     """A short headline for the end: "Finished", "Stopped", "Model error"..."""
     if terminal is None:
         return "Interrupted"
+    if getattr(terminal, "error", None) == ContextNotice.USER_WORDS_TOO_LONG.value:
+        return "Message too long"
+    if getattr(terminal, "error", None) == ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value:
+        return "Window too small"
     return {
         "completed": "Finished",
         "max_turns": "Turn limit reached",
@@ -178,11 +183,12 @@ def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False
     if reason == "max_budget":
         return (f"{terminal.message or 'The spend limit was reached.'} The last tools ran; the model was not "
                 "asked again. Send another prompt to go on (each run has its own limit).")
+    if reason == "prompt_too_long" and terminal.error in (ContextNotice.USER_WORDS_TOO_LONG.value,
+                                                          ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value):
+        return terminal.message or TERMINAL_EXPLANATIONS[reason]  # the loop's own words: sizes, what to do
     if reason == "prompt_too_long":
         return ("The conversation is longer than the model's context window. Start a new one "
                 "(`%agent new`, or New conversation in the chat) or ask for less at once.")
-    from ..loop.state import TERMINAL_EXPLANATIONS
-
     return terminal.message or TERMINAL_EXPLANATIONS.get(reason, "")
 
 
