@@ -63,6 +63,9 @@ class Conversation:
         self.notebook_path = notebook_path
         self.rules = {"allow": tuple(allow), "deny": tuple(deny), "ask": tuple(ask)}
         self.messages: list[dict[str, Any]] = []
+        #: entries added to the user context of every request (data the model is told in
+        #: front of the history, e.g. that the kernel restarted since a resumed history)
+        self.context_notes: dict[str, str] = {}
         self.runs: list[QueryRun] = []
         #: each run's checkpoint (what it changed), in the order of ``runs``
         self.run_changes: list[RunChanges] = []
@@ -188,6 +191,7 @@ class Conversation:
             permissions=self._permissions_for(permission_mode),
             context=self._run_context(),
             notebook_path=self.notebook_path,
+            user_notes=dict(self.context_notes),
             **{"context_window": self.context_window, "max_budget_usd": self.max_budget_usd, **options},
         )
         run.add_done_callback(self._absorb)

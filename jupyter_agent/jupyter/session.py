@@ -51,6 +51,7 @@ class AgentSession:
         #: called with no argument after a new conversation started (the side panel clears)
         self.reset_listeners: list[Any] = []
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
+        self.saver: Any = None  # saves the conversation after each turn (resume.py), once a run started
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
             "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers"])
@@ -317,6 +318,10 @@ class AgentSession:
             view.stop_with(handle.stop)
         self.active = handle
         self.runs.append(handle)
+        if getattr(self.shell, "kernel", None) is not None:  # what `%agent resume` brings back after a restart
+            from .resume import saver_of
+
+            saver_of(self).watch(handle)
         self._install_interrupt_handler()
         self.install_shutdown_hook()
         return handle
@@ -415,6 +420,8 @@ class AgentSession:
                 listener(why)
             except Exception:
                 log.debug("a shutdown listener failed: %r", listener, exc_info=True)
+        if self.saver is not None:  # the last turn's save is written before the kernel goes
+            self.saver.flush()
         try:
             sys.stdout.flush()
         except Exception:  # stdout already closed at interpreter exit
