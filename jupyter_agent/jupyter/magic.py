@@ -338,10 +338,24 @@ def status_text(session: AgentSession) -> str:
         lines.append(f"  conversation:    {len(conv.messages)} messages, {len(conv.runs)} runs, "
                      f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
                      + ("" if offline else f", ≈ ${u.cost_usd:.4f}"))
+        lines.append(f"  saved:           {saved_text(session)}")
     else:
         lines.append("  conversation:    not started")
     lines.append(f"  running:         {'yes' if session.active is not None else 'no'}")
     return "\n".join(lines)
+
+
+def saved_text(session: AgentSession) -> str:
+    """Where the conversation is saved after each turn (what `%agent resume` reads), or why not."""
+    if not session.config.save_conversation:
+        return "off (%config AgentConfig.save_conversation = True turns it on)"
+    from .resume import key_of
+    from .saved_conversation import saved_path
+
+    saver = session.saver
+    if saver is not None and saver.error:
+        return redact(f"failed: {saver.error}")
+    return str(saved_path(key_of(session, session._conversation)))
 
 
 def spend_limit_text(own: float) -> str:

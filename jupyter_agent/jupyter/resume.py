@@ -221,6 +221,7 @@ def resume(session: Any) -> tuple[SavedConversation, list[str]]:
         raise ResumeRefused(f"The saved conversation {path} holds no usable history"
                             + (f" ({'; '.join(saved.notes)})" if saved.notes else "") + ".")
     old = session._conversation
+    saved.replaced = len(old.messages) if old is not None else 0
     conv = session._make_conversation()
     conv.messages = saved.messages
     if saved.rules:
@@ -253,6 +254,9 @@ def resume_text(saved: SavedConversation, gone: list[str]) -> str:
     if unsaved:
         lines.append(f"{unsaved} change(s) of those runs were not saved (they held a secret or were too large): "
                      "undo cannot put them back.")
+    if saved.replaced:
+        lines.append(f"The conversation this kernel had ({saved.replaced} messages) was set aside; its runs stay "
+                     "in `%agent runs`.")
     for note in saved.notes:
         lines.append(f"Repaired: {note}.")
     lines.append("The next %%agent cell (or the side panel) continues it.")

@@ -81,6 +81,8 @@ class SavedConversation:
     saved_at: float = 0.0
     #: what was dropped or repaired while reading the file, for the user
     notes: list[str] = field(default_factory=list)
+    #: messages of the conversation the resume set aside (not in the file)
+    replaced: int = 0
 
 
 # -- where --------------------------------------------------------------------------------------

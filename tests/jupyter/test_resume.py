@@ -211,4 +211,7 @@ async def test_the_side_panel_offers_resume_and_says_what_came_back(kernel, scri
     assert "Resumed the conversation" in said and "2 messages" in said
     assert "restarted" not in said  # the same kernel: nothing is gone
     assert panel.view()["session"]["resumable"] is False
-    assert "conversation:    2 messages" in _printed(await _ok(kernel, "%agent"))
+    status = _printed(await _ok(kernel, "%agent"))
+    assert "conversation:    2 messages" in status and f"saved:           {saved}" in status
+    again = _printed(await _ok(kernel, "%agent resume"))  # over a conversation that has messages
+    assert "The conversation this kernel had (2 messages) was set aside" in again
