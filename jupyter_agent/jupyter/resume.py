@@ -156,9 +156,10 @@ class ResumedRun:
     #: None: the chat panel and the status count only runs made in this kernel
     conversation = None
 
-    def __init__(self, saved: SavedRun, conversation: Any) -> None:
+    def __init__(self, saved: SavedRun, conversation: Any, session: Any = None) -> None:
         from ..view.runmodel import RunModel
 
+        self.session = session
         self.prompt = saved.prompt
         self.changes = saved.changes
         self.resumed_into = conversation
@@ -186,6 +187,12 @@ class ResumedRun:
         if self._undo is None:
             from ..tools.undo import undo_run
 
+            if self.session is not None and any(n.live for n in self.changes.notebooks.values()):
+                # the open notebook's cells go back through its page, as the run made them
+                # (no run has bound the page since the restart): never into the file behind it
+                from .live import bind_notebook
+
+                bind_notebook(self.session, self.resumed_into, lambda _text: None, batch=self.session.is_batch())
             self._undo = asyncio.get_event_loop().create_task(undo_run(self.changes, self.resumed_into.context))
         return self._undo
 
@@ -233,7 +240,8 @@ def resume(session: Any) -> tuple[SavedConversation, list[str]]:
         conv.context_notes[RESTART_CONTEXT_KEY] = restart_note(gone)
     session._conversation = conv
     session._close_later(old)
-    session.runs.extend(ResumedRun(run, conv) for run in saved.runs)
+    session.runs.extend(ResumedRun(run, conv, session) for run in saved.runs)
+    conv.resumed_changes = [run.changes for run in saved.runs if run.changes is not None]  # undo tells the model
     for listener in list(session.reset_listeners):  # the side panels start afresh
         listener()
     return saved, gone
