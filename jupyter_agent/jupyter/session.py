@@ -154,6 +154,8 @@ class AgentSession:
         elif cfg.cwd and Path(cfg.cwd).resolve() != conv.context.cwd:
             new = self._make_conversation()
             new.messages = list(conv.messages)
+            new.context_notes = dict(conv.context_notes)  # (a resumed one's restart notice)
+            new.resumed_changes = list(conv.resumed_changes)
             self._conversation = new
             self._close_later(conv)
 
