@@ -4,8 +4,10 @@ A kernel of the pool can be replaced under a conversation: it died (a cell kille
 the next run started a fresh one, or someone restarted it (its manager's
 ``restart_kernel``, a client of its connection file). A fresh kernel has none of the
 variables the conversation built, so a cell run there silently would compute from
-nothing. Each kernel process has its own session id (the ``session`` of every reply's
-header); :class:`KernelEpochs` remembers the one the conversation last ran a cell in, and
+nothing. Each kernel process has its own identity (``NotebookKernel.identity``: its process
+id when it runs here, known without asking it; else the session id of its replies, the
+``session`` of every reply's header); :class:`KernelEpochs` remembers the one the
+conversation last ran a cell in, and
 the first run in another raises :class:`KernelRestartedError` (nothing runs). The next
 run goes ahead in the fresh kernel: the model has been told. A restart the agent asked
 for itself (``NotebookRestart``) is no surprise: :meth:`KernelEpochs.forget`.

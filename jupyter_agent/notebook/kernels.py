@@ -81,7 +81,7 @@ class NotebookKernel:
         self.client = client
         self.lock = asyncio.Lock()
         #: the kernel process's session id, from its last reply (a restarted kernel has another)
-        self.identity: str | None = None
+        self.session_id: str | None = None
 
     async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> Execution:
         """Run ``code``; on timeout or abort interrupt the kernel and return what came out so far.
@@ -118,6 +118,13 @@ class NotebookKernel:
                 await self._interrupt_and_settle(msg_id, collector)
             return collector.execution(status)
 
+    @property
+    def identity(self) -> str | None:
+        """Which kernel process this is (``epoch.py``): its process id when it runs here (known
+        without asking it), else the session id of its last reply (None: not known yet)."""
+        pid = getattr(getattr(self.manager, "provisioner", None), "pid", None)
+        return f"pid {pid}" if isinstance(pid, int) else self.session_id
+
     async def namespace_ids(self, timeout: float = 10.0) -> dict[str, int] | None:
         """The kernel's top-level names and the ids of their objects (our expression, not
         the user's code: see :mod:`.namespace`), or None if the kernel does not say."""
@@ -130,7 +137,7 @@ class NotebookKernel:
                 log.debug("the kernel's namespace could not be read", exc_info=True)
                 return None
         session = (reply.get("header") or {}).get("session")
-        self.identity = session if isinstance(session, str) and session else self.identity
+        self.session_id = session if isinstance(session, str) and session else self.session_id
         value = (reply.get("content") or {}).get("user_expressions", {}).get("ns")
         return parse_namespace_reply(value) if isinstance(value, dict) and value.get("status") == "ok" else None
 
