@@ -135,9 +135,13 @@ def encode(saved: SavedConversation) -> bytes:
 
 
 def write(path: Path, data: bytes) -> None:
-    """Write the file atomically, readable by its owner only."""
+    """Write the file atomically, readable by its owner only (its folder too). A symbolic
+    link in its place is not followed: nothing is written through it."""
     if len(data) > MAX_FILE_BYTES:
         raise SavedConversationError(f"the conversation is {len(data):,} bytes, over {MAX_FILE_BYTES:,}: not saved")
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.is_symlink():
+        raise SavedConversationError(f"{path} is a symbolic link: the conversation was not saved through it")
     atomic_write(path, data, 0o600)
 
 

@@ -125,3 +125,14 @@ def test_wrong_types_and_unknown_blocks_are_left_out(tmp_path):
                                          "before_hash": None}]})
     with pytest.raises((TypeError, ValueError, KeyError)):
         sc.changes_from_json({"files": [{"path": "/a", "existed": "yes"}]})
+
+
+def test_a_symlink_in_the_files_place_is_not_written_through(tmp_path):
+    target = tmp_path / "bashrc"
+    target.write_text("keep me\n")
+    path = tmp_path / "conversations" / "c.json"
+    path.parent.mkdir()
+    path.symlink_to(target)
+    with pytest.raises(SavedConversationError, match="symbolic link"):
+        write(path, encode(SavedConversation(key="k", messages=[{"role": "user", "content": "hi"}])))
+    assert target.read_text() == "keep me\n"
