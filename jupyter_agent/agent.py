@@ -49,6 +49,7 @@ def query(
     compact: str | None = None,
     max_budget_usd: float | None = None,
     mcp_servers: dict[str, Any] | None = None,
+    user_notes: dict[str, str] | None = None,
 ) -> QueryRun:
     """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
     its run handle at once. Nothing is sent until the run is iterated or awaited.
@@ -68,6 +69,8 @@ def query(
     ``mcp_servers`` (``{"name": {"command", "args", "env"} | {"type": "http", "url", "headers"}}``)
     offers those MCP servers' tools as ``mcp__<server>__<tool>``; with a ``context`` they are the
     conversation's (started once, stopped when it ends), else this run's (stopped at its end).
+    ``user_notes`` adds entries to the user context put in front of every request (what the
+    model should know about where it is, e.g. that the kernel restarted since the history).
     """
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
@@ -115,7 +118,7 @@ def query(
         tools=list(tools),
         context=context,
         system=system,
-        user_context=_user_context(context, notebook_path),
+        user_context={**_user_context(context, notebook_path), **(user_notes or {})},
         max_turns=max_turns,
         can_use_tool=can_use_tool,
         hooks=Hooks.coerce(hooks),

@@ -63,9 +63,14 @@ class Conversation:
         self.notebook_path = notebook_path
         self.rules = {"allow": tuple(allow), "deny": tuple(deny), "ask": tuple(ask)}
         self.messages: list[dict[str, Any]] = []
+        #: entries added to the user context of every request (data the model is told in
+        #: front of the history, e.g. that the kernel restarted since a resumed history)
+        self.context_notes: dict[str, str] = {}
         self.runs: list[QueryRun] = []
         #: each run's checkpoint (what it changed), in the order of ``runs``
         self.run_changes: list[RunChanges] = []
+        #: the checkpoints of the runs of a resumed conversation (made by an earlier kernel)
+        self.resumed_changes: list[RunChanges] = []
         self.usage = Usage()
         self.context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
         if bash_sandbox:
@@ -188,6 +193,7 @@ class Conversation:
             permissions=self._permissions_for(permission_mode),
             context=self._run_context(),
             notebook_path=self.notebook_path,
+            user_notes=dict(self.context_notes),
             **{"context_window": self.context_window, "max_budget_usd": self.max_budget_usd, **options},
         )
         run.add_done_callback(self._absorb)
@@ -202,7 +208,8 @@ class Conversation:
     def _with_undo_note(self, new: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Tell the model, in front of the next prompt, about runs the user undid since the
         last request: it must not assume its edits are there."""
-        undone = [c for c in self.run_changes if c.undo_report is not None and not c.undo_told]
+        undone = [c for c in (*self.resumed_changes, *self.run_changes)
+                  if c.undo_report is not None and not c.undo_told]
         if not undone or not new or new[-1].get("role") != "user":
             return new
         notes = [undo_note(c.undo_report) for c in undone if c.undo_report is not None]

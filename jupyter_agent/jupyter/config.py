@@ -165,6 +165,11 @@ class AgentConfig(Configurable):
         True,
         help="A kernel interrupt while the kernel is idle stops the running agent run.",
     ).tag(config=True)
+    save_conversation = Bool(
+        True,
+        help="Save the conversation after each turn (history with secrets redacted, session rules, undo "
+        "records) in the Jupyter data folder, so that `%agent resume` brings it back after a kernel restart.",
+    ).tag(config=True)
 
 
 

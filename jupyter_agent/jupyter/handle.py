@@ -107,6 +107,8 @@ class AgentRun:
         self._tick_s = tick_s
         self._on_end = on_end
         self._callbacks: list[Callable[[AgentRun], None]] = []
+        #: called with each event of the run, after the view has it (the conversation's saver)
+        self.event_listeners: list[Callable[[Any], None]] = []
         self._changed = asyncio.Event()
         self._done = asyncio.Event()
         # The run ends once, on whichever thread gets there first: its task's end on the
@@ -250,6 +252,8 @@ class AgentRun:
                 self.model.handle(event)
                 if type(event).__name__ in ("ToolResult", "AssistantMessage", "RequestStart"):
                     self.refresh_fallback()
+                for listener in self.event_listeners:
+                    listener(event)
         except asyncio.CancelledError:
             # the kernel is going down, or someone cancelled the task: the loop's own
             # cleanup (answer open tool calls) ran when its generator was closed

@@ -104,9 +104,13 @@ def line_parser() -> _Parser:
         "`approvals` shows the approvals waiting for you, `rules` lists the permission rules "
         "(`rules --remove N` removes rule N), `undo [N]` puts back the files and cells the last "
         "run (or run N of `runs`) changed, `compact [instruction]` summarises the conversation "
-        "now, keeping your own messages word for word; `mcp` lists the MCP servers, their state and tools."))
+        "now, keeping your own messages word for word; `mcp` lists the MCP servers, their state and tools; "
+        "`resume` brings back this notebook's conversation after a kernel restart (its history, its "
+        "session rules and its runs' undo records, saved after each turn) and tells the agent which "
+        "variables are gone."))
     parser.add_argument("action", nargs="?", default="status",
-                        choices=("status", "new", "runs", "stop", "approvals", "rules", "undo", "compact", "mcp"))
+                        choices=("status", "new", "runs", "stop", "approvals", "rules", "undo", "compact", "mcp",
+                                 "resume"))
     parser.add_argument("words", nargs="*",
                         help="with `compact`: what the summary must keep; with `undo`: the run to undo, "
                         "as `%%agent runs` numbers them (default: the last)")
@@ -182,6 +186,8 @@ class AgentMagics(Magics):
                 print("Stopping the run." if session.stop() else "No run is going.")
             elif args.action == "runs":
                 print(runs_table(session))
+            elif args.action == "resume":
+                resume_line(session)
             elif args.action == "undo":
                 undo_line(session, number)
             elif args.action == "approvals":
@@ -223,6 +229,17 @@ def undo_line(session: AgentSession, number: int | None) -> None:
         show_undo(session, number)
     except UndoRefused as exc:
         raise UsageError(str(exc)) from None
+
+
+def resume_line(session: AgentSession) -> None:
+    """``%agent resume`` (loaded when used: it reads the saved file and the undo's records)."""
+    from .resume import ResumeRefused, resume, resume_text
+
+    try:
+        saved, gone = resume(session)
+    except ResumeRefused as exc:
+        raise UsageError(str(exc)) from None
+    print(resume_text(saved, gone))
 
 
 def _lost_card_line(tool_name: str, summary: str) -> str:
@@ -321,10 +338,24 @@ def status_text(session: AgentSession) -> str:
         lines.append(f"  conversation:    {len(conv.messages)} messages, {len(conv.runs)} runs, "
                      f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
                      + ("" if offline else f", ≈ ${u.cost_usd:.4f}"))
+        lines.append(f"  saved:           {saved_text(session)}")
     else:
         lines.append("  conversation:    not started")
     lines.append(f"  running:         {'yes' if session.active is not None else 'no'}")
     return "\n".join(lines)
+
+
+def saved_text(session: AgentSession) -> str:
+    """Where the conversation is saved after each turn (what `%agent resume` reads), or why not."""
+    if not session.config.save_conversation:
+        return "off (%config AgentConfig.save_conversation = True turns it on)"
+    from .resume import key_of
+    from .saved_conversation import saved_path
+
+    saver = session.saver
+    if saver is not None and saver.error:
+        return redact(f"failed: {saver.error}")
+    return str(saved_path(key_of(session, session._conversation)))
 
 
 def spend_limit_text(own: float) -> str:

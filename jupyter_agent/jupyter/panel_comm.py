@@ -14,13 +14,16 @@ Page -> kernel, ``{"v", "op": ...}``: ``hello`` (send the whole state), ``send``
 (``prompt``), ``stop``, ``new`` (a new conversation), ``mode`` (``mode``), ``approve``
 (``tool_use_id`` of the call, or the older ``request`` number; ``choice``: allow | always |
 deny; ``feedback``), ``fix`` / ``explain`` (an error output's ``cell``, ``error`` and the
-cells ``above``: ``cell_help.py``). ``send`` may carry ``context``: the cell the user is on.
+cells ``above``: ``cell_help.py``), ``resume`` (``resume.py``). ``send`` may carry ``context``:
+the cell the user is on.
 Each pending approval the kernel sends carries both ``id`` and ``tool_use_id``.
 
 Kernel -> page, ``{"v", "type": ...}``: ``state`` (everything: the session's header,
 the conversation's runs with all their items, the pending approvals), ``update`` (what
 changed since the last message: the header, changed items and the new order of a run's
-items, the approvals), ``error`` (``text``: a refused request, said in the panel).
+items, the approvals), ``error`` (``text``: a refused request, said in the panel), ``note``
+(``text``: what a request did, such as what a Resume brought back). The header's
+``resumable`` says whether a saved conversation waits for this notebook (its Resume button).
 
 What the ``state`` and ``update`` messages hold, one ``update`` per frame, is
 ``panel_runs.py``'s; the shapes of a run's items and approvals, with every string redacted
@@ -175,6 +178,18 @@ class PanelHub:
         """Undo an ended run (``run``: its id); the panels show what it did when it is done."""
         if not self.shown.undo(str(data.get("run"))):
             self._error(comm, "That run is no longer in this conversation.")
+
+    def _op_resume(self, comm: Any, data: dict[str, Any]) -> None:
+        """The panel's Resume: the conversation saved for this notebook comes back (``%agent
+        resume``); the panels start afresh, and this one says what came back."""
+        from .resume import ResumeRefused, resume, resume_text
+
+        try:
+            saved, gone = resume(self.session)
+        except ResumeRefused as exc:
+            self._error(comm, str(exc))
+            return
+        self._send(comm, {"type": "note", "text": resume_text(saved, gone)})
 
     def close(self) -> None:
         """Stop listening (``%unload_ext``); connected panels are told by the comm's close."""

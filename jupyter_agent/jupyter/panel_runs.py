@@ -185,7 +185,8 @@ class PanelRuns:
                 "busy": active is not None and not active.done,
                 "notebook": redact(session.notebook_path() or ""), "usage": usage_json(usage, bool(replay)),
                 "turns": sum(w.handle.model.turn_count for w in self.runs.values()),
-                "context": self._context_meter(), "mcp": _mcp_payload(session)}
+                "context": self._context_meter(), "mcp": _mcp_payload(session),
+                "resumable": not conv.messages and not (active is not None and not active.done) and _saved(session)}
 
     def _context_meter(self) -> str:
         """How full the conversation's context is, as its latest run last measured it."""
@@ -312,6 +313,14 @@ class PanelRuns:
                 listeners.remove(fn)
         self.session.config.unobserve(self._settings_changed, names=list(SETTINGS))
         self.frames.close()
+
+
+def _saved(session: Any) -> bool:
+    """Whether a conversation is saved for this notebook (the panel offers Resume)."""
+    from .resume import key_of
+    from .saved_conversation import saved_path
+
+    return saved_path(key_of(session, session._conversation)).is_file()
 
 
 def _env_replay() -> str | None:

@@ -83,11 +83,13 @@ PANEL_VERSION = 1
 #: ``new`` (a new conversation), ``mode`` (``mode``), ``approve`` (``request``, ``choice``,
 #: ``feedback``; more fields, such as the call's ``tool_use_id``, may be added); ``send`` may
 #: carry ``context`` (the active cell, the selected cells and text); ``fix`` and ``explain``
-#: (``cell``, ``error``, ``above``: the Fix with agent / Explain buttons of an error output).
-PANEL_OPS = ("hello", "send", "stop", "new", "mode", "approve", "undo", "compact", "fix", "explain")
+#: (``cell``, ``error``, ``above``: the Fix with agent / Explain buttons of an error output);
+#: ``resume`` (the conversation saved for this notebook comes back: ``%agent resume``).
+PANEL_OPS = ("hello", "send", "stop", "new", "mode", "approve", "undo", "compact", "fix", "explain", "resume")
 #: Kernel -> page ``type``s: ``state`` (everything), ``update`` (what changed since the last
-#: message), ``error`` (``text``: a refused request, said in the panel).
-PANEL_MESSAGE_TYPES = ("state", "update", "error")
+#: message), ``error`` (``text``: a refused request, said in the panel), ``note`` (``text``:
+#: what a request did, said in the panel; a page that does not know it ignores it).
+PANEL_MESSAGE_TYPES = ("state", "update", "error", "note")
 #: The ``kind`` of a run's item as the panel draws it.
 PANEL_ITEM_KINDS = ("prompt", "text", "thinking", "tool", "notice", "block", "unknown")
 #: An approval's answers (``approve``'s ``choice``).

@@ -51,6 +51,7 @@ class AgentSession:
         #: called with no argument after a new conversation started (the side panel clears)
         self.reset_listeners: list[Any] = []
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
+        self.saver: Any = None  # saves the conversation after each turn (resume.py), once a run started
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
             "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers"])
@@ -153,6 +154,8 @@ class AgentSession:
         elif cfg.cwd and Path(cfg.cwd).resolve() != conv.context.cwd:
             new = self._make_conversation()
             new.messages = list(conv.messages)
+            new.context_notes = dict(conv.context_notes)  # (a resumed one's restart notice)
+            new.resumed_changes = list(conv.resumed_changes)
             self._conversation = new
             self._close_later(conv)
 
@@ -317,6 +320,10 @@ class AgentSession:
             view.stop_with(handle.stop)
         self.active = handle
         self.runs.append(handle)
+        if getattr(self.shell, "kernel", None) is not None:  # what `%agent resume` brings back after a restart
+            from .resume import saver_of
+
+            saver_of(self).watch(handle)
         self._install_interrupt_handler()
         self.install_shutdown_hook()
         return handle
@@ -415,6 +422,8 @@ class AgentSession:
                 listener(why)
             except Exception:
                 log.debug("a shutdown listener failed: %r", listener, exc_info=True)
+        if self.saver is not None:  # the last turn's save is written before the kernel goes
+            self.saver.flush()
         try:
             sys.stdout.flush()
         except Exception:  # stdout already closed at interpreter exit

@@ -29,6 +29,7 @@ from nbformat.v4 import output_from_msg
 
 from ..redact import redact, without_secrets
 from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
+from .epoch import KernelEpochs
 from .namespace import NAMESPACE_EXPRESSION, changed_names, parse_namespace_reply
 from .outputs import StreamText, finish_outputs
 
@@ -79,6 +80,8 @@ class NotebookKernel:
         self.manager = manager
         self.client = client
         self.lock = asyncio.Lock()
+        #: the kernel process's session id, from its last reply (a restarted kernel has another)
+        self.session_id: str | None = None
 
     async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> Execution:
         """Run ``code``; on timeout or abort interrupt the kernel and return what came out so far.
@@ -115,6 +118,13 @@ class NotebookKernel:
                 await self._interrupt_and_settle(msg_id, collector)
             return collector.execution(status)
 
+    @property
+    def identity(self) -> str | None:
+        """Which kernel process this is (``epoch.py``): its process id when it runs here (known
+        without asking it), else the session id of its last reply (None: not known yet)."""
+        pid = getattr(getattr(self.manager, "provisioner", None), "pid", None)
+        return f"pid {pid}" if isinstance(pid, int) else self.session_id
+
     async def namespace_ids(self, timeout: float = 10.0) -> dict[str, int] | None:
         """The kernel's top-level names and the ids of their objects (our expression, not
         the user's code: see :mod:`.namespace`), or None if the kernel does not say."""
@@ -126,6 +136,8 @@ class NotebookKernel:
             except Exception:  # a busy or dying kernel: the names are not known, the run goes on
                 log.debug("the kernel's namespace could not be read", exc_info=True)
                 return None
+        session = (reply.get("header") or {}).get("session")
+        self.session_id = session if isinstance(session, str) and session else self.session_id
         value = (reply.get("content") or {}).get("user_expressions", {}).get("ns")
         return parse_namespace_reply(value) if isinstance(value, dict) and value.get("status") == "ok" else None
 
@@ -292,6 +304,8 @@ class KernelPool:
         self.env = env
         self._kernels: dict[str, NotebookKernel] = {}
         self._starting: dict[str, asyncio.Lock] = {}
+        #: the kernel each notebook's cells last ran in: a replaced one is an error (epoch.py)
+        self.epochs = KernelEpochs()
         _LIVE_POOLS.add(self)
 
     def __contains__(self, path: object) -> bool:
@@ -353,8 +367,10 @@ class KernelPool:
         return self._kernels.get(str(notebook_path))
 
     async def restart(self, notebook_path: Path | str, kernel_name: str | None = None) -> NotebookKernel:
-        """A fresh kernel for the notebook: the old one is shut down (its state is gone)."""
+        """A fresh kernel for the notebook: the old one is shut down (its state is gone). The
+        caller asked for it, so the next run in the fresh kernel is no error (``epoch.py``)."""
         await self.discard(notebook_path)
+        self.epochs.forget(str(notebook_path))
         return await self.get(notebook_path, kernel_name)
 
     async def discard(self, notebook_path: Path | str) -> None:
@@ -424,8 +440,12 @@ async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
     cell = snapshot.runnable_cell(cell_id, expected_version)
     kernel = await kernels.get(doc.path, snapshot.kernel_name)
     before = await kernel.namespace_ids()
+    kernels.epochs.check(str(doc.path), kernel.identity)  # never a silent run in a fresh kernel
     execution = await kernel.execute(cell.source, timeout=timeout, abort=abort)
-    names = changed_names(before, await kernel.namespace_ids()) if execution.status != "died" else ()
+    after = await kernel.namespace_ids() if execution.status != "died" else None
+    names = changed_names(before, after)
+    if after is not None:
+        kernels.epochs.saw(str(doc.path), list(after))
     if execution.status == "died":
         await kernels.discard(doc.path)
     outputs = execution.outputs

@@ -51,6 +51,7 @@ export class AgentSidePanel extends Widget {
       send: prompt => this.sendPrompt(prompt),
       stop: () => this.request({ op: 'stop' }),
       newConversation: () => this.request({ op: 'new' }),
+      resume: () => this.request({ op: 'resume' }),
       compact: () => this.request({ op: 'compact' }),
       mode: mode => this.request({ op: 'mode', mode }),
       undo: run => this.request({ op: 'undo', run }),

@@ -2,11 +2,12 @@
  * The side panel's protocol, page side: its names in one place. The kernel side is
  * jupyter_agent/jupyter/panel_comm.py.
  *
- * Page -> kernel: {v, op, ...arguments}: hello, send (prompt), stop, new, mode (mode),
+ * Page -> kernel: {v, op, ...arguments}: hello, send (prompt), stop, new, resume, mode (mode),
  * approve (request, choice, feedback; tool_use_id when the approval carried one), undo (run),
  * fix / explain (cell, error, above: an error output's buttons); send may carry context (the
  * cell the user is on: cellContext.ts).
- * Kernel -> page: {v, type, ...}: state (everything), update (what changed), error (text).
+ * Kernel -> page: {v, type, ...}: state (everything), update (what changed), error (text),
+ * note (text: what a request did, e.g. what Resume brought back).
  *
  * The constants are defined once, in protocol.ts (whose Python twin, protocol.py, a parity
  * test compares); the panel's own types are derived from them here.
@@ -22,7 +23,7 @@ export type ApprovalChoice = (typeof PANEL_CHOICES)[number];
 
 /** A request from the page, without its version (PanelConnection.send adds it). */
 export type PanelRequest =
-  | { op: Extract<PanelOp, 'hello' | 'stop' | 'new'> }
+  | { op: Extract<PanelOp, 'hello' | 'stop' | 'new' | 'resume'> }
   | { op: Extract<PanelOp, 'send'>; prompt: string; context?: IPromptContext }
   | { op: Extract<PanelOp, 'fix' | 'explain'>; cell: IQuotedCell; error: IErrorOutput; above: IQuotedCell[] }
   | { op: Extract<PanelOp, 'mode'>; mode: string }

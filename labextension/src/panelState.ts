@@ -50,6 +50,13 @@ export interface ISessionHeader {
   context?: string;
   /** the conversation's MCP servers (`%agent mcp`) */
   mcp?: IMcpServer[];
+  /** a conversation saved for this notebook can come back (`%agent resume`): the Resume button */
+  resumable?: boolean;
+}
+
+/** Whether the panel offers Resume: a saved conversation waits, and nothing runs. */
+export function offersResume(session: ISessionHeader | null, busy: boolean): boolean {
+  return !!session && session.resumable === true && !busy;
 }
 
 /** A run's header; `reason`, `title`, `meaning` and `error` are set once it `ended`. */
@@ -197,6 +204,9 @@ export class PanelState {
     const type = data.type as PanelMessageType;
     if (type === 'error') {
       return change({ say: { text: String(data.text), error: true } });
+    }
+    if (type === 'note') {
+      return change({ say: { text: String(data.text), error: false } });
     }
     let out = change();
     if (type === 'state') {

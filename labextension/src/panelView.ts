@@ -16,7 +16,7 @@ import { ApprovalChoice } from './panelProtocol';
 import { drawApprovals } from './panelApprovals';
 import { button, el } from './panelDom';
 import { drawMcpServers } from './panelMcp';
-import { IApproval, IChange, LOAD_CODE, ISay, PanelState, isSendKey, usageLine } from './panelState';
+import { IApproval, IChange, LOAD_CODE, ISay, PanelState, isSendKey, offersResume, usageLine } from './panelState';
 import { TranscriptView } from './panelTranscript';
 
 const ICON_SVG =
@@ -40,6 +40,8 @@ export interface IPanelActions {
   undo(run: string): void;
   /** Summarise the conversation now (its Compact button). */
   compact(): void;
+  /** Bring back the conversation saved for this notebook (its Resume button). */
+  resume(): void;
 }
 
 /** The panel's DOM inside `host`. */
@@ -49,6 +51,7 @@ export class PanelView implements IDisposable {
   private readonly mcp: HTMLElement;
   private readonly modeSelect: HTMLSelectElement;
   private readonly newButton: HTMLButtonElement;
+  private readonly resumeButton: HTMLButtonElement;
   private readonly compactButton: HTMLButtonElement;
   private readonly transcript: TranscriptView;
   private readonly approvals: HTMLElement;
@@ -74,7 +77,11 @@ export class PanelView implements IDisposable {
     modeLabel.appendChild(this.modeSelect);
     this.newButton = button('New conversation', 'jp-AgentPanel-new jp-mod-styled', addIcon);
     this.newButton.title = 'Forget the history: the next prompt starts a new conversation';
-    controls.append(modeLabel, this.newButton);
+    this.resumeButton = button('Resume', 'jp-AgentPanel-resume jp-mod-styled');
+    this.resumeButton.title =
+      'Bring back the conversation saved for this notebook (after a kernel restart): its history, its rules and its undo records (`%agent resume`)';
+    this.resumeButton.hidden = true;
+    controls.append(modeLabel, this.newButton, this.resumeButton);
     this.mcp = el('div', 'jp-AgentPanel-mcp');
     top.append(this.title, this.meta, this.mcp, controls);
     this.transcript = new TranscriptView(rendermime, run => actions.undo(run));
@@ -100,6 +107,7 @@ export class PanelView implements IDisposable {
     this.sendButton.onclick = () => actions.send(this.input.value);
     this.stopButton.onclick = () => actions.stop();
     this.newButton.onclick = () => actions.newConversation();
+    this.resumeButton.onclick = () => actions.resume();
     this.compactButton.onclick = () => actions.compact();
     this.modeSelect.onchange = () => actions.mode(this.modeSelect.value);
     this.input.onkeydown = (event: KeyboardEvent) => {
@@ -226,6 +234,7 @@ export class PanelView implements IDisposable {
       }
     }
     this.modeSelect.value = session?.permission_mode ?? 'default';
+    this.resumeButton.hidden = !offersResume(session, state.busy);
     this.meta.textContent = '';
     if (!session) {
       this.usage.textContent = '';

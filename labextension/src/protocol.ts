@@ -140,11 +140,12 @@ export const PANEL_OPS = [
   'undo',
   'compact',
   'fix',
-  'explain'
+  'explain',
+  'resume'
 ] as const;
 
 /** Kernel -> page `type`s. */
-export const PANEL_MESSAGE_TYPES = ['state', 'update', 'error'] as const;
+export const PANEL_MESSAGE_TYPES = ['state', 'update', 'error', 'note'] as const;
 
 /** The `kind` of a run's item as the panel draws it. */
 export const PANEL_ITEM_KINDS = ['prompt', 'text', 'thinking', 'tool', 'notice', 'block', 'unknown'] as const;

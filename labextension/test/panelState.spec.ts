@@ -12,6 +12,7 @@ import {
   diffLineClass,
   endedNormally,
   formatUsage,
+  offersResume,
   shortPaths,
   turnsText,
   usageLine
@@ -131,6 +132,28 @@ describe('PanelState.receive', () => {
     expect(state.busy).toBe(false);
     state.receive({ v: PANEL_VERSION, type: 'update', runs: [], run_ids: [], session: { ...session, busy: true } });
     expect(state.busy).toBe(true);
+  });
+});
+
+describe('Resume', () => {
+  it('is offered only when the kernel says a saved conversation waits and nothing runs', () => {
+    expect(offersResume(null, false)).toBe(false);
+    expect(offersResume({ ...session }, false)).toBe(false);
+    expect(offersResume({ ...session, resumable: true }, false)).toBe(true);
+    expect(offersResume({ ...session, resumable: true }, true)).toBe(false);
+  });
+
+  it('sends resume when connected, and says the hint when not', () => {
+    expect(connected().request({ op: 'resume' })).toEqual({ request: { op: 'resume' } });
+    expect(new PanelState().request({ op: 'resume' })).toEqual({ request: null, say: { text: HINT, error: true } });
+  });
+
+  it("says the kernel's note (what came back) as a plain line, not an error", () => {
+    const state = connected();
+    const change = state.receive({ v: PANEL_VERSION, type: 'note', text: 'Resumed the conversation: 4 messages' });
+    expect(change.say).toEqual({ text: 'Resumed the conversation: 4 messages', error: false });
+    expect(change.reset).toBeFalsy();
+    expect(state.connected).toBe(true);
   });
 });
 
