@@ -61,6 +61,13 @@ EXIT_CODES = {
 EXIT_USAGE = 2
 
 
+def _cost_suffix(usd: float, model: Any) -> str:
+    from .view.labels import cost_text
+
+    cost = cost_text(usd, offline=model.offline, known=model.cost_known)
+    return f" · {cost}" if cost else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jupyter agent",
@@ -228,7 +235,7 @@ class TerminalDisplay:
             self.err.write(f"turns {terminal.turn_count} · tokens in {usage.input_tokens:,} out "
                            f"{usage.output_tokens:,} cache read {usage.cache_read_input_tokens:,} "
                            f"write {usage.cache_creation_input_tokens:,}"
-                           + ("" if self.model.offline else f" · ≈ ${usage.cost_usd:.4f}") + "\n")
+                           + _cost_suffix(usage.cost_usd, self.model) + "\n")
         self.err.flush()
 
 

@@ -300,3 +300,24 @@ def test_the_fake_env_points_each_provider_here(fake_api):
         assert env["JUPYTER_AGENT_PROVIDER"] == provider
         assert any(v.startswith(fake_api.base_url) for v in env.values())
     assert os.environ.get("JUPYTER_AGENT_PROVIDER") in (None, "", "anthropic")
+
+
+async def test_a_local_model_shows_its_cost_and_window_as_unknown_not_as_numbers(fake_api_factory, tmp_path):
+    """A local model has no list price and no known window: the displays say "unknown" rather
+    than $0.0000 or a fraction of a guessed 200k; a Claude model on the same server keeps both."""
+    from jupyter_agent.view.runmodel import RunModel
+    from jupyter_agent.view.transcript import context_line, format_usage
+
+    api = fake_api_factory(ollama_like=True)
+    shown = {}
+    for name in ("qwen3:8b", "claude-haiku-4-5"):
+        api.add(response(text("hello")))
+        view = RunModel(model=name)
+        run = query("hi", model=api.model(name), cwd=tmp_path)
+        async for event in run:
+            view.handle(event)
+        view.finish(await run.wait())
+        shown[name] = (format_usage(view), context_line(view))
+    assert "cost unknown" in shown["qwen3:8b"][0] and "$" not in shown["qwen3:8b"][0]
+    assert "window unknown" in shown["qwen3:8b"][1] and "%" not in shown["qwen3:8b"][1]
+    assert "≈ $" in shown["claude-haiku-4-5"][0] and "/ 200k" in shown["claude-haiku-4-5"][1]

@@ -310,17 +310,19 @@ def status_text(session: AgentSession) -> str:
         # counted from the streams of this conversation's runs here (a stopped or failed
         # response still cost tokens); the conversation's own count has finished ones only
         from ..loop.usage import Usage
+        from ..view.labels import cost_text
 
-        u, offline = Usage(), bool(replay)
+        u, offline, known = Usage(), bool(replay), True
         for handle in session.runs:
             if getattr(handle, "conversation", None) is conv:
                 u.add(handle.model.total_usage)
                 offline = offline or handle.model.offline
+                known = known and handle.model.cost_known
         if u.total_tokens < conv.usage.total_tokens:  # runs sent without this session
             u = conv.usage
         lines.append(f"  conversation:    {len(conv.messages)} messages, {len(conv.runs)} runs, "
                      f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
-                     + ("" if offline else f", ≈ ${u.cost_usd:.4f}"))
+                     + (f", {cost}" if (cost := cost_text(u.cost_usd, offline=offline, known=known)) else ""))
     else:
         lines.append("  conversation:    not started")
     lines.append(f"  running:         {'yes' if session.active is not None else 'no'}")
@@ -350,8 +352,9 @@ def runs_table(session: AgentSession) -> str:
         usage = handle.model.total_usage
         prompt = " ".join(handle.prompt.split())
         prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
+        cost = "—" if handle.model.offline else f"${usage.cost_usd:.4f}" if handle.model.cost_known else "unknown"
         lines.append(f"{i:>3}  {reason:<18} {handle.model.turn_count:>5} {usage.total_tokens:>9,} "
-                     f"{'—' if handle.model.offline else f'${usage.cost_usd:.4f}':>9}  {prompt}")
+                     f"{cost:>9}  {prompt}")
     return redact("\n".join(lines))
 
 
