@@ -106,6 +106,7 @@ MODEL_ERROR_ADVICE = {
     "stream_stalled": "The answer stalled: check the network, then run the prompt again.",
     "connection": "Could not reach the API: check the network and ANTHROPIC_BASE_URL.",
     "no_api_key": "Set ANTHROPIC_API_KEY, or use the offline replay model (--replay demo).",
+    "missing_dependency": "Install what the message names, then restart the kernel.",
     "request_too_large": "The request is too large: start a new conversation or read less at once.",
     "replay_exhausted": "The recorded run has no more answers: run live (with ANTHROPIC_API_KEY) "
                         "to go further.",
@@ -124,6 +125,9 @@ def cost_text(usd: float, *, offline: bool = False, known: bool = True) -> str:
 
 def model_error_advice(kind: str | None, message: str = "") -> str:
     """What to do after a model error of ``kind`` ("" when ``message`` already says it)."""
+    if kind == "no_api_key" and "ANTHROPIC_API_KEY" not in message and message:
+        # another provider's credentials (docs/providers.md): its message names what to set
+        return "" if "--replay demo" in message else "Or use the offline replay model (--replay demo)."
     advice = MODEL_ERROR_ADVICE.get(kind or "", MODEL_ERROR_ADVICE["api_error"])
     if message and (advice in message or (kind == "authentication" and "ANTHROPIC_API_KEY" in message)):
         return ""
