@@ -23,7 +23,8 @@ from jupyter_agent.model.providers import MissingExtra, Provider, ProviderSettin
 from jupyter_agent.policy import PolicyViolation
 from jupyter_agent.redact import redact
 from jupyter_agent.replay.cloud import FAKE_AWS_SECRET_ACCESS_KEY, FAKE_GOOGLE_TOKEN
-from jupyter_agent.testing import overloaded, response, stream_error, text, tool_use
+from jupyter_agent.testing import http_error, overloaded, response, stream_error, text, tool_use
+from jupyter_agent.view.labels import model_error_advice
 
 CLOUD = ("bedrock", "vertex", "foundry")
 #: every variable that could give a provider credentials, a region or a base URL
@@ -129,6 +130,20 @@ async def test_bedrock_http_errors_keep_their_status(fake_api, clean_env):
     events = await collect(model, request_of({"role": "user", "content": "hi"}))
     assert [e.status for e in events if isinstance(e, ModelRetry)] == [529]
     assert fake_api.requests[0].path.startswith("/model/anthropic.claude-opus-4-1-20250805-v1:0/")  # unchanged
+    await model.aclose()
+
+
+@pytest.mark.parametrize("provider, names", [("bedrock", "Model access"), ("vertex", "Model Garden"),
+                                             ("foundry", "ANTHROPIC_FOUNDRY_API_KEY")])
+async def test_a_refusal_from_a_cloud_provider_says_what_to_check_there(provider, names, fake_api, clean_env):
+    use(fake_api, provider, clean_env)
+    fake_api.add(http_error(403, "permission_error", "You don't have access to the model with the specified model ID."))
+    model = AnthropicModel("claude-sonnet-4-5")
+    with pytest.raises(ModelError) as err:
+        await collect(model, request_of({"role": "user", "content": "hi"}))
+    message = str(err.value)
+    assert err.value.kind == "permission" and names in message and "ANTHROPIC_API_KEY" not in message
+    assert "You don't have access" in message and model_error_advice("permission", message) == ""
     await model.aclose()
 
 
@@ -321,3 +336,17 @@ async def test_a_local_model_shows_its_cost_and_window_as_unknown_not_as_numbers
     assert "cost unknown" in shown["qwen3:8b"][0] and "$" not in shown["qwen3:8b"][0]
     assert "window unknown" in shown["qwen3:8b"][1] and "%" not in shown["qwen3:8b"][1]
     assert "≈ $" in shown["claude-haiku-4-5"][0] and "/ 200k" in shown["claude-haiku-4-5"][1]
+
+
+def test_the_demo_runs_online_through_a_cloud_provider_with_its_credentials(tmp_path, clean_env):
+    from jupyter_agent.environment import REPLAY_ENV
+    from jupyter_agent.launch import lab_command
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    vertex = {"JUPYTER_AGENT_PROVIDER": "vertex", "GOOGLE_OAUTH_ACCESS_TOKEN": "ya29.launch-test-token",
+              "CLOUD_ML_REGION": "us-east5", "ANTHROPIC_VERTEX_PROJECT_ID": "p", "PATH": "/usr/bin"}
+    _, env, note = lab_command(["--notebooks", str(folder)], environ=vertex)
+    assert REPLAY_ENV not in env and "JUPYTER_AGENT_PROVIDER=vertex" in note
+    _, env, note = lab_command(["--notebooks", str(folder)], environ={**vertex, "CLOUD_ML_REGION": ""})
+    assert env[REPLAY_ENV] and "OFFLINE" in note  # no region: not usable, so the offline demo

@@ -93,6 +93,17 @@ _NO_REGION = {
 _NO_PROJECT = ("No Google Cloud project set for Vertex AI: set ANTHROPIC_VERTEX_PROJECT_ID (or "
                "GOOGLE_CLOUD_PROJECT), or AgentConfig.provider_project.")
 
+#: What to check after a 401, 403 or 404 from each cloud provider (the marker ends the view's advice).
+PROVIDER_CHECK = {
+    Provider.BEDROCK: ("Check the AWS credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE), the "
+                       "region, and that your account has access to this model in Amazon Bedrock (Model access; "
+                       "newer models need an inference profile id such as us.anthropic...) (docs/providers.md)."),
+    Provider.VERTEX: ("Check the Google credentials (gcloud auth application-default login), the project and "
+                      "region, and that the Claude model is enabled in Vertex AI's Model Garden (docs/providers.md)."),
+    Provider.FOUNDRY: ("Check ANTHROPIC_FOUNDRY_API_KEY, the resource, and that the model is deployed in your "
+                       "Foundry resource (docs/providers.md)."),
+}
+
 #: Each provider's base URL override in the environment (the SDK's own names).
 _BASE_URL_ENV = {Provider.ANTHROPIC: "ANTHROPIC_BASE_URL", Provider.BEDROCK: "ANTHROPIC_BEDROCK_BASE_URL",
                  Provider.VERTEX: "ANTHROPIC_VERTEX_BASE_URL", Provider.FOUNDRY: "ANTHROPIC_FOUNDRY_BASE_URL"}

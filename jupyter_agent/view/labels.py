@@ -125,6 +125,8 @@ def cost_text(usd: float, *, offline: bool = False, known: bool = True) -> str:
 
 def model_error_advice(kind: str | None, message: str = "") -> str:
     """What to do after a model error of ``kind`` ("" when ``message`` already says it)."""
+    if kind in ("authentication", "permission", "not_found") and "(docs/providers.md)" in message:
+        return ""  # a cloud provider's error already says what to check there
     if kind == "no_api_key" and "ANTHROPIC_API_KEY" not in message and message:
         # another provider's credentials (docs/providers.md): its message names what to set
         return "" if "--replay demo" in message else "Or use the offline replay model (--replay demo)."
