@@ -291,6 +291,21 @@ def remove_rule(session: AgentSession, number: int) -> str:
     return f"Removed the rule {rule}: such calls ask again."
 
 
+def provider_text(cfg: Any) -> str:
+    """Where runs go: the provider (the administrator's pin, the setting or the environment)
+    and its region, project or resource when set (docs/providers.md)."""
+    try:
+        policy = load_policy()
+        provider = policy.check_provider(cfg.provider or None).value
+        settings = policy.provider_settings(cfg.provider_settings())
+    except ValueError as exc:  # an unknown $JUPYTER_AGENT_PROVIDER, a refused one: the run says so too
+        return f"unusable: {exc}"
+    where = [f"{name} {value}" for name, value in (("region", settings.region), ("project", settings.project),
+                                                    ("resource", settings.resource)) if value]
+    pinned = " (the administrator's policy)" if "provider" in policy.pins else ""
+    return provider + pinned + (f", {', '.join(where)}" if where else "")
+
+
 def status_text(session: AgentSession) -> str:
     """What ``%agent`` prints: the settings and the conversation's state."""
     cfg = session.config
@@ -300,6 +315,7 @@ def status_text(session: AgentSession) -> str:
     lines = [
         "jupyter-agent",
         f"  model:           {model}" + (f"  (replaying {replay})" if replay else ""),
+        f"  provider:        {provider_text(cfg)}",
         f"  permission mode: {conv.permission_mode if conv is not None else cfg.permission_mode}",
         f"  max turns:       {cfg.max_turns or 'no limit'}",
         f"  spend limit:     {spend_limit_text(cfg.max_budget_usd)}",

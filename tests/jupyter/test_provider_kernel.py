@@ -61,3 +61,12 @@ async def test_a_provider_without_credentials_says_what_to_set_and_starts_nothin
         assert not [o for o in result["outputs"] if o["msg_type"] == "display_data"]
     finally:
         await kernel.execute("%config AgentConfig.provider = ''")
+
+
+async def test_agent_status_shows_the_provider(kernel):
+    await kernel.execute("%config AgentConfig.provider_region = 'eu-west-3'")
+    try:
+        out = (await kernel.execute("%agent"))["outputs"][0]["text"]
+        assert "provider:        bedrock, region eu-west-3" in out  # from $JUPYTER_AGENT_PROVIDER, then the setting
+    finally:
+        await kernel.execute("%config AgentConfig.provider_region = ''")
