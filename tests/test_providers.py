@@ -350,3 +350,19 @@ def test_the_demo_runs_online_through_a_cloud_provider_with_its_credentials(tmp_
     assert REPLAY_ENV not in env and "JUPYTER_AGENT_PROVIDER=vertex" in note
     _, env, note = lab_command(["--notebooks", str(folder)], environ={**vertex, "CLOUD_ML_REGION": ""})
     assert env[REPLAY_ENV] and "OFFLINE" in note  # no region: not usable, so the offline demo
+
+
+async def test_a_conversation_keeps_its_provider_for_every_run(fake_api, clean_env, tmp_path):
+    from jupyter_agent import Conversation
+
+    for key, value in fake_api.env("foundry").items():
+        if key != "JUPYTER_AGENT_PROVIDER":  # the conversation says it, not the environment
+            clean_env.setenv(key, value)
+    fake_api.add(response(text("one")), response(text("two")), response(text("three")))
+    conv = Conversation(provider="foundry", cwd=tmp_path)
+    assert (await conv.send("first").wait()).reason == "completed"
+    assert (await conv.send("second").wait()).reason == "completed"
+    assert (await conv.send("third, with this cell's own model", model="claude-haiku-4-5").wait()).reason == "completed"
+    assert [r.path for r in fake_api.requests] == ["/anthropic/v1/messages"] * 3
+    assert fake_api.requests[-1].body["model"] == "claude-haiku-4-5"
+    await conv.aclose()

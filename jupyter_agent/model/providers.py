@@ -265,9 +265,9 @@ def credentials_problem(provider: Provider, settings: ProviderSettings = Provide
             return NO_CREDENTIALS[provider]
         if not (settings.region or env.get("CLOUD_ML_REGION")):
             return _NO_REGION[provider]
-        if not (settings.project or env.get("ANTHROPIC_VERTEX_PROJECT_ID") or env.get("GOOGLE_CLOUD_PROJECT")):
-            return None if not (api_key or env.get(VERTEX_TOKEN_ENV)) else _NO_PROJECT  # else from ADC
-        return None
+        project = settings.project or env.get("ANTHROPIC_VERTEX_PROJECT_ID") or env.get("GOOGLE_CLOUD_PROJECT")
+        token_only = bool(api_key or env.get(VERTEX_TOKEN_ENV))  # Application Default Credentials name a project
+        return _NO_PROJECT if token_only and not project else None
     if not (api_key or env.get("ANTHROPIC_FOUNDRY_API_KEY")):
         return NO_CREDENTIALS[provider]
     if not (settings.resource or base_url or env.get("ANTHROPIC_FOUNDRY_RESOURCE")
