@@ -81,6 +81,10 @@ def _add_common(parser: argparse.ArgumentParser, *, line: bool) -> None:
     parser.add_argument("--replay", metavar="PATH", type=_transcript_file,
                         help="offline: replay a recorded transcript instead of calling the API "
                         "('demo' for the packaged one)")
+    if line:  # where the conversation's runs go (a cell's own run keeps the conversation's provider)
+        parser.add_argument("--provider", metavar="P", choices=("", "anthropic", "bedrock", "vertex", "foundry"),
+                            help="anthropic, bedrock, vertex or foundry ('' for $JUPYTER_AGENT_PROVIDER); "
+                            "credentials from the provider's usual places (docs/providers.md in jupyter-agent)")
 
 
 def cell_parser() -> _Parser:
@@ -168,6 +172,8 @@ class AgentMagics(Magics):
         try:
             session.set_defaults(model=args.model, permission_mode=args.permission_mode,
                                  max_turns=args.max_turns, cwd=args.cwd, replay=args.replay)
+            if args.provider is not None:
+                _set_provider(session, args.provider)
             number = _run_number(args) if args.action == "undo" else None
             if args.words and args.action not in ("compact", "undo"):
                 raise UsageError(f"unexpected words after `{args.action}`: {' '.join(args.words)}")
@@ -201,6 +207,16 @@ class AgentMagics(Magics):
         if args.remove is not None and args.action != "rules":
             raise UsageError("--remove goes with `rules`: `%agent rules --remove N`.")
         return None
+
+
+def _set_provider(session: AgentSession, provider: str) -> None:
+    """``%agent --provider P``: as ``%config AgentConfig.provider``; the policy's refusal as a usage error."""
+    from traitlets import TraitError
+
+    try:
+        session.config.provider = provider
+    except TraitError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _run_number(args: argparse.Namespace) -> int | None:

@@ -70,3 +70,15 @@ async def test_agent_status_shows_the_provider(kernel):
         assert "provider:        bedrock, region eu-west-3" in out  # from $JUPYTER_AGENT_PROVIDER, then the setting
     finally:
         await kernel.execute("%config AgentConfig.provider_region = ''")
+
+
+async def test_the_line_magic_sets_the_provider(kernel):
+    try:
+        await kernel.execute("%agent --provider foundry")
+        out = (await kernel.execute("%agent"))["outputs"][0]["text"]
+        assert "provider:        foundry" in out
+        bad = await kernel.execute("%agent --provider azure")
+        assert "invalid choice: 'azure'" in str(bad["outputs"])
+    finally:
+        await kernel.execute("%agent --provider ''")
+    assert "provider:        bedrock" in (await kernel.execute("%agent"))["outputs"][0]["text"]
