@@ -157,7 +157,8 @@ async def test_the_fake_refuses_what_the_cloud_would(fake_api):
         no_token = await client.post("/projects/p/locations/r/publishers/anthropic/models/m:rawPredict", json=body)
         no_key = await client.post("/anthropic/v1/messages", json={**body, "model": "m"})
     assert [r.status_code for r in (bad, unsigned, no_token, no_key)] == [401] * 4
-    assert "not an AWS SigV4 signature" in bad.json()["error"]["message"]
+    assert "not an AWS SigV4 signature" in bad.json()["message"]  # AWS's error shape
+    assert bad.headers["x-amzn-errortype"].startswith("UnrecognizedClientException:")
     assert [r.outcome for r in fake_api.requests] == ["unauthorized"] * 4
 
 
@@ -366,3 +367,17 @@ async def test_a_conversation_keeps_its_provider_for_every_run(fake_api, clean_e
     assert [r.path for r in fake_api.requests] == ["/anthropic/v1/messages"] * 3
     assert fake_api.requests[-1].body["model"] == "claude-haiku-4-5"
     await conv.aclose()
+
+
+async def test_bedrock_saying_the_prompt_is_too_long_is_a_prompt_too_long_error(fake_api_factory, clean_env):
+    """Bedrock answers errors in AWS's shape ({"message"}, x-amzn-errortype); the reactive
+    compaction still sees "prompt is too long" as such."""
+    from jupyter_agent.loop.model_protocol import PromptTooLongError
+
+    api = fake_api_factory(context_window=1_000, expect_rejections=True)
+    use(api, "bedrock", clean_env)
+    model = AnthropicModel("claude-sonnet-4-5")
+    with pytest.raises(PromptTooLongError, match="prompt is too long"):
+        await collect(model, request_of({"role": "user", "content": "word " * 5_000}))
+    assert api.requests[0].outcome == "prompt_too_long" and api.requests[0].provider == "bedrock"
+    await model.aclose()

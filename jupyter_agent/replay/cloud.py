@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["Route", "route", "eventstream_frame", "bedrock_event", "FAKE_AWS_ACCESS_KEY_ID",
+__all__ = ["Route", "route", "eventstream_frame", "bedrock_event", "bedrock_error", "FAKE_AWS_ACCESS_KEY_ID",
            "FAKE_AWS_SECRET_ACCESS_KEY", "FAKE_GOOGLE_TOKEN", "FAKE_FOUNDRY_KEY", "BEDROCK_CONTENT_TYPE"]
 
 #: Credentials the fake accepts; fake values, safe to print.
@@ -37,7 +37,8 @@ _SIGV4 = re.compile(r"^AWS4-HMAC-SHA256 Credential=(?P<key>[A-Z0-9]{16,128})/(?P
 _AMZ_DATE = re.compile(r"^\d{8}T\d{6}Z$")
 #: The Messages API's error types as Bedrock's exceptions (the reverse of the client's table).
 _EXCEPTIONS = {"overloaded_error": "serviceUnavailableException", "rate_limit_error": "throttlingException",
-               "invalid_request_error": "validationException", "permission_error": "accessDeniedException"}
+               "invalid_request_error": "validationException", "permission_error": "accessDeniedException",
+               "authentication_error": "unrecognizedClientException", "not_found_error": "resourceNotFoundException"}
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,18 @@ def eventstream_frame(headers: Mapping[str, str], payload: bytes) -> bytes:
     prelude += struct.pack("!I", binascii.crc32(prelude) & 0xFFFFFFFF)
     body = prelude + raw_headers + payload
     return body + struct.pack("!I", binascii.crc32(body) & 0xFFFFFFFF)
+
+
+def bedrock_error(body: Any, headers: Mapping[str, str] | None) -> tuple[Any, dict[str, str]]:
+    """An error answer as Bedrock writes it: ``{"message": ...}`` with the exception's name in
+    ``x-amzn-errortype`` (the Messages API's own error body, for another provider)."""
+    err = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(err, dict):
+        return body, dict(headers or {})
+    exception = _EXCEPTIONS.get(str(err.get("type")), "InternalServerException")
+    exception = exception[:1].upper() + exception[1:]
+    kind = f"{exception}:http://internal.amazon.com/coral/com.amazon.bedrock/"
+    return {"message": err.get("message")}, {**(headers or {}), "x-amzn-errortype": kind}
 
 
 def bedrock_event(name: str, data: dict[str, Any]) -> bytes:

@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .cloud import (BEDROCK_CONTENT_TYPE, FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SECRET_ACCESS_KEY, FAKE_FOUNDRY_KEY,
-                    FAKE_GOOGLE_TOKEN, bedrock_event, route)
+                    FAKE_GOOGLE_TOKEN, bedrock_error, bedrock_event, route)
 from .records import RecordedRequest
 from .script import HttpError, Pause, ScriptedResponse, new_id, to_response
 from .sse import build_events, encode_event, final_message
@@ -372,6 +372,8 @@ class FakeMessagesAPI:
 
     def _json(self, h: _Handler, rec: RecordedRequest, status: int, body: Any, request_id: str,
               headers: dict[str, str] | None = None) -> None:
+        if rec.route is not None and rec.route.provider == "bedrock" and status >= 400:
+            body, headers = bedrock_error(body, headers)  # AWS's shape: {"message"}, x-amzn-errortype
         data = json.dumps(body).encode()
         rec.status = status
         h.send_response(status)
