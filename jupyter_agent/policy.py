@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .loop.permission_result import PERMISSION_MODES, check_permission_mode
-from .model.providers import PROVIDER_NAMES, Provider, ProviderSettings, resolve_provider
+from .model.providers import PROVIDER_ENV, PROVIDER_NAMES, Provider, ProviderSettings, resolve_provider
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class AdminPolicy:
         administrator's pin, else ``anthropic``); a :class:`PolicyViolation` naming the file
         when the user chose another than the pinned one."""
         pinned = self.pins.get("provider")
-        chosen = provider if provider else os.environ.get("JUPYTER_AGENT_PROVIDER", "").strip() or None
+        chosen = provider if provider else os.environ.get(PROVIDER_ENV, "").strip() or None
         if pinned is None:
             return resolve_provider(chosen)
         if chosen is not None and resolve_provider(chosen).value != pinned:

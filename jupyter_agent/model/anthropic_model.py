@@ -41,7 +41,6 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 _REQUEST_DEFAULT_MAX_TOKENS = next(f.default for f in fields(ModelRequest) if f.name == "max_tokens")
 
 
-
 class AnthropicModel:
     """A :class:`~jupyter_agent.loop.model_protocol.Model` backed by the Messages API.
 
