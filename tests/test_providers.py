@@ -381,3 +381,36 @@ async def test_bedrock_saying_the_prompt_is_too_long_is_a_prompt_too_long_error(
         await collect(model, request_of({"role": "user", "content": "word " * 5_000}))
     assert api.requests[0].outcome == "prompt_too_long" and api.requests[0].provider == "bedrock"
     await model.aclose()
+
+
+async def test_a_bedrock_api_key_is_sent_as_a_bearer_token_without_aws_keys(fake_api, clean_env):
+    clean_env.setenv("ANTHROPIC_BEDROCK_BASE_URL", fake_api.base_url)
+    clean_env.setenv("AWS_REGION", "ap-northeast-1")
+    clean_env.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-of-the-test")
+    fake_api.add(response(text("hi")))
+    model = AnthropicModel("claude-haiku-4-5", provider="bedrock")
+    events = await collect(model, request_of({"role": "user", "content": "hi"}))
+    assert events[-1].message["content"] == [{"type": "text", "text": "hi"}]
+    assert fake_api.requests[0].headers["authorization"] == "<redacted>"  # not the fake's: never kept
+    assert fake_api.requests[0].route.auth_problem is None and "x-amz-date" not in fake_api.requests[0].headers
+    await model.aclose()
+
+
+async def test_a_foundry_client_made_by_hand_with_an_entra_id_token_provider(fake_api, clean_env):
+    """docs/providers.md: Foundry with Microsoft Entra ID is the SDK's client handed over."""
+    import anthropic
+
+    tokens = []
+
+    def entra_token() -> str:  # what azure.identity.get_bearer_token_provider returns is called so
+        tokens.append(1)
+        return "entra-id-token-of-the-test"
+
+    client = anthropic.AsyncAnthropicFoundry(base_url=f"{fake_api.base_url}/anthropic",
+                                             azure_ad_token_provider=entra_token)
+    fake_api.add(response(text("hi")))
+    model = AnthropicModel("claude-sonnet-4-5", provider="foundry", client=client)
+    events = await collect(model, request_of({"role": "user", "content": "hi"}))
+    assert events[-1].message["content"][0]["text"] == "hi" and tokens
+    assert fake_api.requests[0].path == "/anthropic/v1/messages" and fake_api.requests[0].outcome == "ok"
+    await client.close()
