@@ -280,22 +280,22 @@ def test_agent_config_provider_follows_the_policy(clean_env, tmp_path):
 
 # -- local servers that speak the Messages API -----------------------------------------------------
 async def test_a_server_without_caching_or_thinking_is_told_once_and_used_without_them(fake_api_factory):
-    api = fake_api_factory(ollama_like=True, unsupported=("thinking", "image"))
+    api = fake_api_factory(ollama_like=True, unsupported=("thinking", "image", "tool_choice"))
     api.add(response(text("one")), response(text("two")))
     model = api.model("qwen3:8b", thinking={"type": "enabled", "budget_tokens": 1024})
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
-    first = await collect(model, request_of({"role": "user", "content": [image, {"type": "text", "text": "hi"}]}))
+    first = await collect(model, request_of({"role": "user", "content": [image, {"type": "text", "text": "hi"}]},
+                                            extra={"tool_choice": {"type": "auto"}}))
     history = [{"role": "user", "content": [image, {"type": "text", "text": "hi"}]},
                first[-1].message, {"role": "user", "content": "again"}]
     second = await collect(model, request_of(*history))
     notices = [e.kind for e in first + second if isinstance(e, Notice)]
-    assert sorted(notices) == sorted(notice_kind(f) for f in (Feature.THINKING, Feature.IMAGES,
-                                                               Feature.PROMPT_CACHING))
+    assert sorted(notices) == sorted(notice_kind(f) for f in Feature)  # each once, none twice
     assert isinstance(second[-1], AssistantMessage) and second[-1].message["content"][0]["text"] == "two"
-    # two refusals (each resent at once without the feature), then every request goes without them
-    assert [r.outcome for r in api.requests] == ["rejected", "rejected", "ok", "ok"]
+    # three refusals (each resent at once without the feature), then every request goes without them
+    assert [r.outcome for r in api.requests] == ["rejected", "rejected", "rejected", "ok", "ok"]
     last = api.requests[-1].body
-    assert "thinking" not in last and IMAGE_PLACEHOLDER in json.dumps(last)
+    assert "thinking" not in last and "tool_choice" not in last and IMAGE_PLACEHOLDER in json.dumps(last)
     assert "cache_control" not in json.dumps(last)
     assert "cache_read_input_tokens" not in json.dumps(first[-1].message)  # nothing was invented
     api.expect_rejections = True
