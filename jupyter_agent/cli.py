@@ -37,6 +37,7 @@ from typing import Any, TextIO
 
 from .environment import REPLAY_ENV, missing_key, no_key_message, prepare_replay_files, resolve_transcript, turn_limit
 from .loop.permission_result import PERMISSION_MODES
+from .model.providers import PROVIDER_NAMES
 from .redact import redact, safe_prefix_length
 from .render.invisible import INVISIBLE_WARNING, has_invisible
 from .render.terminal import terminal_text
@@ -82,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-p", "--prompt", help="what the agent should do ('-' reads stdin; "
                      "with --replay, defaults to the transcript's prompt)")
     run.add_argument("--model", help="model id (default: $JUPYTER_AGENT_MODEL or Sonnet)")
-    run.add_argument("--provider", choices=("anthropic", "bedrock", "vertex", "foundry"),
+    run.add_argument("--provider", choices=PROVIDER_NAMES,
                      help="where requests go (default: $JUPYTER_AGENT_PROVIDER or anthropic); credentials "
                      "from the provider's usual places, see docs/providers.md in jupyter-agent")
     run.add_argument("--permission-mode", choices=PERMISSION_MODES, default="default",

@@ -24,6 +24,7 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError,
 from traitlets.config import Config, Configurable
 
 from ..loop.permission_result import PERMISSION_MODES
+from ..model.providers import PROVIDER_NAMES
 from ..policy import PolicyViolation, load_policy
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ class AgentConfig(Configurable):
         help="Model name (empty: $JUPYTER_AGENT_MODEL, else the default Sonnet).",
     ).tag(config=True)
     provider = CaselessStrEnum(
-        ("", "anthropic", "bedrock", "vertex", "foundry"),
+        ("", *PROVIDER_NAMES),
         default_value="",
         help="Where requests go: anthropic (the Anthropic API), bedrock (Amazon Bedrock), vertex "
         "(Google Vertex AI) or foundry (Microsoft Foundry); empty: $JUPYTER_AGENT_PROVIDER, else "

@@ -30,6 +30,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from . import warmup
 from ..loop.permission_result import PERMISSION_MODES
+from ..model.providers import PROVIDER_NAMES
 from ..environment import positive_int, resolve_transcript, turn_limit
 from ..policy import PolicyViolation, load_policy
 from ..redact import redact
@@ -82,7 +83,7 @@ def _add_common(parser: argparse.ArgumentParser, *, line: bool) -> None:
                         help="offline: replay a recorded transcript instead of calling the API "
                         "('demo' for the packaged one)")
     if line:  # where the conversation's runs go (a cell's own run keeps the conversation's provider)
-        parser.add_argument("--provider", metavar="P", choices=("", "anthropic", "bedrock", "vertex", "foundry"),
+        parser.add_argument("--provider", metavar="P", choices=("", *PROVIDER_NAMES),
                             help="anthropic, bedrock, vertex or foundry ('' for $JUPYTER_AGENT_PROVIDER); "
                             "credentials from the provider's usual places (docs/providers.md in jupyter-agent)")
 
