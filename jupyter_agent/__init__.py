@@ -20,6 +20,7 @@ _EXPORTS = {
     "ModelRequest": ".loop.model_protocol",
     "PermissionAllow": ".loop.permission_result", "PermissionAsk": ".loop.permission_result",
     "PermissionDeny": ".loop.permission_result",
+    "Provider": ".model.providers", "ProviderSettings": ".model.providers",
     **{name: ".loop.events" for name in (
         "AssistantMessage", "Checkpoint", "Compaction", "ContextUsage", "ModelFallback", "ModelRetry", "Notice",
         "RequestStart", "StreamEvent", "ToolProgress", "ToolResult", "ToolStart", "UserMessage")},
@@ -40,7 +41,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AssistantMessage", "Checkpoint", "Compaction", "ContextUsage", "Conversation", "HookResult", "Hooks", "Model",
     "ModelError", "ModelFallback", "ModelRequest", "ModelRetry", "Notice", "PermissionAllow",
-    "PermissionAsk", "PermissionDeny", "QueryRun", "RequestStart", "State", "StreamEvent",
+    "PermissionAsk", "PermissionDeny", "Provider", "ProviderSettings", "QueryRun", "RequestStart", "State",
+    "StreamEvent",
     "Terminal", "TerminalReason", "ToolProgress", "ToolResult", "ToolStart", "Transition",
     "Usage", "UserMessage", "chat", "load_ipython_extension", "query", "query_loop",
     "unload_ipython_extension",

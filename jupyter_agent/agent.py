@@ -50,6 +50,8 @@ def query(
     max_budget_usd: float | None = None,
     mcp_servers: dict[str, Any] | None = None,
     user_notes: dict[str, str] | None = None,
+    provider: str | None = None,
+    provider_settings: Any = None,
 ) -> QueryRun:
     """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
     its run handle at once. Nothing is sent until the run is iterated or awaited.
@@ -71,6 +73,10 @@ def query(
     conversation's (started once, stopped when it ends), else this run's (stopped at its end).
     ``user_notes`` adds entries to the user context put in front of every request (what the
     model should know about where it is, e.g. that the kernel restarted since the history).
+    ``provider`` (``anthropic``, ``bedrock``, ``vertex``, ``foundry``; default
+    ``$JUPYTER_AGENT_PROVIDER``, else ``anthropic``) and ``provider_settings`` (a
+    :class:`~jupyter_agent.model.providers.ProviderSettings`: region, project, resource) say
+    where a model named by id is reached (docs/providers.md); the policy may pin both.
     """
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
@@ -85,9 +91,11 @@ def query(
         raise TypeError("With compact=, the prompt is the history to compact: a list of messages.")
     policy = load_policy()
     budget = policy.check_budget(max_budget_usd)
-    resolved_model = resolve_model(model)
+    resolved_model = resolve_model(model, provider=provider, provider_settings=provider_settings)
     if not _offline(resolved_model):  # a replay sends nothing anywhere and costs nothing
         policy.check_model(resolved_model.name)
+        if (made_with := getattr(resolved_model, "provider", None)) is not None:  # also a model made elsewhere
+            policy.check_provider(made_with)
     owns_servers = context is None
     if context is None:
         context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
@@ -182,9 +190,11 @@ def _initial_messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]
                     "({'role': ..., 'content': ...}).")
 
 
-def resolve_model(model: Any = None, *, replay: str | None = None) -> Model:
+def resolve_model(model: Any = None, *, replay: str | None = None, provider: str | None = None,
+                  provider_settings: Any = None) -> Model:
     """A Model object as is; ``replay`` or ``$JUPYTER_AGENT_REPLAY`` for the offline replay
-    of a recorded transcript; otherwise the Anthropic model named (or the default).
+    of a recorded transcript; otherwise the Anthropic model named (or the default), reached
+    through ``provider`` with ``provider_settings`` (the administrator's pins applied).
     ``anthropic`` is imported here, and only when a real model is needed."""
     if model is not None and not isinstance(model, str):
         if not isinstance(model, Model):
@@ -197,4 +207,6 @@ def resolve_model(model: Any = None, *, replay: str | None = None) -> Model:
         return ReplayModel(replay)
     from .model import AnthropicModel
 
-    return AnthropicModel(model)
+    policy = load_policy()
+    return AnthropicModel(model, provider=policy.check_provider(provider),
+                          provider_settings=policy.provider_settings(provider_settings))

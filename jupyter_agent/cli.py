@@ -37,6 +37,7 @@ from typing import Any, TextIO
 
 from .environment import REPLAY_ENV, missing_key, no_key_message, prepare_replay_files, resolve_transcript, turn_limit
 from .loop.permission_result import PERMISSION_MODES
+from .model.providers import PROVIDER_NAMES
 from .redact import redact, safe_prefix_length
 from .render.invisible import INVISIBLE_WARNING, has_invisible
 from .render.terminal import terminal_text
@@ -61,6 +62,13 @@ EXIT_CODES = {
 EXIT_USAGE = 2
 
 
+def _cost_suffix(usd: float, model: Any) -> str:
+    from .view.labels import cost_text
+
+    cost = cost_text(usd, offline=model.offline, known=model.cost_known)
+    return f" · {cost}" if cost else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jupyter agent",
@@ -75,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-p", "--prompt", help="what the agent should do ('-' reads stdin; "
                      "with --replay, defaults to the transcript's prompt)")
     run.add_argument("--model", help="model id (default: $JUPYTER_AGENT_MODEL or Sonnet)")
+    run.add_argument("--provider", choices=PROVIDER_NAMES,
+                     help="where requests go (default: $JUPYTER_AGENT_PROVIDER or anthropic); credentials "
+                     "from the provider's usual places, see docs/providers.md in jupyter-agent")
     run.add_argument("--permission-mode", choices=PERMISSION_MODES, default="default",
                      help="default: writes ask; acceptEdits: edits allowed; plan: no writes; "
                      "bypassPermissions: allow (safety paths and cell runs still ask)")
@@ -225,7 +236,7 @@ class TerminalDisplay:
             self.err.write(f"turns {terminal.turn_count} · tokens in {usage.input_tokens:,} out "
                            f"{usage.output_tokens:,} cache read {usage.cache_read_input_tokens:,} "
                            f"write {usage.cache_creation_input_tokens:,}"
-                           + ("" if self.model.offline else f" · ≈ ${usage.cost_usd:.4f}") + "\n")
+                           + _cost_suffix(usage.cost_usd, self.model) + "\n")
         self.err.flush()
 
 
@@ -398,8 +409,12 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     if not prompt or not prompt.strip():
         err.write("jupyter agent run: say what to do with -p PROMPT\n")
         return EXIT_USAGE
-    if missing_key(args.model, replay):
-        err.write(no_key_message("terminal") + "\n")
+    try:
+        if missing_key(args.model, replay, provider=args.provider):
+            err.write(no_key_message("terminal", provider=args.provider) + "\n")
+            return EXIT_USAGE
+    except ValueError as exc:  # $JUPYTER_AGENT_PROVIDER unknown, the policy refused the provider
+        err.write(terminal_text(f"jupyter agent run: {exc}") + "\n")
         return EXIT_USAGE
     if replay:
         for rel in prepare_replay_files(replay, cwd):
@@ -413,7 +428,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
             Rule.parse(rule)
         conv = Conversation(model=args.model, permission_mode=args.permission_mode, cwd=cwd,
                             max_turns=args.max_turns or None, notebook_path=str(notebook.resolve()),
-                            replay=replay, allow=tuple(args.allow), mcp_servers=servers)
+                            replay=replay, allow=tuple(args.allow), mcp_servers=servers, provider=args.provider)
     except ValueError as exc:  # a bad --allow rule
         err.write(f"jupyter agent run: {exc}\n")
         return EXIT_USAGE

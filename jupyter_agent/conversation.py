@@ -37,7 +37,8 @@ class Conversation:
     ``model`` is an id, a Model, or None (``JUPYTER_AGENT_REPLAY``, ``JUPYTER_AGENT_MODEL``,
     else the default Sonnet); ``replay`` a transcript path for the offline replay model.
     The model is created on the first ``send()``, so building a Conversation never
-    needs an API key.
+    needs an API key. ``provider``/``provider_settings``: where a model named by id is
+    reached (``query()`` says how; docs/providers.md).
     """
 
     def __init__(self, model: str | Model | None = None, *, tools: list | None = None,
@@ -47,10 +48,14 @@ class Conversation:
                  notebook_path: str | None = None, replay: str | None = None,
                  allow: tuple[str, ...] = (), deny: tuple[str, ...] = (), ask: tuple[str, ...] = (),
                  context_window: int | None = None, max_budget_usd: float | None = None,
-                 bash_sandbox: bool = False, mcp_servers: dict[str, Any] | None = None) -> None:
+                 bash_sandbox: bool = False, mcp_servers: dict[str, Any] | None = None,
+                 provider: str | None = None, provider_settings: Any = None) -> None:
         self._model_spec = model
         self._model: Model | None = model if model is not None and not isinstance(model, str) else None
         self.replay = replay
+        #: where a model named by id is reached (None: $JUPYTER_AGENT_PROVIDER, else anthropic)
+        self.provider = provider
+        self.provider_settings = provider_settings
         self.tools = tools
         self.max_turns = max_turns
         #: tokens (None: $JUPYTER_AGENT_CONTEXT_WINDOW, else the model's known window)
@@ -150,7 +155,8 @@ class Conversation:
     @property
     def model(self) -> Model:
         if self._model is None:
-            self._model = resolve_model(self._model_spec, replay=self.replay)
+            self._model = resolve_model(self._model_spec, replay=self.replay, provider=self.provider,
+                                        provider_settings=self.provider_settings)
         return self._model
 
     @property
@@ -194,7 +200,8 @@ class Conversation:
             context=self._run_context(),
             notebook_path=self.notebook_path,
             user_notes=dict(self.context_notes),
-            **{"context_window": self.context_window, "max_budget_usd": self.max_budget_usd, **options},
+            **{"context_window": self.context_window, "max_budget_usd": self.max_budget_usd,
+               "provider": self.provider, "provider_settings": self.provider_settings, **options},
         )
         run.add_done_callback(self._absorb)
         self.runs.append(run)

@@ -46,11 +46,39 @@ def started_by_gateway() -> bool:
     return os.environ.get(KERNEL_GATEWAY_ENV) == "1" or bool(os.environ.get(ENTERPRISE_GATEWAY_ENV))
 
 
-def no_key_message(where: str = "notebook", *, remote: bool = False) -> str:
+def _provider_problem(provider: str | None, settings: Any) -> tuple[bool, str | None]:
+    """(whether the run goes to the Anthropic API, what stops another provider or None),
+    with the administrator's pins applied. Raises ValueError for an unknown provider or one
+    the policy refuses."""
+    from .model.providers import MissingExtra, Provider, credentials_problem
+    from .policy import load_policy
+
+    policy = load_policy()
+    chosen = policy.check_provider(provider)
+    if chosen is Provider.ANTHROPIC:
+        return True, None
+    try:
+        return False, credentials_problem(chosen, policy.provider_settings(settings))
+    except MissingExtra as exc:
+        return False, str(exc)
+
+
+def no_key_message(where: str = "notebook", *, remote: bool = False, provider: str | None = None,
+                   settings: Any = None) -> str:
     """What a user without an Anthropic key reads, told where they are: ``"notebook"``
     (the kernel: set the key without writing it into the notebook) or ``"terminal"``
     (``jupyter agent run``: export it). ``remote``: the kernel runs on another machine
-    than the notebook server, and the message says how a gateway passes the key."""
+    than the notebook server, and the message says how a gateway passes the key.
+    ``provider``/``settings``: for Bedrock, Vertex or Foundry, what that provider needs."""
+    if where not in ("notebook", "terminal"):
+        raise ValueError(f"no_key_message(where={where!r}): use 'notebook' or 'terminal'.")
+    anthropic, problem = _provider_problem(provider, settings)
+    if not anthropic:
+        offline = ("    jupyter agent run NOTEBOOK --replay demo" if where == "terminal"
+                   else f"    %agent --replay demo      (or set {REPLAY_ENV}=PATH before starting the kernel)")
+        head = "jupyter agent run: nothing was started.\n\n" if where == "terminal" else "Nothing was started.\n\n"
+        return (f"{head}{problem or 'The provider cannot be used here.'}\nSee docs/providers.md in "
+                f"jupyter-agent.\n\nTo try it offline with a recorded run instead:\n{offline}")
     if where == "terminal":
         return ("jupyter agent run: no Anthropic API key found, so nothing was started.\n\n"
                 "To use Claude, set the key in the environment:\n"
@@ -112,12 +140,18 @@ def prepare_replay_files(transcript: str, cwd: Path) -> list[str]:
     return write_expected_files(data.get("files") or {}, cwd)
 
 
-def missing_key(model: Any, replay: str | None) -> bool:
-    """True when a run would need an Anthropic key and none is in the environment."""
+def missing_key(model: Any, replay: str | None, *, provider: str | None = None, settings: Any = None) -> bool:
+    """True when a run would need credentials and none are there: an Anthropic key, or what
+    ``provider`` (else ``$JUPYTER_AGENT_PROVIDER`` or the administrator's pin) needs (AWS,
+    Google Cloud, Foundry credentials; its region or project). ValueError for an unknown
+    provider or one the policy refuses."""
     if model is not None and not isinstance(model, str):
         return False  # a Model object brings its own way to talk
     if replay or (model in (None, "") and os.environ.get(REPLAY_ENV)):
         return False
+    anthropic, problem = _provider_problem(provider, settings)
+    if not anthropic:
+        return problem is not None
     return not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
 
 

@@ -26,6 +26,7 @@ OFFLINE = ("No ANTHROPIC_API_KEY: running OFFLINE with the replay model. Every a
            "and says so; your prompts are not used and nothing goes to the network. "
            "Set ANTHROPIC_API_KEY and run this again to use Claude.")
 ONLINE = "ANTHROPIC_API_KEY is set: the agent talks to Claude ({model})."
+CLOUD = "JUPYTER_AGENT_PROVIDER={provider} and its credentials are set: the agent talks to Claude there ({model})."
 REPLAYING = "JUPYTER_AGENT_REPLAY is set: the agent replays {transcript} (offline)."
 #: Configuration for the demo's server only (first on its JUPYTER_CONFIG_PATH, so the
 #: user's own stays as it is): JupyterLab's "get notified about Jupyter news?" prompt is
@@ -63,10 +64,13 @@ def lab_command(argv: list[str] | None = None, environ: dict[str, str] | None = 
 
     if env.get(REPLAY_ENV):
         note = REPLAYING.format(transcript=env[REPLAY_ENV])
-    elif env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN"):
+    elif env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_AUTH_TOKEN") or _cloud_ready(env):
         from .model.anthropic_model import DEFAULT_MODEL
 
-        note = ONLINE.format(model=env.get("JUPYTER_AGENT_MODEL") or DEFAULT_MODEL)
+        model = env.get("JUPYTER_AGENT_MODEL") or DEFAULT_MODEL
+        provider = env.get("JUPYTER_AGENT_PROVIDER", "").strip().lower()
+        note = (CLOUD.format(provider=provider, model=model) if provider not in ("", "anthropic")
+                else ONLINE.format(model=model))
     else:
         try:
             transcript = resolve_transcript(args.replay or "demo")
@@ -88,6 +92,20 @@ def lab_command(argv: list[str] | None = None, environ: dict[str, str] | None = 
         cmd.append("--allow-root")  # containers run as root; JupyterLab refuses without it
     note = f"jupyter-agent: JupyterLab on {folder}\n" + "\n".join(textwrap.wrap(note, 78))
     return cmd + rest, env, note
+
+
+def _cloud_ready(env: dict[str, str]) -> bool:
+    """Whether ``$JUPYTER_AGENT_PROVIDER`` names a cloud provider whose credentials are set
+    (docs/providers.md): then the demo runs online there."""
+    from .model.providers import MissingExtra, Provider, credentials_problem, resolve_provider
+
+    raw = env.get("JUPYTER_AGENT_PROVIDER", "").strip()
+    try:
+        provider = resolve_provider(raw) if raw else Provider.ANTHROPIC
+        return provider is not Provider.ANTHROPIC and credentials_problem(provider, env=env) is None
+    except (ValueError, MissingExtra) as exc:  # said by the run itself, where the user reads it
+        print(f"jupyter-agent: {exc}", file=sys.stderr)
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:

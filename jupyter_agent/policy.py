@@ -14,6 +14,11 @@ An administrator (of a JupyterHub, a shared server, a single-user image) writes
   then ``default``, ``acceptEdits``, ``bypassPermissions``);
 - ``max_budget_usd``: what one run may spend (the loop's estimate from list prices); a
   run that reaches it ends ``max_budget``. A user may set a lower limit, never a higher one.
+- ``provider`` (``anthropic``, ``bedrock``, ``vertex``, ``foundry``): where every run's
+  requests go (docs/providers.md); a user choosing another is refused. With it, the
+  provider's ``provider_region`` (AWS or Google Cloud region), ``provider_project``
+  (Google Cloud project) and ``provider_resource`` (Foundry resource) are pinned too.
+  Two files that pin different values stop every run, naming both.
 
 Where it is read (docs/deploy.md, "JupyterHub"): the folders of ``$JUPYTER_CONFIG_PATH``,
 the environment's (``{sys.prefix}/etc/jupyter``) and the system's (``/usr/local/etc/jupyter``,
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .loop.permission_result import PERMISSION_MODES, check_permission_mode
+from .model.providers import PROVIDER_ENV, PROVIDER_NAMES, Provider, ProviderSettings, resolve_provider
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +49,10 @@ POLICY_FILE = "jupyter_agent_policy.json"
 #: Strictest first: a mode may be used when it is no looser than the administrator's.
 MODE_STRICTNESS = ("plan", "default", "acceptEdits", "bypassPermissions")
 assert sorted(MODE_STRICTNESS) == sorted(PERMISSION_MODES)
-_KEYS = ("allowed_models", "permission_mode", "max_budget_usd")
+_KEYS = ("allowed_models", "permission_mode", "max_budget_usd", "provider", "provider_region",
+         "provider_project", "provider_resource")
+#: The settings a policy pins (one value for every user), not bounds.
+_PINS = ("provider", "provider_region", "provider_project", "provider_resource")
 
 
 class PolicyViolation(ValueError):
@@ -77,10 +86,35 @@ class AdminPolicy:
     permission_mode: str | None = None
     max_budget_usd: float | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    #: pinned values: ``provider``, ``provider_region``, ``provider_project``, ``provider_resource``
+    pins: dict[str, str] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not self.allowed_models and self.permission_mode is None and self.max_budget_usd is None
+        return (not self.allowed_models and self.permission_mode is None and self.max_budget_usd is None
+                and not self.pins)
+
+    def check_provider(self, provider: str | Provider | None) -> Provider:
+        """The provider a run uses: ``provider`` (else ``$JUPYTER_AGENT_PROVIDER``, else the
+        administrator's pin, else ``anthropic``); a :class:`PolicyViolation` naming the file
+        when the user chose another than the pinned one."""
+        pinned = self.pins.get("provider")
+        chosen = provider if provider else os.environ.get(PROVIDER_ENV, "").strip() or None
+        if pinned is None:
+            return resolve_provider(chosen)
+        if chosen is not None and resolve_provider(chosen).value != pinned:
+            raise PolicyViolation(
+                f"The provider {resolve_provider(chosen).value!r} is not allowed: the administrator's policy "
+                f"({self.sources['provider']}) sends every run to {pinned!r}. Remove your own provider "
+                f"setting (AgentConfig.provider, --provider or $JUPYTER_AGENT_PROVIDER).")
+        return Provider(pinned)
+
+    def provider_settings(self, own: ProviderSettings | None = None) -> ProviderSettings:
+        """The user's region, project and resource, with the administrator's pins in their place."""
+        own = own or ProviderSettings()
+        return ProviderSettings(region=self.pins.get("provider_region") or own.region,
+                                project=self.pins.get("provider_project") or own.project,
+                                resource=self.pins.get("provider_resource") or own.resource)
 
     def model_allowed(self, name: str) -> bool:
         return all(any(fnmatch.fnmatchcase(name, p) for p in patterns) for patterns in self.allowed_models)
@@ -148,7 +182,9 @@ def _valid(path: Path, key: str, value: Any) -> Any:
     mode = key == "permission_mode" and value in MODE_STRICTNESS
     budget = (key == "max_budget_usd" and isinstance(value, (int, float)) and not isinstance(value, bool)
               and math.isfinite(value) and value > 0)
-    if not (models or mode or budget):
+    pin = (key in _PINS and isinstance(value, str) and bool(value.strip())
+           and (key != "provider" or value in PROVIDER_NAMES))
+    if not (models or mode or budget or pin):
         raise PolicyViolation(f"The administrator's policy {path} has an invalid {key}: {value!r}; "
                               "no agent run starts until it is fixed.")
     return tuple(value) if models else value
@@ -165,6 +201,7 @@ def load_policy(dirs: list[Path] | None = None) -> AdminPolicy:
     mode: str | None = None
     budget: float | None = None
     sources: dict[str, str] = {}
+    pins: dict[str, str] = {}
     for folder in policy_dirs() if dirs is None else dirs:
         path = folder / POLICY_FILE
         if not path.is_file():
@@ -180,4 +217,10 @@ def load_policy(dirs: list[Path] | None = None) -> AdminPolicy:
                 mode, sources[key] = value, str(path)
             elif key == "max_budget_usd" and (budget is None or value < budget):
                 budget, sources[key] = float(value), str(path)
-    return AdminPolicy(tuple(models), mode, budget, sources)
+            elif key in _PINS and pins.get(key, value) != value:
+                raise PolicyViolation(f"The administrator's policies pin different values of {key}: "
+                                      f"{pins[key]!r} ({sources[key]}) and {value!r} ({path}); no agent run "
+                                      "starts until they agree.")
+            elif key in _PINS:
+                pins[key], sources[key] = value.strip(), str(path)
+    return AdminPolicy(tuple(models), mode, budget, sources, pins)

@@ -20,11 +20,13 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
   ``permissions`` import ``loop`` and ``tools``
   (rules read a call's paths the way the tools resolve them: ``tools/paths.py``), and
   ``permissions`` imports ``safety``; ``policy`` (an administrator's limits on runs)
-  imports ``loop``, and ``permissions`` imports it; ``mcp`` (MCP servers' tools) imports
+  imports ``loop`` (and ``model``, for the provider names it may pin), and ``permissions``
+  imports it; ``mcp`` (MCP servers' tools) imports
   ``loop``, ``redact`` and ``notebook`` (whose ``deferred_grammar`` keeps the SDK's jsonschema from building a grammar).
   Never the reverse: that would be a cycle;
 - ``environment`` (what a run is given from outside: ``$JUPYTER_AGENT_REPLAY``, the API
-  key check, replay files, typed counts) imports ``model`` and ``replay``;
+  key check, replay files, typed counts) imports ``model``, ``replay`` and ``policy`` (a
+  pinned provider decides which credentials a run needs);
 - ``agent`` (``query()``, the wiring) imports those; ``conversation`` imports them and ``agent``;
 - ``view`` (the ``RunModel`` view model, the labels, the static transcript: what every
   display of a run is drawn from, no widget stack) imports ``loop``, ``model`` (prices),
@@ -63,10 +65,10 @@ ALLOWED: dict[str, set[str]] = {
     "changes": set(),
     "tools": {"loop", "files", "notebook", "redact", "changes"},
     "safety": {"loop", "tools"},
-    "policy": {"loop"},
+    "policy": {"loop", "model"},
     "permissions": {"loop", "tools", "safety", "policy"},
     "mcp": {"loop", "redact", "notebook"},
-    "environment": {"model", "replay"},
+    "environment": {"model", "replay", "policy"},
     "agent": _MIDDLE,
     "conversation": _MIDDLE | {"agent"},
     "view": {"loop", "model", "redact", "render", "changes"},

@@ -10,8 +10,8 @@ or at run time with ``%config AgentConfig.max_turns = 20``, or with the line mag
 apply to that run only.
 
 An administrator's ``jupyter_agent_policy.json`` (docs/deploy.md, "JupyterHub") bounds
-``model``, ``permission_mode`` and ``max_budget_usd``: a value it does not allow is
-refused here, with a message naming the file.
+``model``, ``permission_mode`` and ``max_budget_usd``, and may pin ``provider``: a value it
+does not allow is refused here, with a message naming the file.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError,
 from traitlets.config import Config, Configurable
 
 from ..loop.permission_result import PERMISSION_MODES
+from ..model.providers import PROVIDER_NAMES
 from ..policy import PolicyViolation, load_policy
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,22 @@ class AgentConfig(Configurable):
     model = Unicode(
         "",
         help="Model name (empty: $JUPYTER_AGENT_MODEL, else the default Sonnet).",
+    ).tag(config=True)
+    provider = CaselessStrEnum(
+        ("", *PROVIDER_NAMES),
+        default_value="",
+        help="Where requests go: anthropic (the Anthropic API), bedrock (Amazon Bedrock), vertex "
+        "(Google Vertex AI) or foundry (Microsoft Foundry); empty: $JUPYTER_AGENT_PROVIDER, else "
+        "anthropic. Credentials come from each provider's usual places (docs/providers.md).",
+    ).tag(config=True)
+    provider_region = Unicode(
+        "", help="The AWS region (bedrock) or Google Cloud region (vertex); empty: AWS_REGION / CLOUD_ML_REGION.",
+    ).tag(config=True)
+    provider_project = Unicode(
+        "", help="The Google Cloud project (vertex); empty: ANTHROPIC_VERTEX_PROJECT_ID, else your credentials'.",
+    ).tag(config=True)
+    provider_resource = Unicode(
+        "", help="The Microsoft Foundry resource name (foundry); empty: ANTHROPIC_FOUNDRY_RESOURCE.",
     ).tag(config=True)
     permission_mode = CaselessStrEnum(
         PERMISSION_MODES,
@@ -70,6 +87,19 @@ class AgentConfig(Configurable):
     @validate("model")
     def _allowed_model(self, proposal: dict[str, Any]) -> str:
         return _within_policy(lambda p: p.check_model(proposal["value"]) if proposal["value"] else "")
+
+    @validate("provider")
+    def _allowed_provider(self, proposal: dict[str, Any]) -> str:
+        if not proposal["value"]:
+            return ""
+        return str(_within_policy(lambda p: p.check_provider(proposal["value"]).value))
+
+    def provider_settings(self) -> Any:
+        """The region, project and resource set here, as the model layer takes them."""
+        from ..model.providers import ProviderSettings
+
+        return ProviderSettings(region=self.provider_region, project=self.provider_project,
+                                resource=self.provider_resource)
 
     @validate("permission_mode")
     def _allowed_mode(self, proposal: dict[str, Any]) -> str:
@@ -182,7 +212,7 @@ def _within_policy(check: Any) -> Any:
 
 
 #: The settings an administrator's policy bounds.
-POLICY_TRAITS = ("model", "permission_mode", "max_budget_usd")
+POLICY_TRAITS = ("model", "permission_mode", "max_budget_usd", "provider")
 
 
 def agent_config(parent: Configurable | None) -> AgentConfig:

@@ -30,6 +30,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from . import warmup
 from ..loop.permission_result import PERMISSION_MODES
+from ..model.providers import PROVIDER_NAMES
 from ..environment import positive_int, resolve_transcript, turn_limit
 from ..policy import PolicyViolation, load_policy
 from ..redact import redact
@@ -81,6 +82,10 @@ def _add_common(parser: argparse.ArgumentParser, *, line: bool) -> None:
     parser.add_argument("--replay", metavar="PATH", type=_transcript_file,
                         help="offline: replay a recorded transcript instead of calling the API "
                         "('demo' for the packaged one)")
+    if line:  # where the conversation's runs go (a cell's own run keeps the conversation's provider)
+        parser.add_argument("--provider", metavar="P", choices=("", *PROVIDER_NAMES),
+                            help="anthropic, bedrock, vertex or foundry ('' for $JUPYTER_AGENT_PROVIDER); "
+                            "credentials from the provider's usual places (docs/providers.md in jupyter-agent)")
 
 
 def cell_parser() -> _Parser:
@@ -172,6 +177,8 @@ class AgentMagics(Magics):
         try:
             session.set_defaults(model=args.model, permission_mode=args.permission_mode,
                                  max_turns=args.max_turns, cwd=args.cwd, replay=args.replay)
+            if args.provider is not None:
+                _set_provider(session, args.provider)
             number = _run_number(args) if args.action == "undo" else None
             if args.words and args.action not in ("compact", "undo"):
                 raise UsageError(f"unexpected words after `{args.action}`: {' '.join(args.words)}")
@@ -207,6 +214,16 @@ class AgentMagics(Magics):
         if args.remove is not None and args.action != "rules":
             raise UsageError("--remove goes with `rules`: `%agent rules --remove N`.")
         return None
+
+
+def _set_provider(session: AgentSession, provider: str) -> None:
+    """``%agent --provider P``: as ``%config AgentConfig.provider``; the policy's refusal as a usage error."""
+    from traitlets import TraitError
+
+    try:
+        session.config.provider = provider
+    except TraitError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _run_number(args: argparse.Namespace) -> int | None:
@@ -308,6 +325,21 @@ def remove_rule(session: AgentSession, number: int) -> str:
     return f"Removed the rule {rule}: such calls ask again."
 
 
+def provider_text(cfg: Any) -> str:
+    """Where runs go: the provider (the administrator's pin, the setting or the environment)
+    and its region, project or resource when set (docs/providers.md)."""
+    try:
+        policy = load_policy()
+        provider = policy.check_provider(cfg.provider or None).value
+        settings = policy.provider_settings(cfg.provider_settings())
+    except ValueError as exc:  # an unknown $JUPYTER_AGENT_PROVIDER, a refused one: the run says so too
+        return f"unusable: {exc}"
+    where = [f"{name} {value}" for name, value in (("region", settings.region), ("project", settings.project),
+                                                    ("resource", settings.resource)) if value]
+    pinned = " (the administrator's policy)" if "provider" in policy.pins else ""
+    return provider + pinned + (f", {', '.join(where)}" if where else "")
+
+
 def status_text(session: AgentSession) -> str:
     """What ``%agent`` prints: the settings and the conversation's state."""
     cfg = session.config
@@ -317,6 +349,7 @@ def status_text(session: AgentSession) -> str:
     lines = [
         "jupyter-agent",
         f"  model:           {model}" + (f"  (replaying {replay})" if replay else ""),
+        f"  provider:        {provider_text(cfg)}",
         f"  permission mode: {conv.permission_mode if conv is not None else cfg.permission_mode}",
         f"  max turns:       {cfg.max_turns or 'no limit'}",
         f"  spend limit:     {spend_limit_text(cfg.max_budget_usd)}",
@@ -327,17 +360,19 @@ def status_text(session: AgentSession) -> str:
         # counted from the streams of this conversation's runs here (a stopped or failed
         # response still cost tokens); the conversation's own count has finished ones only
         from ..loop.usage import Usage
+        from ..view.labels import cost_text
 
-        u, offline = Usage(), bool(replay)
+        u, offline, known = Usage(), bool(replay), True
         for handle in session.runs:
             if getattr(handle, "conversation", None) is conv:
                 u.add(handle.model.total_usage)
                 offline = offline or handle.model.offline
+                known = known and handle.model.cost_known
         if u.total_tokens < conv.usage.total_tokens:  # runs sent without this session
             u = conv.usage
         lines.append(f"  conversation:    {len(conv.messages)} messages, {len(conv.runs)} runs, "
                      f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
-                     + ("" if offline else f", ≈ ${u.cost_usd:.4f}"))
+                     + (f", {cost}" if (cost := cost_text(u.cost_usd, offline=offline, known=known)) else ""))
         lines.append(f"  saved:           {saved_text(session)}")
     else:
         lines.append("  conversation:    not started")
@@ -381,8 +416,9 @@ def runs_table(session: AgentSession) -> str:
         usage = handle.model.total_usage
         prompt = " ".join(handle.prompt.split())
         prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
+        cost = "—" if handle.model.offline else f"${usage.cost_usd:.4f}" if handle.model.cost_known else "unknown"
         lines.append(f"{i:>3}  {reason:<18} {handle.model.turn_count:>5} {usage.total_tokens:>9,} "
-                     f"{'—' if handle.model.offline else f'${usage.cost_usd:.4f}':>9}  {prompt}")
+                     f"{cost:>9}  {prompt}")
     return redact("\n".join(lines))
 
 

@@ -117,10 +117,10 @@ def approval_json(request: Any, run_id: str, cwd: Any = None) -> dict[str, Any]:
             "rules": [shown_text(r) for r in request.suggested_rules] or [shown_text(request.tool_name)]}
 
 
-def usage_json(usage: Any, offline: bool = False) -> dict[str, Any]:
+def usage_json(usage: Any, offline: bool = False, cost_known: bool = True) -> dict[str, Any]:
     """A run's or the conversation's token counts; no cost for an offline replay (nothing
-    was paid for)."""
+    was paid for) or a model without a list price (a local model: unknown, not $0)."""
     return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-            "cost_usd": None if offline else round(usage.cost_usd, 6)}
+            "cost_usd": None if offline or not cost_known else round(usage.cost_usd, 6)}

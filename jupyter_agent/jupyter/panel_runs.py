@@ -59,9 +59,10 @@ class WatchedRun:
         header = {"id": self.handle.display_id, "origin": self.origin, "model": model.model,
                   "permission_mode": model.permission_mode, "turns": model.turn_count,
                   "status": f"waiting for your approval ({waiting})" if waiting and model.ended is None
-                  else model.status, "usage": usage_json(model.total_usage, model.offline),
+                  else model.status, "usage": usage_json(model.total_usage, model.offline, model.cost_known),
                   "ended": model.ended is not None, "reason": "", "title": "", "meaning": "", "error": "",
-                  "context": context_meter_text(model.context) if model.context is not None else ""}
+                  "context": context_meter_text(model.context, model.window_known) if model.context is not None
+                  else ""}
         if model.ended is not None:
             # the widgets' own words (advice.py): a quiet title for a normal end, what
             # happened and what to do for the others
@@ -194,7 +195,7 @@ class PanelRuns:
 
         for watched in reversed(list(self.runs.values())):
             if watched.handle.model.context is not None:
-                return context_meter_text(watched.handle.model.context)
+                return context_meter_text(watched.handle.model.context, watched.handle.model.window_known)
         return ""
 
     def state(self) -> dict[str, Any]:

@@ -54,7 +54,8 @@ class AgentSession:
         self.saver: Any = None  # saves the conversation after each turn (resume.py), once a run started
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
-            "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers"])
+            "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers", "provider", "provider_region",
+            "provider_project", "provider_resource"])
 
     # -- the conversation ---------------------------------------------------------------
     @property
@@ -80,6 +81,8 @@ class AgentSession:
             allow=tuple(cfg.allow),
             bash_sandbox=cfg.bash_sandbox,
             mcp_servers=dict(cfg.mcp_servers),
+            provider=cfg.provider or None,
+            provider_settings=cfg.provider_settings(),
         )
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return Conversation(**kwargs)
@@ -140,6 +143,9 @@ class AgentSession:
             conv.permissions.add_session_rules(new)
         elif name == "mcp_servers":  # the next run starts what changed (and stops what went)
             conv.mcp_servers.configure(new)
+        elif name.startswith("provider"):  # the next run makes its model with the new provider
+            conv.provider, conv.provider_settings = self.config.provider or None, self.config.provider_settings()
+            conv.model_name = conv.model_spec if isinstance(conv.model_spec, str) else None
         else:
             self._reconcile()
 
@@ -249,10 +255,12 @@ class AgentSession:
         self._reconcile()
         conv = self.conversation
         spec = model or conv.model_spec
-        if (model or not conv.model_ready) and missing_key(spec, conv.replay):
+        if (model or not conv.model_ready) and missing_key(spec, conv.replay, provider=conv.provider,
+                                                           settings=conv.provider_settings):
             from .live import kernel_is_remote  # a remote kernel: the message says how the key gets there
 
-            raise NoApiKey(no_key_message("notebook", remote=kernel_is_remote(self)))
+            raise NoApiKey(no_key_message("notebook", remote=kernel_is_remote(self), provider=conv.provider,
+                                          settings=conv.provider_settings))
         if conv.notebook_path is None:
             conv.notebook_path = self.notebook_path()
         return conv

@@ -26,7 +26,10 @@ from ..loop.events import AssistantMessage, ModelFallback, ModelRetry, StreamEve
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..loop.usage import Usage
 from .accumulate import MessageAccumulator
+from .compat import EndpointFeatures
 from .pricing import cost_usd
+from .providers import (NO_API_KEY_MESSAGE, PROVIDER_CHECK, Provider, ProviderSettings, base_url_from_env,
+                        credentials_error, make_client, raw_events, resolve_provider, wire_model)
 from .request import build_params
 from .retry import Failure, backoff_delay, classify_exception, from_error_event, to_model_error
 from .tls import shared_tls_context
@@ -36,14 +39,6 @@ __all__ = ["AnthropicModel", "DEFAULT_MODEL", "NO_API_KEY_MESSAGE"]
 # The newest Sonnet the installed SDK (2.14) lists; it marks claude-sonnet-4-5 deprecated.
 DEFAULT_MODEL = "claude-sonnet-5-5"
 _REQUEST_DEFAULT_MAX_TOKENS = next(f.default for f in fields(ModelRequest) if f.name == "max_tokens")
-
-NO_API_KEY_MESSAGE = (
-    "No Anthropic API key found. Set one in the environment before starting Jupyter "
-    "(`export ANTHROPIC_API_KEY=sk-ant-...`) or pass api_key=... to AnthropicModel. "
-    "To run offline without a key, use the replay model: "
-    "`export JUPYTER_AGENT_REPLAY=path/to/transcript.json`, or "
-    "model=jupyter_agent.testing.ReplayModel('path/to/transcript.json') (jupyter_agent.replay.model)."
-)
 
 
 class AnthropicModel:
@@ -62,6 +57,12 @@ class AnthropicModel:
     ``keep_alive``: reuse connections between requests; by default yes, except for a
     loopback ``base_url`` (a test server or local proxy), where a fresh connection costs
     nothing and none is left open for the garbage collector to warn about.
+    ``provider``: where requests go (``anthropic``, ``bedrock``, ``vertex``, ``foundry``;
+    default ``$JUPYTER_AGENT_PROVIDER``, else ``anthropic``), through the SDK's client for it,
+    with ``provider_settings`` (region, project, resource) and the model id mapped to the
+    provider's (:mod:`jupyter_agent.model.providers`). For a provider other than
+    ``anthropic``, ``api_key`` is its key (Bedrock API key, Vertex access token, Foundry key)
+    and ``base_url`` defaults to its SDK's variable (``ANTHROPIC_BEDROCK_BASE_URL``...).
     """
 
     #: ``price(model, usage) -> USD``: what the loop's meter charges for a response cut short.
@@ -72,7 +73,10 @@ class AnthropicModel:
                  retry_base_delay_s: float = 0.5, retry_max_delay_s: float = 16.0,
                  fallback_model: str | None = None, fallback_after: int = 3, stall_timeout_s: float = 60.0,
                  client: Any = None, record_to: str | os.PathLike[str] | None = None,
-                 keep_alive: bool | None = None) -> None:
+                 keep_alive: bool | None = None, provider: str | Provider | None = None,
+                 provider_settings: ProviderSettings | None = None) -> None:
+        self.provider = resolve_provider(provider)
+        self.provider_settings = provider_settings or ProviderSettings()
         self.name: str = model or os.environ.get("JUPYTER_AGENT_MODEL") or DEFAULT_MODEL
         self.active_model = self.name
         self.max_tokens = max_tokens
@@ -83,7 +87,7 @@ class AnthropicModel:
         self.fallback_model = fallback_model
         self.fallback_after = max(1, fallback_after)
         self.stall_timeout_s = stall_timeout_s
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        self.base_url = base_url or base_url_from_env(self.provider)
         self.keep_alive = keep_alive if keep_alive is not None else not _is_loopback(self.base_url)
         self._client_loop: Any = None
         self._api_key = api_key  # private: never in repr() or in any message
@@ -91,6 +95,8 @@ class AnthropicModel:
         self._client_ready = False
         self._owns_client = client is None
         self._rng = random.Random()
+        #: what the endpoint turned out to lack (a local server: caching, thinking...), learned once
+        self.endpoint = EndpointFeatures()
         self.recorder = None
         if record_to is not None:
             from .transcript import TranscriptRecorder  # pure module, no server started
@@ -99,6 +105,8 @@ class AnthropicModel:
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
+        if self.provider is not Provider.ANTHROPIC:
+            where += f", provider={self.provider.value!r}"
         return f"AnthropicModel({self.name!r}{where})"
 
     # -- client ----------------------------------------------------------------------------------
@@ -131,19 +139,18 @@ class AnthropicModel:
             # The TLS context is the library's default, built once per process (tls.py).
             http_client = anthropic.DefaultAsyncHttpxClient(timeout=timeout, limits=limits,
                                                             verify=shared_tls_context())
-            kwargs: dict[str, Any] = {"max_retries": 0, "timeout": timeout, "http_client": http_client}
-            if self.base_url:
-                kwargs["base_url"] = self.base_url
-            key = self._api_key or os.environ.get("ANTHROPIC_API_KEY") or None
-            if key:
-                kwargs["api_key"] = key
-            try:
-                client = anthropic.AsyncAnthropic(**kwargs)
+            common: dict[str, Any] = {"max_retries": 0, "timeout": timeout, "http_client": http_client}
+            key = self._api_key or (os.environ.get("ANTHROPIC_API_KEY") if self.provider is Provider.ANTHROPIC
+                                    else None) or None
+            try:  # the provider's own SDK client (providers.py); its credential messages
+                client = make_client(self.provider, self.provider_settings, api_key=key,
+                                     base_url=self.base_url, common=common)
             except anthropic.AnthropicError as e:  # CredentialsError in some SDK versions
                 if _is_credentials(e):
                     raise ModelError(NO_API_KEY_MESSAGE, kind="no_api_key") from None
                 raise
-            if not (client.api_key or client.auth_token or getattr(client, "credentials", None)):
+            if self.provider is Provider.ANTHROPIC and not (
+                    client.api_key or client.auth_token or getattr(client, "credentials", None)):
                 raise ModelError(NO_API_KEY_MESSAGE, kind="no_api_key")
             self._client = client
             self._client_loop = weakref.ref(loop)
@@ -169,7 +176,8 @@ class AnthropicModel:
         """
         client = self._get_client()
         max_tokens = self.max_tokens if request.max_tokens == _REQUEST_DEFAULT_MAX_TOKENS else request.max_tokens
-        params = build_params(request, max_tokens=max_tokens, thinking=request.thinking or self.thinking)
+        params = self.endpoint.adapt(build_params(request, max_tokens=max_tokens,
+                                                  thinking=request.thinking or self.thinking))
         attempt = 0
         overloaded_streak = 0
         while True:
@@ -183,10 +191,19 @@ class AnthropicModel:
                     yield event
             failure: Failure | None = outcome.get("failure")
             if failure is None:
+                if (lacking := self.endpoint.observe_usage(acc.usage, params)) is not None:
+                    yield self.endpoint.notice(lacking)  # once: later requests leave it out
+                    params = self.endpoint.adapt(params)
                 yield self._finish(acc, model, outcome.get("request_id"))
                 return
+            if (lacking := self.endpoint.refused(failure.kind, failure.message, params)) is not None:
+                # a server without this feature (compat.py): said once, then sent again without it
+                yield self.endpoint.notice(lacking)
+                params = self.endpoint.adapt(params)
+                continue
+            check = PROVIDER_CHECK.get(self.provider)  # a cloud provider's own advice (providers.py)
             if not failure.retryable:
-                raise to_model_error(failure, model=model, attempts=attempt + 1)
+                raise to_model_error(failure, model=model, attempts=attempt + 1, check=check)
             overloaded_streak = overloaded_streak + 1 if failure.overloaded else 0
             if (self.fallback_model and model != self.fallback_model
                     and overloaded_streak >= self.fallback_after):
@@ -196,7 +213,7 @@ class AnthropicModel:
                 continue
             attempt += 1
             if attempt > self.max_retries:
-                raise to_model_error(failure, model=model, attempts=attempt)
+                raise to_model_error(failure, model=model, attempts=attempt, check=check)
             delay = backoff_delay(attempt, base_s=self.retry_base_delay_s, max_s=self.retry_max_delay_s,
                                   retry_after=failure.retry_after, rng=self._rng)
             yield ModelRetry(attempt=attempt, max_retries=self.max_retries, delay_s=delay,
@@ -212,9 +229,11 @@ class AnthropicModel:
         try:
             # The SDK's read timeout covers waiting for headers; this bounds it regardless.
             async with asyncio.timeout(self.stall_timeout_s + 10):
-                sdk_stream = await client.messages.create(model=model, stream=True, **params)
-            outcome["request_id"] = sdk_stream.response.headers.get("request-id")
-            events = anthropic.AsyncStream.raw_events(sdk_stream.response)
+                sdk_stream = await client.messages.create(model=wire_model(self.provider, model), stream=True,
+                                                          **params)
+            headers = sdk_stream.response.headers
+            outcome["request_id"] = headers.get("request-id") or headers.get("x-amzn-requestid")
+            events = raw_events(sdk_stream)  # SSE, or Bedrock's event-stream frames (providers.py)
             while True:
                 try:
                     async with asyncio.timeout(self.stall_timeout_s):
@@ -240,6 +259,8 @@ class AnthropicModel:
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised if not ours
             failure = classify_exception(exc, anthropic=anthropic, httpx=httpx2, stall_timeout_s=self.stall_timeout_s)
             if failure is None:
+                if (no_credentials := credentials_error(self.provider, exc)) is not None:
+                    raise no_credentials from None  # e.g. Google's ADC gone since the client was made
                 raise
             outcome["failure"] = failure
         finally:

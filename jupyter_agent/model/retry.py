@@ -150,13 +150,22 @@ _ADVICE = {
 }
 
 
-def to_model_error(f: Failure, *, model: str, attempts: int) -> ModelError:
-    """The ``ModelError`` to raise when ``f`` is final (not retryable, or retries spent)."""
+#: The kinds whose advice depends on where the request went (the provider's ``check``).
+_CREDENTIAL_KINDS = {"authentication": "Authentication failed", "permission": "Permission denied",
+                     "not_found": "Not found"}
+
+
+def to_model_error(f: Failure, *, model: str, attempts: int, check: str | None = None) -> ModelError:
+    """The ``ModelError`` to raise when ``f`` is final (not retryable, or retries spent).
+    ``check``: what to check after an authentication, permission or not-found error when
+    the request went to another provider than the Anthropic API (providers.py)."""
     if f.kind == "prompt_too_long":
         return PromptTooLongError(f"The conversation is too long for {model}'s context window: {f.message}",
                                   status=f.status)
     status = f" (HTTP {f.status})" if f.status else ""
     text = _ADVICE.get(f.kind, _ADVICE["api_error"]).format(status=status, msg=f.message.rstrip("."), model=model)
+    if check is not None and f.kind in _CREDENTIAL_KINDS:
+        text = f"{_CREDENTIAL_KINDS[f.kind]}{status}: {f.message.rstrip('.')}. {check}"
     if f.retryable and attempts > 1:
         text += f" Gave up after {attempts} attempts."
     return ModelError(text, kind=f.kind, status=f.status, retryable=f.retryable)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .cloud import Route
 from .script import HttpError, ScriptedResponse
 
 __all__ = ["RecordedRequest"]
@@ -34,6 +35,8 @@ class RecordedRequest:
     response: ScriptedResponse | HttpError | None = None
     message_stop_at: float | None = None
     finished_at: float | None = None
+    #: which provider's endpoint it reached, and what its path said (replay/cloud.py)
+    route: Route | None = None
 
     def __getitem__(self, key: str) -> Any:
         return self.body[key]
@@ -43,4 +46,11 @@ class RecordedRequest:
 
     @property
     def stream(self) -> bool:
+        if self.route is not None and self.route.stream is not None:
+            return self.route.stream  # Bedrock says it in the path, not the body
         return bool(self.get("stream"))
+
+    @property
+    def provider(self) -> str:
+        """``anthropic``, ``bedrock``, ``vertex`` or ``foundry``: whose endpoint it reached."""
+        return self.route.provider if self.route is not None else "anthropic"

@@ -13,6 +13,11 @@ It fails loudly: with ``strict=True`` (the default) leaving the ``with`` block r
 ``AssertionError`` if a scripted response went unused, a request came after the script
 ran out (it got HTTP 500 ``FakeMessagesAPI: script exhausted at request #N``), or a
 request was rejected by validation (unless ``expect_rejections=True``).
+
+It also serves the Messages API the way Amazon Bedrock, Google Vertex AI and Microsoft
+Foundry do (their paths, authentication and, for Bedrock, the AWS event-stream encoding:
+``replay/cloud.py``), so each provider's SDK client runs against it: ``api.env("bedrock")``
+is the environment that points one here, ``api.model(provider="vertex")`` a model.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ import socket
 import threading
 import time
 from collections import deque
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from .cloud import (BEDROCK_CONTENT_TYPE, FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SECRET_ACCESS_KEY, FAKE_FOUNDRY_KEY,
+                    FAKE_GOOGLE_TOKEN, bedrock_error, bedrock_event, route)
 from .records import RecordedRequest
 from .script import HttpError, Pause, ScriptedResponse, new_id, to_response
 from .sse import build_events, encode_event, final_message
@@ -88,12 +96,19 @@ class FakeMessagesAPI:
     ``token_density``: the API's tokens per four characters (1: the agent's own estimate;
     1.4: a tokenizer that counts code or another language denser); the window, ``usage``
     and ``count_tokens`` all count with it.
+    ``ollama_like``: answer as local servers that speak the Messages API do (Ollama,
+    llama.cpp): no prompt-caching fields in ``usage``, no ``count_tokens`` endpoint (404).
+    ``unsupported``: features the server refuses with HTTP 400 naming them, of ``thinking``,
+    ``tool_choice``, ``image``, ``cache_control``.
     """
 
     def __init__(self, script: list[Any] | None = None, *, strict: bool = True,
                  expect_rejections: bool = False, api_key: str | None = None,
                  cache_min_tokens: int = 0, default_model: str = "claude-sonnet-5-5",
-                 context_window: int | None = None, token_density: float = 1.0) -> None:
+                 context_window: int | None = None, token_density: float = 1.0, ollama_like: bool = False,
+                 unsupported: tuple[str, ...] = ()) -> None:
+        self.ollama_like = ollama_like
+        self.unsupported = tuple(unsupported)
         self.strict = strict
         self.expect_rejections = expect_rejections
         self.api_key = api_key or FAKE_API_KEY
@@ -233,19 +248,35 @@ class FakeMessagesAPI:
         """``http://127.0.0.1:PORT``: give it to the SDK as ``base_url``."""
         return f"http://127.0.0.1:{self.port}"
 
-    def env(self) -> dict[str, str]:
-        """Environment for a client in another process (a kernel, a CLI)."""
+    def env(self, provider: str = "anthropic") -> dict[str, str]:
+        """Environment for a client in another process (a kernel, a CLI); with ``provider``,
+        the variables that point that provider's SDK client here, with fake credentials."""
+        if provider == "bedrock":
+            return {"JUPYTER_AGENT_PROVIDER": provider, "ANTHROPIC_BEDROCK_BASE_URL": self.base_url,
+                    "AWS_ACCESS_KEY_ID": FAKE_AWS_ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_AWS_SECRET_ACCESS_KEY,
+                    "AWS_REGION": "us-east-1"}
+        if provider == "vertex":
+            return {"JUPYTER_AGENT_PROVIDER": provider, "ANTHROPIC_VERTEX_BASE_URL": self.base_url,
+                    "GOOGLE_OAUTH_ACCESS_TOKEN": FAKE_GOOGLE_TOKEN, "CLOUD_ML_REGION": "us-east5",
+                    "ANTHROPIC_VERTEX_PROJECT_ID": "fake-project"}
+        if provider == "foundry":
+            return {"JUPYTER_AGENT_PROVIDER": provider, "ANTHROPIC_FOUNDRY_BASE_URL": f"{self.base_url}/anthropic",
+                    "ANTHROPIC_FOUNDRY_API_KEY": FAKE_FOUNDRY_KEY}
         return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": self.api_key}
 
-    def model(self, model: str | None = None, **kwargs: Any) -> Any:
+    def model(self, model: str | None = None, *, provider: str = "anthropic", **kwargs: Any) -> Any:
         """An :class:`~jupyter_agent.model.AnthropicModel` pointed at this server, with tiny
-        retry delays (tests stay fast) unless overridden."""
+        retry delays (tests stay fast) unless overridden. ``provider``: through that
+        provider's SDK client (Bedrock signs with the AWS credentials of the environment:
+        set ``env("bedrock")`` first)."""
         from ..model import AnthropicModel
 
         kwargs.setdefault("retry_base_delay_s", 0.001)
         kwargs.setdefault("retry_max_delay_s", 0.005)
-        return AnthropicModel(model or self.default_model, api_key=self.api_key,
-                              base_url=self.base_url, **kwargs)
+        key = {"anthropic": self.api_key, "vertex": FAKE_GOOGLE_TOKEN, "foundry": FAKE_FOUNDRY_KEY}.get(provider)
+        base = f"{self.base_url}/anthropic" if provider == "foundry" else self.base_url
+        return AnthropicModel(model or self.default_model, api_key=kwargs.pop("api_key", key),
+                              base_url=base, provider=provider, **kwargs)
 
     # -- request handling ---------------------------------------------------------------------
     def _track(self, sock: socket.socket, add: bool) -> None:
@@ -255,7 +286,9 @@ class FakeMessagesAPI:
     def _redact(self, name: str, value: str) -> str:
         # A developer's real key may reach the fake (an env var left set): never keep it
         # where an assertion message or a log could print it. The fake's own key is kept.
-        if name in ("x-api-key", "authorization") and self.api_key not in value:
+        fakes = (self.api_key, FAKE_GOOGLE_TOKEN, FAKE_FOUNDRY_KEY, f"Credential={FAKE_AWS_ACCESS_KEY_ID}/")
+        if name in ("x-api-key", "authorization", "api-key", "x-amz-security-token") and not any(
+                f in value for f in fakes):
             return "<redacted>"
         return value
 
@@ -269,8 +302,9 @@ class FakeMessagesAPI:
             body = None
         path = urlsplit(h.path).path.rstrip("/")
         with self._lock:
+            where = route(h.command, path, {k.lower(): v for k, v in h.headers.items()})
             rec = RecordedRequest(number=len(self.requests) + 1, method=h.command, path=h.path,
-                                  headers=headers, body=body, received_at=time.monotonic())
+                                  headers=headers, body=body, received_at=time.monotonic(), route=where)
             self.requests.append(rec)
         request_id = f"req_fake_{rec.number:04d}{secrets.token_hex(6)}"
         try:
@@ -285,18 +319,21 @@ class FakeMessagesAPI:
             rec.finished_at = time.monotonic()
 
     def _answer(self, h: _Handler, rec: RecordedRequest, path: str, request_id: str) -> None:
-        if h.command != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
+        where = rec.route
+        if where is None or where.operation is None or (where.operation == "count_tokens" and self.ollama_like):
             rec.outcome = "not_found"
             return self._json(h, rec, 404, _err("not_found_error", f"Not found: {h.command} {h.path}"), request_id)
         key = h.headers.get("x-api-key") or (h.headers.get("authorization") or "").removeprefix("Bearer ").strip()
-        if not key or (self._required_key is not None and key != self._required_key):
-            rec.outcome = "unauthorized"
-            msg = "invalid x-api-key" if key else "x-api-key header is required"
-            return self._json(h, rec, 401, _err("authentication_error", msg), request_id)
-        if path.endswith("/count_tokens"):
+        if where.provider == "anthropic" and key and self._required_key is not None and key != self._required_key:
+            where = replace(where, auth_problem="invalid x-api-key")
+        if where.auth_problem is not None:
+            rec.outcome, rec.error = "unauthorized", where.auth_problem
+            return self._json(h, rec, 401, _err("authentication_error", where.auth_problem), request_id)
+        if where.operation == "count_tokens":
             rec.outcome = "ok"
             return self._json(h, rec, 200, {"input_tokens": self._dense(estimate_tokens(rec.body))}, request_id)
-        problem = validate_request(rec.body)
+        problem = validate_request({**rec.body, "model": where.model} if where.model and isinstance(rec.body, dict)
+                                   else rec.body) or self._unsupported(rec.body)
         if problem:
             rec.outcome, rec.error = "rejected", problem
             return self._json(h, rec, 400, _err("invalid_request_error", problem), request_id)
@@ -337,8 +374,10 @@ class FakeMessagesAPI:
                 extra["retry-after"] = str(int(ra)) if float(ra).is_integer() else str(ra)
             return self._json(h, rec, item.status, item.body(request_id), request_id, extra)
 
-        model = str(rec.body.get("model"))
+        model = str(where.model or rec.body.get("model"))
         usage = {k: self._dense(v) for k, v in self.cache.usage_for(rec.body).items()}
+        if self.ollama_like:  # no prompt caching: the fields are absent, not zero
+            usage = {"input_tokens": sum(usage.values())}
         msg_id = new_id("msg_01", 24)
         if rec.stream:
             return self._stream(h, rec, item, model, msg_id, usage, request_id)
@@ -349,6 +388,8 @@ class FakeMessagesAPI:
 
     def _json(self, h: _Handler, rec: RecordedRequest, status: int, body: Any, request_id: str,
               headers: dict[str, str] | None = None) -> None:
+        if rec.route is not None and rec.route.provider == "bedrock" and status >= 400:
+            body, headers = bedrock_error(body, headers)  # AWS's shape: {"message"}, x-amzn-errortype
         data = json.dumps(body).encode()
         rec.status = status
         h.send_response(status)
@@ -393,7 +434,10 @@ class FakeMessagesAPI:
             fault_at = min(int(after or 0), n_events - 1)  # always before message_stop
         rec.status = 200
         h.send_response(200)
-        for k, v in {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
+        bedrock = rec.route is not None and rec.route.provider == "bedrock"
+        encode = bedrock_event if bedrock else encode_event
+        content_type = BEDROCK_CONTENT_TYPE if bedrock else "text/event-stream; charset=utf-8"
+        for k, v in {"content-type": content_type, "cache-control": "no-cache",
                      "transfer-encoding": "chunked", "request-id": request_id, **resp.headers}.items():
             h.send_header(k, v)
         h.end_headers()
@@ -407,7 +451,7 @@ class FakeMessagesAPI:
                 self._sleep(item.seconds)
                 continue
             if sent == fault_at:
-                return self._fault(h, rec, resp, chunk)
+                return self._fault(h, rec, resp, lambda name, data: chunk(encode(name, data)))
             if sent and resp.delay_s:
                 self._sleep(resp.delay_s)
             name, data = item
@@ -415,7 +459,7 @@ class FakeMessagesAPI:
                 # noted before the write: a client that reads message_stop may finish its
                 # whole run before this thread runs again (a failed write still overrides it)
                 rec.outcome = "ok"
-            chunk(encode_event(name, data))
+            chunk(encode(name, data))
             sent += 1
             if name == "message_stop":
                 rec.message_stop_at = time.monotonic()
@@ -423,11 +467,11 @@ class FakeMessagesAPI:
         rec.outcome = "ok"
 
     def _fault(self, h: _Handler, rec: RecordedRequest, resp: ScriptedResponse,
-               chunk: Callable[[bytes], None]) -> None:
+               send: Callable[[str, dict[str, Any]], None]) -> None:
         h.close_connection = True
         if resp.fault == "error":
             rec.outcome, rec.error = "stream_error", resp.error_message
-            chunk(encode_event("error", _err(resp.error_type, resp.error_message)))
+            send("error", _err(resp.error_type, resp.error_message))
             h.wfile.write(b"0\r\n\r\n")
         elif resp.fault == "cut":
             rec.outcome = "cut"
@@ -436,6 +480,28 @@ class FakeMessagesAPI:
         else:
             rec.outcome = "stall"
             self._closing.wait(resp.stall_s)  # then drop the connection mid-body
+
+
+    def _unsupported(self, body: Any) -> str | None:
+        """The 400 message of a server without one of the features the request uses."""
+        for feature in self.unsupported:
+            if _uses(body, feature):
+                return f"{feature}: not supported by this server"
+        return None
+
+
+def _uses(body: Any, feature: str) -> bool:
+    if not isinstance(body, dict):
+        return False
+    if feature in ("thinking", "tool_choice"):
+        return feature in body
+    blocks = [b for m in body.get("messages") or [] if isinstance(m.get("content"), list) for b in m["content"]]
+    blocks += [r for b in blocks if b.get("type") == "tool_result" and isinstance(b.get("content"), list)
+               for r in b["content"]]
+    if feature == "image":
+        return any(b.get("type") == "image" for b in blocks)
+    system: list[Any] = body["system"] if isinstance(body.get("system"), list) else []
+    return any("cache_control" in b for b in [*blocks, *system, *(body.get("tools") or [])])
 
 
 def _err(error_type: str, message: str) -> dict[str, Any]:

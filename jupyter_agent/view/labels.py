@@ -107,6 +107,7 @@ MODEL_ERROR_ADVICE = {
     "stream_stalled": "The answer stalled: check the network, then run the prompt again.",
     "connection": "Could not reach the API: check the network and ANTHROPIC_BASE_URL.",
     "no_api_key": "Set ANTHROPIC_API_KEY, or use the offline replay model (--replay demo).",
+    "missing_dependency": "Install what the message names, then restart the kernel.",
     "request_too_large": "The request is too large: start a new conversation or read less at once.",
     "replay_exhausted": "The recorded run has no more answers: run live (with ANTHROPIC_API_KEY) "
                         "to go further.",
@@ -115,8 +116,21 @@ MODEL_ERROR_ADVICE = {
 }
 
 
+def cost_text(usd: float, *, offline: bool = False, known: bool = True) -> str:
+    """A run's estimated cost: "≈ $0.0123"; "" for an offline replay (nothing is spent);
+    "cost unknown" for a model without a list price here (a local model, a new id), never $0."""
+    if offline:
+        return ""
+    return f"≈ ${usd:.4f}" if known else "cost unknown"
+
+
 def model_error_advice(kind: str | None, message: str = "") -> str:
     """What to do after a model error of ``kind`` ("" when ``message`` already says it)."""
+    if kind in ("authentication", "permission", "not_found") and "(docs/providers.md)" in message:
+        return ""  # a cloud provider's error already says what to check there
+    if kind == "no_api_key" and "ANTHROPIC_API_KEY" not in message and message:
+        # another provider's credentials (docs/providers.md): its message names what to set
+        return "" if "--replay demo" in message else "Or use the offline replay model (--replay demo)."
     advice = MODEL_ERROR_ADVICE.get(kind or "", MODEL_ERROR_ADVICE["api_error"])
     if message and (advice in message or (kind == "authentication" and "ANTHROPIC_API_KEY" in message)):
         return ""
@@ -217,9 +231,13 @@ def compaction_text(event: Any) -> str:
             f"{files} file{'s' if files != 1 else ''} re-read")
 
 
-def context_meter_text(usage: Any) -> str:
+def context_meter_text(usage: Any, window_known: bool = True) -> str:
     """A :class:`~jupyter_agent.loop.events.ContextUsage` as "context 31k / 200k (16%),
-    compacts at 160k": how full the window is, and when the history will be summarised."""
+    compacts at 160k": how full the window is, and when the history will be summarised.
+    ``window_known`` false (a model whose window is not known here, none set): "context 31k
+    / window unknown" rather than a guessed fraction."""
+    if not window_known:
+        return f"context {tokens_short(usage.used)} / window unknown (set AgentConfig.context_window)"
     percent = round(100 * usage.fraction)
     meter = f"context {tokens_short(usage.used)} / {tokens_short(usage.window)} ({percent}%)"
     return f"{meter}, compacts at {tokens_short(usage.compact_at)}" if usage.compact_at else meter

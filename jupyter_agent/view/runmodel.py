@@ -263,6 +263,24 @@ class RunModel:
         return (self.ended or time.monotonic()) - self.started
 
     @property
+    def cost_known(self) -> bool:
+        """Whether the run's model has a list price here: a local model's or an unknown id's
+        cost is unknown (shown so), not $0."""
+        from ..model.pricing import price_for
+
+        return price_for(self.model or "") is not None or self.total_usage.cost_usd > 0  # priced upstream
+
+    @property
+    def window_known(self) -> bool:
+        """Whether the context meter's window is the model's known one or one the user set
+        (a local model's window is not known here: the meter says so instead of guessing)."""
+        from ..loop.context_window import DEFAULT_CONTEXT_WINDOW, KNOWN_CONTEXT_WINDOWS
+
+        if self.context is None or self.context.window != DEFAULT_CONTEXT_WINDOW:
+            return True
+        return any((self.model or "").startswith(prefix) for prefix, _ in KNOWN_CONTEXT_WINDOWS)
+
+    @property
     def total_usage(self) -> Usage:
         """Every token this run spent so far, finished responses or not."""
         return self._final_usage if self._final_usage is not None else self.meter.total

@@ -22,7 +22,8 @@ from typing import Any
 
 from .review import changes_lines, changes_markdown, undo_markdown
 from .labels import (
-    NOTICE_LABELS, STATE_ICONS, STATE_LABELS, TODO_SIGNS, compaction_text, context_meter_text, end_explanation,
+    NOTICE_LABELS, STATE_ICONS, STATE_LABELS, TODO_SIGNS, compaction_text, context_meter_text, cost_text,
+    end_explanation,
     end_reason_text, end_title, plan_lines, plan_title, todo_text,
 )
 from ..loop.messages import cut_middle
@@ -109,8 +110,8 @@ def format_usage(model: RunModel) -> str:
     """One line: tokens in/out and estimated cost (cache figures: :func:`cache_line`); no
     cost for an offline replay, which spends nothing."""
     u = model.total_usage
-    cost = "" if model.offline else f" · ≈ ${u.cost_usd:.4f}"
-    return f"tokens in {u.input_tokens:,} · out {u.output_tokens:,}{cost}"
+    cost = cost_text(u.cost_usd, offline=model.offline, known=model.cost_known)
+    return f"tokens in {u.input_tokens:,} · out {u.output_tokens:,}" + (f" · {cost}" if cost else "")
 
 
 def cache_line(model: RunModel) -> str:
@@ -129,7 +130,7 @@ def time_line(model: RunModel) -> str:
 
 def context_line(model: RunModel) -> str:
     """The context meter ("context 31k / 200k (16%) · ") or "" before the first request."""
-    return f"{context_meter_text(model.context)} · " if model.context is not None else ""
+    return f"{context_meter_text(model.context, model.window_known)} · " if model.context is not None else ""
 
 
 def header_line(model: RunModel) -> str:

@@ -8,7 +8,9 @@ a kernel with ``%load_ext jupyter_agent`` through the hub's proxy (REST + websoc
 user's token): the agent (real SDK, the fake Messages API) works in that user's folder and
 lists only that user's notebooks, and the administrator's policy
 (``jupyter_agent_policy.json`` on the servers' ``$JUPYTER_CONFIG_PATH``) holds against the
-user's own ``%config``. When the hub stops, no hub, proxy, server or kernel process is left.
+user's own ``%config``, and sends every run to the provider and region it pins (Amazon Bedrock
+in eu-central-1: the fake serves Bedrock's paths, SigV4 and event-stream; docs/providers.md).
+When the hub stops, no hub, proxy, server or kernel process is left.
 """
 
 from __future__ import annotations
@@ -47,11 +49,15 @@ async def test_two_users_on_a_hub_each_agent_in_its_own_folder_under_the_admin_p
     admin.mkdir()
     policy = admin / POLICY_FILE
     policy.write_text(json.dumps({"allowed_models": ["claude-sonnet-*"], "permission_mode": "default",
-                                  "max_budget_usd": 0.05}))
+                                  "max_budget_usd": 0.05, "provider": "bedrock",
+                                  "provider_region": "eu-central-1"}))
     api = FakeMessagesAPI([], strict=True).start()
     marker = ""
     try:
-        with running_hub(tmp_path / "hub", USERS, {**api.env(), "JUPYTER_CONFIG_PATH": str(admin)}) as hub:
+        # the spawner gives each server AWS credentials (fake ones); no provider of their own
+        aws = {k: v for k, v in api.env("bedrock").items() if k != "JUPYTER_AGENT_PROVIDER"}
+        aws.update(AWS_REGION="us-west-2", AWS_EC2_METADATA_DISABLED="true")  # the policy's region wins
+        with running_hub(tmp_path / "hub", USERS, {**aws, "JUPYTER_CONFIG_PATH": str(admin)}) as hub:
             marker = hub.marker
             for user in USERS:
                 await hub.login_token(user)
@@ -68,13 +74,14 @@ async def test_two_users_on_a_hub_each_agent_in_its_own_folder_under_the_admin_p
             # the user's own %config cannot loosen the administrator's policy
             alice = kernels["alice"]
             for setting in ("permission_mode = 'bypassPermissions'", "permission_mode = 'acceptEdits'",
-                            "model = 'claude-opus-4-1'", "max_budget_usd = 5.0"):
+                            "model = 'claude-opus-4-1'", "max_budget_usd = 5.0", "provider = 'vertex'"):
                 _, out = await alice.execute(f"%config AgentConfig.{setting}")
                 assert "not allowed" in out or "above the administrator's" in out, (setting, out)
                 assert str(policy) in out, out
             _, status = await alice.execute("%agent")
             assert "permission mode: default" in status, status
             assert f"$0.05 per run (administrator's policy: {policy})" in status, status
+            assert "provider:        bedrock (the administrator's policy), region eu-central-1" in status, status
 
             # alice's agent lists the notebooks of its folder: hers alone
             api.add(response(tool_use("Glob", {"pattern": "**/*.ipynb"})), response(text("You have one notebook.")))
@@ -92,6 +99,9 @@ async def test_two_users_on_a_hub_each_agent_in_its_own_folder_under_the_admin_p
             _, listing = await kernels["bob"].execute(LAST_RESULT)
             assert "bob-work.ipynb" in listing and "alice" not in listing, listing
             assert len(api.requests) == 3 and not api.rejections
+            for request in api.requests:  # every run went where the policy sends it
+                assert request.provider == "bedrock", request.path
+                assert "/eu-central-1/bedrock/aws4_request" in request.headers["authorization"]
             for kernel in kernels.values():
                 kernel.close()
             # the check below sees them while they run: the hub, its proxy, two servers, two kernels
