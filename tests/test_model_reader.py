@@ -18,7 +18,8 @@ import pytest
 from jupyter_agent.loop.events import AssistantMessage, ModelRetry, StreamEvent
 from jupyter_agent.loop.model_protocol import ModelError
 from jupyter_agent.model import AnthropicModel
-from jupyter_agent.model.reader import HOLD_BUDGET_S, Inbox
+from jupyter_agent.loop.share import HOLD_BUDGET_S
+from jupyter_agent.model.reader import Inbox
 from jupyter_agent.testing import response, stall, text
 
 from .test_model import established_to, req

@@ -25,16 +25,14 @@ import weakref
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from ..loop.share import LoopShare
+
 log = logging.getLogger(__name__)
 
-__all__ = ["ReaderThread", "ReadJob", "Inbox", "HOLD_BUDGET_S"]
+__all__ = ["ReaderThread", "ReadJob", "Inbox"]
 
 T = TypeVar("T")
 
-#: The longest stretch :meth:`Inbox.get` hands over queued items without letting the
-#: consumer's loop run other work: a burst queued while a cell blocked the loop is drained
-#: a few milliseconds at a time, so the user's next cell never waits a frame behind it.
-HOLD_BUDGET_S = 0.004
 
 
 class ReaderThread:
@@ -123,7 +121,7 @@ class Inbox:
         self._lock = threading.Lock()
         self._wake_pending = False
         self._waiter: asyncio.Future[None] | None = None
-        self._resumed_at = time.perf_counter()
+        self._share = LoopShare()
 
     def put(self, item: Any) -> None:
         """Add ``item`` (any thread)."""
@@ -142,11 +140,9 @@ class Inbox:
             self._waiter.set_result(None)
 
     async def get(self) -> Any:
-        """The next item, waiting for it if need be. After :data:`HOLD_BUDGET_S` of handing
-        out items without a pause it lets the loop run once first."""
-        if time.perf_counter() - self._resumed_at > HOLD_BUDGET_S:
-            await asyncio.sleep(0)
-            self._resumed_at = time.perf_counter()
+        """The next item, waiting for it if need be. A burst queued while the loop was
+        blocked is handed out a few milliseconds at a time (``loop/share.py``)."""
+        await self._share.pause_if_due()
         while True:
             with self._lock:
                 if self._items:
@@ -156,7 +152,7 @@ class Inbox:
                 await self._waiter
             finally:
                 self._waiter = None
-            self._resumed_at = time.perf_counter()
+            self._share.resumed()
 
 
 class ReadJob:
