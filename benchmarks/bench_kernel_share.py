@@ -134,8 +134,8 @@ async def stop_probe(kernel: Frontend) -> dict:
     return json.loads("".join(o.get("text", "") for o in result["outputs"] if o["msg_type"] == "stream"))
 
 
-# --profile: a thread samples the kernel's thread's stack every 2 ms while one callback
-# has held the loop for more than 8 ms, and counts the frames of this package it finds.
+# --profile: a thread samples the kernel's thread's stack every 1 ms while one callback
+# has held the loop for more than 4 ms, and counts the frames of this package it finds.
 PROFILE_START = r"""
 import sys as _sys, threading as _th, collections as _co, time as _t
 _ks_samples = _co.Counter()
@@ -151,9 +151,9 @@ def _ks_run(handle, _inner=asyncio.events.Handle._run):
 asyncio.events.Handle._run = _ks_run
 def _ks_sample():
     while _ks_probe.on:
-        _t.sleep(0.002)
+        _t.sleep(0.001)
         start = _ks_cur[0]
-        if start is not None and _t.perf_counter() - start > 0.008:
+        if start is not None and _t.perf_counter() - start > 0.004:
             frame = _sys._current_frames().get(_ks_main)
             stack = []
             while frame is not None:
@@ -204,7 +204,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--profile", action="store_true",
-                        help="sample the kernel's stack during callbacks longer than 8 ms")
+                        help="sample the kernel's stack during callbacks longer than 4 ms")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     r = asyncio.run(measure(args.turns, args.profile))
