@@ -14,6 +14,7 @@ import pytest_asyncio
 
 from jupyter_agent.testing import response, stall, text
 
+from ..test_model import established_to
 from .conftest import WAIT_FOR_WARMUP
 from .frontend import Frontend, isolated_env
 from .test_kernel_magic import display_id_of, transcript
@@ -48,6 +49,11 @@ async def test_a_cell_that_blocks_the_loop_longer_than_the_stall_limit_costs_no_
     assert "retrying" not in md and "stalled" not in md
     assert len(api.requests) == requests_before + 1  # one request: nothing was paid twice
     assert api.requests[-1].outcome == "ok"
+    # the conversation's model keeps its one reader thread (idle) and no connection open
+    readers = await kernel.value("len([t for t in __import__('threading').enumerate() "
+                                 "if t.name.startswith('jupyter-agent-reader')])")
+    assert readers == "1"
+    assert established_to(api.port) == 0
 
 
 async def test_a_server_that_stops_sending_is_still_a_stall_in_the_kernel(kernel, script, api):
