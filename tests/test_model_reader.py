@@ -139,9 +139,12 @@ async def test_the_stall_limit_comes_from_the_environment(monkeypatch):
     assert AnthropicModel("m", api_key="k").stall_timeout_s == 7.5
     assert AnthropicModel("m", api_key="k", stall_timeout_s=3).stall_timeout_s == 3
     monkeypatch.setenv("JUPYTER_AGENT_STALL_TIMEOUT", "soon")
+    model = AnthropicModel("m", api_key="k", base_url="http://127.0.0.1:9")  # nothing is sent
     with pytest.raises(ModelError) as e:
-        AnthropicModel("m", api_key="k")
+        async for _ in model.stream(req()):
+            pass
     assert e.value.kind == "invalid_setting" and "JUPYTER_AGENT_STALL_TIMEOUT='soon'" in str(e.value)
+    assert "(e.g. 60)" in str(e.value)
 
 
 async def test_a_burst_queued_while_the_loop_was_blocked_is_handed_over_a_few_ms_at_a_time():

@@ -88,7 +88,10 @@ class AnthropicModel:
         self.retry_max_delay_s = retry_max_delay_s
         self.fallback_model = fallback_model
         self.fallback_after = max(1, fallback_after)
-        self.stall_timeout_s = stall_timeout_s if stall_timeout_s is not None else _stall_timeout_from_env()
+        self._setting_error: ModelError | None = None
+        if stall_timeout_s is None:
+            stall_timeout_s, self._setting_error = _stall_timeout_from_env()
+        self.stall_timeout_s = stall_timeout_s
         self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self.keep_alive = keep_alive if keep_alive is not None else not _is_loopback(self.base_url)
         self._client_loop: Any = None
@@ -187,6 +190,8 @@ class AnthropicModel:
         The HTTP work happens on the model's reader thread (``reader.py``); this generator
         runs on the caller's loop.
         """
+        if self._setting_error is not None:
+            raise self._setting_error
         reader = self._reader_thread()
         await reader.run(self._open_client())  # no key: the friendly error, before any request
         max_tokens = self.max_tokens if request.max_tokens == _REQUEST_DEFAULT_MAX_TOKENS else request.max_tokens
@@ -321,19 +326,21 @@ class _Opened:
     request_id: str | None
 
 
-def _stall_timeout_from_env() -> float:
+def _stall_timeout_from_env() -> tuple[float, ModelError | None]:
+    """The stall limit the environment sets, and the error to raise at the first request
+    when it sets a bad one (a run then ends with that message, not a kernel traceback)."""
     raw = os.environ.get(STALL_TIMEOUT_ENV)
     if not raw:
-        return DEFAULT_STALL_TIMEOUT_S
+        return DEFAULT_STALL_TIMEOUT_S, None
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise ModelError(f"{STALL_TIMEOUT_ENV}={raw!r} is not a number of seconds above 0: set it to one "
-                         f"(e.g. 60) or unset it for the default ({DEFAULT_STALL_TIMEOUT_S:g} s).",
-                         kind="invalid_setting")
-    return value
+    if not 0 < value < float("inf"):
+        return DEFAULT_STALL_TIMEOUT_S, ModelError(
+            f"{STALL_TIMEOUT_ENV}={raw!r} is not a number of seconds above 0: set it to one "
+            f"(e.g. 60) or unset it for the default ({DEFAULT_STALL_TIMEOUT_S:g} s).", kind="invalid_setting")
+    return value, None
 
 
 def _is_loopback(url: str | None) -> bool:
