@@ -21,6 +21,7 @@ from .events import ModelFallback, ModelRetry, StreamEvent
 from .messages import INVALID_INPUT_KEY
 from .model_protocol import Model, ModelRequest
 from .orchestration import StreamingToolExecutor
+from .share import LoopShare
 
 __all__ = ["Aborted", "stream_with_abort", "completed_blocks", "finished_part", "with_parsed_input",
            "model_moved_on", "restart_error", "wait_before_retry"]
@@ -67,9 +68,15 @@ async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSi
 
     producer = asyncio.ensure_future(produce())
     remove = signal.add_listener(lambda: queue.put_nowait(aborted))
+    share = LoopShare()  # a burst of events is handled a few ms at a time (the kernel is shared)
     try:
         while True:
-            item = await queue.get()
+            if queue.empty():
+                item = await queue.get()
+                share.resumed()
+            else:
+                await share.pause_if_due()
+                item = queue.get_nowait()
             if item is done:
                 return
             if item is aborted:

@@ -18,7 +18,7 @@ import contextlib
 import os
 import random
 import weakref
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -30,6 +30,7 @@ from .compat import EndpointFeatures
 from .pricing import cost_usd
 from .providers import (NO_API_KEY_MESSAGE, PROVIDER_CHECK, Provider, ProviderSettings, base_url_from_env,
                         credentials_error, make_client, raw_events, resolve_provider, wire_model)
+from .reader import Inbox, ReadJob, ReaderThread
 from .request import build_params
 from .retry import Failure, backoff_delay, classify_exception, from_error_event, to_model_error
 from .tls import shared_tls_context
@@ -38,6 +39,9 @@ __all__ = ["AnthropicModel", "DEFAULT_MODEL", "NO_API_KEY_MESSAGE"]
 
 # The newest Sonnet the installed SDK (2.14) lists; it marks claude-sonnet-4-5 deprecated.
 DEFAULT_MODEL = "claude-sonnet-5-5"
+#: Seconds without any event from the server (pings count) before a stream counts as stalled.
+DEFAULT_STALL_TIMEOUT_S = 60.0
+STALL_TIMEOUT_ENV = "JUPYTER_AGENT_STALL_TIMEOUT"
 _REQUEST_DEFAULT_MAX_TOKENS = next(f.default for f in fields(ModelRequest) if f.name == "max_tokens")
 
 
@@ -51,7 +55,9 @@ class AnthropicModel:
     backoff (``retry_base_delay_s`` doubling, at most ``retry_max_delay_s``, or the
     server's ``retry-after``). After ``fallback_after`` overloaded errors in a row, with
     ``fallback_model`` set, it switches to that model for the rest of its life
-    (``active_model``). ``stall_timeout_s``: no event for this long counts as a stall.
+    (``active_model``). ``stall_timeout_s``: no event from the server for this long counts
+    as a stall (default: env ``JUPYTER_AGENT_STALL_TIMEOUT``, else 60 s); it is timed on the
+    model's reader thread, so a user's cell that blocks the caller's loop never counts.
     ``client``: an ``anthropic.AsyncAnthropic`` to use (its own retries are turned off).
     ``record_to``: append every response to this transcript file (replayable offline).
     ``keep_alive``: reuse connections between requests; by default yes, except for a
@@ -71,7 +77,7 @@ class AnthropicModel:
     def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
                  max_tokens: int = 8192, thinking: dict[str, Any] | None = None, max_retries: int = 4,
                  retry_base_delay_s: float = 0.5, retry_max_delay_s: float = 16.0,
-                 fallback_model: str | None = None, fallback_after: int = 3, stall_timeout_s: float = 60.0,
+                 fallback_model: str | None = None, fallback_after: int = 3, stall_timeout_s: float | None = None,
                  client: Any = None, record_to: str | os.PathLike[str] | None = None,
                  keep_alive: bool | None = None, provider: str | Provider | None = None,
                  provider_settings: ProviderSettings | None = None) -> None:
@@ -86,10 +92,14 @@ class AnthropicModel:
         self.retry_max_delay_s = retry_max_delay_s
         self.fallback_model = fallback_model
         self.fallback_after = max(1, fallback_after)
+        self._setting_error: ModelError | None = None
+        if stall_timeout_s is None:
+            stall_timeout_s, self._setting_error = _stall_timeout_from_env()
         self.stall_timeout_s = stall_timeout_s
         self.base_url = base_url or base_url_from_env(self.provider)
         self.keep_alive = keep_alive if keep_alive is not None else not _is_loopback(self.base_url)
         self._client_loop: Any = None
+        self._reader: ReaderThread | None = None
         self._api_key = api_key  # private: never in repr() or in any message
         self._client = client
         self._client_ready = False
@@ -158,10 +168,21 @@ class AnthropicModel:
         return self._client
 
     async def aclose(self) -> None:
-        """Close our HTTP client's connections; a later request opens a new client.
+        """Close our HTTP client's connections and stop the reader thread; a later request
+        opens a new client on a new thread.
 
         A client passed in by the caller is theirs to close and is left open.
         """
+        reader, self._reader = self._reader, None
+        if reader is None:
+            return
+        if reader.alive:
+            with contextlib.suppress(RuntimeError):  # stopped meanwhile: its loop is gone
+                await reader.run(self._close_client())
+        await reader.aclose()
+
+    async def _close_client(self) -> None:
+        """On the reader's loop, where the client's connections live."""
         if self._client_ready and self._owns_client and self._client is not None:
             client, self._client, self._client_ready = self._client, None, False
             await client.close()
@@ -173,8 +194,13 @@ class AnthropicModel:
         Yields a ``StreamEvent`` per SSE event (``ping`` excluded), ``ModelRetry`` /
         ``ModelFallback`` when starting over, and one ``AssistantMessage`` last. Raises
         ``ModelError`` (``PromptTooLongError`` for an over-long prompt) when it gives up.
+        The HTTP work happens on the model's reader thread (``reader.py``); this generator
+        runs on the caller's loop.
         """
-        client = self._get_client()
+        if self._setting_error is not None:
+            raise self._setting_error
+        reader = self._reader_thread()
+        await reader.run(self._open_client())  # no key: the friendly error, before any request
         max_tokens = self.max_tokens if request.max_tokens == _REQUEST_DEFAULT_MAX_TOKENS else request.max_tokens
         params = self.endpoint.adapt(build_params(request, max_tokens=max_tokens,
                                                   thinking=request.thinking or self.thinking))
@@ -186,7 +212,7 @@ class AnthropicModel:
             outcome: dict[str, Any] = {}
             # aclosing: if our consumer stops (aclose at a yield below), the attempt's
             # finally block must run now and close the HTTP response, not at GC time.
-            async with contextlib.aclosing(self._attempt(client, model, params, acc, outcome)) as events:
+            async with contextlib.aclosing(self._attempt(reader, model, params, acc, outcome)) as events:
                 async for event in events:
                     yield event
             failure: Failure | None = outcome.get("failure")
@@ -220,38 +246,39 @@ class AnthropicModel:
                              error=f"{failure.kind}: {failure.message}", status=failure.status)
             await asyncio.sleep(delay)
 
-    async def _attempt(self, client: Any, model: str, params: dict[str, Any], acc: MessageAccumulator,
+    def _reader_thread(self) -> ReaderThread:
+        if self._reader is None or not self._reader.alive:
+            self._reader = ReaderThread(name=f"jupyter-agent-reader-{self.name}")
+        return self._reader
+
+    async def _open_client(self) -> None:
+        self._get_client()
+
+    async def _attempt(self, reader: ReaderThread, model: str, params: dict[str, Any], acc: MessageAccumulator,
                        outcome: dict[str, Any]) -> AsyncGenerator[StreamEvent, None]:
-        """One HTTP request. Yields its stream events; leaves ``failure``/``request_id`` in
-        ``outcome``. The response is closed on every way out, including ``aclose()``."""
+        """One HTTP request, read by the reader thread (:meth:`_read`). Yields its stream
+        events on the caller's loop; leaves ``failure``/``request_id`` in ``outcome``. The
+        response is closed on every way out, including ``aclose()``, before this returns."""
         anthropic, httpx2 = self._sdk()
-        sdk_stream = events = None
+        inbox = Inbox(asyncio.get_running_loop())
+        job = ReadJob(reader.loop, self._read(model, params, inbox), inbox)
         try:
-            # The SDK's read timeout covers waiting for headers; this bounds it regardless.
-            async with asyncio.timeout(self.stall_timeout_s + 10):
-                sdk_stream = await client.messages.create(model=wire_model(self.provider, model), stream=True,
-                                                          **params)
-            headers = sdk_stream.response.headers
-            outcome["request_id"] = headers.get("request-id") or headers.get("x-amzn-requestid")
-            events = raw_events(sdk_stream)  # SSE, or Bedrock's event-stream frames (providers.py)
-            while True:
+            while (item := await job.next()) is not ReadJob.CLOSED:
+                if isinstance(item, BaseException):
+                    raise item  # raised on the reader's side, classified here
+                if isinstance(item, _Opened):
+                    outcome["request_id"] = item.request_id
+                    continue
                 try:
-                    async with asyncio.timeout(self.stall_timeout_s):
-                        sse = await anext(events)
-                except StopAsyncIteration:
-                    break
-                if sse.event is None or sse.event == "ping" or not sse.data:
-                    continue  # pings still count as life: the stall timer restarts per event
-                try:
-                    data = sse.json()
+                    data = item.json()
                 except ValueError:
-                    outcome["failure"] = Failure("api_error", f"malformed {sse.event} event: {sse.data[:200]!r}")
+                    outcome["failure"] = Failure("api_error", f"malformed {item.event} event: {item.data[:200]!r}")
                     return
-                if sse.event == "error":
+                if item.event == "error":
                     outcome["failure"] = from_error_event(data)
                     return
                 outcome["events"] = outcome.get("events", 0) + 1
-                yield acc.feed(sse.event, data)
+                yield acc.feed(item.event, data)
             if not acc.done:
                 received = outcome.get("events", 0)
                 outcome["failure"] = Failure("stream_cut", f"the connection closed after {received} events, "
@@ -263,6 +290,35 @@ class AnthropicModel:
                     raise no_credentials from None  # e.g. Google's ADC gone since the client was made
                 raise
             outcome["failure"] = failure
+        finally:
+            await job.close()  # the response is closed before this attempt ends
+
+    async def _read(self, model: str, params: dict[str, Any], inbox: Inbox) -> None:
+        """On the reader thread's loop: send the request and put its raw SSE events (or the
+        exception that ended it) into ``inbox``. That loop runs nothing else, so the stall
+        timer counts only time in which the server sent nothing, even while the caller's
+        loop is blocked by a user's cell; pings count as life."""
+        sdk_stream = events = None
+        try:
+            client = self._get_client()
+            # The SDK's read timeout covers waiting for headers; this bounds it regardless.
+            async with asyncio.timeout(self.stall_timeout_s + 10):
+                sdk_stream = await client.messages.create(model=wire_model(self.provider, model), stream=True,
+                                                          **params)
+            headers = sdk_stream.response.headers
+            inbox.put(_Opened(headers.get("request-id") or headers.get("x-amzn-requestid")))
+            events = raw_events(sdk_stream)  # SSE, or Bedrock's event-stream frames (providers.py)
+            while True:
+                try:
+                    async with asyncio.timeout(self.stall_timeout_s):
+                        sse = await anext(events)
+                except StopAsyncIteration:
+                    return
+                if sse.event is None or sse.event == "ping" or not sse.data:
+                    continue  # pings still count as life: the stall timer restarts per event
+                inbox.put(sse)
+        except Exception as exc:  # noqa: BLE001 - handed to the caller's side, which decides
+            inbox.put(exc)
         finally:
             if events is not None:
                 with contextlib.suppress(Exception):
@@ -281,6 +337,30 @@ class AnthropicModel:
         if self.recorder is not None:
             self.recorder.add(msg)
         return msg
+
+
+@dataclass(frozen=True)
+class _Opened:
+    """The reader's first item: the response's headers arrived."""
+
+    request_id: str | None
+
+
+def _stall_timeout_from_env() -> tuple[float, ModelError | None]:
+    """The stall limit the environment sets, and the error to raise at the first request
+    when it sets a bad one (a run then ends with that message, not a kernel traceback)."""
+    raw = os.environ.get(STALL_TIMEOUT_ENV)
+    if not raw:
+        return DEFAULT_STALL_TIMEOUT_S, None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        return DEFAULT_STALL_TIMEOUT_S, ModelError(
+            f"{STALL_TIMEOUT_ENV}={raw!r} is not a number of seconds above 0: set it to one "
+            f"(e.g. 60) or unset it for the default ({DEFAULT_STALL_TIMEOUT_S:g} s).", kind="invalid_setting")
+    return value, None
 
 
 def _is_loopback(url: str | None) -> bool:
