@@ -92,6 +92,23 @@ def flaky_tests(config: pytest.Config) -> dict[str, pytest.TestReport]:
     return first
 
 
+def where_it_failed(report: pytest.TestReport) -> list[str]:
+    """The test's own frame where it failed (its last frame in tests/: a browser test's
+    traceback ends deep in Playwright) and the error, else the end of the whole text."""
+    longrepr = report.longrepr
+    entries = getattr(getattr(longrepr, "reprtraceback", None), "reprentries", None) or []
+    ours = [e for e in entries if str(getattr(getattr(e, "reprfileloc", None), "path", "")).startswith("tests")]
+    lines: list[str] = []
+    if ours:
+        entry = ours[-1]
+        lines += [line for line in entry.lines if line.strip()][-12:]
+        lines.append(f"{entry.reprfileloc.path}:{entry.reprfileloc.lineno}")
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:
+        lines.append(f"{crash.path}:{crash.lineno}: {crash.message}")
+    return lines or report.longreprtext.rstrip().splitlines()[-25:]
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return  # an xdist worker: the controller sees every report and decides
@@ -110,8 +127,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     for nodeid, report in flaky.items():
         then = "and failed again" if nodeid in failed else "and passed when re-run"
         terminalreporter.write_line(f"FLAKY {nodeid}: failed in {report.when} {then}; its first failure:")
-        text = report.longreprtext.rstrip().splitlines()
-        for line in text[-25:]:  # the end of a traceback says what failed
+        for line in where_it_failed(report):
             terminalreporter.write_line(f"    {line}")
     if len(flaky) > limit:
         terminalreporter.write_line(f"FLAKY: {len(flaky)} tests needed a re-run, more than {limit}: "
