@@ -26,6 +26,7 @@ from typing import Any
 from ..changes import UndoReport
 from ..loop.state import Terminal, TerminalReason
 from ..loop.usage import Usage
+from ..notebook.epoch import names_shown
 from ..redact import redact
 from ..render.terminal import terminal_text
 from .saved_conversation import (SavedConversation, SavedConversationError, SavedRun, conversation_key, encode, load,
@@ -200,9 +201,7 @@ class ResumedRun:
 def restart_note(gone: list[str]) -> str:
     """The user-context entry of a conversation resumed in a restarted kernel."""
     if gone:
-        shown = ", ".join(gone[:MAX_GONE_SHOWN])
-        more = f" and {len(gone) - MAX_GONE_SHOWN} more" if len(gone) > MAX_GONE_SHOWN else ""
-        lost = f"These names it held are gone now: {shown}{more}."
+        lost = f"These names it held are gone now: {names_shown(gone, MAX_GONE_SHOWN)}."
     else:
         lost = "No variable it held is missing now (cells may have run again since)."
     return ("The user's kernel was restarted (or its server was) after the earlier part of this conversation, "

@@ -25,6 +25,12 @@ log = logging.getLogger(__name__)
 MAX_NAMES_SHOWN = 60
 
 
+def names_shown(names: list[str], most: int = MAX_NAMES_SHOWN) -> str:
+    """``a, b, c and 12 more``: the first ``most`` names and how many were left out."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
 class KernelRestartedError(NotebookError):
     """The notebook's kernel is not the one this conversation ran its cells in (it was
     restarted, or it died and a fresh one started): the call ran nothing."""
@@ -34,9 +40,7 @@ class KernelRestartedError(NotebookError):
         #: the names the old kernel held (None: not known)
         self.gone = gone
         if gone:
-            shown = ", ".join(gone[:MAX_NAMES_SHOWN])
-            more = f" and {len(gone) - MAX_NAMES_SHOWN} more" if len(gone) > MAX_NAMES_SHOWN else ""
-            lost = f"Its variables are gone: {shown}{more}."
+            lost = f"Its variables are gone: {names_shown(gone)}."
         else:
             lost = "Everything it held is gone."
         super().__init__(
