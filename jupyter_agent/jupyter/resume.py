@@ -255,8 +255,9 @@ def resume_text(saved: SavedConversation, gone: list[str]) -> str:
              f"{len(saved.rules)} session rule{'s' if len(saved.rules) != 1 else ''}, {len(saved.runs)} "
              f"run{'s' if len(saved.runs) != 1 else ''} ({undoable} can be undone: `%agent runs`, `%agent undo N`)."]
     if saved.kernel_epoch != KERNEL_EPOCH:
-        lines.append("The kernel restarted since: the agent is told so, and that these names are gone: "
-                     + (", ".join(gone[:MAX_GONE_SHOWN]) if gone else "(none)") + ".")
+        lines.append("The kernel restarted since: the agent is told so" +
+                     (f", and that these names are gone: {names_shown(gone, MAX_GONE_SHOWN)}." if gone else
+                      " (no variable it knew of is missing)."))
     unsaved = sum(r.unsaved for r in saved.runs)
     if unsaved:
         lines.append(f"{unsaved} change(s) of those runs were not saved (they held a secret or were too large): "
