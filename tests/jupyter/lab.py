@@ -331,6 +331,8 @@ _ARM = """i => { const p = document.querySelectorAll('.jp-Notebook .jp-Cell')[i]
                  p.__jaBusy = false;
                  p.__jaObserver = new MutationObserver(() => { if (p.textContent.includes('[*]')) p.__jaBusy = true; });
                  p.__jaObserver.observe(p, {childList: true, subtree: true, characterData: true}); }"""
+_STARTED = """i => { const p = document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.jp-InputPrompt');
+                     return p.__jaBusy === true; }"""
 _RAN = """i => { const c = document.querySelectorAll('.jp-Notebook .jp-Cell')[i];
                  const p = c && c.querySelector('.jp-InputPrompt');
                  return !!p && p.__jaBusy === true && /\\[\\d+\\]/.test(p.textContent); }"""
@@ -342,6 +344,14 @@ def run_and_wait(page: Any, index: int, timeout: float = 90) -> None:
     does not count."""
     page.evaluate(_ARM, index)
     run_cell(page, index)
+    try:
+        page.wait_for_function(_STARTED, arg=index, timeout=20000)
+    except Exception:  # why: the cell shows "[*]" as soon as the page sends it; it did not
+        # The key press went elsewhere (seen in CI once: after a kernel restart a re-render
+        # took the focus between the click and Shift+Enter; the prompt stayed "[ ]", the kernel
+        # idle). The cell never started, so pressing again cannot run it twice.
+        print(f"run_and_wait: cell {index} did not start in 20 s; selecting it and pressing Shift+Enter again")
+        run_cell(page, index)
     try:
         page.wait_for_function(_RAN, arg=index, timeout=timeout * 1000)
     except Exception as e:
