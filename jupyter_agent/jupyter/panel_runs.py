@@ -221,16 +221,16 @@ class PanelRuns:
         conv = self.session._conversation
         current = set(map(id, conv.runs)) if conv is not None else set()
         for handle in self.session.runs:
-            if id(handle.run) in current and handle.display_id not in self.runs:
-                self._watch(handle, "cell")
-        for key in [k for k, w in self.runs.items() if id(w.handle.run) not in current]:
+            if (id(handle.run) in current or _outside(handle)) and handle.display_id not in self.runs:
+                self._watch(handle, "outside" if _outside(handle) else "cell")
+        for key in [k for k, w in self.runs.items() if id(w.handle.run) not in current and not _outside(w.handle)]:
             del self.runs[key]
 
     # -- what the session and the runs say ------------------------------------------------
     def _run_started(self, handle: Any) -> None:
         """A run of this kernel's conversation started (a panel, a cell or chat())."""
         if handle.display_id not in self.runs:
-            self._watch(handle, "panel" if self._from_panel else "cell")
+            self._watch(handle, "outside" if _outside(handle) else "panel" if self._from_panel else "cell")
         self._adopt_runs()
         self._mark_session()
 
@@ -312,6 +312,11 @@ class PanelRuns:
                 listeners.remove(fn)
         self.session.config.unobserve(self._settings_changed, names=list(SETTINGS))
         self.frames.close()
+
+
+def _outside(handle: Any) -> bool:
+    """An outside agent's run (``outside_run.py``): no run of the conversation's, shown all the same."""
+    return type(handle).__name__ == "OutsideRun"
 
 
 def _env_replay() -> str | None:

@@ -51,6 +51,7 @@ class AgentSession:
         #: called with no argument after a new conversation started (the side panel clears)
         self.reset_listeners: list[Any] = []
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
+        self.outside_hub: Any = None  # outside agents' calls over MCP (outside.py), once loaded
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
             "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers"])
