@@ -93,6 +93,7 @@ class OutsideHub:
         document = self._document(run, page, where)
         if op == "read":
             return await self._read(run, document, where.key, args)
+        await self._check_read(run, document, where.key, path)
         return await self._change(run, where.key, op, args)
 
     def run_for(self, client: str) -> Any:
@@ -176,6 +177,19 @@ class OutsideHub:
         result = await run.call_tool(name, tool_input)
         return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                 "content": blocks_of(result.block.get("content"))}
+
+    async def _check_read(self, run: Any, document: Any, key: str, path: str) -> None:
+        """Said in this server's words before the tool says it in the agent's (its Read):
+        the client must have read the notebook as it is now. The tool checks again, and the
+        page once more as it applies the change."""
+        record = run.context.read_file_state.get(key)
+        if record is None:
+            raise Refused(f"Call read_cells on {path} first: an edit or run is checked against the notebook "
+                          "as you last read it. Nothing was changed.")
+        snapshot = await document.sources_snapshot()
+        if snapshot.version != record.content_hash:
+            raise Refused(f"{path} changed since your last read_cells (the user, or another agent, edited it). "
+                          "Call read_cells again, then retry. Nothing was changed.")
 
     def _check_cell(self, run: Any, key: str, cell_id: str) -> None:
         """A position id (``cell-N``) is the agent's own shorthand: outside agents name cells

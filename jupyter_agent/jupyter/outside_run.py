@@ -22,7 +22,7 @@ from typing import Any
 
 from ..changes import RunChanges, UndoReport
 from ..loop.events import ToolResult
-from ..loop.permission_result import PermissionAsk, ask_parts, CONTENT_FOLLOWS
+from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionDeny, ask_parts
 from ..loop.services import Services
 from ..loop.tool import FileReadRecord, Tool, ToolContext
 from ..redact import redact
@@ -32,6 +32,11 @@ from .approvals import ApprovalCards
 log = logging.getLogger(__name__)
 
 _ids = itertools.count(1)
+
+#: An ask with nobody to see it: the approval cards of outside calls show in the side panel.
+NO_PANEL = ("This call needs the user's approval, and no jupyter-agent side panel is open on this notebook's "
+            "kernel to ask in. Ask the user to open it (the jupyter-agent tab in JupyterLab's left sidebar), "
+            "then retry. Nothing was changed.")
 
 
 def asker_note(client: str) -> str:
@@ -44,6 +49,7 @@ class OutsideRun:
 
     def __init__(self, session: Any, client: str, reads: dict[str, FileReadRecord]) -> None:
         conv = session.conversation
+        self.session = session
         self.client = client
         self.display_id = f"jupyter-agent-outside-{uuid.uuid4().hex}"
         self.prompt = f"Calls of {client} (an outside agent, over MCP)"
@@ -129,6 +135,9 @@ class OutsideRun:
     async def _ask(self, tool_name: str, tool_input: dict[str, Any], ask: PermissionAsk) -> Any:
         """The broker's card, saying who asks (the question's end: the code after it stays
         exactly what will run)."""
+        hub = getattr(self.session, "panel_hub", None)
+        if hub is None or not hub.comms:
+            return PermissionDeny(NO_PANEL)
         question, code = ask_parts(ask.message)
         message = f"{question} {asker_note(self.client)}" + (CONTENT_FOLLOWS + code if code else "")
         return await self.broker.can_use_tool(tool_name, tool_input, replace(ask, message=message))

@@ -17,10 +17,11 @@ from typing import Any
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from .protocol import PATH
+
 log = logging.getLogger(__name__)
 
-#: The endpoint, under the server's base URL.
-PATH = "jupyter-agent/mcp"
+__all__ = ["PATH", "McpApp", "McpHandler", "setup"]
 
 
 class McpApp:

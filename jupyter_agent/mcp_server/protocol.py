@@ -9,6 +9,8 @@ The server opens a comm to :data:`TARGET` (registered at ``%load_ext jupyter_age
 
 from __future__ import annotations
 
+#: The streamable-HTTP endpoint, under the Jupyter server's base URL.
+PATH = "jupyter-agent/mcp"
 TARGET = "jupyter_agent.outside"
 VERSION = 1
 #: The operations a kernel carries out (``tools.KERNEL_OPS`` maps the MCP tools onto them).

@@ -193,10 +193,10 @@ def client_name(ctx: Any) -> str:
     return f"{name} {version}".strip()[:200]
 
 
-def build_server(backend: NotebookBackend, *, client_override: str | None = None) -> Any:
-    """The MCP server (the SDK's low-level ``Server``) whose tools call ``backend``.
-    ``client_override``: the name of the client to show (``jupyter agent mcp`` forwards
-    its own client's name)."""
+def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any:
+    """The MCP server (the SDK's low-level ``Server``) whose tools call ``backend``; or, with
+    ``forward`` (``jupyter agent mcp``), each checked call goes to ``forward(name, arguments,
+    client)``, which returns its ``CallToolResult``."""
     from mcp.server.lowlevel import Server
     from mcp_types import ListToolsResult, Tool, ToolAnnotations
 
@@ -210,13 +210,16 @@ def build_server(backend: NotebookBackend, *, client_override: str | None = None
         name, args = params.name, dict(params.arguments or {})
         try:
             check_arguments(name, args)
+            client = client_name(ctx)
+            if forward is not None:
+                return await forward(name, args, client)
+            assert backend is not None
             if name == "list_notebooks":
                 from mcp_types import CallToolResult, TextContent
 
                 text = notebooks_text(await backend.notebooks())
                 return CallToolResult(content=[TextContent(type="text", text=text)])
             path = args.pop("notebook_path")
-            client = client_override or client_name(ctx)
             return result_of(await backend.call(path, KERNEL_OPS[name], args, client))
         except OutsideError as exc:
             return error_result(str(exc))

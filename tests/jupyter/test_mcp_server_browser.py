@@ -1,0 +1,168 @@
+"""jupyter-agent's MCP server with the ``mcp`` SDK's own client over streamable HTTP, against
+real JupyterLab in real Chromium: an outside agent's edits appear live in the page after the
+user allows them in the side panel, a run's outputs come back, ``%agent undo`` takes the
+outside run back in one step, a denied edit and a stale one change nothing, and markup in
+the client's name stays text on the card.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import re
+import threading
+from typing import Any
+
+import pytest
+
+from .lab import HAVE_BROWSER, cell, cell_sources, require_browser, run_and_wait, wait_cell_count, write_notebook
+
+require_browser()
+pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
+
+PANEL = "#jupyter-agent-panel"
+#: The client's name, as its initialize says it: markup, to be shown as text.
+CLIENT = "<img src=x onerror=window.__pwned=1>Outside<b>Agent</b>"
+
+
+class OutsideClient:
+    """The SDK's client on a loop of its own (the test drives the page meanwhile)."""
+
+    def __init__(self, url: str, name: str = CLIENT) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.url, self.name = url, name
+        opened: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._owner = asyncio.run_coroutine_threadsafe(self._own(opened), self.loop)
+        self.client: Any = opened.result(120)
+
+    async def _own(self, opened: concurrent.futures.Future[Any]) -> None:
+        """Enter the client and leave it in this one task (the SDK's task groups want that)."""
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp_types import Implementation
+
+        self._stop = asyncio.Event()
+        try:
+            async with Client(streamable_http_client(self.url),
+                              client_info=Implementation(name=self.name, version="9")) as client:
+                opened.set_result(client)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not opened.done():
+                opened.set_exception(exc)
+            raise
+
+    def call(self, tool: str, args: dict[str, Any]) -> concurrent.futures.Future[Any]:
+        """Start a call; its future (the test clicks on the card meanwhile)."""
+        return asyncio.run_coroutine_threadsafe(self.client.call_tool(tool, args), self.loop)
+
+    def now(self, tool: str, args: dict[str, Any], timeout: float = 120) -> Any:
+        return self.call(tool, args).result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self._stop.set)
+        self._owner.result(60)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+
+
+def text_of(result: Any) -> str:
+    return "\n".join(getattr(b, "text", "") for b in result.content)
+
+
+@pytest.fixture
+def outside(lab):
+    client = OutsideClient(f"{lab.url}/jupyter-agent/mcp")
+    yield client
+    client.close()
+
+
+def open_with_panel(page_of: Any, name: str) -> tuple[Any, Any]:
+    """The notebook's page with jupyter-agent loaded (its cell 1) and the side panel connected."""
+    page = page_of(name)
+    page.click(f"li[data-id='{PANEL[1:]}']")
+    panel = page.locator(PANEL)
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)
+    return page, panel
+
+
+def test_outside_insert_run_and_undo(lab, page_of, outside):
+    nb = lab.root / "outside.ipynb"
+    write_notebook(nb, ["x = 41", "%load_ext jupyter_agent", "%agent undo"], ids=["setx", "load", "undo"])
+    page, panel = open_with_panel(page_of, "outside.ipynb")
+    listed = text_of(outside.now("list_notebooks", {}))
+    assert "outside.ipynb" in listed
+    read = outside.now("read_cells", {"notebook_path": "outside.ipynb"})
+    assert not read.is_error and 'id="setx"' in text_of(read) and "x = 41" in text_of(read)
+
+    pending = outside.call("insert_cell", {"notebook_path": "outside.ipynb", "after_cell_id": "load",
+                                           "cell_type": "code", "source": "print(x + 1)"})
+    card = panel.locator(".jp-AgentPanel-approval")
+    card.wait_for(timeout=60000)
+    shown = card.inner_text()
+    assert "print(x + 1)" in shown and len(cell_sources(page)) == 3  # nothing before Allow
+    assert f"Asked by {CLIENT} 9, an outside agent (MCP)." in shown  # the client's markup as text
+    assert card.locator("img").count() == 0 and page.evaluate("() => window.__pwned") is None
+    card.get_by_role("button", name="Allow", exact=True).click()
+    inserted = pending.result(60)
+    assert not inserted.is_error, text_of(inserted)
+    wait_cell_count(page, 4)
+    assert cell_sources(page) == ["x = 41", "%load_ext jupyter_agent", "print(x + 1)", "%agent undo"]  # live
+
+    new_id = re.search(r'<cell id="([^"]+)" index=2 ', text_of(outside.now(
+        "read_cells", {"notebook_path": "outside.ipynb"}))).group(1)
+    pending = outside.call("run_cell", {"notebook_path": "outside.ipynb", "cell_id": new_id})
+    card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
+    card.wait_for(timeout=60000)
+    card.get_by_role("button", name="Allow", exact=True).click()
+    ran = pending.result(120)
+    assert not ran.is_error and "42" in text_of(ran), text_of(ran)
+    cell(page, 2).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=30000)  # in the user's kernel
+
+    run_and_wait(page, 3)  # %agent undo: the outside run is the kernel's last run
+    cell(page, 2).locator(".jp-OutputArea-output", has_text="Undo of run 1").wait_for(timeout=60000)
+    # (Shift+Enter on the last cell added an empty one below it)
+    assert cell_sources(page) == ["x = 41", "%load_ext jupyter_agent", "%agent undo", ""]
+    assert "removed (the run had created it)" in cell(page, 2).inner_text()
+
+
+def test_denied_stale_and_bad_calls_change_nothing(lab, page_of, outside):
+    nb = lab.root / "deny.ipynb"
+    write_notebook(nb, ["y = 1", "%load_ext jupyter_agent"], ids=["sety", "load"])
+    page, panel = open_with_panel(page_of, "deny.ipynb")
+    path = {"notebook_path": "deny.ipynb"}
+    assert not outside.now("read_cells", path).is_error
+
+    pending = outside.call("replace_cell", {**path, "cell_id": "sety", "source": "y = 2"})
+    card = panel.locator(".jp-AgentPanel-approval")
+    card.wait_for(timeout=60000)
+    card.locator(".jp-AgentPanel-feedback").fill("Keep y as it is, thanks.")
+    card.get_by_role("button", name="Deny", exact=True).click()
+    denied = pending.result(60)
+    assert denied.is_error and "Keep y as it is, thanks." in text_of(denied)
+    assert cell_sources(page) == ["y = 1", "%load_ext jupyter_agent", ""]  # (Shift+Enter added the last)
+
+    # The user edits the cell in the page after the client's read: its replace is refused, unasked.
+    editor = cell(page, 0).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("End")
+    page.keyboard.type("  # mine")
+    page.wait_for_function("() => document.querySelector('.jp-Cell .cm-content').textContent.includes('# mine')")
+    stale = outside.now("replace_cell", {**path, "cell_id": "sety", "source": "y = 3"})
+    assert stale.is_error and "changed" in text_of(stale).lower(), text_of(stale)
+    assert panel.locator(".jp-AgentPanel-approval").count() == 0
+    assert cell_sources(page)[0] == "y = 1  # mine"
+
+    for args, says in [({**path, "cell_id": "nope", "source": "z"}, "nope"),
+                       ({"notebook_path": "missing.ipynb", "cell_id": "sety", "source": "z"}, "missing.ipynb"),
+                       ({**path, "cell_id": "sety", "source": "x" * 300_000}, "limit"),
+                       ({**path, "cell_id": "sety", "source": "\x00\x01\x02binary"}, "binary")]:
+        assert outside.now("read_cells", path).is_error is False  # (fresh read: only the bad input can fail)
+        result = outside.now("replace_cell", args)
+        assert result.is_error and says in text_of(result), (args.get("cell_id"), text_of(result))
+    assert panel.locator(".jp-AgentPanel-approval").count() == 0
+    assert cell_sources(page) == ["y = 1  # mine", "%load_ext jupyter_agent", ""]
