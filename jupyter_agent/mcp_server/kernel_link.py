@@ -31,6 +31,18 @@ ALIVE_EVERY_S = 2.0
 #: Seconds a new kernel client waits for its iopub to be connected.
 READY_TIMEOUT_S = 30.0
 
+RESTARTED = ("The notebook's kernel restarted while the call waited: its variables, and the outside agent's run "
+             "to undo, are gone (the call may not have been carried out). Run %load_ext jupyter_agent in the "
+             "notebook again, call read_cells, then retry.")
+DIED = ("The notebook's kernel stopped (it died, or is restarting) while the call waited: its variables, and "
+        "the outside agent's run to undo, are gone. Once it runs again, run %load_ext jupyter_agent in the notebook, "
+        "call read_cells, then retry.")
+
+
+def kernel_epoch(kernel: Any) -> Any:
+    """What tells this kernel process from the next one a restart starts under the same id."""
+    return getattr(getattr(kernel, "provisioner", None), "pid", None)
+
 
 class KernelComms:
     """One kernel client of the server's own, its iopub read by a task; calls by comm id."""
@@ -62,9 +74,7 @@ class KernelComms:
                 if future is not None and not future.done():
                     future.set_result((kind, content.get("data")))
             elif kind == "status" and content.get("execution_state") == "starting":
-                self.fail_all("The notebook's kernel restarted while the call waited: its variables and the "
-                              "outside agent's run are gone. Run %load_ext jupyter_agent in the notebook again, "
-                              "read the notebook again, then retry.")
+                self.fail_all(RESTARTED)
 
     def fail_all(self, why: str) -> None:
         for future in self.waiting.values():
@@ -92,7 +102,8 @@ class KernelComms:
                            "JupyterLab, then retry.")
 
     async def call(self, data: dict[str, Any], alive: Any) -> dict[str, Any]:
-        """Send one call; its answer (``alive()``: whether the kernel still lives)."""
+        """Send one call; its answer. ``alive()`` says whether the kernel that got it still
+        lives: raises OutsideError (restarted, died) when not."""
         await self.connect()
         comm_id = uuid.uuid4().hex
         future = self.waiting[comm_id] = asyncio.get_event_loop().create_future()
@@ -105,9 +116,7 @@ class KernelComms:
                 done, _ = await asyncio.wait({future}, timeout=ALIVE_EVERY_S)
                 if done:
                     break
-                if not await alive():
-                    raise OutsideError("The notebook's kernel died while the call waited. Restart it in JupyterLab, "
-                                       "run %load_ext jupyter_agent, read the notebook again, then retry.")
+                await alive()
                 if loop.time() > deadline:
                     raise OutsideError(f"No answer from the notebook's kernel in {CALL_TIMEOUT_S / 60:.0f} minutes.")
         finally:
@@ -154,11 +163,17 @@ class ServerBackend:
         if comms is None or comms.kernel is not manager.get_kernel(kernel_id):
             comms = self.comms[kernel_id] = KernelComms(manager.get_kernel(kernel_id))
 
-        async def alive() -> bool:
+        epoch = kernel_epoch(manager.get_kernel(kernel_id))
+
+        async def alive() -> None:
             if kernel_id not in manager:
-                return False
-            result = manager.get_kernel(kernel_id).is_alive()
-            return bool(await result) if asyncio.iscoroutine(result) else bool(result)
+                raise OutsideError(DIED)
+            kernel = manager.get_kernel(kernel_id)
+            if kernel_epoch(kernel) != epoch:
+                raise OutsideError(RESTARTED)
+            result = kernel.is_alive()
+            if not (await result if asyncio.iscoroutine(result) else result):
+                raise OutsideError(DIED)
 
         data = {"v": VERSION, "op": op, "path": session["path"], "args": args, "client": client}
         return await comms.call(data, alive)

@@ -21,6 +21,11 @@ require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
 
 PANEL = "#jupyter-agent-panel"
+#: A cell that puts a secret in the kernel's environment and prints it (the page shows the
+#: user's own output; nothing returned to the client holds it).
+SECRET = "outs1de-s3cret-" + "value-4242"
+FIRST = (f'import os; os.environ["OUTSIDE_API_KEY"] = "{SECRET[:8]}" + "{SECRET[8:]}"; '
+         'print(os.environ["OUTSIDE_API_KEY"]); x = 41')
 #: The client's name, as its initialize says it: markup, to be shown as text.
 CLIENT = "<img src=x onerror=window.__pwned=1>Outside<b>Agent</b>"
 
@@ -92,12 +97,13 @@ def open_with_panel(page_of: Any, name: str) -> tuple[Any, Any]:
 
 def test_outside_insert_run_and_undo(lab, page_of, outside):
     nb = lab.root / "outside.ipynb"
-    write_notebook(nb, ["x = 41", "%load_ext jupyter_agent", "%agent undo"], ids=["setx", "load", "undo"])
+    write_notebook(nb, [FIRST, "%load_ext jupyter_agent", "%agent undo"], ids=["setx", "load", "undo"])
     page, panel = open_with_panel(page_of, "outside.ipynb")
     listed = text_of(outside.now("list_notebooks", {}))
     assert "outside.ipynb" in listed
     read = outside.now("read_cells", {"notebook_path": "outside.ipynb"})
     assert not read.is_error and 'id="setx"' in text_of(read) and "x = 41" in text_of(read)
+    assert SECRET not in text_of(read) and "[redacted OUTSIDE_API_KEY]" in text_of(read)  # its output
 
     pending = outside.call("insert_cell", {"notebook_path": "outside.ipynb", "after_cell_id": "load",
                                            "cell_type": "code", "source": "print(x + 1)"})
@@ -111,7 +117,7 @@ def test_outside_insert_run_and_undo(lab, page_of, outside):
     inserted = pending.result(60)
     assert not inserted.is_error, text_of(inserted)
     wait_cell_count(page, 4)
-    assert cell_sources(page) == ["x = 41", "%load_ext jupyter_agent", "print(x + 1)", "%agent undo"]  # live
+    assert cell_sources(page) == [FIRST, "%load_ext jupyter_agent", "print(x + 1)", "%agent undo"]  # live
 
     new_id = re.search(r'<cell id="([^"]+)" index=2 ', text_of(outside.now(
         "read_cells", {"notebook_path": "outside.ipynb"}))).group(1)
@@ -126,7 +132,7 @@ def test_outside_insert_run_and_undo(lab, page_of, outside):
     run_and_wait(page, 3)  # %agent undo: the outside run is the kernel's last run
     cell(page, 2).locator(".jp-OutputArea-output", has_text="Undo of run 1").wait_for(timeout=60000)
     # (Shift+Enter on the last cell added an empty one below it)
-    assert cell_sources(page) == ["x = 41", "%load_ext jupyter_agent", "%agent undo", ""]
+    assert cell_sources(page) == [FIRST, "%load_ext jupyter_agent", "%agent undo", ""]
     assert "removed (the run had created it)" in cell(page, 2).inner_text()
 
 

@@ -89,6 +89,40 @@ async def test_calls_that_cannot_be_made_are_clear_errors(server):
     assert (server.root / "plain.ipynb").read_text() == original  # nothing written
 
 
+async def test_a_kernel_restart_is_reported_never_hidden(server):
+    """A call waiting in a kernel that restarts fails saying so (its variables and run are gone);
+    the next call says to load jupyter-agent again: never a silent new kernel."""
+    import asyncio
+    import threading
+
+    kernel = server.open_session("restart.ipynb", ["r = 1"])
+    assert server.execute(kernel, "%load_ext jupyter_agent")["content"]["status"] == "ok"
+    busy = threading.Thread(target=lambda: _quietly(server.execute, kernel, "import time; time.sleep(120)", 150),
+                            daemon=True)
+    busy.start()
+    for _ in range(600):  # the cell is running: a call now queues behind it
+        if (await asyncio.to_thread(server.api, f"/api/kernels/{kernel}"))["execution_state"] == "busy":
+            break
+        await asyncio.sleep(0.1)
+    async with http_client(server) as client:
+        waiting = asyncio.ensure_future(client.call_tool("read_cells", {"notebook_path": "restart.ipynb"}))
+        await asyncio.sleep(0.5)
+        assert not waiting.done()  # queued behind the sleeping cell
+        await asyncio.to_thread(server.api, f"/api/kernels/{kernel}/restart", "POST")
+        result = await asyncio.wait_for(waiting, 60)
+        assert result.is_error and "restart" in text_of(result), text_of(result)
+        again = await client.call_tool("read_cells", {"notebook_path": "restart.ipynb"})
+        assert again.is_error and "%load_ext jupyter_agent" in text_of(again)
+    busy.join(60)
+
+
+def _quietly(fn: Any, *args: Any) -> None:
+    try:
+        fn(*args)
+    except Exception as exc:  # the kernel restarted under the cell: expected
+        print(f"the busy cell ended with {type(exc).__name__}")
+
+
 async def test_jupyter_agent_mcp_forwards_over_stdio(server):
     """``jupyter agent mcp`` (stdio) is a client of the endpoint: the same tools, the same answers."""
     from mcp import Client
