@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: What a read returns by default, per cell: characters of source and of outputs.
 READ_CHARS = 4_000
+#: Characters of a variables listing at most.
+VARIABLES_CHARS = 20_000
 
 
 class Refused(Exception):
@@ -88,6 +90,8 @@ class OutsideHub:
         client = str(data.get("client") or "an MCP client")[:200]
         if op not in OPS or not isinstance(path, str) or not isinstance(args, dict):
             raise Refused(f"Malformed call: op {op!r}.")
+        if op == "variables":  # the kernel's own: no page needed
+            return {"ok": True, "content": [{"type": "text", "text": self._variables()}]}
         page, where = self._page_for(path)
         run = self.run_for(client)
         document = self._document(run, page, where)
@@ -111,6 +115,20 @@ class OutsideHub:
                 except Exception:  # one broken listener must not refuse the call
                     log.debug("a run listener failed on an outside run", exc_info=True)
         return run
+
+    def _variables(self) -> str:
+        """The kernel's variables as the agent is told them at run start (``kernel_context.py``:
+        by identity, no code of the user's objects run)."""
+        from .kernel_context import kernel_variables
+
+        shell = self.session.shell
+        namespace = getattr(shell, "user_ns", None)
+        if not isinstance(namespace, dict):
+            return "(This kernel has no user namespace.)"
+        lines = kernel_variables(namespace, hidden=getattr(shell, "user_ns_hidden", None), max_names=500,
+                                 max_chars=VARIABLES_CHARS)
+        return "Variables in the kernel (name: type, shape):\n" + "\n".join(lines) if lines else \
+            "The kernel has no variables defined yet."
 
     def _page_for(self, path: str) -> tuple[Any, Any]:
         """The page of this kernel that shows notebook ``path`` (server-relative), and where

@@ -63,7 +63,7 @@ class OutsideRun:
         self.context = ToolContext(cwd=conv.context.cwd, permissions=conv.permissions, read_file_state=reads,
                                    services=Services(self.changes))
         self.broker = ApprovalCards(None, self.model, conv.permissions)
-        self.conversation = None  # no conversation of the model's: the panel offers no Undo button yet
+        self.conversation = None  # no conversation of the model's (its history is the client's)
         self.run = self  # (the panel keeps runs by their loop run)
         self.terminal = None
         self.error: str | None = None
@@ -87,7 +87,8 @@ class OutsideRun:
         return self.changes.undo_report
 
     def add_done_callback(self, callback: Any) -> None:
-        """An outside run does not end; its listeners hear of nothing (kept for the panel)."""
+        """``callback(run)`` after each call (an outside run does not end; between its calls
+        the panel shows it as ended, with Undo this run)."""
         self._callbacks.append(callback)
 
     def stop(self) -> None:
@@ -130,6 +131,11 @@ class OutsideRun:
         self.model.handle(ToolResult(tool_use_id, name, result.block, time.perf_counter() - started, result.outcome,
                                      result.exception))
         self.model.set_status("waiting for the next call")
+        for callback in list(self._callbacks):
+            try:
+                callback(self)
+            except Exception:  # one broken listener must not fail the call
+                log.debug("a listener of an outside run failed", exc_info=True)
         return result
 
     async def _ask(self, tool_name: str, tool_input: dict[str, Any], ask: PermissionAsk) -> Any:

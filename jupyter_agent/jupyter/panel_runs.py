@@ -73,6 +73,11 @@ class WatchedRun:
                           title="Interrupted" if model.lost else end_title(term),
                           error=redact(getattr(term, "error", None) or self.handle.error or ""))
             header.update(self.undo())
+        elif _outside(self.handle) and self.handle.done:
+            # an outside agent's run has no end: between its calls it shows as one that
+            # ended well, with its changes and Undo this run (its next call reopens it)
+            header.update(reason="completed", title="Calls so far", ended=True)
+            header.update(self.undo())
         return header
 
     def undo(self) -> dict[str, Any]:
@@ -86,7 +91,7 @@ class WatchedRun:
             return {"variables": "", "undo": "", "undo_lines": []}
         task = handle._undo
         state = "done" if changes.undo_report is not None else "running" if task is not None else \
-            "" if changes.empty or handle.conversation is None else "available"
+            "" if changes.empty or (handle.conversation is None and not _outside(handle)) else "available"
         report = changes.undo_report
         return {"variables": shown_text(variables_line(changes.variables)), "undo": state,
                 "undo_lines": [shown_text(line) for line in undo_lines(report, handle.model.cwd)] if report else []}

@@ -14,4 +14,4 @@ PATH = "jupyter-agent/mcp"
 TARGET = "jupyter_agent.outside"
 VERSION = 1
 #: The operations a kernel carries out (``tools.KERNEL_OPS`` maps the MCP tools onto them).
-OPS = ("read", "insert", "replace", "delete", "run")
+OPS = ("read", "variables", "insert", "replace", "delete", "run")

@@ -75,6 +75,13 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
             "max_chars": {"type": "integer", "minimum": 200, "maximum": 100_000, "default": DEFAULT_MAX_CHARS,
                           "description": "Characters of each cell's source, and of its outputs, kept."}}},
         {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+    "list_variables": (
+        "List the variables in the notebook's kernel: name, type, and for arrays and data frames their "
+        "shape, columns and dtypes; values only for short scalars. No code of the user's objects runs "
+        "(types are found by identity, never by calling repr or properties).",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH}},
+        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
     "insert_cell": (
         "Insert a new cell into the open notebook, after the cell `after_cell_id` (first when omitted). The "
         "user approves it in JupyterLab; the page shows it at once and one Undo takes it back.",
@@ -102,7 +109,7 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
 }
 
 #: The tools that run in the notebook's kernel (all but list_notebooks).
-KERNEL_OPS = {"read_cells": "read", "insert_cell": "insert", "replace_cell": "replace",
+KERNEL_OPS = {"read_cells": "read", "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
               "delete_cell": "delete", "run_cell": "run"}
 
 

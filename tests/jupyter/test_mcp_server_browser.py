@@ -129,6 +129,7 @@ def test_outside_insert_run_and_undo(lab, page_of, outside):
     assert not ran.is_error and "42" in text_of(ran), text_of(ran)
     cell(page, 2).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=30000)  # in the user's kernel
 
+    panel.locator(".jp-AgentPanel-undo").wait_for(timeout=30000)  # the panel offers to undo the outside run
     run_and_wait(page, 3)  # %agent undo: the outside run is the kernel's last run
     cell(page, 2).locator(".jp-OutputArea-output", has_text="Undo of run 1").wait_for(timeout=60000)
     # (Shift+Enter on the last cell added an empty one below it)
@@ -172,3 +173,17 @@ def test_denied_stale_and_bad_calls_change_nothing(lab, page_of, outside):
         assert result.is_error and says in text_of(result), (args.get("cell_id"), text_of(result))
     assert panel.locator(".jp-AgentPanel-approval").count() == 0
     assert cell_sources(page) == ["y = 1  # mine", "%load_ext jupyter_agent", ""]
+
+    # An allowed insert, undone from the panel: Undo this run under the outside run.
+    assert not outside.now("read_cells", path).is_error
+    pending = outside.call("insert_cell", {**path, "after_cell_id": "sety", "cell_type": "markdown",
+                                           "source": "A *note*"})
+    card = panel.locator(".jp-AgentPanel-approval")
+    card.wait_for(timeout=60000)
+    card.get_by_role("button", name="Allow", exact=True).click()
+    assert not pending.result(60).is_error
+    wait_cell_count(page, 4)
+    panel.locator(".jp-AgentPanel-undo").click()
+    wait_cell_count(page, 3)
+    assert cell_sources(page) == ["y = 1  # mine", "%load_ext jupyter_agent", ""]
+    panel.locator(".jp-AgentPanel-status", has_text="removed").wait_for(timeout=30000)

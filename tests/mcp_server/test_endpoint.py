@@ -48,8 +48,9 @@ def test_the_endpoint_needs_the_servers_token(server):
 async def test_tools_carry_their_annotations(server):
     async with http_client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"list_notebooks", "read_cells", "insert_cell", "replace_cell", "delete_cell", "run_cell"}
-    for name in ("list_notebooks", "read_cells"):
+    assert set(tools) == {"list_notebooks", "read_cells", "list_variables", "insert_cell", "replace_cell",
+                          "delete_cell", "run_cell"}
+    for name in ("list_notebooks", "read_cells", "list_variables"):
         assert tools[name].annotations.read_only_hint is True
     for name in ("replace_cell", "delete_cell", "run_cell"):
         assert tools[name].annotations.read_only_hint is False and tools[name].annotations.destructive_hint is True
@@ -69,6 +70,13 @@ async def test_calls_that_cannot_be_made_are_clear_errors(server):
         assert not_loaded.is_error and "%load_ext jupyter_agent" in text_of(not_loaded)
 
         assert server.execute(kernel, "%load_ext jupyter_agent")["content"]["status"] == "ok"
+        code = ("class Sneaky:\n    def __repr__(self):\n        raise SystemExit('repr ran')\n"
+                "sneaky = Sneaky(); rows = [1, 2, 3]; my_api_key = 'k3y-' + 'abcdefghijklmnop'")
+        assert server.execute(kernel, code)["content"]["status"] == "ok"
+        variables = await client.call_tool("list_variables", {"notebook_path": "plain.ipynb"})
+        listed = text_of(variables)
+        assert not variables.is_error and "rows: list" in listed and "sneaky: Sneaky" in listed, listed
+        assert "k3y-abcdefghijklmnop" not in listed  # a secret-looking name hides its value
         no_page = await client.call_tool("insert_cell", {"notebook_path": "plain.ipynb", "cell_type": "code",
                                                          "source": "b = 2"})
         assert no_page.is_error and "No JupyterLab page" in text_of(no_page), text_of(no_page)
