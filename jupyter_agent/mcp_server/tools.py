@@ -28,7 +28,7 @@ MAX_SOURCE_CHARS = 200_000
 #: Control characters other than tab, newline and carriage return: binary data, not a cell's text.
 _BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
 #: Cells a read returns by default, and at most.
-DEFAULT_LIMIT, MAX_LIMIT = 20, 200
+DEFAULT_LIMIT, MAX_LIMIT = 20, 500
 #: Characters of one cell's source or outputs a read returns by default (head and tail beyond it).
 DEFAULT_MAX_CHARS = 4_000
 

@@ -2,18 +2,27 @@
 real JupyterLab in real Chromium: an outside agent's edits appear live in the page after the
 user allows them in the side panel, a run's outputs come back, ``%agent undo`` takes the
 outside run back in one step, a denied edit and a stale one change nothing, and markup in
-the client's name stays text on the card.
+the client's name stays text on the card. Then Claude Code's own CLI (bundled by the
+``claude-agent-sdk`` wheel) as the client, its model the project's fake Messages API.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib.util
+import json
+import os
 import re
+import subprocess
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from jupyter_agent.testing import response, text, tool_use
+from tests.programs import stop_process
 
 from .lab import HAVE_BROWSER, cell, cell_sources, require_browser, run_and_wait, wait_cell_count, write_notebook
 
@@ -26,6 +35,10 @@ PANEL = "#jupyter-agent-panel"
 SECRET = "outs1de-s3cret-" + "value-4242"
 FIRST = (f'import os; os.environ["OUTSIDE_API_KEY"] = "{SECRET[:8]}" + "{SECRET[8:]}"; '
          'print(os.environ["OUTSIDE_API_KEY"]); x = 41')
+#: Claude Code's CLI, as the claude-agent-sdk wheel bundles it (None: not installed).
+_SDK = importlib.util.find_spec("claude_agent_sdk")
+CLAUDE = (Path(_SDK.origin).parent / "_bundled" / "claude") if _SDK and _SDK.origin else None
+CLAUDE = CLAUDE if CLAUDE is not None and CLAUDE.is_file() else None
 #: The client's name, as its initialize says it: markup, to be shown as text.
 CLIENT = "<img src=x onerror=window.__pwned=1>Outside<b>Agent</b>"
 
@@ -187,3 +200,55 @@ def test_denied_stale_and_bad_calls_change_nothing(lab, page_of, outside):
     wait_cell_count(page, 3)
     assert cell_sources(page) == ["y = 1  # mine", "%load_ext jupyter_agent", ""]
     panel.locator(".jp-AgentPanel-status", has_text="removed").wait_for(timeout=30000)
+
+
+@pytest.mark.skipif(CLAUDE is None, reason="needs claude-agent-sdk (its wheel bundles Claude Code's CLI)")
+def test_claude_code_edits_the_open_notebook(lab, page_of, script, api, tmp_path):
+    """``claude -p`` with our endpoint in its --mcp-config reads the notebook and inserts a cell;
+    the card names Claude Code, the user allows, the page shows the cell, and the model (the
+    fake API) gets our tools' results."""
+    nb = lab.root / "claude.ipynb"
+    write_notebook(nb, ["z = 1", "%load_ext jupyter_agent"], ids=["setz", "load"])
+    page, panel = open_with_panel(page_of, "claude.ipynb")
+    script(
+        response(tool_use("mcp__jupyter__read_cells", {"notebook_path": "claude.ipynb"})),
+        response(tool_use("mcp__jupyter__insert_cell", {"notebook_path": "claude.ipynb", "after_cell_id": "load",
+                                                         "cell_type": "code", "source": "print(z + 41)"})),
+        response(text("I added a cell that prints z + 41.")),
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    env.update(api.env(), HOME=str(home), DISABLE_AUTOUPDATER="1", DISABLE_TELEMETRY="1",
+               CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+    config = {"mcpServers": {"jupyter": {"type": "http", "url": f"{lab.url}/jupyter-agent/mcp"}}}
+    before = len(api.messages_requests)
+    proc = subprocess.Popen(
+        [str(CLAUDE), "-p", "Add a cell after the load cell that prints z + 41", "--output-format", "json",
+         "--model", "claude-sonnet-4-5", "--mcp-config", json.dumps(config), "--strict-mcp-config",
+         "--allowedTools", "mcp__jupyter__read_cells,mcp__jupyter__insert_cell"],
+        env=env, cwd=home, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        card = panel.locator(".jp-AgentPanel-approval")
+        card.wait_for(timeout=120000)
+        assert "print(z + 41)" in card.inner_text() and "an outside agent (MCP)" in card.inner_text()
+        asker = re.search(r"Asked by (.+?), an outside agent", card.inner_text()).group(1)
+        assert "claude" in asker.lower(), asker  # the name Claude Code gave in its initialize
+        card.get_by_role("button", name="Allow", exact=True).click()
+        out, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            stop_process(proc)
+    assert proc.returncode == 0, err[-3000:]
+    result = json.loads(out)
+    assert result["is_error"] is False and result["result"] == "I added a cell that prints z + 41.", result
+    wait_cell_count(page, 4)  # (Shift+Enter on the last cell added an empty one)
+    assert cell_sources(page)[:3] == ["z = 1", "%load_ext jupyter_agent", "print(z + 41)"]
+    # what Claude Code sent its model: our tools' results, not errors
+    last = api.messages_requests[-1].body["messages"]
+    results = [b for m in last if m["role"] == "user" and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert len(api.messages_requests) - before == 3 and len(results) == 2, results
+    assert not any(r.get("is_error") for r in results), results
+    read = "".join(b.get("text", "") for b in results[0]["content"])
+    assert 'id="setz"' in read and "z = 1" in read
