@@ -63,8 +63,14 @@ class OutsideHub:
         task.add_done_callback(self._tasks.discard)
 
     async def _serve(self, comm: Any, data: Any) -> None:
+        def progress(text: str) -> None:
+            try:
+                comm.send({"v": VERSION, "progress": redact(text)})
+            except Exception:  # the server went away: the answer will not reach it either
+                log.debug("could not send an outside call's progress", exc_info=True)
+
         try:
-            reply = await self.call(data)
+            reply = await self.call(data, progress)
         except Refused as exc:
             reply = {"ok": False, "error": str(exc)}
         except asyncio.CancelledError:
@@ -80,8 +86,9 @@ class OutsideHub:
             log.debug("could not answer an outside call", exc_info=True)
 
     # -- the loop thread -----------------------------------------------------------------
-    async def call(self, data: Any) -> dict[str, Any]:
-        """Carry out one call (``mcp_server/protocol.py``); returns the reply."""
+    async def call(self, data: Any, progress: Any = None) -> dict[str, Any]:
+        """Carry out one call (``mcp_server/protocol.py``); returns the reply. ``progress(text)``
+        tells the server how a long call goes."""
         if not isinstance(data, dict) or data.get("v") != VERSION:
             version = data.get("v") if isinstance(data, dict) else None
             raise Refused(f"This kernel's jupyter-agent speaks outside-call version {VERSION}, the server sent "
@@ -98,7 +105,7 @@ class OutsideHub:
         if op == "read":
             return await self._read(run, document, where.key, args)
         await self._check_read(run, document, where.key, path)
-        return await self._change(run, where.key, op, args)
+        return await self._change(run, where.key, op, args, progress)
 
     def run_for(self, client: str) -> Any:
         """The client's current run (a new one, shown by the panel, when it has none or its
@@ -179,7 +186,7 @@ class OutsideHub:
         run.context.read_file_state[key] = FileReadRecord(path=key, mtime_ns=0, content_hash=snapshot.version)
         return {"ok": True, "content": cells_content(snapshot, start, limit, chars)}
 
-    async def _change(self, run: Any, key: str, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _change(self, run: Any, key: str, op: str, args: dict[str, Any], progress: Any = None) -> dict[str, Any]:
         if op == "run":
             name, tool_input = "NotebookRun", {"notebook_path": key, "cell_id": args.get("cell_id")}
         else:
@@ -192,7 +199,7 @@ class OutsideHub:
                 tool_input["cell_type"] = args["cell_type"]
         if tool_input.get("cell_id") is not None:
             self._check_cell(run, key, str(tool_input["cell_id"]))
-        result = await run.call_tool(name, tool_input)
+        result = await run.call_tool(name, tool_input, progress)
         return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                 "content": blocks_of(result.block.get("content"))}
 

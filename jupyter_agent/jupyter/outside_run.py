@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..changes import RunChanges, UndoReport
-from ..loop.events import ToolResult
+from ..loop.events import ToolProgress, ToolResult
 from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionDeny, ask_parts
 from ..loop.services import Services
 from ..loop.tool import FileReadRecord, Tool, ToolContext
@@ -108,16 +108,22 @@ class OutsideRun:
         return self._undo
 
     # -- calls ----------------------------------------------------------------------------
-    async def call_tool(self, name: str, tool_input: dict[str, Any]) -> Any:
+    async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None) -> Any:
         """Call the agent's tool ``name`` as this client: a ``CallResult`` (the tool's
-        ``tool_result`` block and outcome)."""
+        ``tool_result`` block and outcome). ``progress(text)`` hears what the tool reports
+        as it goes (a running cell, every second)."""
         from ..loop.tool_execution import ToolRunEnv, run_tool_call
         from ..tools.notebook_edit import NotebookEdit
         from ..tools.notebook_run import NotebookRun
 
         tools: dict[str, Tool] = {t.name: t for t in (NotebookEdit(), NotebookRun())}
         tool_use_id = f"outside_{next(_ids)}_{uuid.uuid4().hex[:8]}"
-        env = ToolRunEnv(tools_by_name=tools, context=self.context, can_use_tool=self._ask, emit=self.model.handle)
+        def emit(event: Any) -> None:
+            self.model.handle(event)
+            if progress is not None and isinstance(event, ToolProgress) and isinstance(event.data, str):
+                progress(event.data)
+
+        env = ToolRunEnv(tools_by_name=tools, context=self.context, can_use_tool=self._ask, emit=emit)
         self._calls += 1
         self.model.status = f"carrying out a call of {self.client}"
         # The call shows as the model's tool call would (the approval card finds it by its id).

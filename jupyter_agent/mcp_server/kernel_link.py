@@ -52,6 +52,9 @@ class KernelComms:
         self.client = kernel.client()
         self.client.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=False)
         self.waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
+        #: comm id -> what a call's progress messages go to
+        self.progress: dict[str, Any] = {}
+        self._sending: set[asyncio.Task[Any]] = set()
         self.ready: dict[str, asyncio.Future[None]] = {}
         self.reader = asyncio.get_event_loop().create_task(self._read())
         self._connected = False
@@ -70,11 +73,24 @@ class KernelComms:
             if parent in self.ready and not self.ready[parent].done():
                 self.ready[parent].set_result(None)
             if kind in ("comm_msg", "comm_close"):
-                future = self.waiting.get(str(content.get("comm_id") or ""))
-                if future is not None and not future.done():
+                comm_id = str(content.get("comm_id") or "")
+                future = self.waiting.get(comm_id)
+                data = content.get("data")
+                if kind == "comm_msg" and isinstance(data, dict) and "progress" in data and "ok" not in data:
+                    self._report(comm_id, data["progress"])
+                elif future is not None and not future.done():
                     future.set_result((kind, content.get("data")))
             elif kind == "status" and content.get("execution_state") == "starting":
                 self.fail_all(RESTARTED)
+
+    def _report(self, comm_id: str, text: Any) -> None:
+        """A call's progress message (the kernel's words, e.g. "Cell c1 is running (4 s)")."""
+        progress = self.progress.get(comm_id)
+        if progress is None or not isinstance(text, str):
+            return
+        task = asyncio.get_event_loop().create_task(progress(text))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
 
     def fail_all(self, why: str) -> None:
         for future in self.waiting.values():
@@ -101,12 +117,14 @@ class KernelComms:
         raise OutsideError("The notebook's kernel does not answer (busy for a long time, or dead): check it in "
                            "JupyterLab, then retry.")
 
-    async def call(self, data: dict[str, Any], alive: Any) -> dict[str, Any]:
+    async def call(self, data: dict[str, Any], alive: Any, progress: Any = None) -> dict[str, Any]:
         """Send one call; its answer. ``alive()`` says whether the kernel that got it still
         lives: raises OutsideError (restarted, died) when not."""
         await self.connect()
         comm_id = uuid.uuid4().hex
         future = self.waiting[comm_id] = asyncio.get_event_loop().create_future()
+        if progress is not None:
+            self.progress[comm_id] = progress
         msg = self.client.session.msg("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": data})
         self.client.shell_channel.send(msg)
         try:
@@ -121,6 +139,7 @@ class KernelComms:
                     raise OutsideError(f"No answer from the notebook's kernel in {CALL_TIMEOUT_S / 60:.0f} minutes.")
         finally:
             self.waiting.pop(comm_id, None)
+            self.progress.pop(comm_id, None)
         kind, reply = future.result()
         if kind == "comm_close" or not isinstance(reply, dict):
             raise OutsideError("jupyter-agent is not loaded in this notebook's kernel: run %load_ext jupyter_agent "
@@ -150,7 +169,8 @@ class ServerBackend:
         return [{"path": s["path"], "kernel_id": s["kernel"]["id"],
                  "kernel_state": s["kernel"].get("execution_state", "")} for s in await self._sessions()]
 
-    async def call(self, path: str, op: str, args: dict[str, Any], client: str) -> dict[str, Any]:
+    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
+                   progress: Any = None) -> dict[str, Any]:
         wanted = _norm(path)
         session = next((s for s in await self._sessions() if _norm(s["path"]) == wanted), None)
         if session is None:
@@ -176,7 +196,7 @@ class ServerBackend:
                 raise OutsideError(DIED)
 
         data = {"v": VERSION, "op": op, "path": session["path"], "args": args, "client": client}
-        return await comms.call(data, alive)
+        return await comms.call(data, alive, progress)
 
     def _not_open(self, path: str) -> str:
         root = Path(getattr(self.app, "root_dir", ".") or ".")

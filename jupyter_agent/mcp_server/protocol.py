@@ -4,7 +4,8 @@ The server opens a comm to :data:`TARGET` (registered at ``%load_ext jupyter_age
 ``jupyter/outside.py``) with the call as the open's data, ``{"v", "op", "path", "args",
 "client"}``; the kernel answers with one comm message, ``{"v", "ok", "content": [blocks],
 "error"}`` (blocks: ``{"type": "text", "text"}`` or ``{"type": "image", "data",
-"mime_type"}``), then closes the comm. A kernel without the target closes the comm at once.
+"mime_type"}``), then closes the comm; before it, a long call may send ``{"v", "progress":
+text}`` messages. A kernel without the target closes the comm at once.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ Jupyter server extension, ``stdio.py`` for ``jupyter agent mcp``.
 from __future__ import annotations
 
 import base64
+import itertools
 import logging
 import re
 from typing import Any, Protocol
@@ -43,8 +44,10 @@ class NotebookBackend(Protocol):
     async def notebooks(self) -> list[dict[str, Any]]:
         """The notebooks open in the server: ``{"path", "kernel_id", "kernel_state"}`` each."""
 
-    async def call(self, path: str, op: str, args: dict[str, Any], client: str) -> dict[str, Any]:
+    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
+                   progress: Any = None) -> dict[str, Any]:
         """Run ``op`` in the kernel of notebook ``path``: ``{"ok", "content": [blocks], "error"}``.
+        ``progress(text)``, if given, is called with what a long call reports as it goes.
         Raises :class:`OutsideError` when the notebook or its kernel cannot be reached."""
 
 
@@ -200,6 +203,27 @@ def client_name(ctx: Any) -> str:
     return f"{name} {version}".strip()[:200]
 
 
+def progress_sender(ctx: Any) -> Any:
+    """``progress(text)`` sending MCP progress notifications for this request, when its
+    client asked for them (a ``progressToken`` in its ``_meta``); else None."""
+    meta = getattr(ctx, "meta", None)
+    token = meta.get("progress_token") if isinstance(meta, dict) else None
+    session = getattr(ctx, "session", None)
+    if token is None or session is None:
+        return None
+    count = itertools.count(1)
+    request_id = getattr(ctx, "request_id", None)
+
+    async def send(text: str) -> None:
+        try:
+            await session.send_progress_notification(token, next(count), message=redact(text),
+                                                     related_request_id=request_id)
+        except Exception:  # the client went away: the call's answer will not reach it either
+            log.debug("could not send a progress notification", exc_info=True)
+
+    return send
+
+
 def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any:
     """The MCP server (the SDK's low-level ``Server``) whose tools call ``backend``; or, with
     ``forward`` (``jupyter agent mcp``), each checked call goes to ``forward(name, arguments,
@@ -227,7 +251,7 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
                 text = notebooks_text(await backend.notebooks())
                 return CallToolResult(content=[TextContent(type="text", text=text)])
             path = args.pop("notebook_path")
-            return result_of(await backend.call(path, KERNEL_OPS[name], args, client))
+            return result_of(await backend.call(path, KERNEL_OPS[name], args, client, progress=progress_sender(ctx)))
         except OutsideError as exc:
             return error_result(str(exc))
 

@@ -35,6 +35,8 @@ PANEL = "#jupyter-agent-panel"
 SECRET = "outs1de-s3cret-" + "value-4242"
 FIRST = (f'import os; os.environ["OUTSIDE_API_KEY"] = "{SECRET[:8]}" + "{SECRET[8:]}"; '
          'print(os.environ["OUTSIDE_API_KEY"]); x = 41')
+#: The outside agent's cell: it runs long enough to report progress (every second).
+NEW = "import time\ntime.sleep(1.5)\nprint(x + 1)"
 #: Claude Code's CLI, as the claude-agent-sdk wheel bundles it (None: not installed).
 _SDK = importlib.util.find_spec("claude_agent_sdk")
 CLAUDE = (Path(_SDK.origin).parent / "_bundled" / "claude") if _SDK and _SDK.origin else None
@@ -72,9 +74,9 @@ class OutsideClient:
                 opened.set_exception(exc)
             raise
 
-    def call(self, tool: str, args: dict[str, Any]) -> concurrent.futures.Future[Any]:
+    def call(self, tool: str, args: dict[str, Any], **options: Any) -> concurrent.futures.Future[Any]:
         """Start a call; its future (the test clicks on the card meanwhile)."""
-        return asyncio.run_coroutine_threadsafe(self.client.call_tool(tool, args), self.loop)
+        return asyncio.run_coroutine_threadsafe(self.client.call_tool(tool, args, **options), self.loop)
 
     def now(self, tool: str, args: dict[str, Any], timeout: float = 120) -> Any:
         return self.call(tool, args).result(timeout)
@@ -119,35 +121,42 @@ def test_outside_insert_run_and_undo(lab, page_of, outside):
     assert SECRET not in text_of(read) and "[redacted OUTSIDE_API_KEY]" in text_of(read)  # its output
 
     pending = outside.call("insert_cell", {"notebook_path": "outside.ipynb", "after_cell_id": "load",
-                                           "cell_type": "code", "source": "print(x + 1)"})
+                                           "cell_type": "code", "source": NEW})
     card = panel.locator(".jp-AgentPanel-approval")
     card.wait_for(timeout=60000)
     shown = card.inner_text()
-    assert "print(x + 1)" in shown and len(cell_sources(page)) == 3  # nothing before Allow
+    assert "time.sleep(1.5)" in shown and len(cell_sources(page)) == 3  # nothing before Allow
     assert f"Asked by {CLIENT} 9, an outside agent (MCP)." in shown  # the client's markup as text
     assert card.locator("img").count() == 0 and page.evaluate("() => window.__pwned") is None
     card.get_by_role("button", name="Allow", exact=True).click()
     inserted = pending.result(60)
     assert not inserted.is_error, text_of(inserted)
     wait_cell_count(page, 4)
-    assert cell_sources(page) == [FIRST, "%load_ext jupyter_agent", "print(x + 1)", "%agent undo"]  # live
+    assert cell_sources(page) == [FIRST, "%load_ext jupyter_agent", NEW, "%agent undo"]  # live
 
     new_id = re.search(r'<cell id="([^"]+)" index=2 ', text_of(outside.now(
         "read_cells", {"notebook_path": "outside.ipynb"}))).group(1)
-    pending = outside.call("run_cell", {"notebook_path": "outside.ipynb", "cell_id": new_id})
+    progress: list[str] = []
+
+    async def heard(done: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    pending = outside.call("run_cell", {"notebook_path": "outside.ipynb", "cell_id": new_id}, progress_callback=heard)
     card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
     card.wait_for(timeout=60000)
     card.get_by_role("button", name="Allow", exact=True).click()
     ran = pending.result(120)
     assert not ran.is_error and "42" in text_of(ran), text_of(ran)
+    assert any(f"Cell {new_id} is running" in m for m in progress), progress  # MCP progress while it ran
     cell(page, 2).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=30000)  # in the user's kernel
 
     panel.locator(".jp-AgentPanel-undo").wait_for(timeout=30000)  # the panel offers to undo the outside run
     run_and_wait(page, 3)  # %agent undo: the outside run is the kernel's last run
-    cell(page, 2).locator(".jp-OutputArea-output", has_text="Undo of run 1").wait_for(timeout=60000)
+    cell(page, 2).locator(".jp-OutputArea-output", has_text="removed (the run had created it)").wait_for(
+        timeout=60000)  # the undo's report, once it is done
     # (Shift+Enter on the last cell added an empty one below it)
     assert cell_sources(page) == [FIRST, "%load_ext jupyter_agent", "%agent undo", ""]
-    assert "removed (the run had created it)" in cell(page, 2).inner_text()
+    assert "Undo of run 1" in cell(page, 2).inner_text()
 
 
 def test_denied_stale_and_bad_calls_change_nothing(lab, page_of, outside):

@@ -83,7 +83,9 @@ class Server:
 
         client = BlockingKernelClient(connection_file=str(self.runtime / f"kernel-{kernel_id}.json"))
         client.load_connection_file()
-        client.start_channels()
+        # no heartbeat: on a loaded machine a missed beat reads as "the kernel died" while
+        # it answers; wait_for_ready's kernel_info reply says it is there
+        client.start_channels(hb=False)
         try:
             client.wait_for_ready(timeout=timeout)
             return client.execute_interactive(code, timeout=timeout, output_hook=lambda msg: None)
