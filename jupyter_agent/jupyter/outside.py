@@ -18,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..loop.tool import FileReadRecord
 from ..mcp_server.protocol import OPS, TARGET, VERSION
 from ..redact import redact
+
+if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %load_ext)
+    from ..loop.tool import FileReadRecord
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +182,8 @@ class OutsideHub:
     async def _read(self, run: Any, document: Any, key: str, args: dict[str, Any]) -> dict[str, Any]:
         """Cells ``start``.. of the page's notebook (at most ``limit``), each cut to
         ``max_chars``; remembers the version read, for the stale check of the next edit."""
+        from ..loop.tool import FileReadRecord
+
         snapshot = await document.snapshot()
         start, limit = _int(args.get("start"), 0), _int(args.get("limit"), 20)
         chars = _int(args.get("max_chars"), READ_CHARS)
