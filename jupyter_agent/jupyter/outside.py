@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..mcp_server.protocol import OPS, TARGET, VERSION
 from ..redact import redact
+from .bridge_status import QUIET_OPENS
 
 if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %load_ext)
     from ..loop.tool import FileReadRecord
@@ -311,6 +312,7 @@ def register(shell: Any, session: Any) -> OutsideHub | None:
     if hub is None:
         hub = session.outside_hub = OutsideHub(session)
     manager.register_target(TARGET, hub.open)
+    QUIET_OPENS.add(TARGET)  # the page re-renders on every busy/idle: none for these (bridge_status.py)
     return hub
 
 
@@ -322,6 +324,7 @@ def unregister(shell: Any, session: Any) -> None:
             manager.unregister_target(TARGET, None)
         except Exception:  # not registered (a failed %load_ext)
             log.debug("could not unregister the outside target", exc_info=True)
+    QUIET_OPENS.discard(TARGET)
     hub = getattr(session, "outside_hub", None)
     if hub is not None:
         hub.close()
