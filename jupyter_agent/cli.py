@@ -101,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--replay", metavar="PATH", help="offline: replay a recorded transcript "
                      "('demo' for the packaged one); also $JUPYTER_AGENT_REPLAY")
     run.add_argument("--quiet", action="store_true", help="print only the answer and errors")
+    from .mcp_server.stdio import add_command
+
+    add_command(commands)  # `jupyter agent mcp`: the open notebooks as an MCP server (docs/mcp-server.md)
     return parser
 
 
@@ -478,6 +481,10 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     out, err = out or sys.stdout, err or sys.stderr
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "mcp":
+        from .mcp_server.stdio import run
+
+        return run(args, err)
     if args.command != "run":
         parser.print_help(err)
         return EXIT_USAGE

@@ -1,4 +1,6 @@
-"""jupyter-agent's Jupyter server extension: TCP_NODELAY on kernel websockets.
+"""jupyter-agent's Jupyter server extension: TCP_NODELAY on kernel websockets, and the
+MCP endpoint for outside agents (``/jupyter-agent/mcp``: docs/mcp-server.md;
+``JUPYTER_AGENT_MCP=0`` leaves it out).
 
 The live-notebook bridge sends small request/reply messages between the kernel and the
 page. jupyter_server never sets TCP_NODELAY on its kernel websockets, so Nagle's
@@ -50,7 +52,16 @@ def patch_kernel_websocket(handler_class: Any) -> bool:
     return True
 
 
+def mcp_enabled() -> bool:
+    return os.environ.get("JUPYTER_AGENT_MCP", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
 def _load_jupyter_server_extension(serverapp: Any) -> None:
+    if mcp_enabled():
+        from .mcp_server.http import PATH, setup
+
+        serverapp.jupyter_agent_mcp = setup(serverapp)
+        serverapp.log.info(f"jupyter-agent: MCP endpoint for outside agents at /{PATH}")
     if not nodelay_enabled():
         serverapp.log.info("jupyter-agent: TCP_NODELAY on kernel websockets is off (JUPYTER_AGENT_NODELAY=0)")
         return

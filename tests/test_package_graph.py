@@ -31,6 +31,10 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
 - ``view`` (the ``RunModel`` view model, the labels, the static transcript: what every
   display of a run is drawn from, no widget stack) imports ``loop``, ``model`` (prices),
   ``redact``, ``render`` and ``changes``;
+- ``mcp_server`` (jupyter-agent as an MCP server for outside agents: the tools' shapes, the
+  HTTP endpoint, the way to a notebook's kernel, the stdio forwarder; what a call does
+  happens in the kernel, in ``jupyter``) imports only ``redact``; ``jupyter`` takes the
+  kernel's side of its protocol from it, ``cli`` its stdio command;
 - ``jupyter`` and ``cli`` (the fronts) import anything below, ``view`` included, not each other;
 - entry points (``demo``, ``launch``, ``server_extension``), the ``lessons`` and the
   package root (the public API) import those; ``testing`` imports anything. Only
@@ -49,7 +53,7 @@ ROOT = "jupyter_agent"
 _MIDDLE = {"loop", "prompts", "redact", "model", "replay", "files", "notebook", "tools", "safety",
            "permissions", "environment", "changes", "policy", "mcp"}
 _WIRING = _MIDDLE | {"agent", "conversation"}
-_SHARED = _WIRING | {"view", "render"}  # what both fronts build on
+_SHARED = _WIRING | {"view", "render", "mcp_server"}  # what both fronts build on
 _FRONTS = _SHARED | {"jupyter", "cli"}
 #: unit -> the units it may import (besides itself). ``redact``, ``safety``, ``lessons``,
 #: ``launch`` and ``server_extension`` are being added on other branches as this is written.
@@ -72,6 +76,7 @@ ALLOWED: dict[str, set[str]] = {
     "agent": _MIDDLE,
     "conversation": _MIDDLE | {"agent"},
     "view": {"loop", "model", "redact", "render", "changes"},
+    "mcp_server": {"redact"},
     "jupyter": _SHARED,
     "cli": _SHARED,
     "server_extension": _FRONTS,

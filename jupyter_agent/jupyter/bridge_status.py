@@ -6,7 +6,9 @@ change (the favicon, the status bar, the toolbar), which made every bridge round
 several times its idle cost. The page's bridge messages (replies, ``changed`` notices,
 ``bye``) are not the user's work, so :func:`quiet_bridge_status` wraps the kernel
 instance's ``_publish_status`` and drops the status whose parent is a ``comm_msg`` to one
-of the bridge's comms. Every other message keeps its status: other comms (ipywidgets),
+of the bridge's comms, and the status of a ``comm_open`` to a target in :data:`QUIET_OPENS`
+(an outside agent's call, ``outside.py``: one comm open per call, from the Jupyter server,
+not the user's work either). Every other message keeps its status: other comms (ipywidgets),
 the bridge's ``comm_open`` and ``comm_close``, execute requests.
 
 ``_publish_status`` is ipykernel's, not a public API: when the kernel has none with the
@@ -29,6 +31,8 @@ log = logging.getLogger(__name__)
 _PARAMETERS = ("status", "channel", "parent")
 #: Marks the wrapper, so that it is never wrapped twice and can be taken off.
 _WRAPPED = "_jupyter_agent_bridge_status"
+#: Comm targets whose ``comm_open`` messages publish no status (``outside.py`` adds its own).
+QUIET_OPENS: set[str] = set()
 
 
 def comm_msg_target(parent: Any) -> str | None:
@@ -42,6 +46,18 @@ def comm_msg_target(parent: Any) -> str | None:
         return None
     comm_id = content.get("comm_id")
     return comm_id if isinstance(comm_id, str) else None
+
+
+def comm_open_target(parent: Any) -> str | None:
+    """The target name a ``comm_open`` (a deserialized shell message) opens; None for any
+    other message."""
+    if not isinstance(parent, Mapping):
+        return None
+    header, content = parent.get("header"), parent.get("content")
+    if not isinstance(header, Mapping) or header.get("msg_type") != "comm_open" or not isinstance(content, Mapping):
+        return None
+    target = content.get("target_name")
+    return target if isinstance(target, str) else None
 
 
 def quiet_bridge_status(kernel: Any, comm_ids: Callable[[], frozenset[str]]) -> bool:
@@ -69,7 +85,7 @@ def quiet_bridge_status(kernel: Any, comm_ids: Callable[[], frozenset[str]]) -> 
             channel = kwargs.get("channel", args[1] if len(args) > 1 else None)
             parent = kwargs.get("parent", args[2] if len(args) > 2 else None) or kernel.get_parent(channel)
             target = comm_msg_target(parent)
-            quiet = target is not None and target in comm_ids()
+            quiet = (target is not None and target in comm_ids()) or comm_open_target(parent) in QUIET_OPENS
         except Exception:  # whatever went wrong, publish as the kernel would
             log.debug("could not tell whether a status is for the bridge", exc_info=True)
             quiet = False

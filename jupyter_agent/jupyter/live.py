@@ -164,16 +164,8 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
 
             where = PageNotebook(key=own)
         if where is not None:
-            from ..notebook.live_backend import LiveNotebook
-
             key = where.key
-            tracker = tracker_for(agent_session.shell)
-            absent = (NO_PAGE_REMOTE if where.remote else NO_PAGE).format(path=key)
-            _register(tool_session, LiveNotebook(
-                key, bridge, client_id, is_busy=tracker.busy if tracker else None, absent=absent,
-                hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
-                namespace=_namespace_of(agent_session.shell), file_fallback=not where.remote,
-                run_here=self_runner(agent_session.shell)))
+            _register(tool_session, live_notebook(agent_session.shell, bridge, client_id, where))
             tool_session.page_notebook = where
             if conversation.notebook_path is None:
                 conversation.notebook_path = key
@@ -188,6 +180,19 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
             notices(reason)
         return "guarded"
     return "none"
+
+
+def live_notebook(shell: Any, bridge: Any, client_id: str, where: PageNotebook) -> Any:
+    """A :class:`LiveNotebook` for the notebook ``where`` that the page ``client_id`` shows
+    (a run's, or an outside agent's: ``outside.py``)."""
+    from ..notebook.live_backend import LiveNotebook
+
+    tracker = tracker_for(shell)
+    absent = (NO_PAGE_REMOTE if where.remote else NO_PAGE).format(path=where.key)
+    return LiveNotebook(
+        where.key, bridge, client_id, is_busy=tracker.busy if tracker else None, absent=absent,
+        hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
+        namespace=_namespace_of(shell), file_fallback=not where.remote, run_here=self_runner(shell))
 
 
 def _namespace_of(shell: Any) -> Callable[[], dict[str, int]] | None:

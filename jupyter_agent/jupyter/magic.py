@@ -477,6 +477,7 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``, and start
     loading what the first run needs in the background (the SDK takes seconds)."""
     from .bridge import start_bridge, tracker_for
+    from .outside import register as register_outside
     from .panel_comm import register
 
     session = get_session(ipython)
@@ -484,6 +485,7 @@ def load_ipython_extension(ipython: Any) -> None:
     tracker_for(ipython)  # knows when a cell executes (a run through the page must not wait on it)
     start_bridge(ipython)  # the live-notebook bridge to the JupyterLab page
     register(ipython, session)  # the JupyterLab side panel's comm target
+    register_outside(ipython, session)  # outside agents' calls, from the MCP server (docs/mcp-server.md)
     cleanup = ipython.input_transformers_cleanup
     if _agent_transformer not in cleanup:
         cleanup.append(_agent_transformer)
@@ -495,6 +497,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     Magics class), the transformer and the interrupt handler, and stop a run still
     going. The conversation stays, so ``%reload_ext`` continues it."""
     from .bridge import forget_tracker, stop_bridge
+    from .outside import unregister as unregister_outside
     from .panel_comm import unregister
     from .self_run import close_self_client
 
@@ -505,6 +508,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     close_self_client()
     forget_tracker(ipython)
     unregister(ipython, session)
+    unregister_outside(ipython, session)
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("agent", None)
     ipython.magics_manager.registry.pop("AgentMagics", None)

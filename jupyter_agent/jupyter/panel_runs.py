@@ -74,6 +74,11 @@ class WatchedRun:
                           title="Interrupted" if model.lost else end_title(term),
                           error=redact(getattr(term, "error", None) or self.handle.error or ""))
             header.update(self.undo())
+        elif _outside(self.handle) and self.handle.done:
+            # an outside agent's run has no end: between its calls it shows as one that
+            # ended well, with its changes and Undo this run (its next call reopens it)
+            header.update(reason="completed", title="Calls so far", ended=True)
+            header.update(self.undo())
         return header
 
     def undo(self) -> dict[str, Any]:
@@ -87,7 +92,7 @@ class WatchedRun:
             return {"variables": "", "undo": "", "undo_lines": []}
         task = handle._undo
         state = "done" if changes.undo_report is not None else "running" if task is not None else \
-            "" if changes.empty or handle.conversation is None else "available"
+            "" if changes.empty or (handle.conversation is None and not _outside(handle)) else "available"
         report = changes.undo_report
         return {"variables": shown_text(variables_line(changes.variables)), "undo": state,
                 "undo_lines": [shown_text(line) for line in undo_lines(report, handle.model.cwd)] if report else []}
@@ -223,16 +228,16 @@ class PanelRuns:
         conv = self.session._conversation
         current = set(map(id, conv.runs)) if conv is not None else set()
         for handle in self.session.runs:
-            if id(handle.run) in current and handle.display_id not in self.runs:
-                self._watch(handle, "cell")
-        for key in [k for k, w in self.runs.items() if id(w.handle.run) not in current]:
+            if (id(handle.run) in current or _outside(handle)) and handle.display_id not in self.runs:
+                self._watch(handle, "outside" if _outside(handle) else "cell")
+        for key in [k for k, w in self.runs.items() if id(w.handle.run) not in current and not _outside(w.handle)]:
             del self.runs[key]
 
     # -- what the session and the runs say ------------------------------------------------
     def _run_started(self, handle: Any) -> None:
         """A run of this kernel's conversation started (a panel, a cell or chat())."""
         if handle.display_id not in self.runs:
-            self._watch(handle, "panel" if self._from_panel else "cell")
+            self._watch(handle, "outside" if _outside(handle) else "panel" if self._from_panel else "cell")
         self._adopt_runs()
         self._mark_session()
 
@@ -322,6 +327,11 @@ def _saved(session: Any) -> bool:
     from .saved_conversation import saved_path
 
     return saved_path(key_of(session, session._conversation)).is_file()
+
+
+def _outside(handle: Any) -> bool:
+    """An outside agent's run (``outside_run.py``): no run of the conversation's, shown all the same."""
+    return type(handle).__name__ == "OutsideRun"
 
 
 def _env_replay() -> str | None:

@@ -1,0 +1,204 @@
+"""Our MCP server against jupyter-mcp-server's, the same operations from the same kind of
+caller, side by side in one run (issue 29).
+
+    python benchmarks/bench_mcp_server.py [--cells 50 2000] [--repeat 7]
+
+Both sides are MCP endpoints in the Jupyter server that serves a JupyterLab page showing the
+notebook (``--cells`` cells), each called by this process with one JSON-RPC ``tools/call``
+request per call over a kept-alive HTTP connection (no SDK on either side of the caller):
+
+* **ours**: ``/jupyter-agent/mcp`` (``jupyter_agent/mcp_server/``): the call goes to the
+  notebook's kernel, runs as the agent's own tool call there (permissions, the stale check,
+  the change record; the rules allow NotebookEdit and NotebookRun, so no card waits for a
+  click) and reaches the page over the live-notebook bridge. ``insert`` is ``insert_cell``,
+  ``replace`` is ``replace_cell``, ``insert + run`` is ``insert_cell`` then ``run_cell``
+  (two calls: ours has no one-call form), ``read all`` is ``read_cells`` pages of 500 cells.
+* **theirs**: jupyter-mcp-server 2.2.4 exactly as ``bench_vs_mcp_server.py`` runs it (its
+  own virtual environment, jupyter-collaboration so the page shows its edits):
+  ``insert_cell``, ``overwrite_cell_source``, ``insert_execute_code_cell``, ``read_notebook``.
+
+**page**: when the change shows in the page, from the caller's start (a MutationObserver).
+Repetitions are interleaved, each operation started with both sides idle (``--settle``).
+A command, never a test: its figures go to BENCHMARKS.md with the command and the date.
+Target: ours at least as fast as theirs on every operation, at 50 and 2,000 cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import http.client
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_vs_mcp_server import (NAME, PAGE_WATCHER, Theirs, _json_rpc, cache_dir, mcp_environment,  # noqa: E402
+                                 row)
+from quiet import wait_quiet  # noqa: E402
+from tests.jupyter.lab import Lab, run_and_wait, write_notebook  # noqa: E402
+
+OPS = ("insert", "replace", "insert + run", "read all")
+PAGE = 500
+
+
+def our_sources(cells: int) -> list[str]:
+    sources = ["%load_ext jupyter_agent", "%config AgentConfig.allow = ['NotebookEdit', 'NotebookRun']", "1 + 1"]
+    return sources + [f"# cell {i}\nvalue_{i} = {i} * 2" for i in range(cells - len(sources))]
+
+
+class Ours:
+    """Our endpoint in the server of a page whose kernel loaded jupyter-agent."""
+
+    def __init__(self, tmp: Path, cells: int, browser: Any = None) -> None:
+        self.lab = Lab(tmp, browser=browser)
+        write_notebook(self.lab.root / NAME, our_sources(cells))  # ids c0, c1, ...
+        self.page = self.lab.open(NAME)
+        self.page.evaluate(PAGE_WATCHER)
+        run_and_wait(self.page, 0)
+        run_and_wait(self.page, 1)
+        self.http = http.client.HTTPConnection("127.0.0.1", self.lab.port, timeout=300)
+        self.ids, self.session = 0, ""
+        init = self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                       "clientInfo": {"name": "bench", "version": "1"}})
+        self.protocol = init["result"]["protocolVersion"]
+        self.rpc("notifications/initialized", None, notify=True)
+        self.read_all(cells)
+        self.last = ""
+
+    def rpc(self, method: str, params: Any, notify: bool = False) -> Any:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            body["params"] = params
+        if not notify:
+            self.ids += 1
+            body["id"] = self.ids
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if self.session:
+            headers.update({"mcp-session-id": self.session, "mcp-protocol-version": self.protocol})
+        self.http.request("POST", "/jupyter-agent/mcp", body=json.dumps(body), headers=headers)
+        response = self.http.getresponse()
+        data = response.read().decode()
+        self.session = response.getheader("mcp-session-id") or self.session
+        if notify:
+            return None
+        if response.status != 200:
+            raise SystemExit(f"ours {method}: HTTP {response.status}: {data[:500]}")
+        return _json_rpc(data)
+
+    def call(self, tool: str, **arguments: Any) -> str:
+        reply = self.rpc("tools/call", {"name": tool, "arguments": {"notebook_path": NAME, **arguments}})
+        result = reply.get("result") or {}
+        text = "\n".join(b.get("text", "") for b in result.get("content") or [])
+        if "error" in reply or result.get("isError"):
+            raise SystemExit(f"ours {tool}: {json.dumps(reply)[:800]}")
+        return text
+
+    def read_all(self, cells: int) -> str:
+        return "\n".join(self.call("read_cells", start=start, limit=PAGE) for start in range(0, cells + 50, PAGE))
+
+    def do(self, op: str, tok: int, cells: int) -> tuple[float, float, dict[str, float]]:
+        started = time.time() * 1000
+        t = time.perf_counter()
+        if op == "insert":
+            self.last = _inserted(self.call("insert_cell", after_cell_id="c2", cell_type="code",
+                                            source=f"bench_tok_{tok} = 1"))
+        elif op == "replace":
+            self.call("replace_cell", cell_id=self.last, source=f"bench_tok_{tok} = 2")
+        elif op == "insert + run":
+            self.last = _inserted(self.call("insert_cell", after_cell_id="c2", cell_type="code",
+                                            source=f"1 + 1  # bench_tok_{tok}"))
+            if "2" not in self.call("run_cell", cell_id=self.last):
+                raise SystemExit("our run did not bring 2 back")
+        elif "bench_tok_" not in self.read_all(cells + tok):
+            raise SystemExit("our read did not show the cells")
+        return (time.perf_counter() - t) * 1000, started, {}
+
+    def close(self) -> None:
+        self.http.close()
+        self.lab.close()
+
+
+def _inserted(text: str) -> str:
+    found = re.search(r"Inserted cell (\S+?)[.\s]", text + " ")
+    if found is None:
+        raise SystemExit(f"our insert did not name its cell: {text[:300]}")
+    return found.group(1)
+
+
+def measure(cells: int, repeat: int, python: Path, settle: float) -> dict[str, dict[str, list[float]]]:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-mcp-server-"))
+    sides: dict[str, Any] = {}
+    try:
+        sides["ours"] = Ours(tmp / "ours", cells)
+        sides["theirs"] = Theirs(tmp / "theirs", cells, python, sides["ours"].lab.browser)
+        began = time.monotonic()
+        wait_quiet(0, window=2.0, most=600)  # JupyterLab builds a fresh notebook's cells in the background
+        print(f"  both pages idle after {time.monotonic() - began:.0f} s", flush=True)
+        figures: dict[str, dict[str, list[float]]] = {name: {} for name in sides}
+        pending: dict[str, list[tuple[str, int, float]]] = {name: [] for name in sides}
+        tok = 0
+        for rep in range(repeat + 1):  # the first round warms both sides up and is not counted
+            for op in OPS:
+                for name, side in sides.items():
+                    tok += 1
+                    ms, started, _ = side.do(op, tok, cells) if name == "ours" else side.do(op, tok)
+                    if rep:
+                        figures[name].setdefault(op, []).append(ms)
+                        if op != "read all":
+                            pending[name].append((op, tok, started))
+                    wait_quiet(settle)
+        time.sleep(3)
+        for name, side in sides.items():
+            seen = side.page.evaluate("() => window.__benchSeen")
+            for op, tok, started in pending[name]:
+                key = f"out{tok}" if op == "insert + run" else f"src{tok}"
+                if key in seen:
+                    figures[name].setdefault(f"{op} @page", []).append(seen[key] - started)
+        return figures
+    finally:
+        for side in reversed(list(sides.values())):  # ours last: its Lab owns the browser
+            side.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cells", type=int, nargs="+", default=[50, 2000])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--settle", type=float, default=1.5, help="seconds at least between operations")
+    args = parser.parse_args()
+    python = mcp_environment(cache_dir(args.cache_dir))
+    print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; load average {os.getloadavg()}; "
+          f"{' '.join(sys.argv)}", flush=True)
+    results = {}
+    for cells in args.cells:
+        print(f"measuring {cells} cells ...", flush=True)
+        results[cells] = measure(cells, args.repeat, python, args.settle)
+    print(f"load average after: {os.getloadavg()}")
+    print("median (min-max) ms; ratio = theirs / ours (at least 1 meets the target)")
+    print(f"{'':26}{'ours (MCP)':>22}{'jupyter-mcp-server':>26}{'ratio':>8}")
+    verdicts = []
+    for cells, figures in results.items():
+        for op in OPS:
+            for key in (op, f"{op} @page"):
+                ours, theirs = figures["ours"].get(key, []), figures["theirs"].get(key, [])
+                ratio = statistics.median(theirs) / statistics.median(ours) if ours and theirs else float("nan")
+                label = f"{cells} cells: {key.replace(' @page', ', page')}"
+                print(f"{label:26}{row(ours):>22}{row(theirs):>26}{ratio:8.2f}")
+                if ours and theirs:
+                    verdicts.append((f"{label}: ours at least as fast", ratio >= 1))
+    for label, ok in verdicts:
+        print(f"{'PASS' if ok else 'FAIL'}  {label}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+"""The kernel side of jupyter-agent's MCP server: an outside agent's calls, carried out here.
+
+The Jupyter server extension (``mcp_server/``) opens a comm to :data:`TARGET`, registered at
+``%load_ext``, with one call as the open's data (``mcp_server/protocol.py``); this module
+answers with one message and closes the comm. Each call works on the notebook a JupyterLab
+page of this kernel shows (through the live-notebook bridge: the page shows every change at
+once, one undo step each, stale edits refused), as a call of the client's
+:class:`~.outside_run.OutsideRun`: approvals through the panel's cards, a run that
+``%agent undo`` puts back. Every string returned is redacted.
+
+Comm messages may arrive on another thread (a JupyterLab subshell): each call hops to the
+kernel's event loop, and runs there as a task (the page's answers come as comm messages too,
+which a handler that waited would block).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..mcp_server.protocol import OPS, TARGET, VERSION
+from ..redact import redact
+from .bridge_status import QUIET_OPENS
+
+if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %load_ext)
+    from ..loop.tool import FileReadRecord
+
+log = logging.getLogger(__name__)
+
+#: What a read returns by default, per cell: characters of source and of outputs.
+READ_CHARS = 4_000
+#: Characters of a variables listing at most.
+VARIABLES_CHARS = 20_000
+
+
+class Refused(Exception):
+    """The call cannot be carried out; the message says why and what to do."""
+
+
+class OutsideHub:
+    """Every outside client's run on this kernel, and the comm target their calls come to."""
+
+    def __init__(self, session: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.session = session
+        self.loop = loop or asyncio.get_event_loop()
+        #: client name -> its current run (a new one once the last was undone)
+        self.runs: dict[str, Any] = {}
+        #: client name -> the notebooks' versions it last read (the stale-edit check)
+        self.reads: dict[str, dict[str, FileReadRecord]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- comms (any thread) ----------------------------------------------------------------
+    def open(self, comm: Any, open_msg: dict[str, Any]) -> None:
+        """The comm target's handler: one call, in the open's data."""
+        data = (open_msg.get("content") or {}).get("data")
+        try:
+            self.loop.call_soon_threadsafe(self._start, comm, data)
+        except RuntimeError:  # the kernel's loop is closed: it is going down
+            log.debug("the kernel's loop is closed; an outside call is dropped")
+
+    def _start(self, comm: Any, data: Any) -> None:
+        task = self.loop.create_task(self._serve(comm, data))
+        self._tasks.add(task)  # (a task nobody references may be collected while it runs)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _serve(self, comm: Any, data: Any) -> None:
+        def progress(text: str) -> None:
+            try:
+                comm.send({"v": VERSION, "progress": redact(text)})
+            except Exception:  # the server went away: the answer will not reach it either
+                log.debug("could not send an outside call's progress", exc_info=True)
+
+        try:
+            reply = await self.call(data, progress)
+        except Refused as exc:
+            reply = {"ok": False, "error": str(exc)}
+        except asyncio.CancelledError:
+            reply = {"ok": False, "error": "The call was cancelled in the kernel (it is shutting down?)."}
+        except Exception as exc:  # a bug here must still answer the client
+            log.warning("an outside call failed", exc_info=True)
+            reply = {"ok": False, "error": f"The call failed in the kernel: {type(exc).__name__}: {exc}"}
+        reply["v"] = VERSION
+        try:
+            comm.send(_redacted(reply))
+            comm.close()
+        except Exception:  # the server went away: nobody is waiting for the answer
+            log.debug("could not answer an outside call", exc_info=True)
+
+    # -- the loop thread -----------------------------------------------------------------
+    async def call(self, data: Any, progress: Any = None) -> dict[str, Any]:
+        """Carry out one call (``mcp_server/protocol.py``); returns the reply. ``progress(text)``
+        tells the server how a long call goes."""
+        if not isinstance(data, dict) or data.get("v") != VERSION:
+            version = data.get("v") if isinstance(data, dict) else None
+            raise Refused(f"This kernel's jupyter-agent speaks outside-call version {VERSION}, the server sent "
+                          f"{version!r}: restart the kernel after installing the same jupyter-agent as the server.")
+        op, path, args = data.get("op"), data.get("path"), data.get("args")
+        client = str(data.get("client") or "an MCP client")[:200]
+        if op not in OPS or not isinstance(path, str) or not isinstance(args, dict):
+            raise Refused(f"Malformed call: op {op!r}.")
+        if op == "variables":  # the kernel's own: no page needed
+            return {"ok": True, "content": [{"type": "text", "text": self._variables()}]}
+        page, where = self._page_for(path)
+        run = self.run_for(client)
+        document = self._document(run, page, where)
+        if op == "read":
+            return await self._read(run, document, where.key, args)
+        await self._check_read(run, document, where.key, path)
+        return await self._change(run, where.key, op, args, progress)
+
+    def run_for(self, client: str) -> Any:
+        """The client's current run (a new one, shown by the panel, when it has none or its
+        last was undone)."""
+        from .outside_run import OutsideRun
+
+        run = self.runs.get(client)
+        if run is None or run.undone:
+            run = self.runs[client] = OutsideRun(self.session, client, self.reads.setdefault(client, {}))
+            self.session.runs.append(run)
+            for listener in list(self.session.listeners):  # the panel shows it
+                try:
+                    listener(run)
+                except Exception:  # one broken listener must not refuse the call
+                    log.debug("a run listener failed on an outside run", exc_info=True)
+        return run
+
+    def _variables(self) -> str:
+        """The kernel's variables as the agent is told them at run start (``kernel_context.py``:
+        by identity, no code of the user's objects run)."""
+        from .kernel_context import kernel_variables
+
+        shell = self.session.shell
+        namespace = getattr(shell, "user_ns", None)
+        if not isinstance(namespace, dict):
+            return "(This kernel has no user namespace.)"
+        lines = kernel_variables(namespace, hidden=getattr(shell, "user_ns_hidden", None), max_names=500,
+                                 max_chars=VARIABLES_CHARS)
+        return "Variables in the kernel (name: type, shape):\n" + "\n".join(lines) if lines else \
+            "The kernel has no variables defined yet."
+
+    def _page_for(self, path: str) -> tuple[Any, Any]:
+        """The page of this kernel that shows notebook ``path`` (server-relative), and where
+        the tools find that notebook."""
+        from .bridge import get_bridge
+        from .live import _kernel_cwd, page_notebook
+
+        bridge = get_bridge()
+        wanted = _norm(path)
+        pages = [p for p in (bridge.pages.values() if bridge is not None else ()) if not p.gone and p.path]
+        page = next((p for p in pages if _norm(p.path) == wanted), None)
+        if page is None:
+            shown = ", ".join(sorted({p.path for p in pages})) or "none"
+            raise Refused(f"No JupyterLab page with jupyter-agent shows {path} on this kernel (pages here show: "
+                          f"{shown}). Open the notebook in JupyterLab (or reload its page), then try again.")
+        if not page.compatible:
+            from .bridge import mismatch_message
+
+            raise Refused(mismatch_message(page.protocol))
+        where = page_notebook(page, self.session.notebook_path(), _kernel_cwd())
+        if where is None:
+            raise Refused(f"The page showing {path} did not say where the notebook is; reload it.")
+        return page, where
+
+    def _document(self, run: Any, page: Any, where: Any) -> Any:
+        """The run's live document for ``where`` as ``page`` shows it (made again when
+        another page, or a reload of it, now answers for the notebook)."""
+        from ..notebook import register_document
+        from ..notebook.session import tool_session
+        from .bridge import get_bridge
+        from .live import live_notebook
+
+        session = tool_session(run.context)
+        document = session.notebook_documents.get(where.key)
+        if document is None or getattr(document, "client_id", None) != page.client_id:
+            document = live_notebook(self.session.shell, get_bridge(), page.client_id, where)
+            register_document(session, document)
+        if where.remote:
+            session.page_notebook = where
+        return document
+
+    async def _read(self, run: Any, document: Any, key: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Cells ``start``.. of the page's notebook (at most ``limit``), each cut to
+        ``max_chars``; remembers the version read, for the stale check of the next edit."""
+        from ..loop.tool import FileReadRecord
+
+        snapshot = await document.snapshot()
+        start, limit = _int(args.get("start"), 0), _int(args.get("limit"), 20)
+        chars = _int(args.get("max_chars"), READ_CHARS)
+        run.context.read_file_state[key] = FileReadRecord(path=key, mtime_ns=0, content_hash=snapshot.version)
+        return {"ok": True, "content": cells_content(snapshot, start, limit, chars)}
+
+    async def _change(self, run: Any, key: str, op: str, args: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+        if op == "run":
+            name, tool_input = "NotebookRun", {"notebook_path": key, "cell_id": args.get("cell_id")}
+        else:
+            name = "NotebookEdit"
+            tool_input = {"notebook_path": key, "edit_mode": op, "new_source": args.get("source", "")}
+            cell_id = args.get("after_cell_id") if op == "insert" else args.get("cell_id")
+            if cell_id is not None:
+                tool_input["cell_id"] = cell_id
+            if args.get("cell_type") is not None:
+                tool_input["cell_type"] = args["cell_type"]
+        if tool_input.get("cell_id") is not None:
+            self._check_cell(run, key, str(tool_input["cell_id"]))
+        result = await run.call_tool(name, tool_input, progress)
+        return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
+                "content": blocks_of(result.block.get("content"))}
+
+    async def _check_read(self, run: Any, document: Any, key: str, path: str) -> None:
+        """Said in this server's words before the tool says it in the agent's (its Read):
+        the client must have read the notebook as it is now. The tool checks again, and the
+        page once more as it applies the change."""
+        record = run.context.read_file_state.get(key)
+        if record is None:
+            raise Refused(f"Call read_cells on {path} first: an edit or run is checked against the notebook "
+                          "as you last read it. Nothing was changed.")
+        snapshot = await document.sources_snapshot()
+        if snapshot.version != record.content_hash:
+            raise Refused(f"{path} changed since your last read_cells (the user, or another agent, edited it). "
+                          "Call read_cells again, then retry. Nothing was changed.")
+
+    def _check_cell(self, run: Any, key: str, cell_id: str) -> None:
+        """A position id (``cell-N``) is the agent's own shorthand: outside agents name cells
+        by their stable ids (an index moves with every insert)."""
+        from ..notebook.document import POSITION_ID
+
+        if POSITION_ID.match(cell_id):
+            raise Refused(f"{cell_id!r} is a position, not a cell id: use the id read_cells shows. "
+                          "Nothing was changed.")
+
+    def close(self) -> None:
+        """``%unload_ext``: cancel the calls still going (each answers that it was cancelled)."""
+        for task in list(self._tasks):
+            task.cancel()
+
+
+def cells_content(snapshot: Any, start: int, limit: int, chars: int) -> list[dict[str, Any]]:
+    """Cells ``start``..``start + limit`` of ``snapshot`` as reply blocks: each cell's id, type,
+    execution count, source and outputs (text with head and tail; images as images)."""
+    from ..notebook.render import head_and_tail, output_parts
+
+    cells, total = snapshot.cells, len(snapshot.cells)
+    end = min(total, start + limit)
+    head = (f"Notebook {snapshot.path.name}: {total} cells; showing {start}-{end - 1}."
+            if start < total else f"Notebook {snapshot.path.name}: {total} cells; start {start} is past the last.")
+    blocks: list[dict[str, Any]] = []
+    texts = [head]
+    for cell in cells[start:end]:
+        count = f" execution_count={cell.execution_count}" if cell.cell_type == "code" else ""
+        texts.append(f'<cell id="{cell.id}" index={cell.index} type={cell.cell_type}{count}>\n'
+                     f"{head_and_tail(cell.source, chars)}\n</cell>")
+        parts = output_parts(cell.outputs, cell.id)
+        if parts:
+            texts.append(f'<outputs cell="{cell.id}">')
+            for part in parts:
+                if part.image is not None:
+                    blocks.append({"type": "text", "text": "\n".join(texts)})
+                    texts = []
+                    source = part.image["source"]
+                    blocks.append({"type": "image", "data": source["data"], "mime_type": source["media_type"]})
+                elif part.text:
+                    texts.append(head_and_tail(part.text, chars))
+            texts.append("</outputs>")
+    if end < total:
+        texts.append(f"(More cells: read_cells with start={end}.)")
+    blocks.append({"type": "text", "text": "\n".join(texts)})
+    return blocks
+
+
+def blocks_of(content: Any) -> list[dict[str, Any]]:
+    """A ``tool_result``'s content (a string, or Anthropic text and image blocks) as reply blocks."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    out: list[dict[str, Any]] = []
+    for block in content or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "image":
+            source = block.get("source") or {}
+            out.append({"type": "image", "data": source.get("data", ""), "mime_type": source.get("media_type", "")})
+        elif block.get("type") == "text":
+            out.append({"type": "text", "text": str(block.get("text") or "")})
+    return out
+
+
+def _redacted(reply: dict[str, Any]) -> dict[str, Any]:
+    """Every text of a reply redacted (an image's bytes are not text)."""
+    out = dict(reply)
+    if isinstance(out.get("error"), str):
+        out["error"] = redact(out["error"])
+    out["content"] = [{**b, "text": redact(b["text"])} if b.get("type") == "text" else b
+                      for b in out.get("content") or []]
+    return out
+
+
+def _norm(path: str) -> str:
+    return Path("/" + path.replace("\\", "/").lstrip("/")).as_posix()
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def register(shell: Any, session: Any) -> OutsideHub | None:
+    """Register :data:`TARGET` on ``shell``'s kernel (``%load_ext``); once per session."""
+    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
+    if manager is None:
+        return None  # terminal IPython: no server can reach it
+    hub = getattr(session, "outside_hub", None)
+    if hub is None:
+        hub = session.outside_hub = OutsideHub(session)
+    manager.register_target(TARGET, hub.open)
+    QUIET_OPENS.add(TARGET)  # the page re-renders on every busy/idle: none for these (bridge_status.py)
+    return hub
+
+
+def unregister(shell: Any, session: Any) -> None:
+    """Undo :func:`register` (``%unload_ext``)."""
+    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
+    if manager is not None:
+        try:
+            manager.unregister_target(TARGET, None)
+        except Exception:  # not registered (a failed %load_ext)
+            log.debug("could not unregister the outside target", exc_info=True)
+    QUIET_OPENS.discard(TARGET)
+    hub = getattr(session, "outside_hub", None)
+    if hub is not None:
+        hub.close()
+        session.outside_hub = None

@@ -1,0 +1,168 @@
+"""An outside agent's calls in this kernel as one run: its approvals, its changes, its undo.
+
+An MCP client (Claude Code, Cursor...) reaches this kernel through the Jupyter server
+extension (``outside.py`` takes its calls). Its edits and runs are the agent's own tools,
+NotebookEdit and NotebookRun, called through the loop's ``run_tool_call``: the same
+permission decision (mode, rules, the administrator's policy), the same approval broker and
+cards (in the side panel; the card says who asks), the same stale-edit check and the same
+record of what changed. :class:`OutsideRun` is to the panel, ``%agent runs`` and
+``%agent undo`` what an ``AgentRun`` is: a run of this kernel, undone in one step. It has
+no model and never ends by itself; once undone, the client's next call starts a new run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from ..changes import RunChanges, UndoReport
+from ..loop.events import ToolProgress, ToolResult
+from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionDeny, ask_parts
+from ..loop.services import Services
+from ..loop.tool import FileReadRecord, Tool, ToolContext
+from ..redact import redact
+from ..view.runmodel import RunModel
+from .approvals import ApprovalCards
+
+log = logging.getLogger(__name__)
+
+_ids = itertools.count(1)
+
+#: An ask with nobody to see it: the approval cards of outside calls show in the side panel.
+NO_PANEL = ("This call needs the user's approval, and no jupyter-agent side panel is open on this notebook's "
+            "kernel to ask in. Ask the user to open it (the jupyter-agent tab in JupyterLab's left sidebar), "
+            "then retry. Nothing was changed.")
+
+
+def asker_note(client: str) -> str:
+    """Who asks, as the approval card says it (the client's own name: shown as text)."""
+    return f"Asked by {client}, an outside agent (MCP)."
+
+
+class OutsideRun:
+    """The calls of one outside client on this kernel's notebooks, as a run (see module doc)."""
+
+    def __init__(self, session: Any, client: str, reads: dict[str, FileReadRecord]) -> None:
+        conv = session.conversation
+        self.session = session
+        self.client = client
+        self.display_id = f"jupyter-agent-outside-{uuid.uuid4().hex}"
+        self.prompt = f"Calls of {client} (an outside agent, over MCP)"
+        self.model = RunModel(prompt=self.prompt, model=f"outside: {client}",
+                              permission_mode=conv.permission_mode, cwd=conv.context.cwd)
+        self.model.status = "waiting for the next call"
+        self.changes = RunChanges()
+        self.model.changes = self.changes
+        #: the run's tools' context: the conversation's permissions (its rules, mode and
+        #: "Always allow"s), this run's record of changes, the client's reads (stale checks)
+        self.context = ToolContext(cwd=conv.context.cwd, permissions=conv.permissions, read_file_state=reads,
+                                   services=Services(self.changes))
+        self.broker = ApprovalCards(None, self.model, conv.permissions)
+        self.conversation = None  # no conversation of the model's (its history is the client's)
+        self.run = self  # (the panel keeps runs by their loop run)
+        self.terminal = None
+        self.error: str | None = None
+        self.interactive = True
+        self._undo: asyncio.Task[UndoReport] | None = None
+        self._calls = 0
+        self._callbacks: list[Any] = []
+
+    # -- what the fronts read of a run ----------------------------------------------------
+    @property
+    def done(self) -> bool:
+        """No call of the client is being carried out now (so the run may be undone)."""
+        return self._calls == 0
+
+    @property
+    def undone(self) -> bool:
+        return self._undo is not None
+
+    @property
+    def undo_report(self) -> UndoReport | None:
+        return self.changes.undo_report
+
+    def add_done_callback(self, callback: Any) -> None:
+        """``callback(run)`` after each call (an outside run does not end; between its calls
+        the panel shows it as ended, with Undo this run)."""
+        self._callbacks.append(callback)
+
+    def stop(self) -> None:
+        """Stop: deny the client's pending asks (the panel's and ``%agent stop``'s Stop)."""
+        self.broker.cancel_all("Stopped.")
+        self.broker.closed = False  # the client's next call asks again
+
+    def undo(self) -> asyncio.Task[UndoReport]:
+        """Put back the cells this run changed (one step of the notebook's own undo), except
+        those changed since; later calls of the client start a new run."""
+        if not self.done:
+            raise RuntimeError("A call of the outside agent is being carried out: undo once it is done.")
+        if self._undo is None:
+            from ..tools.undo import undo_run
+
+            self._undo = asyncio.get_event_loop().create_task(undo_run(self.changes, self.context))
+        return self._undo
+
+    # -- calls ----------------------------------------------------------------------------
+    async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None) -> Any:
+        """Call the agent's tool ``name`` as this client: a ``CallResult`` (the tool's
+        ``tool_result`` block and outcome). ``progress(text)`` hears what the tool reports
+        as it goes (a running cell, every second)."""
+        from ..loop.tool_execution import ToolRunEnv, run_tool_call
+        from ..tools.notebook_edit import NotebookEdit
+        from ..tools.notebook_run import NotebookRun
+
+        tools: dict[str, Tool] = {t.name: t for t in (NotebookEdit(), NotebookRun())}
+        tool_use_id = f"outside_{next(_ids)}_{uuid.uuid4().hex[:8]}"
+        def emit(event: Any) -> None:
+            self.model.handle(event)
+            if progress is not None and isinstance(event, ToolProgress) and isinstance(event.data, str):
+                progress(event.data)
+
+        env = ToolRunEnv(tools_by_name=tools, context=self.context, can_use_tool=self._ask, emit=emit)
+        self._calls += 1
+        self.model.status = f"carrying out a call of {self.client}"
+        # The call shows as the model's tool call would (the approval card finds it by its id).
+        self.model.handle(_announce(tool_use_id, name, tool_input))
+        started = time.perf_counter()
+        try:
+            block = {"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}
+            result = await run_tool_call(block, env)
+        finally:
+            self._calls -= 1
+        self.model.handle(ToolResult(tool_use_id, name, result.block, time.perf_counter() - started, result.outcome,
+                                     result.exception))
+        self.model.set_status("waiting for the next call")
+        for callback in list(self._callbacks):
+            try:
+                callback(self)
+            except Exception:  # one broken listener must not fail the call
+                log.debug("a listener of an outside run failed", exc_info=True)
+        return result
+
+    async def _ask(self, tool_name: str, tool_input: dict[str, Any], ask: PermissionAsk) -> Any:
+        """The broker's card, saying who asks (the question's end: the code after it stays
+        exactly what will run)."""
+        hub = getattr(self.session, "panel_hub", None)
+        if hub is None or not hub.comms:
+            return PermissionDeny(NO_PANEL)
+        question, code = ask_parts(ask.message)
+        message = f"{question} {asker_note(self.client)}" + (CONTENT_FOLLOWS + code if code else "")
+        return await self.broker.can_use_tool(tool_name, tool_input, replace(ask, message=message))
+
+    def __repr__(self) -> str:
+        return redact(f"<OutsideRun {self.client!r} changes={len(self.changes.changes())}>")
+
+
+def _announce(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> Any:
+    """The call as a run's tool call appears (a complete assistant message with its block)."""
+    from ..loop.events import AssistantMessage
+    from ..loop.usage import Usage
+
+    block = {"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}
+    return AssistantMessage({"role": "assistant", "content": [block]}, Usage(), "", "tool_use")
+

@@ -1,0 +1,149 @@
+"""The streamable-HTTP MCP endpoint, ``/jupyter-agent/mcp``, served by the Jupyter server.
+
+The SDK's ``StreamableHTTPSessionManager`` is an ASGI application; jupyter_server is
+Tornado. :class:`McpHandler` is a jupyter_server ``APIHandler`` (so the server's own
+authentication applies: its token, as ``Authorization: token ...`` or ``Bearer ...``, or
+whatever identity provider it uses) that hands each request to that ASGI application and
+streams its answer back (JSON, or server-sent events). The session manager runs in a task
+of the server's event loop for the server's life.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from .protocol import PATH
+
+log = logging.getLogger(__name__)
+
+__all__ = ["PATH", "McpApp", "McpHandler", "setup"]
+
+
+class McpApp:
+    """The MCP server and its session manager, running in a task of the server's loop."""
+
+    def __init__(self, backend: Any) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        from .tools import build_server
+
+        self.backend = backend
+        self.manager = StreamableHTTPSessionManager(build_server(backend))
+        self._started = asyncio.Event()
+        self._stop = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.get_event_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            async with self.manager.run():
+                self._started.set()
+                await self._stop.wait()
+        except Exception:  # the endpoint answers 503 from now on; the server goes on
+            log.exception("jupyter-agent's MCP endpoint stopped")
+
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self.task is None:
+            self.start()
+        await asyncio.wait_for(self._started.wait(), 30)
+        await self.manager.handle_request(scope, receive, send)
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self.task is not None:
+            await asyncio.wait({self.task}, timeout=10)
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            close()
+
+
+class McpHandler(APIHandler):
+    """One HTTP request of the MCP endpoint, given to the SDK's ASGI application."""
+
+    def initialize(self, mcp_app: McpApp) -> None:
+        self.mcp_app = mcp_app
+        self._gone = asyncio.Event()
+
+    def check_xsrf_cookie(self) -> None:
+        """An MCP client is no browser: a token-authenticated call needs no XSRF cookie (the
+        base class's rule), and one without a token is refused by :meth:`prepare` anyway."""
+        return super().check_xsrf_cookie()
+
+    def on_connection_close(self) -> None:
+        self._gone.set()
+
+    @web.authenticated
+    async def post(self) -> None:
+        await self._asgi()
+
+    @web.authenticated
+    async def get(self) -> None:
+        await self._asgi()
+
+    @web.authenticated
+    async def delete(self) -> None:
+        await self._asgi()
+
+    async def _asgi(self) -> None:
+        # An answer streamed as server-sent events is written in pieces: without TCP_NODELAY
+        # each piece after the first can wait for the client's delayed ACK (docs/design.md,
+        # "The live-notebook bridge": the same 40-50 ms the kernel websockets lost).
+        stream = getattr(self.request.connection, "stream", None)  # (HTTP/1.1: tornado's IOStream)
+        if stream is not None and not stream.closed():
+            stream.set_nodelay(True)
+        request = self.request
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": request.method,
+            "scheme": request.protocol, "path": "/mcp", "raw_path": b"/mcp",
+            "query_string": (request.query or "").encode("latin-1"), "root_path": "",
+            "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.get_all()],
+            "client": (request.remote_ip or "", 0), "server": (request.host_name, 0),
+        }
+        body_sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal body_sent
+            if not body_sent:
+                body_sent = True
+                return {"type": "http.request", "body": request.body or b"", "more_body": False}
+            await self._gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                self.set_status(message["status"])
+                self.clear_header("Content-Type")
+                for key, value in message.get("headers") or []:
+                    self.add_header(key.decode("latin-1"), value.decode("latin-1"))
+            elif message["type"] == "http.response.body":
+                body = message.get("body") or b""
+                if body:
+                    self.write(body)
+                if message.get("more_body") and not self._gone.is_set():
+                    try:
+                        await self.flush()
+                    except Exception:  # the client went away mid-stream
+                        self._gone.set()
+
+        await self.mcp_app.handle(scope, receive, send)
+        if not self._finished:
+            self.finish()
+
+
+def setup(serverapp: Any) -> McpApp:
+    """Add the endpoint to ``serverapp``; the app to stop at the server's end."""
+    from jupyter_server.utils import url_path_join
+
+    from .kernel_link import ServerBackend
+
+    app = McpApp(ServerBackend(serverapp))
+    base = serverapp.web_app.settings.get("base_url", "/")
+    serverapp.web_app.add_handlers(".*$", [(url_path_join(base, PATH), McpHandler, {"mcp_app": app})])
+    return app

@@ -1,0 +1,269 @@
+"""The tools jupyter-agent's MCP server offers outside agents, and the server built on them.
+
+Each tool names the notebook it works on (``notebook_path``, as ``list_notebooks`` gives
+it: relative to the Jupyter server's root) and cells by their stable id. What a call does
+happens in the notebook's own kernel (``jupyter/outside.py``): through the page that shows
+the notebook, with the user's approval for every change and run. This module knows only
+the shapes: the schemas, the annotations, the checks made before anything is sent (too
+large, binary data), and how a kernel's answer becomes an MCP result. The transport and
+the way to the kernel are the caller's (:class:`NotebookBackend`): ``http.py`` for the
+Jupyter server extension, ``stdio.py`` for ``jupyter agent mcp``.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import logging
+import re
+from typing import Any, Protocol
+
+from ..redact import redact
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "jupyter-agent"
+#: The most characters a cell's new source may have (NotebookEdit's own limit is larger:
+#: an outside agent's whole-file paste into one cell is refused before the user is asked).
+MAX_SOURCE_CHARS = 200_000
+#: Control characters other than tab, newline and carriage return: binary data, not a cell's text.
+_BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+#: Cells a read returns by default, and at most.
+DEFAULT_LIMIT, MAX_LIMIT = 20, 500
+#: Characters of one cell's source or outputs a read returns by default (head and tail beyond it).
+DEFAULT_MAX_CHARS = 4_000
+
+
+class OutsideError(Exception):
+    """A call that cannot be made: said to the client as an MCP tool error, nothing changed."""
+
+
+class NotebookBackend(Protocol):
+    """Where the calls go: the notebooks open in a Jupyter server, and their kernels."""
+
+    async def notebooks(self) -> list[dict[str, Any]]:
+        """The notebooks open in the server: ``{"path", "kernel_id", "kernel_state"}`` each."""
+
+    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
+                   progress: Any = None) -> dict[str, Any]:
+        """Run ``op`` in the kernel of notebook ``path``: ``{"ok", "content": [blocks], "error"}``.
+        ``progress(text)``, if given, is called with what a long call reports as it goes.
+        Raises :class:`OutsideError` when the notebook or its kernel cannot be reached."""
+
+
+_PATH = {"type": "string", "description": (
+    "The notebook's path as list_notebooks gives it (relative to the Jupyter server's root), e.g. "
+    "'analysis/sales.ipynb'. The notebook must be open in a JupyterLab page with jupyter-agent loaded "
+    "(%load_ext jupyter_agent).")}
+_CELL_ID = {"type": "string", "description": "The cell's id, as read_cells shows it (stable while the cell exists)."}
+_SOURCE = {"type": "string", "description": f"The cell's new source (at most {MAX_SOURCE_CHARS:,} characters)."}
+_TYPE = {"type": "string", "enum": ["code", "markdown"]}
+
+#: name -> (description, input schema, annotations)
+TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
+    "list_notebooks": (
+        "List the notebooks open in this Jupyter server (one line each: path, kernel state). Use a path "
+        "from here as notebook_path in the other tools.",
+        {"type": "object", "properties": {}, "additionalProperties": False},
+        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+    "read_cells": (
+        "Read cells of an open notebook as the user sees them (unsaved edits included): each cell's id, "
+        "type, source and outputs. Paginated: start at cell index `start`, at most `limit` cells. Long "
+        "sources and outputs keep their head and tail. Read before you edit: an edit or run fails if the "
+        "notebook changed since your last read.",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False, "properties": {
+            "notebook_path": _PATH,
+            "start": {"type": "integer", "minimum": 0, "default": 0, "description": "0-based index of the first cell."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+            "max_chars": {"type": "integer", "minimum": 200, "maximum": 100_000, "default": DEFAULT_MAX_CHARS,
+                          "description": "Characters of each cell's source, and of its outputs, kept."}}},
+        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+    "list_variables": (
+        "List the variables in the notebook's kernel: name, type, and for arrays and data frames their "
+        "shape, columns and dtypes; values only for short scalars. No code of the user's objects runs "
+        "(types are found by identity, never by calling repr or properties).",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH}},
+        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+    "insert_cell": (
+        "Insert a new cell into the open notebook, after the cell `after_cell_id` (first when omitted). The "
+        "user approves it in JupyterLab; the page shows it at once and one Undo takes it back.",
+        {"type": "object", "required": ["notebook_path", "cell_type", "source"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH, "cell_type": _TYPE, "source": _SOURCE,
+                        "after_cell_id": {"type": "string", "description": "Insert after this cell (an id)."}}},
+        {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": False, "open_world_hint": False}),
+    "replace_cell": (
+        "Replace a cell's source (a code cell loses its outputs). The user approves it; refused if the "
+        "notebook changed since your last read_cells.",
+        {"type": "object", "required": ["notebook_path", "cell_id", "source"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH, "cell_id": _CELL_ID, "source": _SOURCE, "cell_type": _TYPE}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": True, "open_world_hint": False}),
+    "delete_cell": (
+        "Delete a cell. The user approves it; refused if the notebook changed since your last read_cells.",
+        {"type": "object", "required": ["notebook_path", "cell_id"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH, "cell_id": _CELL_ID}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": True, "open_world_hint": False}),
+    "run_cell": (
+        "Run a code cell in the notebook's kernel (the user's, with its variables), as Shift+Enter in the "
+        "page, and return its outputs. The user approves each run.",
+        {"type": "object", "required": ["notebook_path", "cell_id"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH, "cell_id": _CELL_ID}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}),
+}
+
+#: The tools that run in the notebook's kernel (all but list_notebooks).
+KERNEL_OPS = {"read_cells": "read", "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
+              "delete_cell": "delete", "run_cell": "run"}
+
+
+def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments, checked before anything reaches a kernel (raises OutsideError)."""
+    if name not in TOOLS:
+        raise OutsideError(f"No tool named {name!r}. The tools: {', '.join(TOOLS)}.")
+    schema = TOOLS[name][1]
+    props: dict[str, Any] = schema["properties"]
+    unknown = sorted(set(args) - set(props))
+    if unknown:
+        raise OutsideError(f"{name} takes no argument {', '.join(map(repr, unknown))}; it takes {', '.join(props)}.")
+    missing = [k for k in schema.get("required", ()) if k not in args]
+    if missing:
+        raise OutsideError(f"{name} needs {', '.join(missing)}.")
+    for key, value in args.items():
+        kind = props[key].get("type")
+        if kind == "string" and not isinstance(value, str):
+            raise OutsideError(f"{key} must be a string.")
+        if kind == "integer" and (not isinstance(value, int) or isinstance(value, bool)):
+            raise OutsideError(f"{key} must be an integer.")
+        if kind == "integer" and not props[key].get("minimum", value) <= value <= props[key].get("maximum", value):
+            raise OutsideError(f"{key} must be between {props[key]['minimum']} and {props[key].get('maximum', '…')}.")
+        if "enum" in props[key] and value not in props[key]["enum"]:
+            raise OutsideError(f"{key} must be one of {', '.join(props[key]['enum'])}.")
+    source = args.get("source")
+    if isinstance(source, str):
+        if len(source) > MAX_SOURCE_CHARS:
+            raise OutsideError(f"source is {len(source):,} characters; the limit is {MAX_SOURCE_CHARS:,}. Nothing "
+                               "was changed. Split it into several cells, or have the cell read the data from a file.")
+        if _BINARY.search(source):
+            raise OutsideError("source holds binary data (control characters or broken UTF-16): a cell's source "
+                               "is text. Nothing was changed.")
+    for key in ("notebook_path", "cell_id", "after_cell_id"):
+        value = args.get(key)
+        if isinstance(value, str) and (not value.strip() or _BINARY.search(value) or len(value) > 4096):
+            raise OutsideError(f"{key} {redact(value[:80])!r} is not a valid {key.replace('_', ' ')}.")
+    return args
+
+
+def notebooks_text(notebooks: list[dict[str, Any]]) -> str:
+    """list_notebooks' answer."""
+    if not notebooks:
+        return ("No notebook is open in this Jupyter server. Open one in JupyterLab and run "
+                "%load_ext jupyter_agent in it.")
+    lines = [f"{n['path']}  (kernel {n.get('kernel_state') or 'unknown'})" for n in notebooks]
+    return redact("Open notebooks (notebook_path, kernel state):\n" + "\n".join(lines))
+
+
+def result_of(reply: dict[str, Any]) -> Any:
+    """A kernel's answer as an MCP ``CallToolResult``: its blocks (text redacted, images as
+    image content); ``ok`` false is a tool error."""
+    from mcp_types import CallToolResult, ImageContent, TextContent
+
+    content: list[Any] = []
+    for block in reply.get("content") or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "image":
+            data, mime = str(block.get("data") or ""), str(block.get("mime_type") or "image/png")
+            try:
+                base64.b64decode(data, validate=True)
+            except ValueError:
+                log.debug("a kernel's image block is not base64; left out")
+                continue
+            content.append(ImageContent(type="image", data=data, mime_type=mime))
+        else:
+            content.append(TextContent(type="text", text=redact(str(block.get("text") or ""))))
+    if not content:
+        content.append(TextContent(type="text", text=redact(str(reply.get("error") or "(no output)"))))
+    return CallToolResult(content=content, is_error=not reply.get("ok"))
+
+
+def error_result(text: str) -> Any:
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=redact(text))], is_error=True)
+
+
+def client_name(ctx: Any) -> str:
+    """Who asks: the client's name (and version) from its ``initialize``, as it says it."""
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = str(getattr(info, "name", "") or "").strip()
+    version = str(getattr(info, "version", "") or "").strip()
+    if not name:
+        return "an MCP client"
+    return f"{name} {version}".strip()[:200]
+
+
+def progress_sender(ctx: Any) -> Any:
+    """``progress(text)`` sending MCP progress notifications for this request, when its
+    client asked for them (a ``progressToken`` in its ``_meta``); else None."""
+    meta = getattr(ctx, "meta", None)
+    token = meta.get("progress_token") if isinstance(meta, dict) else None
+    session = getattr(ctx, "session", None)
+    if token is None or session is None:
+        return None
+    count = itertools.count(1)
+    request_id = getattr(ctx, "request_id", None)
+
+    async def send(text: str) -> None:
+        try:
+            await session.send_progress_notification(token, next(count), message=redact(text),
+                                                     related_request_id=request_id)
+        except Exception:  # the client went away: the call's answer will not reach it either
+            log.debug("could not send a progress notification", exc_info=True)
+
+    return send
+
+
+def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any:
+    """The MCP server (the SDK's low-level ``Server``) whose tools call ``backend``; or, with
+    ``forward`` (``jupyter agent mcp``), each checked call goes to ``forward(name, arguments,
+    client)``, which returns its ``CallToolResult``."""
+    from mcp.server.lowlevel import Server
+    from mcp_types import ListToolsResult, Tool, ToolAnnotations
+
+    tools = [Tool(name=name, description=desc, input_schema=schema, annotations=ToolAnnotations.model_validate(notes))
+             for name, (desc, schema, notes) in TOOLS.items()]
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        name, args = params.name, dict(params.arguments or {})
+        try:
+            check_arguments(name, args)
+            client = client_name(ctx)
+            if forward is not None:
+                return await forward(name, args, client)
+            assert backend is not None
+            if name == "list_notebooks":
+                from mcp_types import CallToolResult, TextContent
+
+                text = notebooks_text(await backend.notebooks())
+                return CallToolResult(content=[TextContent(type="text", text=text)])
+            path = args.pop("notebook_path")
+            return result_of(await backend.call(path, KERNEL_OPS[name], args, client, progress=progress_sender(ctx)))
+        except OutsideError as exc:
+            return error_result(str(exc))
+
+    return Server(SERVER_NAME, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool,
+                  instructions=("Tools over the notebooks open in the user's JupyterLab. Every edit and run "
+                                "waits for the user's approval in the page; call read_cells before an edit."))
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jupyter-agent")
+    except PackageNotFoundError:
+        return "0"

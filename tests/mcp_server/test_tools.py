@@ -1,0 +1,70 @@
+"""The MCP server's tool shapes without a server: the checks made before anything reaches a
+kernel, and how a kernel's answer becomes an MCP result (redacted; images as images)."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from jupyter_agent.mcp_server.tools import (MAX_SOURCE_CHARS, TOOLS, OutsideError, check_arguments, client_name,
+                                            result_of)
+
+
+@pytest.mark.parametrize("name, args, says", [
+    ("nope", {}, "No tool named 'nope'"),
+    ("read_cells", {}, "needs notebook_path"),
+    ("read_cells", {"notebook_path": "a.ipynb", "limit": 0}, "limit must be between 1"),
+    ("read_cells", {"notebook_path": "a.ipynb", "limit": True}, "limit must be an integer"),
+    ("read_cells", {"notebook_path": 3}, "notebook_path must be a string"),
+    ("read_cells", {"notebook_path": "  "}, "is not a valid notebook path"),
+    ("insert_cell", {"notebook_path": "a.ipynb", "cell_type": "code", "source": "a\x1b[2Jb"}, "binary data"),
+    ("insert_cell", {"notebook_path": "a.ipynb", "cell_type": "code", "source": "\ud800"}, "binary data"),
+    ("insert_cell", {"notebook_path": "a.ipynb", "cell_type": "code", "source": "x" * (MAX_SOURCE_CHARS + 1)},
+     "the limit is"),
+    ("delete_cell", {"notebook_path": "a.ipynb", "cell_id": "c\x00"}, "not a valid cell id"),
+    ("run_cell", {"notebook_path": "a.ipynb", "cell_id": "c1", "timeout": 5}, "takes no argument 'timeout'"),
+])
+def test_bad_arguments_are_refused_before_any_kernel_hears_of_them(name, args, says):
+    with pytest.raises(OutsideError) as refused:
+        check_arguments(name, dict(args))
+    assert says in str(refused.value)
+
+
+def test_good_arguments_pass_as_they_are():
+    args = {"notebook_path": "dir/a.ipynb", "cell_type": "code", "source": "print('tab\\there')\n\r\n",
+            "after_cell_id": "c1"}
+    assert check_arguments("insert_cell", dict(args)) == args
+    assert set(TOOLS) >= {"list_notebooks", "read_cells", "run_cell"}
+
+
+def test_a_kernels_answer_becomes_a_redacted_result_with_images(monkeypatch):
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-0123456789abcdef")
+    png = base64.b64encode(b"\x89PNG fake").decode()
+    result = result_of({"ok": True, "content": [
+        {"type": "text", "text": "the token is tok-0123456789abcdef"},
+        {"type": "image", "data": png, "mime_type": "image/png"},
+        {"type": "image", "data": "not base64!", "mime_type": "image/png"}]})
+    assert not result.is_error
+    assert result.content[0].text == "the token is [redacted SOME_SERVICE_TOKEN]"
+    assert result.content[1].type == "image" and result.content[1].data == png
+    assert len(result.content) == 2  # the broken image is left out
+    failed = result_of({"ok": False, "error": "Denied by you: no"})
+    assert failed.is_error and failed.content[0].text == "Denied by you: no"
+
+
+def test_the_clients_name_comes_from_its_initialize():
+    class Info:
+        name, version = "<b>claude-code</b>", "2.1"
+
+    class Params:
+        client_info = Info()
+
+    class Session:
+        client_params = Params()
+
+    class Ctx:
+        session = Session()
+
+    assert client_name(Ctx()) == "<b>claude-code</b> 2.1"  # as it says it: escaped where shown
+    assert client_name(object()) == "an MCP client"
