@@ -35,6 +35,7 @@ SERVER_MODULES = frozenset({
     "tests/jupyter/test_self_run.py", "tests/jupyter/test_warmup.py",
     "tests/lessons/test_notebooks.py", "tests/lessons/test_lessons_browser.py", "tests/loop/test_effects_once.py",
     "tests/mcp/test_client.py", "tests/mcp/test_front.py", "tests/mcp/test_headless.py",
+    "tests/mcp_server/test_endpoint.py", "tests/notebook/test_kernel_epoch.py",
     "tests/notebook/test_kernel_control.py", "tests/notebook/test_kernels.py", "tests/notebook/test_run_outputs.py",
     "tests/test_cli.py", "tests/test_cli_untrusted.py", "tests/test_launch.py", "tests/test_programs.py",
     "tests/tools/test_bash.py", "tests/tools/test_tools_through_loop.py",
