@@ -114,8 +114,8 @@ async def test_a_kernel_restart_is_reported_never_hidden(server):
         await asyncio.sleep(0.1)
     async with http_client(server) as client:
         waiting = asyncio.ensure_future(client.call_tool("read_cells", {"notebook_path": "restart.ipynb"}))
-        # scenario: the call is given time to reach the busy kernel's queue (a server test: re-run
-        # once in CI if a loaded machine was slower than that)
+        # (a server test: re-run once in CI if a loaded machine was slower than that)
+        # scenario: the call is given time to reach the busy kernel's queue
         await asyncio.sleep(0.5)
         assert not waiting.done()  # queued behind the sleeping cell
         await asyncio.to_thread(server.api, f"/api/kernels/{kernel}/restart", "POST")
