@@ -72,4 +72,6 @@ def page_of(lab, request):
     """``page_of(name)`` opens notebook ``name`` in a new page of ``lab``; after the test,
     each page still open is screenshot (its end state), the pages close and the kernels stop."""
     yield lab.open
-    lab.finish(request.node.name)
+    # A re-run (tests/reruns.py) keeps the first attempt's screenshots: it is the failure.
+    attempt = getattr(request.node, "execution_count", 1)
+    lab.finish(request.node.name if attempt == 1 else f"{request.node.name}-attempt{attempt}")

@@ -325,37 +325,31 @@ def run_cell(page: Any, index: int) -> None:
     page.keyboard.press("Shift+Enter")
 
 
-# Before the run: watch the cell's prompt and remember whether it showed "[*]" (busy).
+# Before the run: watch the cell's prompt and remember whether it showed "[*]" (busy). The
+# prompt's node is kept (window.__jaArmed[i]) and watched from then on, not the i-th cell: a
+# cell that runs `%agent undo` removes a cell above it while it runs, and the i-th cell is
+# then the one below it (two CI failures: a `[ ]` prompt that was never the run cell's).
 _ARM = """i => { const p = document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.jp-InputPrompt');
                  if (p.__jaObserver) p.__jaObserver.disconnect();
                  p.__jaBusy = false;
                  p.__jaObserver = new MutationObserver(() => { if (p.textContent.includes('[*]')) p.__jaBusy = true; });
-                 p.__jaObserver.observe(p, {childList: true, subtree: true, characterData: true}); }"""
-_STARTED = """i => { const p = document.querySelectorAll('.jp-Notebook .jp-Cell')[i].querySelector('.jp-InputPrompt');
-                     return p.__jaBusy === true; }"""
-_RAN = """i => { const c = document.querySelectorAll('.jp-Notebook .jp-Cell')[i];
-                 const p = c && c.querySelector('.jp-InputPrompt');
-                 return !!p && p.__jaBusy === true && /\\[\\d+\\]/.test(p.textContent); }"""
+                 p.__jaObserver.observe(p, {childList: true, subtree: true, characterData: true});
+                 (window.__jaArmed = window.__jaArmed || {})[i] = p; }"""
+_RAN = """i => { const p = window.__jaArmed[i];
+                 return p.__jaBusy === true && /\\[\\d+\\]/.test(p.textContent); }"""
+_ARMED_PROMPT = "i => window.__jaArmed[i].textContent"
 
 
 def run_and_wait(page: Any, index: int, timeout: float = 90) -> None:
     """Run a cell and wait until it went busy ("[*]") and then got its execution count: a
     count that was there before this run (or the same number from a restarted kernel)
-    does not count."""
+    does not count. The cell is followed by its node, wherever cells above it go."""
     page.evaluate(_ARM, index)
     run_cell(page, index)
     try:
-        page.wait_for_function(_STARTED, arg=index, timeout=20000)
-    except Exception:  # why: the cell shows "[*]" as soon as the page sends it; it did not
-        # The key press went elsewhere (seen in CI once: after a kernel restart a re-render
-        # took the focus between the click and Shift+Enter; the prompt stayed "[ ]", the kernel
-        # idle). The cell never started, so pressing again cannot run it twice.
-        print(f"run_and_wait: cell {index} did not start in 20 s; selecting it and pressing Shift+Enter again")
-        run_cell(page, index)
-    try:
         page.wait_for_function(_RAN, arg=index, timeout=timeout * 1000)
     except Exception as e:
-        prompt = cell(page, index).locator(".jp-InputPrompt").inner_text()
+        prompt = page.evaluate(_ARMED_PROMPT, index)
         raise AssertionError(f"cell {index} did not run within {timeout} s; its prompt shows {prompt!r}, "
                              f"the kernel {kernel_status(page)!r}") from e
 
