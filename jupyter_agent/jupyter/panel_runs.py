@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .frames import FrameScheduler
+from .outside_run import OutsideRun
 from ..redact import redact
 
 log = logging.getLogger(__name__)
@@ -331,7 +332,7 @@ def _saved(session: Any) -> bool:
 
 def _outside(handle: Any) -> bool:
     """An outside agent's run (``outside_run.py``): no run of the conversation's, shown all the same."""
-    return type(handle).__name__ == "OutsideRun"
+    return isinstance(handle, OutsideRun)
 
 
 def _env_replay() -> str | None:
