@@ -143,7 +143,7 @@ class TerminalDisplay:
     # -- what the model says changed ----------------------------------------------------
     def _on_model(self, kind: str, item: Any) -> None:
         from .view.labels import NOTICE_LABELS, compaction_text, context_meter_text, plan_lines
-        from .view.runmodel import CompactionItem, NoticeItem, PlanItem, TextItem, ThinkingItem, ToolItem
+        from .view.items import CompactionItem, NoticeItem, PlanItem, TextItem, ThinkingItem, ToolItem
 
         model = self.model
         if kind == "header" and model.requests != self._requests and model.ended is None:

@@ -3,7 +3,7 @@ redraws the whole run every 2 s, on the kernel's loop), and drawn again if it ch
 
 from __future__ import annotations
 
-from jupyter_agent.view.runmodel import TextItem, ToolItem
+from jupyter_agent.view.items import TextItem, ToolItem
 from jupyter_agent.view.transcript import finished_item_markdown, item_markdown
 
 

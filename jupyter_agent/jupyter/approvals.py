@@ -16,7 +16,8 @@ from typing import Any
 from ..loop.permission_result import PermissionAllow, PermissionAsk, PermissionDeny
 from ..permissions import DENIED, ApprovalBroker, ApprovalRequest
 from .cards import ApprovalCard
-from ..view.runmodel import RunModel, ToolItem
+from ..view.runmodel import RunModel
+from ..view.items import ToolItem
 from .runview import RunView
 
 CANCELLED = "Cancelled: the run was stopped."

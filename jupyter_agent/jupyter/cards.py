@@ -36,9 +36,8 @@ from ..view.style import (
 from ..redact import redact
 from ..render.html import html_text, inline_html
 from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
-from ..view.runmodel import (
-    BlockItem, CompactionItem, NoticeItem, PlanItem, PromptItem, RunModel, ThinkingItem, ToolItem, relative,
-)
+from ..view.runmodel import RunModel
+from ..view.items import BlockItem, CompactionItem, NoticeItem, PlanItem, PromptItem, ThinkingItem, ToolItem, relative
 from ..view.transcript import (
     cache_line, context_line, redact_and_cut, format_usage, result_parts, stopped_calls,
     stopped_waiting, time_line, tool_label,

@@ -279,7 +279,7 @@ def show_approvals(session: AgentSession) -> None:
         print("No approvals are waiting.")
         return
     from .fallback import Fallback, live_class
-    from ..view.runmodel import tool_summary
+    from ..view.items import tool_summary
 
     print(f"{len(cards)} approval{'s' if len(cards) != 1 else ''} waiting (run: {active.prompt[:60]!r}):")
     for request, card in cards:

@@ -19,7 +19,7 @@ from typing import Any
 from ..redact import redact, redact_partial
 from ..render.invisible import INVISIBLE_WARNING, has_invisible, mark_invisible
 from ..render.markdown import markdown_from_model
-from ..view.runmodel import relative
+from ..view.items import relative
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def plan_json(item: Any, key: str) -> dict[str, Any]:
 
 def item_json(item: Any, key: str) -> dict[str, Any]:
     """One item of a run as the panel draws it."""
-    from ..view.runmodel import (
+    from ..view.items import (
         BlockItem, CompactionItem, NoticeItem, PlanItem, PromptItem, TextItem, ThinkingItem, ToolItem,
     )
     from ..view.labels import STATE_LABELS, compaction_text

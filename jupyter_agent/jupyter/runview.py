@@ -30,8 +30,9 @@ from ..redact import redact_partial
 from ..render.markdown import markdown_from_model
 from ..render.terminal import inert
 from ..view.style import BORDER, STYLE
-from ..view.runmodel import (
-    BlockItem, CompactionItem, Item, NoticeItem, PlanItem, PromptItem, RunModel, TextItem, ThinkingItem, ToolItem,
+from ..view.runmodel import RunModel
+from ..view.items import (
+    BlockItem, CompactionItem, Item, NoticeItem, PlanItem, PromptItem, TextItem, ThinkingItem, ToolItem,
 )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..changes import Change, ChangeKind, RunChanges, UndoOutcome, UndoReport, UndoStep
 from ..render.html import inline_html
 from ..render.markdown import markdown_fence, markdown_literal
-from .runmodel import relative
+from .items import relative
 
 #: What a run did, per kind of change.
 CHANGE_WORDS = {

@@ -31,17 +31,8 @@ from ..loop.messages import cut_middle
 from ..redact import redact, redact_partial
 from ..render.html import inline_html
 from ..render.markdown import markdown_code, markdown_fence, markdown_from_model, markdown_literal
-from .runmodel import (
-    BlockItem,
-    CompactionItem,
-    NoticeItem,
-    PlanItem,
-    PromptItem,
-    RunModel,
-    TextItem,
-    ThinkingItem,
-    ToolItem,
-)
+from .runmodel import RunModel
+from .items import BlockItem, CompactionItem, NoticeItem, PlanItem, PromptItem, TextItem, ThinkingItem, ToolItem
 
 COMPACTION_ICON = "⇊"
 #: Longest tool input/result kept in the transcript (the middle is cut).

@@ -14,7 +14,8 @@ from jupyter_agent.loop.events import (
 from jupyter_agent.loop.state import Terminal, TerminalReason
 from jupyter_agent.loop.usage import Usage
 from jupyter_agent.view.style import ICONS, MUTED, STATE_SVG, SUCCESS
-from jupyter_agent.view.runmodel import BlockItem, NoticeItem, RunModel, TextItem, ThinkingItem, ToolItem
+from jupyter_agent.view.runmodel import RunModel
+from jupyter_agent.view.items import BlockItem, NoticeItem, TextItem, ThinkingItem, ToolItem
 from jupyter_agent.view.transcript import fence, transcript_bundle, transcript_markdown
 
 from .helpers import record_widget_messages, response_events, updates

@@ -10,7 +10,8 @@ from html.parser import HTMLParser
 from jupyter_agent.jupyter.panel_json import item_json
 from jupyter_agent.loop.events import ModelRetry, ToolResult
 from jupyter_agent.loop.state import Terminal, TerminalReason
-from jupyter_agent.view.runmodel import RunModel, TextItem
+from jupyter_agent.view.runmodel import RunModel
+from jupyter_agent.view.items import TextItem
 from jupyter_agent.view.style import ICONS
 from jupyter_agent.view.transcript import transcript_markdown, transcript_plain
 from tests.test_render_untrusted import _markdown_it, live_markup

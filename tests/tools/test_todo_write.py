@@ -17,7 +17,8 @@ from jupyter_agent.jupyter.panel_json import item_json
 from jupyter_agent.loop.events import ToolOutcome, ToolResult, ToolStart
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 from jupyter_agent.tools.todo_write import TodoList
-from jupyter_agent.view.runmodel import PlanItem, RunModel, ToolItem
+from jupyter_agent.view.runmodel import RunModel
+from jupyter_agent.view.items import PlanItem, ToolItem
 from jupyter_agent.view.transcript import transcript_markdown
 
 from .conftest import TOOLS, call_tool, make_ctx, text_of
