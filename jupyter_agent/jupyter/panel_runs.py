@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from .frames import FrameScheduler
-from .outside_run import OutsideRun
 from ..redact import redact
 
 log = logging.getLogger(__name__)
@@ -332,6 +331,8 @@ def _saved(session: Any) -> bool:
 
 def _outside(handle: Any) -> bool:
     """An outside agent's run (``outside_run.py``): no run of the conversation's, shown all the same."""
+    from .outside_run import OutsideRun  # (here: it imports the loop, which %load_ext leaves to the warm-up)
+
     return isinstance(handle, OutsideRun)
 
 
