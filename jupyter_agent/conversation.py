@@ -60,6 +60,9 @@ class Conversation:
         self.max_turns = max_turns
         #: tokens (None: $JUPYTER_AGENT_CONTEXT_WINDOW, else the model's known window)
         self.context_window = context_window
+        #: model name -> the window an earlier run learned the API has (smaller than the one
+        #: it assumed): later runs work to it from their first request, not after a refusal
+        self.learned_windows: dict[str, int] = {}
         #: what one run may spend, USD (None: no limit but the administrator's policy)
         self.max_budget_usd = max_budget_usd
         self.system_prompt = system_prompt
@@ -200,7 +203,9 @@ class Conversation:
             context=self._run_context(),
             notebook_path=self.notebook_path,
             user_notes=dict(self.context_notes),
-            **{"context_window": self.context_window, "max_budget_usd": self.max_budget_usd,
+            **{"context_window": self._window_for(
+                   self.model_name if model is None else model if isinstance(model, str) else model.name),
+               "max_budget_usd": self.max_budget_usd,
                "provider": self.provider, "provider_settings": self.provider_settings, **options},
         )
         run.add_done_callback(self._absorb)
@@ -251,6 +256,16 @@ class Conversation:
         messages, _ = ensure_tool_result_pairing(list(run.state.messages))
         self.messages = messages
         self.usage.add(run.usage)
+        if run.record.learned_window:
+            self.learned_windows[run.params.model.name] = run.record.learned_window
+
+    def _window_for(self, model_name: str) -> int | None:
+        """The window a run of ``model_name`` works to: ``context_window``, or the smaller
+        one an earlier run of this conversation learned from the API."""
+        learned = self.learned_windows.get(model_name)
+        if learned is None or (self.context_window is not None and self.context_window <= learned):
+            return self.context_window
+        return learned
 
     def last_answer(self) -> str:
         """The text of the last assistant message, if any."""

@@ -307,6 +307,7 @@ async def _prompt_too_long(turn: Turn, loop: RunLoop, exc: PromptTooLongError) -
         context = loop.context
         refused, learned = context.learn_window(str(exc), loop.record.context.used if loop.record.context else 0)
         if learned is not None:
+            loop.record.learned_window = context.budget.window
             yield learned
         if no_room := context.no_room(turn.messages_for_query):
             yield no_room

@@ -74,6 +74,10 @@ class RunRecord:
     phase: str = "idle"  # "streaming" or "tools": which abort reason applies
     #: How full the context was before the latest request (None before the first).
     context: ContextUsage | None = None
+    #: The context window the API showed this run to have, smaller than the one the run
+    #: started with (a ``prompt is too long`` refusal); None when none was learned. The
+    #: conversation starts its next runs of the same model with it.
+    learned_window: int | None = None
 
     @property
     def usage(self) -> Usage:

@@ -310,3 +310,28 @@ async def test_the_fake_api_counts_with_its_token_density():
         with pytest.raises(anthropic.BadRequestError, match="prompt is too long"):
             await sdk.messages.create(model="m", max_tokens=10, messages=words)
         await sdk.close()
+
+
+async def test_the_next_run_of_the_conversation_starts_in_the_learned_window(tmp_path):
+    """A window learned from a refusal lasts for the conversation: its next run works to it
+    from its first request, and the API refuses nothing more."""
+    from jupyter_agent import Conversation
+
+    folder = workspace(tmp_path)
+    paths = write_reports(folder)
+    turns = [*reads(paths[:8]), response(text("Report 3, as I said."))]
+    with FakeMessagesAPI(scripted(turns), strict=False, context_window=30_000) as api:
+        model = api.model()
+        conv = Conversation(model, cwd=folder, context_window=200_000)
+        first = conv.send(PROMPT)
+        [e async for e in first]
+        refusals = sum(r.outcome == "prompt_too_long" for r in api.requests)
+        second = conv.send("Which one was it again?")
+        events = [e async for e in second]
+        assert api.rejections == []
+        later = sum(r.outcome == "prompt_too_long" for r in api.requests) - refusals
+    assert first.terminal.reason == second.terminal.reason == TerminalReason.COMPLETED, second.terminal.message
+    assert refusals == 1 and later == 0
+    assert conv.learned_windows == {model.name: 30_000}
+    assert [e.context.window for e in events if isinstance(e, RequestStart)] == [30_000]
+    assert not [e for e in events if isinstance(e, Notice) and e.kind == ContextNotice.WINDOW_LEARNED]
