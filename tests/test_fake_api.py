@@ -196,6 +196,12 @@ INVALID = {
         {"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": []},
                       {"role": "user", "content": "x"}]},
         "messages.1: all messages must have non-empty content"),
+    "thinking budget not under max_tokens": (
+        {"max_tokens": 2000, "thinking": {"type": "enabled", "budget_tokens": 2000}},
+        "`max_tokens` must be greater than `thinking.budget_tokens`"),
+    "thinking budget under the minimum": (
+        {"max_tokens": 2000, "thinking": {"type": "enabled", "budget_tokens": 500}},
+        "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"),
     "five cache breakpoints": (
         {"system": [{"type": "text", "text": str(i), "cache_control": {"type": "ephemeral"}} for i in range(5)]},
         "A maximum of 4 blocks with cache_control may be provided. Found 5."),

@@ -157,6 +157,19 @@ async def test_thinking_max_tokens_and_extra_reach_the_api(fake_api):
     assert second["max_tokens"] == 20000 and second["thinking"]["budget_tokens"] == 2048
 
 
+async def test_a_thinking_budget_is_fitted_under_a_lowered_max_tokens(fake_api):
+    """A model's own thinking budget (4,096) and requests whose ``max_tokens`` a small window
+    lowered: the budget goes under it; under the API's minimum, the request goes without."""
+    fake_api.add("a", "b", "c")
+    model = fake_api.model(thinking={"type": "enabled", "budget_tokens": 4096})
+    for max_tokens in (2000, 1000, 8000):
+        final(await collect(model, req(max_tokens=max_tokens)))
+    bodies = [r.body for r in fake_api.requests]
+    assert [(b["max_tokens"], b.get("thinking", {}).get("budget_tokens")) for b in bodies] == [
+        (2000, 1999), (1000, None), (8000, 4096)]
+    assert fake_api.rejections == []
+
+
 # -- retries --------------------------------------------------------------------------------------------
 
 FAULTS = {

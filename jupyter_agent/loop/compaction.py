@@ -455,12 +455,11 @@ class RunContext:
                 used -= saved
         return messages, events, ContextUsage(used, budget.window, budget.compact_at)
 
-    def max_tokens(self, used: int, thinking: dict[str, Any] | None) -> int:
-        """The request's ``max_tokens`` for a prompt of ``used`` tokens (the budget's rule),
-        kept above an extended-thinking budget (the API requires it)."""
-        wanted = self.env.budget.request_max_tokens(used)
-        thinking_budget = int((thinking or {}).get("budget_tokens") or 0)
-        return wanted if wanted > thinking_budget else self.env.budget.max_tokens
+    def max_tokens(self, used: int) -> int:
+        """The request's ``max_tokens`` for a prompt of ``used`` tokens (the budget's rule).
+        An extended-thinking budget (the run's or the model's) is fitted under it where the
+        request is built (``model/request.py``, ``fitted_thinking``)."""
+        return self.env.budget.request_max_tokens(used)
 
     def wants_compaction(self, used: int, transition_reason: str | None) -> bool:
         """Past ``compact_at``, unless this iteration starts from a fresh compaction (it

@@ -197,7 +197,7 @@ async def build_request(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     turn.request = ModelRequest(
         messages=normalize_messages_for_api(prepend_user_context(turn.messages_for_query, params.user_context)),
         system=params.system, tools=loop.tool_definitions,
-        max_tokens=loop.context.max_tokens(meter.used, params.thinking), thinking=params.thinking,
+        max_tokens=loop.context.max_tokens(meter.used), thinking=params.thinking,
     )
     if params.checkpoints:
         yield checkpoint(1, turn.state, turn, request=turn.request)

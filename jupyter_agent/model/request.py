@@ -92,8 +92,28 @@ def build_params(request: ModelRequest, *, max_tokens: int, thinking: dict[str, 
     if system:
         params["system"] = system
     params["messages"] = messages
-    if thinking:
-        params["thinking"] = dict(thinking)
+    if thinking := fitted_thinking(thinking, max_tokens):
+        params["thinking"] = thinking
     if request.extra:
         params["extra_body"] = dict(request.extra)
     return params
+
+
+#: The API's smallest extended-thinking budget (``budget_tokens``).
+MIN_THINKING_BUDGET = 1024
+
+
+def fitted_thinking(thinking: dict[str, Any] | None, max_tokens: int) -> dict[str, Any] | None:
+    """``thinking`` as a request of ``max_tokens`` can carry it: the API wants an enabled
+    budget under ``max_tokens`` and at least 1,024. A ``max_tokens`` lowered to fit a small
+    window lowers the budget with it; under the minimum, the request goes without thinking
+    (one answer without it beats a refused request)."""
+    if not thinking:
+        return None
+    fitted = dict(thinking)
+    budget = fitted.get("budget_tokens")
+    if fitted.get("type") == "enabled" and isinstance(budget, int) and budget >= max_tokens:
+        if max_tokens - 1 < MIN_THINKING_BUDGET:
+            return None
+        fitted["budget_tokens"] = max_tokens - 1
+    return fitted

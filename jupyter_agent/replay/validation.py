@@ -44,12 +44,17 @@ def _count_cache_control(body: dict[str, Any]) -> int:
     return n
 
 
+#: The API's smallest extended-thinking budget.
+MIN_THINKING_BUDGET = 1024
+
+
 def validate_request(body: Any) -> str | None:
     """The API's 400 ``invalid_request_error`` message for ``body``, or None if it would pass.
 
-    Checks the shapes that matter to an agent loop: required fields, roles, empty
-    content, ``tool_use``/``tool_result`` pairing by id between consecutive messages, and
-    the limit of 4 ``cache_control`` breakpoints. The first problem found is reported.
+    Checks the shapes that matter to an agent loop: required fields, an extended-thinking
+    budget under ``max_tokens``, roles, empty content, ``tool_use``/``tool_result`` pairing
+    by id between consecutive messages, and the limit of 4 ``cache_control`` breakpoints.
+    The first problem found is reported.
     """
     if not isinstance(body, dict):
         return "Request body must be a JSON object"
@@ -58,6 +63,13 @@ def validate_request(body: Any) -> str | None:
             return f"{name}: Field required"
     if not isinstance(body["max_tokens"], int) or body["max_tokens"] < 1:
         return "max_tokens: Input should be a valid integer greater than or equal to 1"
+    thinking = body.get("thinking")
+    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+        budget = thinking.get("budget_tokens")
+        if not isinstance(budget, int) or budget < MIN_THINKING_BUDGET:
+            return f"thinking.enabled.budget_tokens: Input should be greater than or equal to {MIN_THINKING_BUDGET}"
+        if body["max_tokens"] <= budget:
+            return "`max_tokens` must be greater than `thinking.budget_tokens`"
     messages = body["messages"]
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
