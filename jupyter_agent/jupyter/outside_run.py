@@ -71,6 +71,9 @@ class OutsideRun:
         self._undo: asyncio.Task[UndoReport] | None = None
         self._calls = 0
         self._callbacks: list[Any] = []
+        #: tool_use_id -> the client id of the page its call works on (where its card shows
+        #: under the notebook too), while the call is carried out
+        self._pages: dict[str, str] = {}
 
     # -- what the fronts read of a run ----------------------------------------------------
     @property
@@ -108,10 +111,16 @@ class OutsideRun:
         return self._undo
 
     # -- calls ----------------------------------------------------------------------------
-    async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None) -> Any:
+    def page_of(self, tool_use_id: str | None) -> str:
+        """The client id of the page whose notebook the call ``tool_use_id`` works on ("" when
+        unknown): its approval card shows under that notebook as well as in the panel."""
+        return self._pages.get(tool_use_id or "", "")
+
+    async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None, page: str = "") -> Any:
         """Call the agent's tool ``name`` as this client: a ``CallResult`` (the tool's
         ``tool_result`` block and outcome). ``progress(text)`` hears what the tool reports
-        as it goes (a running cell, every second)."""
+        as it goes (a running cell, every second); ``page`` is the client id of the page
+        that shows the notebook (its card shows under that notebook)."""
         from ..loop.tool_execution import ToolRunEnv, run_tool_call
         from ..tools.notebook_edit import NotebookEdit
         from ..tools.notebook_run import NotebookRun
@@ -125,6 +134,8 @@ class OutsideRun:
 
         env = ToolRunEnv(tools_by_name=tools, context=self.context, can_use_tool=self._ask, emit=emit)
         self._calls += 1
+        if page:
+            self._pages[tool_use_id] = page
         self.model.status = f"carrying out a call of {self.client}"
         # The call shows as the model's tool call would (the approval card finds it by its id).
         self.model.handle(_announce(tool_use_id, name, tool_input))
@@ -134,6 +145,7 @@ class OutsideRun:
             result = await run_tool_call(block, env)
         finally:
             self._calls -= 1
+            self._pages.pop(tool_use_id, None)
         self.model.handle(ToolResult(tool_use_id, name, result.block, time.perf_counter() - started, result.outcome,
                                      result.exception))
         self.model.set_status("waiting for the next call")
