@@ -4,10 +4,11 @@ An MCP client (Claude Code, Cursor...) reaches this kernel through the Jupyter s
 extension (``outside.py`` takes its calls). Its edits and runs are the agent's own tools,
 NotebookEdit and NotebookRun, called through the loop's ``run_tool_call``: the same
 permission decision (mode, rules, the administrator's policy), the same approval broker and
-cards (in the side panel; the card says who asks), the same stale-edit check and the same
-record of what changed. :class:`OutsideRun` is to the panel, ``%agent runs`` and
-``%agent undo`` what an ``AgentRun`` is: a run of this kernel, undone in one step. It has
-no model and never ends by itself; once undone, the client's next call starts a new run.
+cards (in the side panel and under the notebook of the call: the card says who asks), the
+same stale-edit check and the same record of what changed. :class:`OutsideRun` is to the
+panel, ``%agent runs`` and ``%agent undo`` what an ``AgentRun`` is: a run of this kernel,
+undone in one step. It has no model and never ends by itself; once undone, the client's next
+call starts a new run.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ log = logging.getLogger(__name__)
 
 _ids = itertools.count(1)
 
-#: An ask with nobody to see it: the approval cards of outside calls show in the side panel.
-NO_PANEL = ("This call needs the user's approval, and no jupyter-agent side panel is open on this notebook's "
-            "kernel to ask in. Ask the user to open it (the jupyter-agent tab in JupyterLab's left sidebar), "
-            "then retry. Nothing was changed.")
+#: An ask with nobody to see it: the approval cards of outside calls show under the notebook and
+#: in the side panel, both fed by the side panel's comm, which follows the page's current notebook.
+NO_PANEL = ("This call needs the user's approval, and no JupyterLab page with jupyter-agent follows this "
+            "notebook's kernel to ask in (its side panel follows the notebook that is current in the page). "
+            "Ask the user to bring the notebook to the front in JupyterLab, then retry. Nothing was changed.")
 
 
 def asker_note(client: str) -> str:
