@@ -56,6 +56,7 @@ export class ApprovalDock extends Widget {
     this.node.setAttribute('aria-label', 'jupyter-agent: an outside agent asks');
     this.node.setAttribute('data-lm-suppress-shortcuts', 'true'); // Enter and Space press the buttons
     this.head = el('div', `${DOCK_CLASS}-head`);
+    this.head.setAttribute('aria-live', 'polite'); // a screen reader hears that an agent asks
     this.cards = el('div', `${DOCK_CLASS}-cards`);
     const inner = el('div', `${DOCK_CLASS}-inner`);
     inner.append(this.head, this.cards);
