@@ -64,8 +64,12 @@ export class ApprovalDock extends Widget {
     this.hide();
   }
 
-  /** Show `asks` (none: the bar hides). A card already shown stays as it is. */
-  draw(asks: IApproval[], answer: AnswerApproval): void {
+  /** Show `asks` (none: the bar hides). A card already shown stays as it is, unless `fresh`
+   * (the kernel sent its whole state: its cards are drawn anew, as the panel's are). */
+  draw(asks: IApproval[], answer: AnswerApproval, fresh = false): void {
+    if (fresh) {
+      this.cards.textContent = '';
+    }
     drawApprovals(this.cards, asks, answer, this.icons);
     this.head.textContent = asks.length ? whoAsks(asks) : '';
     this.setHidden(asks.length === 0);
@@ -131,8 +135,9 @@ export class NotebookApprovals {
     return this.docks.get(panel);
   }
 
-  /** Show the pending `approvals` under the notebooks they are about; the others' bars hide. */
-  show(approvals: readonly IApproval[], answer: AnswerApproval): void {
+  /** Show the pending `approvals` under the notebooks they are about; the others' bars hide.
+   * `fresh`: the kernel sent its whole state (every card is drawn anew). */
+  show(approvals: readonly IApproval[], answer: AnswerApproval, fresh = false): void {
     if (this.disposed) {
       return;
     }
@@ -141,11 +146,11 @@ export class NotebookApprovals {
       seen.add(panel);
       const asks = asksFor(approvals, this.notebooks.clientId(panel));
       const dock = asks.length > 0 ? this.dock(panel) : this.docks.get(panel);
-      dock?.draw(asks, answer);
+      dock?.draw(asks, answer, fresh);
     }
     for (const [panel, dock] of Array.from(this.docks)) {
       if (!seen.has(panel)) {
-        dock.draw([], answer); // (a closed panel's bar went with it)
+        dock.draw([], answer, fresh); // (a closed panel's bar went with it)
       }
     }
   }

@@ -138,7 +138,7 @@ export class AgentSidePanel extends Widget {
   private draw(change: IChange): void {
     this.view.show(this.state, change);
     if (change.approvals || change.reset) {
-      this.docks?.show(this.state.approvals, this.answer);
+      this.docks?.show(this.state.approvals, this.answer, change.reset);
     }
   }
 

@@ -224,6 +224,25 @@ describe('one answer for both places', () => {
     expect(side.children.length).toBe(0);
   });
 
+  it('the kernel’s whole state draws the cards anew, as in the panel', () => {
+    const { state, a, docks, sent } = bothPlaces();
+    const dock = docks.dockOf(a)!;
+    buttonOf(dock.cards, 'Allow').click();
+    expect(buttonOf(dock.cards, 'Deny').disabled).toBe(true);
+    // the answer never reached the kernel (its comm closed): the state it sends again still asks
+    const change = state.receive({
+      v: PANEL_VERSION,
+      type: 'state',
+      session: {},
+      runs: [],
+      approvals: [runAsk(7, 'page-a')]
+    });
+    expect(change.reset).toBe(true);
+    docks.show(state.approvals, () => undefined, change.reset);
+    expect(buttonOf(dock.cards, 'Deny').disabled).toBe(false);
+    expect(sent.length).toBe(1);
+  });
+
   it('the panel disconnecting (another notebook, a restart) clears the bar too', () => {
     const { state, a, docks, redraw } = bothPlaces();
     state.disconnect('restarting');
