@@ -108,7 +108,7 @@ class OutsideHub:
         if op == "read":
             return await self._read(run, document, where.key, args)
         await self._check_read(run, document, where.key, path)
-        return await self._change(run, where.key, op, args, progress)
+        return await self._change(run, where.key, op, args, progress, page.client_id)
 
     def run_for(self, client: str) -> Any:
         """The client's current run (a new one, shown by the panel, when it has none or its
@@ -191,7 +191,8 @@ class OutsideHub:
         run.context.read_file_state[key] = FileReadRecord(path=key, mtime_ns=0, content_hash=snapshot.version)
         return {"ok": True, "content": cells_content(snapshot, start, limit, chars)}
 
-    async def _change(self, run: Any, key: str, op: str, args: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    async def _change(self, run: Any, key: str, op: str, args: dict[str, Any], progress: Any = None,
+                      page: str = "") -> dict[str, Any]:
         if op == "run":
             name, tool_input = "NotebookRun", {"notebook_path": key, "cell_id": args.get("cell_id")}
         else:
@@ -204,7 +205,7 @@ class OutsideHub:
                 tool_input["cell_type"] = args["cell_type"]
         if tool_input.get("cell_id") is not None:
             self._check_cell(run, key, str(tool_input["cell_id"]))
-        result = await run.call_tool(name, tool_input, progress)
+        result = await run.call_tool(name, tool_input, progress, page)
         return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                 "content": blocks_of(result.block.get("content"))}
 

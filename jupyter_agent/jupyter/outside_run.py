@@ -4,10 +4,11 @@ An MCP client (Claude Code, Cursor...) reaches this kernel through the Jupyter s
 extension (``outside.py`` takes its calls). Its edits and runs are the agent's own tools,
 NotebookEdit and NotebookRun, called through the loop's ``run_tool_call``: the same
 permission decision (mode, rules, the administrator's policy), the same approval broker and
-cards (in the side panel; the card says who asks), the same stale-edit check and the same
-record of what changed. :class:`OutsideRun` is to the panel, ``%agent runs`` and
-``%agent undo`` what an ``AgentRun`` is: a run of this kernel, undone in one step. It has
-no model and never ends by itself; once undone, the client's next call starts a new run.
+cards (in the side panel and under the notebook of the call: the card says who asks), the
+same stale-edit check and the same record of what changed. :class:`OutsideRun` is to the
+panel, ``%agent runs`` and ``%agent undo`` what an ``AgentRun`` is: a run of this kernel,
+undone in one step. It has no model and never ends by itself; once undone, the client's next
+call starts a new run.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ log = logging.getLogger(__name__)
 
 _ids = itertools.count(1)
 
-#: An ask with nobody to see it: the approval cards of outside calls show in the side panel.
-NO_PANEL = ("This call needs the user's approval, and no jupyter-agent side panel is open on this notebook's "
-            "kernel to ask in. Ask the user to open it (the jupyter-agent tab in JupyterLab's left sidebar), "
-            "then retry. Nothing was changed.")
+#: An ask with nobody to see it: the approval cards of outside calls show under the notebook and
+#: in the side panel, both fed by the side panel's comm, which follows the page's current notebook.
+NO_PANEL = ("This call needs the user's approval, and no JupyterLab page with jupyter-agent follows this "
+            "notebook's kernel to ask in (its side panel follows the notebook that is current in the page). "
+            "Ask the user to bring the notebook to the front in JupyterLab, then retry. Nothing was changed.")
 
 
 def asker_note(client: str) -> str:
@@ -71,6 +73,9 @@ class OutsideRun:
         self._undo: asyncio.Task[UndoReport] | None = None
         self._calls = 0
         self._callbacks: list[Any] = []
+        #: tool_use_id -> the client id of the page its call works on (where its card shows
+        #: under the notebook too), while the call is carried out
+        self._pages: dict[str, str] = {}
 
     # -- what the fronts read of a run ----------------------------------------------------
     @property
@@ -108,10 +113,16 @@ class OutsideRun:
         return self._undo
 
     # -- calls ----------------------------------------------------------------------------
-    async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None) -> Any:
+    def page_of(self, tool_use_id: str | None) -> str:
+        """The client id of the page whose notebook the call ``tool_use_id`` works on ("" when
+        unknown): its approval card shows under that notebook as well as in the panel."""
+        return self._pages.get(tool_use_id or "", "")
+
+    async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None, page: str = "") -> Any:
         """Call the agent's tool ``name`` as this client: a ``CallResult`` (the tool's
         ``tool_result`` block and outcome). ``progress(text)`` hears what the tool reports
-        as it goes (a running cell, every second)."""
+        as it goes (a running cell, every second); ``page`` is the client id of the page
+        that shows the notebook (its card shows under that notebook)."""
         from ..loop.tool_execution import ToolRunEnv, run_tool_call
         from ..tools.notebook_edit import NotebookEdit
         from ..tools.notebook_run import NotebookRun
@@ -125,6 +136,8 @@ class OutsideRun:
 
         env = ToolRunEnv(tools_by_name=tools, context=self.context, can_use_tool=self._ask, emit=emit)
         self._calls += 1
+        if page:
+            self._pages[tool_use_id] = page
         self.model.status = f"carrying out a call of {self.client}"
         # The call shows as the model's tool call would (the approval card finds it by its id).
         self.model.handle(_announce(tool_use_id, name, tool_input))
@@ -134,6 +147,7 @@ class OutsideRun:
             result = await run_tool_call(block, env)
         finally:
             self._calls -= 1
+            self._pages.pop(tool_use_id, None)
         self.model.handle(ToolResult(tool_use_id, name, result.block, time.perf_counter() - started, result.outcome,
                                      result.exception))
         self.model.set_status("waiting for the next call")

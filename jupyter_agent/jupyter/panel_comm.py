@@ -16,7 +16,9 @@ Page -> kernel, ``{"v", "op": ...}``: ``hello`` (send the whole state), ``send``
 deny; ``feedback``), ``fix`` / ``explain`` (an error output's ``cell``, ``error`` and the
 cells ``above``: ``cell_help.py``), ``resume`` (``resume.py``). ``send`` may carry ``context``:
 the cell the user is on.
-Each pending approval the kernel sends carries both ``id`` and ``tool_use_id``.
+Each pending approval the kernel sends carries both ``id`` and ``tool_use_id``; an outside
+agent's also ``asker`` (the client's name) and ``page`` (the page whose notebook it is about:
+the page shows its card under that notebook too).
 
 Kernel -> page, ``{"v", "type": ...}``: ``state`` (everything: the session's header,
 the conversation's runs with all their items, the pending approvals), ``update`` (what

@@ -94,12 +94,14 @@ def item_json(item: Any, key: str) -> dict[str, Any]:
     return {"key": key, "kind": "unknown"}
 
 
-def approval_json(request: Any, run_id: str, cwd: Any = None) -> dict[str, Any]:
+def approval_json(request: Any, run_id: str, cwd: Any = None, asker: str = "", page: str = "") -> dict[str, Any]:
     """One pending approval as the panel shows it: all of it (message, diff, input; the
     panel's box scrolls), nothing a person cannot see may be approved; ``warning`` says
     when it holds invisible or reordering characters. For ``NotebookRun`` and ``Bash``,
     ``question`` and ``code`` are the message's question and the whole cell or command
-    ("" otherwise)."""
+    ("" otherwise). An outside agent's ask (``outside_run.py``) has ``asker``, the client's
+    name from its ``initialize``, and ``page``, the client id of the page whose notebook it
+    is about: the page shows the card under that notebook too ("" for our own agent's)."""
     message = relative(request.message or "", cwd)
     diff = relative(request.diff or "", cwd)
     raw_input = json.dumps(request.input, ensure_ascii=False, indent=1, default=str)
@@ -114,7 +116,8 @@ def approval_json(request: Any, run_id: str, cwd: Any = None) -> dict[str, Any]:
             "message": shown_text(message), "question": shown_text(question), "code": shown_text(code),
             "diff": shown_text(diff), "input": shown_text(raw_input),
             "warning": INVISIBLE_WARNING if warning else "",
-            "rules": [shown_text(r) for r in request.suggested_rules] or [shown_text(request.tool_name)]}
+            "rules": [shown_text(r) for r in request.suggested_rules] or [shown_text(request.tool_name)],
+            "asker": shown_text(asker), "page": str(page)}  # (an id the page compares, never shows)
 
 
 def usage_json(usage: Any, offline: bool = False, cost_known: bool = True) -> dict[str, Any]:

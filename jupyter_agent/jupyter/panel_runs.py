@@ -218,8 +218,10 @@ class PanelRuns:
         for request, handle in self.approvals.values():
             if request.done:
                 continue
-            # paths as the cell's approval card shows them
-            out.append(approval_json(request, handle.display_id, handle.model.cwd))
+            # paths as the cell's approval card shows them; an outside agent's names who asks
+            # and the page of its notebook (the card shows under that notebook too)
+            asker, page = (handle.client, handle.page_of(request.tool_use_id)) if _outside(handle) else ("", "")
+            out.append(approval_json(request, handle.display_id, handle.model.cwd, asker, page))
         return out
 
     def _adopt_runs(self) -> None:

@@ -5,7 +5,9 @@
  *
  * Three parts: the transport (panelTransport.ts: the comm to the kernel), the state
  * (panelState.ts: what the panel knows, pure) and the view (panelView.ts: the DOM). This
- * module wires them into a widget and puts it in the shell.
+ * module wires them into a widget and puts it in the shell. An outside agent's approval
+ * cards show under its notebook too (notebookApprovals.ts), from the same state, answered
+ * once for both places.
  */
 
 import { ILayoutRestorer, JupyterFrontEnd } from '@jupyterlab/application';
@@ -14,11 +16,13 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
-import { ApprovalChoice, PanelRequest } from './panelProtocol';
+import { NotebookApprovals } from './notebookApprovals';
+import { AnswerApproval, answeredOnce } from './panelApprovals';
+import { PanelRequest } from './panelProtocol';
 import { activeCellContext } from './errorActions';
-import { IApproval, IChange, ISay, LOAD_CODE, PanelState, loadOutcome, opensOnStart } from './panelState';
+import { IChange, ISay, LOAD_CODE, PanelState, loadOutcome, opensOnStart } from './panelState';
 import { Disconnected, PanelConnection } from './panelTransport';
-import { PanelView, agentIcon } from './panelView';
+import { CARD_ICONS, PanelView, agentIcon } from './panelView';
 
 export { agentIcon };
 
@@ -40,13 +44,23 @@ export class AgentSidePanel extends Widget {
   private readonly state = new PanelState();
   private readonly connection = new PanelConnection();
   private readonly view: PanelView;
+  /** An answer to a card, in the panel or under a notebook: sent once. */
+  private readonly answer: AnswerApproval;
 
-  constructor(rendermime: IRenderMimeRegistry) {
+  /** `docks`: the cards under the notebooks (none: the panel alone shows them). */
+  constructor(
+    rendermime: IRenderMimeRegistry,
+    private readonly docks: NotebookApprovals | null = null
+  ) {
     super();
     this.id = 'jupyter-agent-panel';
     this.addClass('jp-AgentPanel');
     this.title.icon = agentIcon;
     this.title.caption = 'jupyter-agent';
+    this.answer = answeredOnce(
+      () => [this.view.approvalsNode, ...(this.docks?.hosts() ?? [])],
+      (ask, choice, feedback) => this.send(this.state.answer(ask, choice, feedback))
+    );
     this.view = new PanelView(this.node, rendermime, {
       send: prompt => this.sendPrompt(prompt),
       stop: () => this.request({ op: 'stop' }),
@@ -55,8 +69,7 @@ export class AgentSidePanel extends Widget {
       compact: () => this.request({ op: 'compact' }),
       mode: mode => this.request({ op: 'mode', mode }),
       undo: run => this.request({ op: 'undo', run }),
-      answer: (ask: IApproval, choice: ApprovalChoice, feedback: string) =>
-        this.send(this.state.answer(ask, choice, feedback)),
+      answer: (ask, choice, feedback) => this.answer(ask, choice, feedback),
       load: () => void this.load()
     });
     this.connection.received.connect(this.onMessage, this);
@@ -104,6 +117,7 @@ export class AgentSidePanel extends Widget {
       return;
     }
     this.connection.dispose();
+    this.docks?.dispose();
     this.view.dispose();
     super.dispose();
   }
@@ -123,6 +137,9 @@ export class AgentSidePanel extends Widget {
 
   private draw(change: IChange): void {
     this.view.show(this.state, change);
+    if (change.approvals || change.reset) {
+      this.docks?.show(this.state.approvals, this.answer, change.reset);
+    }
   }
 
   private sendPrompt(text: string): void {
@@ -183,7 +200,18 @@ export async function activatePanel(
   settings: ISettingRegistry | null
 ): Promise<AgentSidePanel> {
   const options = await loadSettings(settings);
-  const panel = new AgentSidePanel(rendermime);
+  const docks = new NotebookApprovals(
+    {
+      panels: () => {
+        const open: NotebookPanel[] = [];
+        tracker.forEach(notebook => open.push(notebook));
+        return open;
+      },
+      clientId: notebook => (notebook as NotebookPanel).sessionContext?.session?.kernel?.clientId ?? ''
+    },
+    CARD_ICONS
+  );
+  const panel = new AgentSidePanel(rendermime, docks);
   app.shell.add(panel, options.side, { rank: 600 });
   restorer?.add(panel, panel.id);
   const follow = () => panel.bind(tracker.currentWidget);

@@ -96,7 +96,10 @@ export interface IRunMessage {
 }
 
 /** A pending approval. `id` answers it; `tool_use_id`, when the kernel sends it, names the call.
- * For NotebookRun, `question` and `code` are the message's question and the cell's code. */
+ * For NotebookRun, `question` and `code` are the message's question and the cell's code.
+ * An outside agent's ask (over MCP) names who asks (`asker`: the client's name from its
+ * `initialize`, text) and the page whose notebook it is about (`page`: that page's kernel
+ * connection's client id); its card shows under that notebook too (notebookApprovals.ts). */
 export interface IApproval {
   id: string | number;
   tool_use_id?: string | null;
@@ -109,6 +112,8 @@ export interface IApproval {
   input?: string;
   warning?: string;
   rules?: string[];
+  asker?: string;
+  page?: string;
 }
 
 /** What an approval card shows, in order: the line under its title, then the code (a cell

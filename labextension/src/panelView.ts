@@ -10,10 +10,10 @@
  */
 
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { LabIcon, addIcon, runIcon, stopIcon } from '@jupyterlab/ui-components';
+import { LabIcon, addIcon, checkIcon, closeIcon, runIcon, stopIcon } from '@jupyterlab/ui-components';
 import { IDisposable } from '@lumino/disposable';
 import { ApprovalChoice } from './panelProtocol';
-import { drawApprovals } from './panelApprovals';
+import { ICardIcons, drawApprovals } from './panelApprovals';
 import { button, el } from './panelDom';
 import { drawMcpServers } from './panelMcp';
 import { IApproval, IChange, LOAD_CODE, ISay, PanelState, isSendKey, offersResume, usageLine } from './panelState';
@@ -23,6 +23,9 @@ const ICON_SVG =
   '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
   '<path d="M12 2a2 2 0 0 1 1 3.73V7h4a3 3 0 0 1 3 3v8a3 3 0 0 1-3 3H7a3 3 0 0 1-3-3v-8a3 3 0 0 1 3-3h4V5.73A2 2 0 0 1 12 2zM9 12a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zm6 0a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zM1 12h2v5H1zm20 0h2v5h-2z"/>' +
   '</g></svg>';
+
+/** The icons of an approval card's Allow and Deny (the panel's and those under a notebook). */
+export const CARD_ICONS: ICardIcons = { allow: checkIcon, deny: closeIcon };
 
 /** The panel's icon (its sidebar tab). */
 export const agentIcon = new LabIcon({ name: 'jupyter-agent:agent', svgstr: ICON_SVG });
@@ -122,6 +125,11 @@ export class PanelView implements IDisposable {
     return this.disposed;
   }
 
+  /** Where the approval cards are (an answer there and under a notebook is given once). */
+  get approvalsNode(): HTMLElement {
+    return this.approvals;
+  }
+
   /** The Markdown renderers go; the elements go with the panel's node. */
   dispose(): void {
     if (this.disposed) {
@@ -167,8 +175,11 @@ export class PanelView implements IDisposable {
       }
     }
     if (change.approvals) {
-      drawApprovals(this.approvals, state.approvals, (ask, choice, feedback) =>
-        this.actions.answer(ask, choice, feedback)
+      drawApprovals(
+        this.approvals,
+        state.approvals,
+        (ask, choice, feedback) => this.actions.answer(ask, choice, feedback),
+        CARD_ICONS
       );
     }
     if (change.session) {

@@ -2,7 +2,9 @@
 real JupyterLab in real Chromium: an outside agent's edits appear live in the page after the
 user allows them in the side panel, a run's outputs come back, ``%agent undo`` takes the
 outside run back in one step, a denied edit and a stale one change nothing, and markup in
-the client's name stays text on the card. Then Claude Code's own CLI (bundled by the
+the client's name stays text on the card. With the side panel closed, the same card shows
+under the notebook (readable in light and dark), and is answered there, once for both
+places. Then Claude Code's own CLI (bundled by the
 ``claude-agent-sdk`` wheel) as the client, its model the project's fake Messages API.
 """
 
@@ -24,7 +26,10 @@ import pytest
 from jupyter_agent.testing import response, text, tool_use
 from tests.programs import stop_process
 
-from .lab import HAVE_BROWSER, cell, cell_sources, require_browser, run_and_wait, wait_cell_count, write_notebook
+from .lab import HAVE_BROWSER, cell, cell_sources, menu, require_browser, run_and_wait, screenshot, \
+    wait_cell_count, wait_theme, write_notebook
+from .test_contrast_browser import MEASURE
+from .test_contrast_browser import _report as contrast_report
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
@@ -209,6 +214,77 @@ def test_denied_stale_and_bad_calls_change_nothing(lab, page_of, outside):
     wait_cell_count(page, 3)
     assert cell_sources(page) == ["y = 1  # mine", "%load_ext jupyter_agent", ""]
     panel.locator(".jp-AgentPanel-status", has_text="removed").wait_for(timeout=30000)
+
+
+def test_the_card_under_the_notebook_with_the_panel_closed(lab, page_of, outside):
+    """The side panel stays closed: the outside agent's card shows in a bar under the notebook's
+    cells (who asks and the whole cell, as text; readable in light and dark), is answered
+    there, and goes from both places; a Deny there sends its note; a card answered in the
+    panel goes from under the notebook."""
+    nb = lab.root / "docked.ipynb"
+    write_notebook(nb, ["w = 1", "%load_ext jupyter_agent"], ids=["setw", "load"])
+    page = page_of("docked.ipynb")
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    panel = page.locator(PANEL)
+    # the panel is connected to the notebook's kernel, and closed
+    panel.locator(".jp-AgentPanel-empty").wait_for(state="attached", timeout=30000)
+    assert not panel.is_visible()
+    path = {"notebook_path": "docked.ipynb"}
+    assert not outside.now("read_cells", path).is_error
+
+    source = 'print("<img src=y onerror=window.__pwned=2>")'
+    pending = outside.call("insert_cell", {**path, "after_cell_id": "load", "cell_type": "code", "source": source})
+    dock = page.locator(".jp-NotebookPanel .jp-AgentNotebookApprovals")
+    card = dock.locator(".jp-AgentPanel-approval")
+    card.wait_for(timeout=60000)
+    assert card.is_visible() and not panel.is_visible()
+    head = dock.locator(".jp-AgentNotebookApprovals-head").inner_text()
+    assert head.startswith(f"{CLIENT} 9, an outside agent (MCP), asks"), head  # markup as text
+    assert source in card.inner_text() and f"Asked by {CLIENT} 9" in card.inner_text()
+    assert dock.locator("img").count() == 0 and page.evaluate("() => window.__pwned") is None
+    # below the cells, not among them (it stays in view however the notebook scrolls)
+    assert page.locator(".jp-NotebookPanel .jp-Notebook .jp-AgentNotebookApprovals").count() == 0
+    notebook_box = page.locator(".jp-NotebookPanel .jp-Notebook").bounding_box()
+    assert dock.bounding_box()["y"] >= notebook_box["y"] + notebook_box["height"] - 1
+    assert panel.locator(".jp-AgentPanel-approval").count() == 1  # the same card in the (closed) panel
+    problems = []  # every text of the bar readable (WCAG AA) in light and dark
+    for theme, light in (("light", True), ("dark", False)):
+        if not light:
+            menu(page, "Settings", "Theme", "JupyterLab Dark")
+            wait_theme(page, light=False)
+        result = page.evaluate(MEASURE, [".jp-AgentNotebookApprovals"])
+        screenshot(page, f"docked_card_{theme}")
+        assert result["measured"] > 5, result
+        problems += contrast_report(theme, result)
+    menu(page, "Settings", "Theme", "JupyterLab Light")  # (the module's other tests: light)
+    wait_theme(page, light=True)
+    assert not problems, "text below WCAG AA:\n" + "\n".join(problems)
+    card.get_by_role("button", name="Allow", exact=True).click()
+    inserted = pending.result(60)
+    assert not inserted.is_error, text_of(inserted)
+    wait_cell_count(page, 4)
+    assert cell_sources(page)[:3] == ["w = 1", "%load_ext jupyter_agent", source]
+    dock.wait_for(state="hidden", timeout=30000)  # gone from both places
+    assert panel.locator(".jp-AgentPanel-approval").count() == 0
+
+    assert not outside.now("read_cells", path).is_error
+    pending = outside.call("replace_cell", {**path, "cell_id": "setw", "source": "w = 2"})
+    card.wait_for(timeout=60000)
+    card.locator(".jp-AgentPanel-feedback").fill("Leave w alone.")
+    card.get_by_role("button", name="Deny", exact=True).click()
+    denied = pending.result(60)
+    assert denied.is_error and "Leave w alone." in text_of(denied)
+    assert cell_sources(page)[0] == "w = 1"
+    dock.wait_for(state="hidden", timeout=30000)
+
+    page.click(f"li[data-id='{PANEL[1:]}']")  # the panel opens: an answer there clears the bar
+    pending = outside.call("replace_cell", {**path, "cell_id": "setw", "source": "w = 3"})
+    card.wait_for(timeout=60000)
+    panel.locator(".jp-AgentPanel-approval").get_by_role("button", name="Allow", exact=True).click()
+    assert not pending.result(60).is_error
+    dock.wait_for(state="hidden", timeout=30000)
+    page.wait_for_function("() => document.querySelector('.jp-Cell .cm-content').textContent === 'w = 3'")
 
 
 @pytest.mark.skipif(CLAUDE is None, reason="needs claude-agent-sdk (its wheel bundles Claude Code's CLI)")

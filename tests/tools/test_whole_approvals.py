@@ -152,3 +152,24 @@ async def test_the_panel_gets_a_cells_code_apart_from_its_question(workspace, mo
     assert panel["code"] == "token = '[redacted GITHUB_TOKEN]'\nprint(x + 1)\n"
     other = type("Request", (), {**vars(request), "tool_name": "Write", "message": "Write wants to write a.txt."})
     assert approval_json(other, "run-1", workspace)["code"] == ""  # only a cell to run is code
+
+
+async def test_an_outside_agents_ask_names_who_asks_and_its_page(workspace: Any, monkeypatch: Any) -> None:
+    """An outside agent's ask (over MCP) carries the client's name, redacted and its invisible
+    characters marked as any text the panel shows, and the page whose notebook it is about
+    (the page shows the card under that notebook); our own agent's asks carry neither."""
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    nb = workspace / "run.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)", id="c1")]), nb)
+    asked = Asked()
+    await run_cell(workspace, nb, asked)
+    name, input, ask = asked.asks[0]
+    request = type("Request", (), {"id": 1, "tool_use_id": "outside_1_ab", "tool_name": name, "input": input,
+                                   "message": ask.message, "diff": ask.diff, "suggested_rules": ()})
+    asker = f"<b>evil</b>\u202e {SECRET}"
+    panel = approval_json(request, "run-1", workspace, asker, "5f0c-page")
+    assert panel["page"] == "5f0c-page"
+    assert SECRET not in panel["asker"] and "[redacted GITHUB_TOKEN]" in panel["asker"]
+    assert "\u202e" not in panel["asker"] and panel["asker"].startswith("<b>evil</b>")  # text: the page escapes
+    own = approval_json(request, "run-1", workspace)
+    assert own["asker"] == "" and own["page"] == ""
