@@ -12,8 +12,9 @@ import nbformat
 
 #: An Anthropic-shaped key in an output: never returned to an outside agent.
 SECRET = "sk-ant-api03-" + "Zq7" * 14
-#: Lines of the huge log (each 40 characters and a newline).
-LOG_LINES = 8_000
+#: Lines of the huge log (40 characters each with its newline: 72,000 characters, within what
+#: the page carries of one output in a live read, 100,000 characters of its JSON)
+LOG_LINES = 1_800
 
 
 def png_1x1() -> str:
@@ -42,7 +43,7 @@ def write_outputs_notebook(path: Path, first: list[str]) -> Path:
         cell = v4.new_code_cell(source)
         cell.id = f"c{i}"
         cells.append(cell)
-    log = v4.new_code_cell("for i in range(8000): print(...)", outputs=[v4.new_output("stream", name="stdout",
+    log = v4.new_code_cell("for i in range(1800): print(...)", outputs=[v4.new_output("stream", name="stdout",
                                                                                       text=log_text())])
     img = v4.new_code_cell("plot()", outputs=[v4.new_output("display_data", data={
         "image/png": PNG, "text/plain": "<Figure size 1x1 with 1 Axes>"})])
