@@ -102,8 +102,8 @@ def output_content(snapshot: Any, cell_id: str, index: int, chars: int) -> list[
             if mime in IMAGE_MIME_TYPES:
                 blocks.extend(_image(mime, value))
             elif mime in TEXT_MIME_TYPES or mime.startswith("text/") or mime.endswith("+json"):
-                text = value if isinstance(value, str | list) else json.dumps(value, indent=1)
-                sections.append((f"{mime} (as text)", source_text(text) if isinstance(text, list) else text))
+                text = source_text(value) if isinstance(value, str | list) else json.dumps(value, indent=1)
+                sections.append((f"{mime} (as text)", strip_ansi(text)))
             else:
                 sections.append((mime, f"[{_size(mime, value)} of {mime}: not text, not an image; left out]"))
     else:
