@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %lo
 
 log = logging.getLogger(__name__)
 
-#: What a read returns by default, per cell: characters of source and of outputs.
+#: What a read returns by default, per cell: characters of source.
 READ_CHARS = 4_000
 #: Characters of a variables listing at most.
 VARIABLES_CHARS = 20_000
@@ -107,6 +107,8 @@ class OutsideHub:
         document = self._document(run, page, where)
         if op == "read":
             return await self._read(run, document, where.key, args)
+        if op == "output":
+            return await self._output(document, args)
         await self._check_read(run, document, where.key, path)
         return await self._change(run, where.key, op, args, progress, page.client_id)
 
@@ -184,12 +186,26 @@ class OutsideHub:
         """Cells ``start``.. of the page's notebook (at most ``limit``), each cut to
         ``max_chars``; remembers the version read, for the stale check of the next edit."""
         from ..loop.tool import FileReadRecord
+        from .outside_read import cells_content
 
         snapshot = await document.snapshot()
         start, limit = _int(args.get("start"), 0), _int(args.get("limit"), 20)
         chars = _int(args.get("max_chars"), READ_CHARS)
         run.context.read_file_state[key] = FileReadRecord(path=key, mtime_ns=0, content_hash=snapshot.version)
         return {"ok": True, "content": cells_content(snapshot, start, limit, chars)}
+
+    async def _output(self, document: Any, args: dict[str, Any]) -> dict[str, Any]:
+        """One output whole, within ``max_chars`` (``outside_read.py``). Not a read for the
+        stale check: the client has not seen the cells' sources by it."""
+        from .outside_read import OUTPUT_CHARS, NoSuchOutput, output_content
+
+        snapshot = await document.snapshot()  # (outputs current: not sources_snapshot)
+        try:
+            blocks = output_content(snapshot, str(args.get("cell_id") or ""), _int(args.get("output_index"), 0),
+                                    _int(args.get("max_chars"), OUTPUT_CHARS))
+        except NoSuchOutput as exc:
+            raise Refused(str(exc)) from None
+        return {"ok": True, "content": blocks}
 
     async def _change(self, run: Any, key: str, op: str, args: dict[str, Any], progress: Any = None,
                       page: str = "") -> dict[str, Any]:
@@ -235,39 +251,6 @@ class OutsideHub:
         """``%unload_ext``: cancel the calls still going (each answers that it was cancelled)."""
         for task in list(self._tasks):
             task.cancel()
-
-
-def cells_content(snapshot: Any, start: int, limit: int, chars: int) -> list[dict[str, Any]]:
-    """Cells ``start``..``start + limit`` of ``snapshot`` as reply blocks: each cell's id, type,
-    execution count, source and outputs (text with head and tail; images as images)."""
-    from ..notebook.render import head_and_tail, output_parts
-
-    cells, total = snapshot.cells, len(snapshot.cells)
-    end = min(total, start + limit)
-    head = (f"Notebook {snapshot.path.name}: {total} cells; showing {start}-{end - 1}."
-            if start < total else f"Notebook {snapshot.path.name}: {total} cells; start {start} is past the last.")
-    blocks: list[dict[str, Any]] = []
-    texts = [head]
-    for cell in cells[start:end]:
-        count = f" execution_count={cell.execution_count}" if cell.cell_type == "code" else ""
-        texts.append(f'<cell id="{cell.id}" index={cell.index} type={cell.cell_type}{count}>\n'
-                     f"{head_and_tail(cell.source, chars)}\n</cell>")
-        parts = output_parts(cell.outputs, cell.id)
-        if parts:
-            texts.append(f'<outputs cell="{cell.id}">')
-            for part in parts:
-                if part.image is not None:
-                    blocks.append({"type": "text", "text": "\n".join(texts)})
-                    texts = []
-                    source = part.image["source"]
-                    blocks.append({"type": "image", "data": source["data"], "mime_type": source["media_type"]})
-                elif part.text:
-                    texts.append(head_and_tail(part.text, chars))
-            texts.append("</outputs>")
-    if end < total:
-        texts.append(f"(More cells: read_cells with start={end}.)")
-    blocks.append({"type": "text", "text": "\n".join(texts)})
-    return blocks
 
 
 def blocks_of(content: Any) -> list[dict[str, Any]]:

@@ -15,4 +15,4 @@ PATH = "jupyter-agent/mcp"
 TARGET = "jupyter_agent.outside"
 VERSION = 1
 #: The operations a kernel carries out (``tools.KERNEL_OPS`` maps the MCP tools onto them).
-OPS = ("read", "variables", "insert", "replace", "delete", "run")
+OPS = ("read", "output", "variables", "insert", "replace", "delete", "run")

@@ -32,6 +32,8 @@ _BINARY = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
 DEFAULT_LIMIT, MAX_LIMIT = 20, 500
 #: Characters of one cell's source or outputs a read returns by default (head and tail beyond it).
 DEFAULT_MAX_CHARS = 4_000
+#: Characters of one output's text read_output returns by default.
+DEFAULT_OUTPUT_CHARS = 20_000
 
 
 class OutsideError(Exception):
@@ -68,15 +70,28 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
         {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
     "read_cells": (
         "Read cells of an open notebook as the user sees them (unsaved edits included): each cell's id, "
-        "type, source and outputs. Paginated: start at cell index `start`, at most `limit` cells. Long "
-        "sources and outputs keep their head and tail. Read before you edit: an edit or run fails if the "
+        "type and source, and its outputs by reference (index, kind, size, the start of the text; "
+        "read_output returns one whole). Paginated: start at cell index `start`, at most `limit` cells. "
+        "Long sources keep their head and tail. Read before you edit: an edit or run fails if the "
         "notebook changed since your last read.",
         {"type": "object", "required": ["notebook_path"], "additionalProperties": False, "properties": {
             "notebook_path": _PATH,
             "start": {"type": "integer", "minimum": 0, "default": 0, "description": "0-based index of the first cell."},
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
             "max_chars": {"type": "integer", "minimum": 200, "maximum": 100_000, "default": DEFAULT_MAX_CHARS,
-                          "description": "Characters of each cell's source, and of its outputs, kept."}}},
+                          "description": "Characters of each cell's source kept."}}},
+        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+    "read_output": (
+        "Read one output of a cell, as read_cells lists it (the cell's id, the output's index): text as its "
+        "head and tail within max_chars (what was left out is said), images (PNG, JPEG) as images, HTML, "
+        "Markdown, LaTeX and JSON as their text.",
+        {"type": "object", "required": ["notebook_path", "cell_id", "output_index"], "additionalProperties": False,
+         "properties": {
+            "notebook_path": _PATH, "cell_id": _CELL_ID,
+            "output_index": {"type": "integer", "minimum": 0, "description": "The output's 0-based index in its "
+                             "cell, as read_cells lists it ([0], [1], ...)."},
+            "max_chars": {"type": "integer", "minimum": 200, "maximum": 100_000, "default": DEFAULT_OUTPUT_CHARS,
+                          "description": "Characters of the output's text kept (head and tail)."}}},
         {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
     "list_variables": (
         "List the variables in the notebook's kernel: name, type, and for arrays and data frames their "
@@ -112,7 +127,8 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
 }
 
 #: The tools that run in the notebook's kernel (all but list_notebooks).
-KERNEL_OPS = {"read_cells": "read", "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
+KERNEL_OPS = {"read_cells": "read", "read_output": "output",
+              "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
               "delete_cell": "delete", "run_cell": "run"}
 
 

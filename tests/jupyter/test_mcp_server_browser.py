@@ -287,6 +287,40 @@ def test_the_card_under_the_notebook_with_the_panel_closed(lab, page_of, outside
     page.wait_for_function("() => document.querySelector('.jp-Cell .cm-content').textContent === 'w = 3'")
 
 
+def test_outputs_are_read_by_reference(lab, page_of, outside):
+    """read_cells lists outputs compactly; read_output returns one: a huge log as head and
+    tail, an image as MCP image content, a secret redacted; a reference to nothing is an error."""
+    from tests.mcp_server.outputs import LOG_LINES, PNG, SECRET, log_text, write_outputs_notebook
+
+    write_outputs_notebook(lab.root / "outputs.ipynb", ["%load_ext jupyter_agent"])
+    page = page_of("outputs.ipynb")
+    run_and_wait(page, 0)
+    path = {"notebook_path": "outputs.ipynb"}
+    before = cell_sources(page)
+    listing = outside.now("read_cells", path)
+    text = text_of(listing)
+    assert not listing.is_error and all(b.type == "text" for b in listing.content)
+    assert f"[0] stream stdout, {len(log_text()):,} characters: log line 00000" in text and len(text) < 5_000
+    assert "[0] display_data, image/png 69 bytes" in text and SECRET not in text
+
+    log = outside.now("read_output", {**path, "cell_id": "log", "output_index": 0, "max_chars": 2_000})
+    assert not log.is_error and "cut from the middle of this output" in text_of(log)
+    assert "log line 00000" in text_of(log) and f"log line {LOG_LINES - 1:05d}" in text_of(log)
+    assert len(text_of(log)) < 3_000
+    image = outside.now("read_output", {**path, "cell_id": "img", "output_index": 0})
+    assert [(b.type, b.data, b.mime_type) for b in image.content if b.type == "image"] == [("image", PNG, "image/png")]
+    secret = outside.now("read_output", {**path, "cell_id": "sec", "output_index": 0})
+    assert SECRET not in text_of(secret) and "[redacted" in text_of(secret)
+    html = outside.now("read_output", {**path, "cell_id": "sec", "output_index": 1})
+    assert "<b>bold</b><script>" in text_of(html)  # markup as text, for the client to read
+
+    unknown = outside.now("read_output", {**path, "cell_id": "nope", "output_index": 0})
+    assert unknown.is_error and "No cell 'nope'" in text_of(unknown)
+    past = outside.now("read_output", {**path, "cell_id": "log", "output_index": 3})
+    assert past.is_error and "there is no output 3" in text_of(past)
+    assert cell_sources(page) == before  # reads change nothing
+
+
 @pytest.mark.skipif(CLAUDE is None, reason="needs claude-agent-sdk (its wheel bundles Claude Code's CLI)")
 def test_claude_code_edits_the_open_notebook(lab, page_of, script, api, tmp_path):
     """``claude -p`` with our endpoint in its --mcp-config reads the notebook and inserts a cell;

@@ -48,9 +48,9 @@ def test_the_endpoint_needs_the_servers_token(server):
 async def test_tools_carry_their_annotations(server):
     async with http_client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"list_notebooks", "read_cells", "list_variables", "insert_cell", "replace_cell",
-                          "delete_cell", "run_cell"}
-    for name in ("list_notebooks", "read_cells", "list_variables"):
+    assert set(tools) == {"list_notebooks", "read_cells", "read_output", "list_variables", "insert_cell",
+                          "replace_cell", "delete_cell", "run_cell"}
+    for name in ("list_notebooks", "read_cells", "read_output", "list_variables"):
         assert tools[name].annotations.read_only_hint is True
     for name in ("replace_cell", "delete_cell", "run_cell"):
         assert tools[name].annotations.read_only_hint is False and tools[name].annotations.destructive_hint is True
