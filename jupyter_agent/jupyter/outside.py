@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..mcp_server.protocol import OPS, TARGET, VERSION
+from ..mcp_server.protocol import OPS, TARGET, VERSION, run_tag
 from ..redact import redact
 from .bridge_status import QUIET_OPENS
 
@@ -72,6 +72,9 @@ class OutsideHub:
             except Exception:  # the server went away: the answer will not reach it either
                 log.debug("could not send an outside call's progress", exc_info=True)
 
+        from ..notebook.live_backend import RUN_TAG
+
+        RUN_TAG.set(run_tag(str(getattr(comm, "comm_id", "") or "")))  # (this task's own context)
         try:
             reply = await self.call(data, progress)
         except Refused as exc:

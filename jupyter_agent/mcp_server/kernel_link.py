@@ -19,7 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .protocol import TARGET, VERSION
+from .protocol import RUN_TAG_PREFIX, TARGET, VERSION, comm_of_run
+from .runs import DEFAULT_WAIT_S, MAX_WAIT_S, RunHandle, RunRegistry, RunState, status_reply, still_running
 from .tools import OutsideError
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,8 @@ CALL_TIMEOUT_S = 30 * 60.0
 ALIVE_EVERY_S = 2.0
 #: Seconds a new kernel client waits for its iopub to be connected.
 READY_TIMEOUT_S = 30.0
+#: Seconds ``interrupt`` waits for the interrupted run's answer (else it says "still running").
+INTERRUPT_WAIT_S = 20.0
 
 RESTARTED = ("The notebook's kernel restarted while the call waited: its variables, and the outside agent's run "
              "to undo, are gone (the call may not have been carried out). Run %load_ext jupyter_agent in the "
@@ -54,6 +57,8 @@ class KernelComms:
         self.waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
         #: comm id -> what a call's progress messages go to
         self.progress: dict[str, Any] = {}
+        #: comm id -> the run (``runs.RunHandle``) that sees the IOPub of the call's cell
+        self.watching: dict[str, Any] = {}
         self._sending: set[asyncio.Task[Any]] = set()
         self.ready: dict[str, asyncio.Future[None]] = {}
         self.reader = asyncio.get_event_loop().create_task(self._read())
@@ -70,6 +75,9 @@ class KernelComms:
                 continue
             kind, content = msg["header"]["msg_type"], msg.get("content") or {}
             parent = str((msg.get("parent_header") or {}).get("msg_id") or "")
+            watched = self.watching.get(comm_of_run(parent) or "") if parent.startswith(RUN_TAG_PREFIX) else None
+            if watched is not None:  # a cell an outside call runs: its outputs so far
+                watched.saw(kind, content)
             if parent in self.ready and not self.ready[parent].done():
                 self.ready[parent].set_result(None)
             if kind in ("comm_msg", "comm_close"):
@@ -117,14 +125,18 @@ class KernelComms:
         raise OutsideError("The notebook's kernel does not answer (busy for a long time, or dead): check it in "
                            "JupyterLab, then retry.")
 
-    async def call(self, data: dict[str, Any], alive: Any, progress: Any = None) -> dict[str, Any]:
+    async def call(self, data: dict[str, Any], alive: Any, progress: Any = None,
+                   watch: Any = None) -> dict[str, Any]:
         """Send one call; its answer. ``alive()`` says whether the kernel that got it still
-        lives: raises OutsideError (restarted, died) when not."""
+        lives: raises OutsideError (restarted, died) when not. ``watch.saw(kind, content)``
+        hears the IOPub messages of the cells the call runs."""
         await self.connect()
         comm_id = uuid.uuid4().hex
         future = self.waiting[comm_id] = asyncio.get_event_loop().create_future()
         if progress is not None:
             self.progress[comm_id] = progress
+        if watch is not None:
+            self.watching[comm_id] = watch
         msg = self.client.session.msg("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": data})
         self.client.shell_channel.send(msg)
         try:
@@ -140,6 +152,7 @@ class KernelComms:
         finally:
             self.waiting.pop(comm_id, None)
             self.progress.pop(comm_id, None)
+            self.watching.pop(comm_id, None)
         kind, reply = future.result()
         if kind == "comm_close" or not isinstance(reply, dict):
             raise OutsideError("jupyter-agent is not loaded in this notebook's kernel: run %load_ext jupyter_agent "
@@ -160,6 +173,7 @@ class ServerBackend:
     def __init__(self, serverapp: Any) -> None:
         self.app = serverapp
         self.comms: dict[str, KernelComms] = {}
+        self.runs = RunRegistry()
 
     async def _sessions(self) -> list[dict[str, Any]]:
         sessions = await self.app.session_manager.list_sessions()
@@ -169,8 +183,9 @@ class ServerBackend:
         return [{"path": s["path"], "kernel_id": s["kernel"]["id"],
                  "kernel_state": s["kernel"].get("execution_state", "")} for s in await self._sessions()]
 
-    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
-                   progress: Any = None) -> dict[str, Any]:
+    async def _reach(self, path: str) -> tuple[dict[str, Any], str, KernelComms, Any]:
+        """The notebook's session, its kernel's id, the comms to it, and ``alive()`` (raises
+        OutsideError once that kernel restarted or died)."""
         wanted = _norm(path)
         session = next((s for s in await self._sessions() if _norm(s["path"]) == wanted), None)
         if session is None:
@@ -195,8 +210,75 @@ class ServerBackend:
             if not (await result if asyncio.iscoroutine(result) else result):
                 raise OutsideError(DIED)
 
+        return session, kernel_id, comms, alive
+
+    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
+                   progress: Any = None) -> dict[str, Any]:
+        session, kernel_id, comms, alive = await self._reach(path)
+        if op == "run":
+            return await self._run(session, kernel_id, comms, alive, dict(args), client, progress)
         data = {"v": VERSION, "op": op, "path": session["path"], "args": args, "client": client}
         return await comms.call(data, alive, progress)
+
+    async def _run(self, session: dict[str, Any], kernel_id: str, comms: KernelComms, alive: Any,
+                   args: dict[str, Any], client: str, progress: Any) -> dict[str, Any]:
+        """A cell run, in a task of its own: its answer if it ends within ``wait_seconds``,
+        else "still running" with its id (``runs.py``)."""
+        wait_s = min(float(args.pop("wait_seconds", DEFAULT_WAIT_S)), MAX_WAIT_S)
+        handle = RunHandle(path=session["path"], cell_id=str(args.get("cell_id")), kernel_id=kernel_id, owner=client,
+                           progress=progress)
+        data = {"v": VERSION, "op": "run", "path": session["path"], "args": args, "client": client}
+        self.runs.start(handle, comms.call(data, alive, handle.report, watch=handle))
+        assert handle.task is not None
+        await asyncio.wait({handle.task}, timeout=wait_s)  # (not cancelled with this request)
+        if not handle.task.done():
+            handle.progress = None
+            return still_running(handle, wait_s)
+        return handle.task.result()  # (an OutsideError: said as it is)
+
+    async def run_status(self, run_id: str) -> dict[str, Any]:
+        """``run_status``: where the run is, its outputs so far, its result once ended."""
+        handle = self.runs.get(run_id)
+        if handle is None:
+            raise OutsideError(f"No run {run_id!r} in this Jupyter server (ended runs are kept an hour; a server "
+                               "restart forgets them). run_cell gives a run_id when its cell runs long.")
+        return status_reply(handle)
+
+    async def interrupt(self, path: str, run_id: str | None, client: str) -> dict[str, Any]:
+        """``interrupt``: the kernel's interrupt (as the page's Stop button), only while a cell
+        ``client`` ran executes; the run's result once the cell has ended. Whose a run is: the
+        client as it names itself (the card's name; the kernel keys its undo run by it too),
+        as the protocol's newest HTTP transport keeps no session from one request to the next."""
+        _, kernel_id, _, _ = await self._reach(path)
+        if run_id is not None:
+            handle = self.runs.get(run_id)
+            if handle is None or handle.kernel_id != kernel_id:
+                raise OutsideError(f"No run {run_id!r} on {path}. Nothing was interrupted.")
+            if handle.owner != client:
+                raise OutsideError(f"Run {run_id} was started by another client: only it may interrupt it. "
+                                   "Nothing was interrupted.")
+            mine = [handle] if handle.ended is None else []
+        else:
+            mine = self.runs.running(kernel_id, client)
+        executing = [h for h in mine if h.state is RunState.RUNNING]
+        if not executing:
+            if mine:
+                raise OutsideError(f"Run {mine[0].id} has not started yet (it waits for the user's approval, or for "
+                                   "its turn in the kernel): nothing of it to interrupt now. Nothing was interrupted.")
+            if run_id is not None:
+                return status_reply(self.runs.get(run_id))  # type: ignore[arg-type]
+            raise OutsideError(
+                f"No cell this client ran is executing in the kernel of {path}. Interrupting a cell you did not "
+                "start (the user's own, or another agent's) is the user's to do: the kernel cannot ask them while "
+                "that cell holds it, so ask the user to press Stop in JupyterLab. Nothing was interrupted.")
+        handle = executing[0]
+        log.info("interrupting the kernel of %s for %s", path, handle.id)
+        result = self.app.kernel_manager.interrupt_kernel(kernel_id)
+        if asyncio.iscoroutine(result):
+            await result
+        assert handle.task is not None
+        await asyncio.wait({handle.task}, timeout=INTERRUPT_WAIT_S)
+        return status_reply(handle)
 
     def _not_open(self, path: str) -> str:
         root = Path(getattr(self.app, "root_dir", ".") or ".")
@@ -207,6 +289,7 @@ class ServerBackend:
         return f"No notebook {path!r} in this Jupyter server. list_notebooks shows the open notebooks."
 
     def close(self) -> None:
+        self.runs.close()
         for comms in self.comms.values():
             comms.close()
         self.comms.clear()

@@ -1,0 +1,98 @@
+"""An outside agent's long runs through jupyter-agent's MCP server, with the ``mcp`` SDK's own
+client against real JupyterLab in real Chromium and the notebook's real kernel: a cell still
+running after ``wait_seconds`` answers "still running" with a run id, ``run_status`` shows its
+outputs so far and then its result; ``interrupt`` ends a ``while True`` loop with
+KeyboardInterrupt and the kernel goes on, variables kept; another client may not
+interrupt it, and nothing to interrupt is said so.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+
+from .lab import HAVE_BROWSER, require_browser, run_and_wait, write_notebook
+from .test_mcp_server_browser import PANEL, OutsideClient, text_of
+
+require_browser()
+pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
+
+#: A cell that prints, then runs until the test lets it end (a file appears): no timing guess.
+SLOW = ("import pathlib, time\nprint('tick', flush=True)\n"
+        "while not pathlib.Path('go').exists():\n    time.sleep(0.05)\nprint('finished')")
+LOOP = "n = 0\nwhile True:\n    n += 1"
+AFTER = "print('after', n > 0)"
+
+
+def poll(client: OutsideClient, run_id: str, until: Any, timeout: float = 90) -> str:
+    """run_status until ``until(text)``; the last answer's text."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = client.now("run_status", {"run_id": run_id})
+        said = text_of(status)
+        if until(said):
+            return said
+        assert time.monotonic() < deadline, said
+        time.sleep(0.1)
+
+
+def run_id_of(text: str) -> str:
+    found = re.search(r"run_id=(run-[0-9a-f]+)", text)
+    assert found, text
+    return found.group(1)
+
+
+def test_a_long_run_is_polled_and_interrupted(lab, page_of):
+    nb = lab.root / "long.ipynb"
+    (lab.root / "go").unlink(missing_ok=True)
+    write_notebook(nb, ["%load_ext jupyter_agent", SLOW, LOOP, AFTER], ids=["load", "slow", "loop", "after"])
+    page = page_of("long.ipynb")
+    page.click(f"li[data-id='{PANEL[1:]}']")
+    panel = page.locator(PANEL)
+    run_and_wait(page, 0)
+    panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)
+    outside = OutsideClient(f"{lab.url}/jupyter-agent/mcp", name="poller")
+    other = OutsideClient(f"{lab.url}/jupyter-agent/mcp", name="someone-else")
+    try:
+        path = {"notebook_path": "long.ipynb"}
+        assert not outside.now("read_cells", path).is_error
+
+        # The slow cell: the answer comes back before it ends; polls show it run, then its end.
+        pending = outside.call("run_cell", {**path, "cell_id": "slow", "wait_seconds": 1})
+        card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
+        card.wait_for(timeout=60000)
+        card.get_by_role("button", name="Always allow", exact=True).click()  # (the next runs ask no more)
+        first = pending.result(60)
+        assert not first.is_error and "Still running after 1 s" in text_of(first), text_of(first)
+        slow_id = run_id_of(text_of(first))
+        running = poll(outside, slow_id, lambda t: "tick" in t)
+        assert "running for" in running and "Outputs so far:\ntick" in running, running
+        (lab.root / "go").write_text("")
+        ended = poll(outside, slow_id, lambda t: "ended after" in t)
+        assert "finished" in ended and "tick" in ended, ended
+
+        # The endless loop: still running, then interrupted; KeyboardInterrupt reported.
+        nothing = outside.now("interrupt", path)
+        assert nothing.is_error and "No cell this client ran is executing" in text_of(nothing), text_of(nothing)
+        looping = outside.now("run_cell", {**path, "cell_id": "loop", "wait_seconds": 0})
+        assert not looping.is_error and "Still running" in text_of(looping), text_of(looping)
+        loop_id = run_id_of(text_of(looping))
+        poll(outside, loop_id, lambda t: "running for" in t)
+        refused = other.now("interrupt", {**path, "run_id": loop_id})
+        assert refused.is_error and "another client" in text_of(refused), text_of(refused)
+        stopped = outside.now("interrupt", {**path, "run_id": loop_id}, timeout=90)
+        said = text_of(stopped)
+        if "ended after" not in said:  # (a loaded machine: the interrupted cell's answer came later)
+            said = poll(outside, loop_id, lambda t: "ended after" in t)
+        assert "KeyboardInterrupt" in said, said
+
+        # The kernel goes on, with its variables.
+        assert not outside.now("read_cells", path).is_error
+        after = outside.now("run_cell", {**path, "cell_id": "after"})
+        assert not after.is_error and "after True" in text_of(after), text_of(after)
+    finally:
+        other.close()
+        outside.close()
