@@ -61,6 +61,9 @@ class KernelComms:
         self.watching: dict[str, Any] = {}
         self._sending: set[asyncio.Task[Any]] = set()
         self.ready: dict[str, asyncio.Future[None]] = {}
+        #: execute request id -> its end (the kernel's ``idle`` after it), and what it raised
+        self.executing: dict[str, asyncio.Future[str | None]] = {}
+        self._errors: dict[str, str] = {}
         self.reader = asyncio.get_event_loop().create_task(self._read())
         self._connected = False
 
@@ -80,6 +83,8 @@ class KernelComms:
                 watched.saw(kind, content)
             if parent in self.ready and not self.ready[parent].done():
                 self.ready[parent].set_result(None)
+            if parent in self.executing:
+                self._executed(parent, kind, content)
             if kind in ("comm_msg", "comm_close"):
                 comm_id = str(content.get("comm_id") or "")
                 future = self.waiting.get(comm_id)
@@ -90,6 +95,34 @@ class KernelComms:
                     future.set_result((kind, content.get("data")))
             elif kind == "status" and content.get("execution_state") == "starting":
                 self.fail_all(RESTARTED)
+
+    def _executed(self, msg_id: str, kind: str, content: dict[str, Any]) -> None:
+        if kind == "error":
+            self._errors[msg_id] = f"{content.get('ename', '')}: {content.get('evalue', '')}"
+        elif kind == "status" and content.get("execution_state") == "idle":
+            future = self.executing[msg_id]
+            if not future.done():
+                future.set_result(self._errors.pop(msg_id, None))
+
+    async def execute_quietly(self, code: str, timeout: float = READY_TIMEOUT_S) -> str | None:
+        """Run ``code`` without history or execution count; what it raised, or None. After a
+        restart: the new kernel is connected to first. (Not ``silent``: the page's side panel
+        connects again after a cell it sees run, as after the user's own ``%load_ext``.)"""
+        self._connected = False  # (a restarted kernel: its IOPub must carry our messages again)
+        await self.connect()
+        msg = self.client.session.msg("execute_request", {
+            "code": code, "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False,
+            "stop_on_error": False})
+        msg_id = msg["header"]["msg_id"]
+        future = self.executing[msg_id] = asyncio.get_event_loop().create_future()
+        self.client.shell_channel.send(msg)
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            return f"no answer in {timeout:.0f} s"
+        finally:
+            self.executing.pop(msg_id, None)
+            self._errors.pop(msg_id, None)
 
     def _report(self, comm_id: str, text: Any) -> None:
         """A call's progress message (the kernel's words, e.g. "Cell c1 is running (4 s)")."""
@@ -279,6 +312,28 @@ class ServerBackend:
         assert handle.task is not None
         await asyncio.wait({handle.task}, timeout=INTERRUPT_WAIT_S)
         return status_reply(handle)
+
+    async def restart(self, path: str, client: str) -> dict[str, Any]:
+        """``restart_kernel``: the kernel asks the user (NotebookRestart's card, naming the
+        client and what is lost); once allowed, the kernel's manager restarts it (the page
+        follows, as when the user restarts) and jupyter-agent is loaded in the fresh kernel,
+        so the client's next call works. Denied: the kernel's answer, nothing restarted."""
+        session, kernel_id, comms, alive = await self._reach(path)
+        data = {"v": VERSION, "op": "restart", "path": session["path"], "args": {}, "client": client}
+        reply = await comms.call(data, alive)
+        if not reply.get("ok"):
+            return reply
+        log.info("restarting the kernel of %s for %s (allowed by the user)", path, client)
+        result = self.app.kernel_manager.restart_kernel(kernel_id)
+        if asyncio.iscoroutine(result):
+            await result
+        failed = await comms.execute_quietly("%load_ext jupyter_agent")
+        loaded = ("jupyter-agent is loaded in the fresh kernel, so your next call works" if failed is None else
+                  f"loading jupyter-agent in the fresh kernel failed ({failed}): ask the user to run "
+                  "%load_ext jupyter_agent in the notebook")
+        text = (f"Restarted the kernel of {session['path']} (the user allowed it): its variables are gone; {loaded}. "
+                "Call read_cells, then run the cells you need again, in order.")
+        return {"ok": failed is None, "content": [{"type": "text", "text": text}]}
 
     def _not_open(self, path: str) -> str:
         root = Path(getattr(self.app, "root_dir", ".") or ".")

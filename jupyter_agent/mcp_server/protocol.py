@@ -10,6 +10,9 @@ text}`` messages. A kernel without the target closes the comm at once.
 A cell the call runs is sent to the kernel as an ``execute_request`` whose id starts with
 :func:`run_tag` of the call's comm id: the server, which reads the kernel's IOPub, knows
 the run's outputs as they come (``run_status`` shows them while the cell still runs).
+
+``restart`` only asks the user (the kernel cannot outlive its own restart): a reply with
+``ok`` true is the user's Allow, and the server restarts the kernel through its manager.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ PATH = "jupyter-agent/mcp"
 TARGET = "jupyter_agent.outside"
 VERSION = 1
 #: The operations a kernel carries out (``tools.KERNEL_OPS`` maps the MCP tools onto them).
-OPS = ("read", "variables", "insert", "replace", "delete", "run")
+OPS = ("read", "variables", "insert", "replace", "delete", "run", "restart")
 #: What the execute requests of an outside call's cell runs start their id with (+ comm id + "-").
 RUN_TAG_PREFIX = "outside-"
 

@@ -57,6 +57,9 @@ class NotebookBackend(Protocol):
     async def interrupt(self, path: str, run_id: str | None, client: str) -> dict[str, Any]:
         """Interrupt the kernel while a cell ``client`` ran executes; that run's state after."""
 
+    async def restart(self, path: str, client: str) -> dict[str, Any]:
+        """Restart the notebook's kernel once the user allows it (the kernel asks)."""
+
 
 _PATH = {"type": "string", "description": (
     "The notebook's path as list_notebooks gives it (relative to the Jupyter server's root), e.g. "
@@ -136,13 +139,20 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
          "properties": {"notebook_path": _PATH, "run_id": {**_RUN_ID, "description": (
              "The run to interrupt (default: your run executing in this notebook's kernel).")}}},
         {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": False}),
+    "restart_kernel": (
+        "Restart the notebook's kernel: every variable, import and open resource in it is lost (the user's "
+        "too). The user approves it in JupyterLab, shown what is lost; the page follows, as when the user "
+        "restarts. jupyter-agent is loaded in the fresh kernel again, so your next call works; run the cells "
+        "you need again.",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": False}),
 }
 
-#: The tools that run in the notebook's kernel (all but list_notebooks).
+#: The tools that run in the notebook's kernel (the others, list_notebooks, run_status, interrupt
+#: and restart_kernel, are the server's: ``NotebookBackend``'s methods).
 KERNEL_OPS = {"read_cells": "read", "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
               "delete_cell": "delete", "run_cell": "run"}
-#: The tools the server answers itself, about runs it keeps (``runs.py``): name -> backend method.
-SERVER_TOOLS = {"run_status": "run_status", "interrupt": "interrupt"}
 
 
 def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -284,6 +294,8 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
             path = args.pop("notebook_path")
             if name == "interrupt":
                 return result_of(await backend.interrupt(path, args.get("run_id"), client))
+            if name == "restart_kernel":
+                return result_of(await backend.restart(path, client))
             return result_of(await backend.call(path, KERNEL_OPS[name], args, client, progress=progress_sender(ctx)))
         except OutsideError as exc:
             return error_result(str(exc))

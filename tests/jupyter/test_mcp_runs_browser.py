@@ -96,3 +96,52 @@ def test_a_long_run_is_polled_and_interrupted(lab, page_of):
     finally:
         other.close()
         outside.close()
+
+
+def test_restart_kernel_asks_and_the_next_call_works(lab, page_of):
+    """Denied: an MCP error with the user's note, the kernel untouched. Allowed: the kernel
+    restarts (its variables gone), the page follows, and the client's next calls work."""
+    nb = lab.root / "restart.ipynb"
+    write_notebook(nb, ["%load_ext jupyter_agent", "kept = 7", "print('fresh', 'kept' in dir())"],
+                   ids=["load", "keep", "check"])
+    page = page_of("restart.ipynb")
+    page.click(f"li[data-id='{PANEL[1:]}']")
+    panel = page.locator(PANEL)
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    panel.locator(".jp-AgentPanel-empty").wait_for(timeout=30000)
+    outside = OutsideClient(f"{lab.url}/jupyter-agent/mcp", name="restarter")
+    try:
+        path = {"notebook_path": "restart.ipynb"}
+        pending = outside.call("restart_kernel", path)
+        card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRestart")
+        card.wait_for(timeout=60000)
+        shown = card.inner_text()
+        assert "kept" in shown and "Asked by restarter 9, an outside agent (MCP)" in shown, shown
+        card.locator(".jp-AgentPanel-feedback").fill("Not now, I am training.")
+        card.get_by_role("button", name="Deny", exact=True).click()
+        denied = pending.result(60)
+        assert denied.is_error and "Not now, I am training." in text_of(denied), text_of(denied)
+        variables = text_of(outside.now("list_variables", path))
+        assert "kept: int" in variables, variables  # untouched
+
+        pending = outside.call("restart_kernel", path)
+        card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRestart")
+        card.wait_for(timeout=60000)
+        card.get_by_role("button", name="Allow", exact=True).click()
+        restarted = pending.result(120)
+        said = text_of(restarted)
+        assert not restarted.is_error and "Restarted the kernel of restart.ipynb" in said, said
+        assert "your next call works" in said, said
+        variables = outside.now("list_variables", path)
+        assert not variables.is_error and "kept" not in text_of(variables), text_of(variables)
+        read = outside.now("read_cells", path)  # the page answers the fresh kernel: no "restarted" error
+        assert not read.is_error and 'id="check"' in text_of(read), text_of(read)
+        ran = outside.call("run_cell", {**path, "cell_id": "check"})
+        card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
+        card.wait_for(timeout=60000)
+        card.get_by_role("button", name="Allow", exact=True).click()
+        result = ran.result(120)
+        assert not result.is_error and "fresh False" in text_of(result), text_of(result)
+    finally:
+        outside.close()

@@ -49,10 +49,10 @@ async def test_tools_carry_their_annotations(server):
     async with http_client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == {"list_notebooks", "read_cells", "list_variables", "insert_cell", "replace_cell",
-                          "delete_cell", "run_cell", "run_status", "interrupt"}
+                          "delete_cell", "run_cell", "run_status", "interrupt", "restart_kernel"}
     for name in ("list_notebooks", "read_cells", "list_variables", "run_status"):
         assert tools[name].annotations.read_only_hint is True
-    for name in ("replace_cell", "delete_cell", "run_cell", "interrupt"):
+    for name in ("replace_cell", "delete_cell", "run_cell", "interrupt", "restart_kernel"):
         assert tools[name].annotations.read_only_hint is False and tools[name].annotations.destructive_hint is True
     assert tools["insert_cell"].annotations.destructive_hint is False
     assert "notebook_path" in tools["read_cells"].input_schema["required"]
@@ -155,7 +155,13 @@ async def test_interrupt_stops_only_the_clients_own_runs(server):
         theirs = await client.call_tool("interrupt", path)
         assert theirs.is_error and "press Stop in JupyterLab" in text_of(theirs), text_of(theirs)
         await asyncio.to_thread(users.join, 120)
-    assert replies and replies[0]["content"]["status"] == "ok"  # not interrupted
+        assert replies and replies[0]["content"]["status"] == "ok"  # not interrupted
+
+        # No page, so no card to ask on: refused, the kernel untouched.
+        refused = await client.call_tool("restart_kernel", path)
+        assert refused.is_error and "No JupyterLab page" in text_of(refused), text_of(refused)
+        listed = text_of(await client.call_tool("list_variables", path))
+        assert "users_cell_ended: bool" in listed, listed
 
 
 def _quietly(fn: Any, *args: Any) -> None:
