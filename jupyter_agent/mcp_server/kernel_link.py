@@ -33,6 +33,8 @@ ALIVE_EVERY_S = 2.0
 READY_TIMEOUT_S = 30.0
 #: Seconds ``interrupt`` waits for the interrupted run's answer (else it says "still running").
 INTERRUPT_WAIT_S = 20.0
+#: Seconds after which an interrupt is sent again while the run's cell still executes.
+INTERRUPT_AGAIN_S = 2.0
 
 RESTARTED = ("The notebook's kernel restarted while the call waited: its variables, and the outside agent's run "
              "to undo, are gone (the call may not have been carried out). Run %load_ext jupyter_agent in the "
@@ -305,12 +307,19 @@ class ServerBackend:
                 "start (the user's own, or another agent's) is the user's to do: the kernel cannot ask them while "
                 "that cell holds it, so ask the user to press Stop in JupyterLab. Nothing was interrupted.")
         handle = executing[0]
-        log.info("interrupting the kernel of %s for %s", path, handle.id)
-        result = self.app.kernel_manager.interrupt_kernel(kernel_id)
-        if asyncio.iscoroutine(result):
-            await result
         assert handle.task is not None
-        await asyncio.wait({handle.task}, timeout=INTERRUPT_WAIT_S)
+        loop = asyncio.get_event_loop()
+        deadline = loop.time() + INTERRUPT_WAIT_S
+        # A SIGINT that lands after the cell's "busy" but before its code runs is ignored by
+        # the kernel: while the run's own cell still executes, interrupt again.
+        while True:
+            log.info("interrupting the kernel of %s for %s", path, handle.id)
+            result = self.app.kernel_manager.interrupt_kernel(kernel_id)
+            if asyncio.iscoroutine(result):
+                await result
+            await asyncio.wait({handle.task}, timeout=INTERRUPT_AGAIN_S)
+            if handle.task.done() or handle.state is not RunState.RUNNING or loop.time() > deadline:
+                break
         return status_reply(handle)
 
     async def restart(self, path: str, client: str) -> dict[str, Any]:

@@ -80,7 +80,7 @@ class RunHandle:
 
     def saw(self, kind: str, content: dict[str, Any]) -> None:
         """An IOPub message of the run's cell (the server's reader calls this)."""
-        if kind == "status" and content.get("execution_state") == "busy":
+        if kind == "execute_input":  # (published right before the cell's code runs)
             self.executing = True
         elif kind == "stream":
             self._add(str(content.get("text") or ""))

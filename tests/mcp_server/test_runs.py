@@ -16,7 +16,7 @@ def test_a_run_is_waiting_then_running_with_its_outputs_so_far(monkeypatch):
     monkeypatch.setenv("RUNS_SERVICE_TOKEN", "tok-0123456789abcdef")
     run = RunHandle(path="a.ipynb", cell_id="c1", kernel_id="k", owner="me")
     assert run.state is RunState.WAITING and "waits for the user's approval" in text(still_running(run, 30))
-    run.saw("status", {"execution_state": "busy"})
+    run.saw("execute_input", {"code": "x"})
     run.saw("stream", {"name": "stdout", "text": "step 1 tok-0123456789abcdef\n"})
     run.saw("execute_result", {"data": {"text/plain": "42"}})
     run.saw("display_data", {"data": {"image/png": "AAAA"}})
@@ -29,7 +29,7 @@ def test_a_run_is_waiting_then_running_with_its_outputs_so_far(monkeypatch):
 
 def test_long_outputs_keep_head_and_tail():
     run = RunHandle(path="a.ipynb", cell_id="c1", kernel_id="k", owner="me")
-    run.saw("status", {"execution_state": "busy"})
+    run.saw("execute_input", {"code": "x"})
     run.saw("stream", {"text": "HEAD" + "x" * 10_000 + "TAIL"})
     said = text(status_reply(run))
     assert "HEAD" in said and "TAIL" in said and "characters left out" in said and len(said) < SHOWN_CHARS + 500
