@@ -265,7 +265,13 @@ class ServerBackend:
         data = {"v": VERSION, "op": "run", "path": session["path"], "args": args, "client": client}
         self.runs.start(handle, comms.call(data, alive, handle.report, watch=handle))
         assert handle.task is not None
-        await asyncio.wait({handle.task}, timeout=wait_s)  # (not cancelled with this request)
+        try:
+            await asyncio.wait({handle.task}, timeout=wait_s)  # (not cancelled with this request)
+        except asyncio.CancelledError:  # the client went away: the cell goes on (runs.py)
+            handle.progress = None
+            log.info("the client %r of %s went away; cell %s of %s goes on, shown in the page and the panel",
+                     client, handle.id, handle.cell_id, handle.path)
+            raise
         if not handle.task.done():
             handle.progress = None
             return still_running(handle, wait_s)

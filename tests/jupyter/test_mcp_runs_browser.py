@@ -3,7 +3,8 @@ client against real JupyterLab in real Chromium and the notebook's real kernel: 
 running after ``wait_seconds`` answers "still running" with a run id, ``run_status`` shows its
 outputs so far and then its result; ``interrupt`` ends a ``while True`` loop with
 KeyboardInterrupt and the kernel goes on, variables kept; another client may not
-interrupt it, and nothing to interrupt is said so.
+interrupt it, and nothing to interrupt is said so; a cell whose client went away runs to its
+end in the page. ``restart_kernel``: denied with a note, then allowed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .lab import HAVE_BROWSER, require_browser, run_and_wait, write_notebook
+from .lab import HAVE_BROWSER, cell, require_browser, run_and_wait, write_notebook
 from .test_mcp_server_browser import PANEL, OutsideClient, text_of
 
 require_browser()
@@ -25,6 +26,9 @@ SLOW = ("import pathlib, time\nprint('tick', flush=True)\n"
         "while not pathlib.Path('go').exists():\n    time.sleep(0.05)\nprint('finished')")
 LOOP = "n = 0\nwhile True:\n    n += 1"
 AFTER = "print('after', n > 0)"
+#: A cell whose client goes away while it runs.
+OUTLIVES = ("import pathlib, time\nwhile not pathlib.Path('go2').exists():\n    time.sleep(0.05)\n"
+            "print('outlived its client')")
 
 
 def poll(client: OutsideClient, run_id: str, until: Any, timeout: float = 90) -> str:
@@ -48,7 +52,9 @@ def run_id_of(text: str) -> str:
 def test_a_long_run_is_polled_and_interrupted(lab, page_of):
     nb = lab.root / "long.ipynb"
     (lab.root / "go").unlink(missing_ok=True)
-    write_notebook(nb, ["%load_ext jupyter_agent", SLOW, LOOP, AFTER], ids=["load", "slow", "loop", "after"])
+    (lab.root / "go2").unlink(missing_ok=True)
+    write_notebook(nb, ["%load_ext jupyter_agent", SLOW, LOOP, AFTER, OUTLIVES],
+                   ids=["load", "slow", "loop", "after", "outlives"])
     page = page_of("long.ipynb")
     page.click(f"li[data-id='{PANEL[1:]}']")
     panel = page.locator(PANEL)
@@ -93,6 +99,16 @@ def test_a_long_run_is_polled_and_interrupted(lab, page_of):
         assert not outside.now("read_cells", path).is_error
         after = outside.now("run_cell", {**path, "cell_id": "after"})
         assert not after.is_error and "after True" in text_of(after), text_of(after)
+
+        # A client that goes away mid-run: its cell goes on to its end, in the page and the panel.
+        leaver = OutsideClient(f"{lab.url}/jupyter-agent/mcp", name="leaver")
+        assert not leaver.now("read_cells", path).is_error
+        gone = leaver.call("run_cell", {**path, "cell_id": "outlives", "wait_seconds": 600})
+        panel.locator(".jp-AgentPanel-tool", has_text="cell_id=outlives").wait_for(timeout=60000)
+        leaver.close()
+        assert gone.done()
+        (lab.root / "go2").write_text("")
+        cell(page, 4).locator(".jp-OutputArea-output", has_text="outlived its client").wait_for(timeout=60000)
     finally:
         other.close()
         outside.close()
