@@ -81,6 +81,8 @@ class OutsideHub:
             reply = {"ok": False, "error": str(exc)}
         except asyncio.CancelledError:
             reply = {"ok": False, "error": "The call was cancelled in the kernel (it is shutting down?)."}
+        except KeyboardInterrupt:  # an interrupt that came as the call's cell ended: still answer
+            reply = {"ok": False, "error": "The call was interrupted in the kernel (a kernel interrupt)."}
         except Exception as exc:  # a bug here must still answer the client
             log.warning("an outside call failed", exc_info=True)
             reply = {"ok": False, "error": f"The call failed in the kernel: {type(exc).__name__}: {exc}"}

@@ -34,7 +34,7 @@ READY_TIMEOUT_S = 30.0
 #: Seconds ``interrupt`` waits for the interrupted run's answer (else it says "still running").
 INTERRUPT_WAIT_S = 20.0
 #: Seconds after which an interrupt is sent again while the run's cell still executes.
-INTERRUPT_AGAIN_S = 2.0
+INTERRUPT_AGAIN_S = 5.0
 
 RESTARTED = ("The notebook's kernel restarted while the call waited: its variables, and the outside agent's run "
              "to undo, are gone (the call may not have been carried out). Run %load_ext jupyter_agent in the "
@@ -316,16 +316,18 @@ class ServerBackend:
         assert handle.task is not None
         loop = asyncio.get_event_loop()
         deadline = loop.time() + INTERRUPT_WAIT_S
-        # A SIGINT that lands after the cell's "busy" but before its code runs is ignored by
-        # the kernel: while the run's own cell still executes, interrupt again.
-        while True:
+        # While the run's own cell still executes (until its idle), interrupt again now and then:
+        # a SIGINT that lands before the cell's code runs is not the cell's.
+        while not handle.cell_over:  # (a SIGINT between cells would hit the kernel's own work)
             log.info("interrupting the kernel of %s for %s", path, handle.id)
             result = self.app.kernel_manager.interrupt_kernel(kernel_id)
             if asyncio.iscoroutine(result):
                 await result
             await asyncio.wait({handle.task}, timeout=INTERRUPT_AGAIN_S)
-            if handle.task.done() or handle.state is not RunState.RUNNING or loop.time() > deadline:
+            if handle.task.done() or handle.cell_over or loop.time() > deadline:
                 break
+        if not handle.task.done():  # the cell ended: its answer follows once the kernel formats it
+            await asyncio.wait({handle.task}, timeout=max(1.0, deadline - loop.time()))
         return status_reply(handle)
 
     async def restart(self, path: str, client: str) -> dict[str, Any]:

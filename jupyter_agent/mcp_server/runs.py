@@ -60,6 +60,10 @@ class RunHandle:
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
     executing: bool = False
+    #: when its cell's code started (the kernel's ``execute_input``), monotonic
+    executing_since: float | None = None
+    #: its cell has ended (the kernel's ``idle`` after it): no interrupt may be sent for it now
+    cell_over: bool = False
     outputs: str = ""
     reply: dict[str, Any] | None = None
     failure: str | None = None
@@ -82,6 +86,9 @@ class RunHandle:
         """An IOPub message of the run's cell (the server's reader calls this)."""
         if kind == "execute_input":  # (published right before the cell's code runs)
             self.executing = True
+            self.executing_since = time.monotonic()
+        elif kind == "status" and content.get("execution_state") == "idle" and self.executing_since is not None:
+            self.cell_over = True  # (the call's answer follows: the kernel formats it first)
         elif kind == "stream":
             self._add(str(content.get("text") or ""))
         elif kind in ("execute_result", "display_data"):

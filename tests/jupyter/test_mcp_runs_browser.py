@@ -104,11 +104,14 @@ def test_a_long_run_is_polled_and_interrupted(lab, page_of):
         leaver = OutsideClient(f"{lab.url}/jupyter-agent/mcp", name="leaver")
         assert not leaver.now("read_cells", path).is_error
         gone = leaver.call("run_cell", {**path, "cell_id": "outlives", "wait_seconds": 600})
-        panel.locator(".jp-AgentPanel-tool", has_text="cell_id=outlives").wait_for(timeout=60000)
+        cell(page, 4).locator(".jp-InputPrompt", has_text="*").wait_for(timeout=60000)  # it runs
         leaver.close()
         assert gone.done()
         (lab.root / "go2").write_text("")
         cell(page, 4).locator(".jp-OutputArea-output", has_text="outlived its client").wait_for(timeout=60000)
+        # (the panel hears of the call once the kernel's loop is free again: after the cell)
+        panel.locator(".jp-AgentPanel-tool", has_text="cell_id=outlives").filter(has_text="done").wait_for(
+            timeout=60000)
     finally:
         other.close()
         outside.close()
