@@ -82,21 +82,31 @@ class KernelComms:
             parent = str((msg.get("parent_header") or {}).get("msg_id") or "")
             watched = self.watching.get(comm_of_run(parent) or "") if parent.startswith(RUN_TAG_PREFIX) else None
             if watched is not None:  # a cell an outside call runs: its outputs so far
-                watched.saw(kind, content)
+                try:
+                    watched.saw(kind, content)
+                except Exception:  # (this reader must go on: every call's answer comes this way)
+                    log.warning("could not record a run's output", exc_info=True)
             if parent in self.ready and not self.ready[parent].done():
                 self.ready[parent].set_result(None)
             if parent in self.executing:
                 self._executed(parent, kind, content)
-            if kind in ("comm_msg", "comm_close"):
-                comm_id = str(content.get("comm_id") or "")
-                future = self.waiting.get(comm_id)
-                data = content.get("data")
-                if kind == "comm_msg" and isinstance(data, dict) and "progress" in data and "ok" not in data:
-                    self._report(comm_id, data["progress"])
-                elif future is not None and not future.done():
-                    future.set_result((kind, content.get("data")))
-            elif kind == "status" and content.get("execution_state") == "starting":
-                self.fail_all(RESTARTED)
+            try:
+                self._dispatch(kind, content)
+            except Exception:  # (this reader must go on: every call's answer comes this way)
+                log.warning("could not handle a kernel's %s message", kind, exc_info=True)
+
+    def _dispatch(self, kind: str, content: dict[str, Any]) -> None:
+        """A call's answer, progress, or the kernel's restart."""
+        if kind in ("comm_msg", "comm_close"):
+            comm_id = str(content.get("comm_id") or "")
+            future = self.waiting.get(comm_id)
+            data = content.get("data")
+            if kind == "comm_msg" and isinstance(data, dict) and "progress" in data and "ok" not in data:
+                self._report(comm_id, data["progress"])
+            elif future is not None and not future.done():
+                future.set_result((kind, content.get("data")))
+        elif kind == "status" and content.get("execution_state") == "starting":
+            self.fail_all(RESTARTED)
 
     def _executed(self, msg_id: str, kind: str, content: dict[str, Any]) -> None:
         if kind == "error":

@@ -102,12 +102,12 @@ class RunHandle:
     def _add(self, text: str) -> None:
         self.outputs = redact(self.outputs + text)[-OUTPUT_CHARS:]
 
-    def report(self, text: str) -> None:
-        """The kernel's progress words, to the request still waiting (if any)."""
+    async def report(self, text: str) -> None:
+        """The kernel's progress words, to the request still waiting (if any; none once
+        ``run_cell`` answered "still running")."""
         progress = self.progress
         if progress is not None:
-            task = asyncio.get_event_loop().create_task(progress(text))
-            task.add_done_callback(_quiet)
+            await progress(text)
 
     def finish(self, task: asyncio.Task[Any]) -> None:
         self.ended = time.monotonic()
@@ -118,11 +118,6 @@ class RunHandle:
             self.failure = str(task.exception())
         else:
             self.reply = task.result()
-
-
-def _quiet(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.debug("a run's progress could not be sent", exc_info=task.exception())
 
 
 class RunRegistry:
