@@ -33,6 +33,8 @@ ALIVE_EVERY_S = 2.0
 READY_TIMEOUT_S = 30.0
 #: Seconds ``interrupt`` waits for the interrupted run's answer (else it says "still running").
 INTERRUPT_WAIT_S = 20.0
+#: Empty runs after a restart's %load_ext, and the seconds between them (the panel reconnects on them).
+PANEL_NUDGES, PANEL_NUDGE_EVERY_S = 3, 0.5
 #: Seconds after which an interrupt is sent again while the run's cell still executes.
 INTERRUPT_AGAIN_S = 5.0
 
@@ -355,6 +357,11 @@ class ServerBackend:
         if asyncio.iscoroutine(result):
             await result
         failed = await comms.execute_quietly("%load_ext jupyter_agent")
+        # The page's side panel connects again after a cell it sees run; its websocket may still
+        # be reconnecting to the fresh kernel's IOPub and miss that one: a few empty runs more.
+        for _ in range(PANEL_NUDGES):
+            await asyncio.sleep(PANEL_NUDGE_EVERY_S)
+            await comms.execute_quietly("")
         loaded = ("jupyter-agent is loaded in the fresh kernel, so your next call works" if failed is None else
                   f"loading jupyter-agent in the fresh kernel failed ({failed}): ask the user to run "
                   "%load_ext jupyter_agent in the notebook")
