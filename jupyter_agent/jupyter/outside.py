@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..mcp_server.protocol import OPS, TARGET, VERSION
+from ..mcp_server.protocol import OPS, TARGET, VERSION, run_tag
 from ..redact import redact
 from .bridge_status import QUIET_OPENS
 
@@ -72,12 +72,17 @@ class OutsideHub:
             except Exception:  # the server went away: the answer will not reach it either
                 log.debug("could not send an outside call's progress", exc_info=True)
 
+        from ..notebook.live_backend import RUN_TAG
+
+        RUN_TAG.set(run_tag(str(getattr(comm, "comm_id", "") or "")))  # (this task's own context)
         try:
             reply = await self.call(data, progress)
         except Refused as exc:
             reply = {"ok": False, "error": str(exc)}
         except asyncio.CancelledError:
             reply = {"ok": False, "error": "The call was cancelled in the kernel (it is shutting down?)."}
+        except KeyboardInterrupt:  # an interrupt that came as the call's cell ended: still answer
+            reply = {"ok": False, "error": "The call was interrupted in the kernel (a kernel interrupt)."}
         except Exception as exc:  # a bug here must still answer the client
             log.warning("an outside call failed", exc_info=True)
             reply = {"ok": False, "error": f"The call failed in the kernel: {type(exc).__name__}: {exc}"}
@@ -104,6 +109,12 @@ class OutsideHub:
             return {"ok": True, "content": [{"type": "text", "text": self._variables()}]}
         page, where = self._page_for(path)
         run = self.run_for(client)
+        if op == "restart":  # the user's decision only: the server restarts the kernel
+            result = await run.ask_restart(where.key, self._names(), page.client_id)
+            if not result.block.get("is_error"):
+                self._close_page_comms()
+            return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
+                    "content": blocks_of(result.block.get("content"))}
         document = self._document(run, page, where)
         if op == "read":
             return await self._read(run, document, where.key, args)
@@ -141,6 +152,30 @@ class OutsideHub:
                                  max_chars=VARIABLES_CHARS)
         return "Variables in the kernel (name: type, shape):\n" + "\n".join(lines) if lines else \
             "The kernel has no variables defined yet."
+
+    def _close_page_comms(self) -> None:
+        """Before the server restarts this kernel: close its comms with the pages (the side
+        panel's, the widgets'), so each page part knows this kernel is gone and connects to
+        the fresh one once jupyter-agent is loaded there. (A restart by the server, unlike the
+        page's own, is not announced to the page.) The outside calls' comms stay: their
+        answers, and the server's restart error for them, go that way."""
+        manager = getattr(getattr(self.session.shell, "kernel", None), "comm_manager", None)
+        for comm in list(getattr(manager, "comms", {}).values()):
+            if getattr(comm, "target_name", None) == TARGET:
+                continue
+            try:
+                comm.close()
+            except Exception:  # already closed
+                log.debug("could not close a comm before a restart", exc_info=True)
+
+    def _names(self) -> list[str] | None:
+        """The user's variables, which a restart loses (names only: nothing of theirs runs)."""
+        shell = self.session.shell
+        namespace = getattr(shell, "user_ns", None)
+        if not isinstance(namespace, dict):
+            return None
+        hidden = getattr(shell, "user_ns_hidden", None) or {}
+        return sorted(n for n in namespace if not n.startswith("_") and n not in hidden)
 
     def _page_for(self, path: str) -> tuple[Any, Any]:
         """The page of this kernel that shows notebook ``path`` (server-relative), and where

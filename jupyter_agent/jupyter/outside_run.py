@@ -25,8 +25,9 @@ from ..changes import RunChanges, UndoReport
 from ..loop.events import ToolProgress, ToolResult
 from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionDeny, ask_parts
 from ..loop.services import Services
-from ..loop.tool import FileReadRecord, Tool, ToolContext
+from ..loop.tool import FileReadRecord, Tool, ToolContext, ToolOutput
 from ..redact import redact
+from ..tools.notebook_restart import NotebookRestart, variables_phrase
 from ..view.runmodel import RunModel
 from .approvals import ApprovalCards
 
@@ -118,7 +119,8 @@ class OutsideRun:
         unknown): its approval card shows under that notebook as well as in the panel."""
         return self._pages.get(tool_use_id or "", "")
 
-    async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None, page: str = "") -> Any:
+    async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None, page: str = "",
+                        tools: list[Tool] | None = None) -> Any:
         """Call the agent's tool ``name`` as this client: a ``CallResult`` (the tool's
         ``tool_result`` block and outcome). ``progress(text)`` hears what the tool reports
         as it goes (a running cell, every second); ``page`` is the client id of the page
@@ -127,14 +129,14 @@ class OutsideRun:
         from ..tools.notebook_edit import NotebookEdit
         from ..tools.notebook_run import NotebookRun
 
-        tools: dict[str, Tool] = {t.name: t for t in (NotebookEdit(), NotebookRun())}
+        by_name: dict[str, Tool] = {t.name: t for t in (tools or (NotebookEdit(), NotebookRun()))}
         tool_use_id = f"outside_{next(_ids)}_{uuid.uuid4().hex[:8]}"
         def emit(event: Any) -> None:
             self.model.handle(event)
             if progress is not None and isinstance(event, ToolProgress) and isinstance(event.data, str):
                 progress(event.data)
 
-        env = ToolRunEnv(tools_by_name=tools, context=self.context, can_use_tool=self._ask, emit=emit)
+        env = ToolRunEnv(tools_by_name=by_name, context=self.context, can_use_tool=self._ask, emit=emit)
         self._calls += 1
         if page:
             self._pages[tool_use_id] = page
@@ -164,6 +166,14 @@ class OutsideRun:
             except Exception:  # one broken listener must not fail the next call
                 log.debug("a listener of an outside run failed", exc_info=True)
 
+    async def ask_restart(self, key: str, names: list[str] | None, page: str = "") -> Any:
+        """The user's decision on restarting this kernel, asked as NotebookRestart (its rules,
+        ``NotebookRestart(path)``, and the policy apply; the card lists what is lost): a
+        ``CallResult`` whose ``tool_result`` is an error when denied. The Jupyter server
+        restarts the kernel once allowed (this kernel cannot outlive its own restart)."""
+        return await self.call_tool("NotebookRestart", {"notebook_path": key}, page=page,
+                                    tools=[RestartApproval(names)])
+
     async def _ask(self, tool_name: str, tool_input: dict[str, Any], ask: PermissionAsk) -> Any:
         """The broker's card, saying who asks (the question's end: the code after it stays
         exactly what will run)."""
@@ -176,6 +186,26 @@ class OutsideRun:
 
     def __repr__(self) -> str:
         return redact(f"<OutsideRun {self.client!r} changes={len(self.changes.changes())}>")
+
+
+class RestartApproval(NotebookRestart):
+    """NotebookRestart's approval for the kernel of the open notebook, asked for an outside
+    client: the same name (rules, policy, the card), with what is lost named; its call only
+    says yes (the Jupyter server, which has the kernel's manager, restarts the kernel)."""
+
+    def __init__(self, names: list[str] | None) -> None:
+        super().__init__()
+        self.names = names
+
+    async def validate_input(self, input: Any, context: ToolContext) -> str | None:
+        return self.validate_path_text(input, context)
+
+    async def _variables(self, path: Any, input: Any, context: ToolContext) -> list[str] | None:
+        return self.names
+
+    async def call(self, input: Any, context: ToolContext, prepared: Any) -> ToolOutput:
+        return ToolOutput(f"Allowed: the Jupyter server restarts the kernel of {input.notebook_path}; it loses "
+                          f"{variables_phrase(self.names)}.")
 
 
 def _announce(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> Any:

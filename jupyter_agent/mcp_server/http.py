@@ -5,7 +5,8 @@ Tornado. :class:`McpHandler` is a jupyter_server ``APIHandler`` (so the server's
 authentication applies: its token, as ``Authorization: token ...`` or ``Bearer ...``, or
 whatever identity provider it uses) that hands each request to that ASGI application and
 streams its answer back (JSON, or server-sent events). The session manager runs in a task
-of the server's event loop for the server's life.
+of the server's event loop for the server's life. A token of the endpoint's own
+(``auth.py``) opens it too, and nothing else of the server.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import json
 import logging
 from typing import Any
 
-from jupyter_server.base.handlers import APIHandler
+from jupyter_server.auth import User
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado import web
 
+from .auth import REFUSED, matches, token_given
 from .protocol import PATH
 
 log = logging.getLogger(__name__)
@@ -28,12 +31,14 @@ __all__ = ["PATH", "McpApp", "McpHandler", "setup"]
 class McpApp:
     """The MCP server and its session manager, running in a task of the server's loop."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: Any, token: str = "") -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
         from .tools import build_server
 
         self.backend = backend
+        #: the endpoint's own token ('' : only the server's authentication)
+        self.token = token
         self.manager = StreamableHTTPSessionManager(build_server(backend))
         self._started = asyncio.Event()
         self._stop = asyncio.Event()
@@ -76,6 +81,27 @@ class McpHandler(APIHandler):
         """An MCP client is no browser: a token-authenticated call needs no XSRF cookie (the
         base class's rule), and one without a token is refused by :meth:`prepare` anyway."""
         return super().check_xsrf_cookie()
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        """The endpoint's own token, else the server's authentication (never a redirect to the
+        login page: an MCP client is no browser; a refusal says what to send)."""
+        if matches(token_given(self.request.headers, self.get_query_argument("token", None)), self.mcp_app.token):
+            if not self.check_host():
+                raise web.HTTPError(403)
+            self.current_user = self._jupyter_current_user = User(username="jupyter-agent-mcp")
+            return
+        await JupyterHandler.prepare(self, _redirect_to_login=False)
+        if self.current_user is None:
+            raise web.HTTPError(403)
+        if not self.check_origin():
+            raise web.HTTPError(404)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        if status_code in (401, 403) and getattr(self, "_jupyter_current_user", None) is None:
+            self.set_header("Content-Type", "application/json")
+            self.finish({"message": REFUSED})
+            return
+        super().write_error(status_code, **kwargs)
 
     def on_connection_close(self) -> None:
         self._gone.set()
@@ -179,9 +205,10 @@ def setup(serverapp: Any) -> McpApp:
     """Add the endpoint to ``serverapp``; the app to stop at the server's end."""
     from jupyter_server.utils import url_path_join
 
+    from .auth import mcp_token
     from .kernel_link import ServerBackend
 
-    app = McpApp(ServerBackend(serverapp))
+    app = McpApp(ServerBackend(serverapp), mcp_token(serverapp))
     base = serverapp.web_app.settings.get("base_url", "/")
     serverapp.web_app.add_handlers(".*$", [(url_path_join(base, PATH), McpHandler, {"mcp_app": app})])
     return app

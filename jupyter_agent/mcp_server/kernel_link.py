@@ -19,7 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .protocol import TARGET, VERSION
+from .protocol import RUN_TAG_PREFIX, TARGET, VERSION, comm_of_run
+from .runs import DEFAULT_WAIT_S, MAX_WAIT_S, RunHandle, RunRegistry, RunState, status_reply, still_running
 from .tools import OutsideError
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,12 @@ CALL_TIMEOUT_S = 30 * 60.0
 ALIVE_EVERY_S = 2.0
 #: Seconds a new kernel client waits for its iopub to be connected.
 READY_TIMEOUT_S = 30.0
+#: Seconds ``interrupt`` waits for the interrupted run's answer (else it says "still running").
+INTERRUPT_WAIT_S = 20.0
+#: Empty runs after a restart's %load_ext, and the seconds between them (the panel reconnects on them).
+PANEL_NUDGES, PANEL_NUDGE_EVERY_S = 3, 0.5
+#: Seconds after which an interrupt is sent again while the run's cell still executes.
+INTERRUPT_AGAIN_S = 5.0
 
 RESTARTED = ("The notebook's kernel restarted while the call waited: its variables, and the outside agent's run "
              "to undo, are gone (the call may not have been carried out). Run %load_ext jupyter_agent in the "
@@ -54,8 +61,13 @@ class KernelComms:
         self.waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
         #: comm id -> what a call's progress messages go to
         self.progress: dict[str, Any] = {}
+        #: comm id -> the run (``runs.RunHandle``) that sees the IOPub of the call's cell
+        self.watching: dict[str, Any] = {}
         self._sending: set[asyncio.Task[Any]] = set()
         self.ready: dict[str, asyncio.Future[None]] = {}
+        #: execute request id -> its end (the kernel's ``idle`` after it), and what it raised
+        self.executing: dict[str, asyncio.Future[str | None]] = {}
+        self._errors: dict[str, str] = {}
         self.reader = asyncio.get_event_loop().create_task(self._read())
         self._connected = False
 
@@ -70,18 +82,61 @@ class KernelComms:
                 continue
             kind, content = msg["header"]["msg_type"], msg.get("content") or {}
             parent = str((msg.get("parent_header") or {}).get("msg_id") or "")
+            watched = self.watching.get(comm_of_run(parent) or "") if parent.startswith(RUN_TAG_PREFIX) else None
+            if watched is not None:  # a cell an outside call runs: its outputs so far
+                try:
+                    watched.saw(kind, content)
+                except Exception:  # (this reader must go on: every call's answer comes this way)
+                    log.warning("could not record a run's output", exc_info=True)
             if parent in self.ready and not self.ready[parent].done():
                 self.ready[parent].set_result(None)
-            if kind in ("comm_msg", "comm_close"):
-                comm_id = str(content.get("comm_id") or "")
-                future = self.waiting.get(comm_id)
-                data = content.get("data")
-                if kind == "comm_msg" and isinstance(data, dict) and "progress" in data and "ok" not in data:
-                    self._report(comm_id, data["progress"])
-                elif future is not None and not future.done():
-                    future.set_result((kind, content.get("data")))
-            elif kind == "status" and content.get("execution_state") == "starting":
-                self.fail_all(RESTARTED)
+            if parent in self.executing:
+                self._executed(parent, kind, content)
+            try:
+                self._dispatch(kind, content)
+            except Exception:  # (this reader must go on: every call's answer comes this way)
+                log.warning("could not handle a kernel's %s message", kind, exc_info=True)
+
+    def _dispatch(self, kind: str, content: dict[str, Any]) -> None:
+        """A call's answer, progress, or the kernel's restart."""
+        if kind in ("comm_msg", "comm_close"):
+            comm_id = str(content.get("comm_id") or "")
+            future = self.waiting.get(comm_id)
+            data = content.get("data")
+            if kind == "comm_msg" and isinstance(data, dict) and "progress" in data and "ok" not in data:
+                self._report(comm_id, data["progress"])
+            elif future is not None and not future.done():
+                future.set_result((kind, content.get("data")))
+        elif kind == "status" and content.get("execution_state") == "starting":
+            self.fail_all(RESTARTED)
+
+    def _executed(self, msg_id: str, kind: str, content: dict[str, Any]) -> None:
+        if kind == "error":
+            self._errors[msg_id] = f"{content.get('ename', '')}: {content.get('evalue', '')}"
+        elif kind == "status" and content.get("execution_state") == "idle":
+            future = self.executing[msg_id]
+            if not future.done():
+                future.set_result(self._errors.pop(msg_id, None))
+
+    async def execute_quietly(self, code: str, timeout: float = READY_TIMEOUT_S) -> str | None:
+        """Run ``code`` without history or execution count; what it raised, or None. After a
+        restart: the new kernel is connected to first. (Not ``silent``: the page's side panel
+        connects again after a cell it sees run, as after the user's own ``%load_ext``.)"""
+        self._connected = False  # (a restarted kernel: its IOPub must carry our messages again)
+        await self.connect()
+        msg = self.client.session.msg("execute_request", {
+            "code": code, "silent": False, "store_history": False, "user_expressions": {}, "allow_stdin": False,
+            "stop_on_error": False})
+        msg_id = msg["header"]["msg_id"]
+        future = self.executing[msg_id] = asyncio.get_event_loop().create_future()
+        self.client.shell_channel.send(msg)
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            return f"no answer in {timeout:.0f} s"
+        finally:
+            self.executing.pop(msg_id, None)
+            self._errors.pop(msg_id, None)
 
     def _report(self, comm_id: str, text: Any) -> None:
         """A call's progress message (the kernel's words, e.g. "Cell c1 is running (4 s)")."""
@@ -117,14 +172,18 @@ class KernelComms:
         raise OutsideError("The notebook's kernel does not answer (busy for a long time, or dead): check it in "
                            "JupyterLab, then retry.")
 
-    async def call(self, data: dict[str, Any], alive: Any, progress: Any = None) -> dict[str, Any]:
+    async def call(self, data: dict[str, Any], alive: Any, progress: Any = None,
+                   watch: Any = None) -> dict[str, Any]:
         """Send one call; its answer. ``alive()`` says whether the kernel that got it still
-        lives: raises OutsideError (restarted, died) when not."""
+        lives: raises OutsideError (restarted, died) when not. ``watch.saw(kind, content)``
+        hears the IOPub messages of the cells the call runs."""
         await self.connect()
         comm_id = uuid.uuid4().hex
         future = self.waiting[comm_id] = asyncio.get_event_loop().create_future()
         if progress is not None:
             self.progress[comm_id] = progress
+        if watch is not None:
+            self.watching[comm_id] = watch
         msg = self.client.session.msg("comm_open", {"comm_id": comm_id, "target_name": TARGET, "data": data})
         self.client.shell_channel.send(msg)
         try:
@@ -140,6 +199,7 @@ class KernelComms:
         finally:
             self.waiting.pop(comm_id, None)
             self.progress.pop(comm_id, None)
+            self.watching.pop(comm_id, None)
         kind, reply = future.result()
         if kind == "comm_close" or not isinstance(reply, dict):
             raise OutsideError("jupyter-agent is not loaded in this notebook's kernel: run %load_ext jupyter_agent "
@@ -160,6 +220,7 @@ class ServerBackend:
     def __init__(self, serverapp: Any) -> None:
         self.app = serverapp
         self.comms: dict[str, KernelComms] = {}
+        self.runs = RunRegistry()
 
     async def _sessions(self) -> list[dict[str, Any]]:
         sessions = await self.app.session_manager.list_sessions()
@@ -169,8 +230,9 @@ class ServerBackend:
         return [{"path": s["path"], "kernel_id": s["kernel"]["id"],
                  "kernel_state": s["kernel"].get("execution_state", "")} for s in await self._sessions()]
 
-    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
-                   progress: Any = None) -> dict[str, Any]:
+    async def _reach(self, path: str) -> tuple[dict[str, Any], str, KernelComms, Any]:
+        """The notebook's session, its kernel's id, the comms to it, and ``alive()`` (raises
+        OutsideError once that kernel restarted or died)."""
         wanted = _norm(path)
         session = next((s for s in await self._sessions() if _norm(s["path"]) == wanted), None)
         if session is None:
@@ -195,8 +257,117 @@ class ServerBackend:
             if not (await result if asyncio.iscoroutine(result) else result):
                 raise OutsideError(DIED)
 
+        return session, kernel_id, comms, alive
+
+    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
+                   progress: Any = None) -> dict[str, Any]:
+        session, kernel_id, comms, alive = await self._reach(path)
+        if op == "run":
+            return await self._run(session, kernel_id, comms, alive, dict(args), client, progress)
         data = {"v": VERSION, "op": op, "path": session["path"], "args": args, "client": client}
         return await comms.call(data, alive, progress)
+
+    async def _run(self, session: dict[str, Any], kernel_id: str, comms: KernelComms, alive: Any,
+                   args: dict[str, Any], client: str, progress: Any) -> dict[str, Any]:
+        """A cell run, in a task of its own: its answer if it ends within ``wait_seconds``,
+        else "still running" with its id (``runs.py``)."""
+        wait_s = min(float(args.pop("wait_seconds", DEFAULT_WAIT_S)), MAX_WAIT_S)
+        handle = RunHandle(path=session["path"], cell_id=str(args.get("cell_id")), kernel_id=kernel_id, owner=client,
+                           progress=progress)
+        data = {"v": VERSION, "op": "run", "path": session["path"], "args": args, "client": client}
+        self.runs.start(handle, comms.call(data, alive, handle.report, watch=handle))
+        assert handle.task is not None
+        try:
+            await asyncio.wait({handle.task}, timeout=wait_s)  # (not cancelled with this request)
+        except asyncio.CancelledError:  # the client went away: the cell goes on (runs.py)
+            handle.progress = None
+            log.info("the client %r of %s went away; cell %s of %s goes on, shown in the page and the panel",
+                     client, handle.id, handle.cell_id, handle.path)
+            raise
+        if not handle.task.done():
+            handle.progress = None
+            return still_running(handle, wait_s)
+        return handle.task.result()  # (an OutsideError: said as it is)
+
+    async def run_status(self, run_id: str) -> dict[str, Any]:
+        """``run_status``: where the run is, its outputs so far, its result once ended."""
+        handle = self.runs.get(run_id)
+        if handle is None:
+            raise OutsideError(f"No run {run_id!r} in this Jupyter server (ended runs are kept an hour; a server "
+                               "restart forgets them). run_cell gives a run_id when its cell runs long.")
+        return status_reply(handle)
+
+    async def interrupt(self, path: str, run_id: str | None, client: str) -> dict[str, Any]:
+        """``interrupt``: the kernel's interrupt (as the page's Stop button), only while a cell
+        ``client`` ran executes; the run's result once the cell has ended. Whose a run is: the
+        client as it names itself (the card's name; the kernel keys its undo run by it too),
+        as the protocol's newest HTTP transport keeps no session from one request to the next."""
+        _, kernel_id, _, _ = await self._reach(path)
+        if run_id is not None:
+            handle = self.runs.get(run_id)
+            if handle is None or handle.kernel_id != kernel_id:
+                raise OutsideError(f"No run {run_id!r} on {path}. Nothing was interrupted.")
+            if handle.owner != client:
+                raise OutsideError(f"Run {run_id} was started by another client: only it may interrupt it. "
+                                   "Nothing was interrupted.")
+            mine = [handle] if handle.ended is None else []
+        else:
+            mine = self.runs.running(kernel_id, client)
+        executing = [h for h in mine if h.state is RunState.RUNNING]
+        if not executing:
+            if mine:
+                raise OutsideError(f"Run {mine[0].id} has not started yet (it waits for the user's approval, or for "
+                                   "its turn in the kernel): nothing of it to interrupt now. Nothing was interrupted.")
+            if run_id is not None:
+                return status_reply(self.runs.get(run_id))  # type: ignore[arg-type]
+            raise OutsideError(
+                f"No cell this client ran is executing in the kernel of {path}. Interrupting a cell you did not "
+                "start (the user's own, or another agent's) is the user's to do: the kernel cannot ask them while "
+                "that cell holds it, so ask the user to press Stop in JupyterLab. Nothing was interrupted.")
+        handle = executing[0]
+        assert handle.task is not None
+        loop = asyncio.get_event_loop()
+        deadline = loop.time() + INTERRUPT_WAIT_S
+        # While the run's own cell still executes (until its idle), interrupt again now and then:
+        # a SIGINT that lands before the cell's code runs is not the cell's.
+        while not handle.cell_over:  # (a SIGINT between cells would hit the kernel's own work)
+            log.info("interrupting the kernel of %s for %s", path, handle.id)
+            result = self.app.kernel_manager.interrupt_kernel(kernel_id)
+            if asyncio.iscoroutine(result):
+                await result
+            await asyncio.wait({handle.task}, timeout=INTERRUPT_AGAIN_S)
+            if handle.task.done() or handle.cell_over or loop.time() > deadline:
+                break
+        if not handle.task.done():  # the cell ended: its answer follows once the kernel formats it
+            await asyncio.wait({handle.task}, timeout=max(1.0, deadline - loop.time()))
+        return status_reply(handle)
+
+    async def restart(self, path: str, client: str) -> dict[str, Any]:
+        """``restart_kernel``: the kernel asks the user (NotebookRestart's card, naming the
+        client and what is lost); once allowed, the kernel's manager restarts it (the page
+        follows, as when the user restarts) and jupyter-agent is loaded in the fresh kernel,
+        so the client's next call works. Denied: the kernel's answer, nothing restarted."""
+        session, kernel_id, comms, alive = await self._reach(path)
+        data = {"v": VERSION, "op": "restart", "path": session["path"], "args": {}, "client": client}
+        reply = await comms.call(data, alive)
+        if not reply.get("ok"):
+            return reply
+        log.info("restarting the kernel of %s for %s (allowed by the user)", path, client)
+        result = self.app.kernel_manager.restart_kernel(kernel_id)
+        if asyncio.iscoroutine(result):
+            await result
+        failed = await comms.execute_quietly("%load_ext jupyter_agent")
+        # The page's side panel connects again after a cell it sees run; its websocket may still
+        # be reconnecting to the fresh kernel's IOPub and miss that one: a few empty runs more.
+        for _ in range(PANEL_NUDGES):
+            await asyncio.sleep(PANEL_NUDGE_EVERY_S)
+            await comms.execute_quietly("")
+        loaded = ("jupyter-agent is loaded in the fresh kernel, so your next call works" if failed is None else
+                  f"loading jupyter-agent in the fresh kernel failed ({failed}): ask the user to run "
+                  "%load_ext jupyter_agent in the notebook")
+        text = (f"Restarted the kernel of {session['path']} (the user allowed it): its variables are gone; {loaded}. "
+                "Call read_cells, then run the cells you need again, in order.")
+        return {"ok": failed is None, "content": [{"type": "text", "text": text}]}
 
     def _not_open(self, path: str) -> str:
         root = Path(getattr(self.app, "root_dir", ".") or ".")
@@ -207,6 +378,7 @@ class ServerBackend:
         return f"No notebook {path!r} in this Jupyter server. list_notebooks shows the open notebooks."
 
     def close(self) -> None:
+        self.runs.close()
         for comms in self.comms.values():
             comms.close()
         self.comms.clear()

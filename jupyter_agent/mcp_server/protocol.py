@@ -6,6 +6,13 @@ The server opens a comm to :data:`TARGET` (registered at ``%load_ext jupyter_age
 "error"}`` (blocks: ``{"type": "text", "text"}`` or ``{"type": "image", "data",
 "mime_type"}``), then closes the comm; before it, a long call may send ``{"v", "progress":
 text}`` messages. A kernel without the target closes the comm at once.
+
+A cell the call runs is sent to the kernel as an ``execute_request`` whose id starts with
+:func:`run_tag` of the call's comm id: the server, which reads the kernel's IOPub, knows
+the run's outputs as they come (``run_status`` shows them while the cell still runs).
+
+``restart`` only asks the user (the kernel cannot outlive its own restart): a reply with
+``ok`` true is the user's Allow, and the server restarts the kernel through its manager.
 """
 
 from __future__ import annotations
@@ -15,4 +22,22 @@ PATH = "jupyter-agent/mcp"
 TARGET = "jupyter_agent.outside"
 VERSION = 1
 #: The operations a kernel carries out (``tools.KERNEL_OPS`` maps the MCP tools onto them).
-OPS = ("read", "output", "variables", "insert", "replace", "delete", "run")
+#: The environment variable with the endpoint's own token (``auth.py``; ``jupyter agent mcp``
+#: sends it). Here, not in ``auth.py``: the CLI reads it without importing traitlets.
+TOKEN_ENV = "JUPYTER_AGENT_MCP_TOKEN"
+OPS = ("read", "output", "variables", "insert", "replace", "delete", "run", "restart")
+#: What the execute requests of an outside call's cell runs start their id with (+ comm id + "-").
+RUN_TAG_PREFIX = "outside-"
+
+
+def run_tag(comm_id: str) -> str:
+    """The start of the execute request ids of the cells run by the call on comm ``comm_id``."""
+    return f"{RUN_TAG_PREFIX}{comm_id}-"
+
+
+def comm_of_run(msg_id: str) -> str | None:
+    """The comm id of the outside call whose cell run sent request ``msg_id`` (None: not one)."""
+    if not msg_id.startswith(RUN_TAG_PREFIX):
+        return None
+    comm_id, dash, _ = msg_id[len(RUN_TAG_PREFIX):].partition("-")
+    return comm_id if dash else None

@@ -1,7 +1,8 @@
 """``jupyter agent mcp``: jupyter-agent's MCP server over stdio, for clients that start their
 servers as programs. It forwards every call to the streamable-HTTP endpoint of a running
 Jupyter server (``--url`` and ``--token``, else the running servers' runtime files: the one
-whose root holds the working folder, else the only one), where the call reaches the
+whose root holds the working folder, else the only one; the token it sends: ``--token``,
+else ``$JUPYTER_AGENT_MCP_TOKEN``, the endpoint's own, else the server's), where the call reaches the
 notebook's kernel as any other (``http.py``). The name the endpoint shows on approval cards
 is this program's client's own, from its ``initialize``.
 """
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from .protocol import TOKEN_ENV as ENV
 from .protocol import PATH
 from .tools import OutsideError, build_server, error_result
 
@@ -31,11 +33,14 @@ def add_command(commands: Any) -> None:
                     "server (through its jupyter-agent endpoint): every edit and run asks the user there.")
     mcp.add_argument("--url", help="the Jupyter server's URL, e.g. http://127.0.0.1:8888/ (default: the running "
                      "server whose root holds this folder, else the only one running)")
-    mcp.add_argument("--token", help="the server's token (default: the running server's, or $JUPYTER_TOKEN)")
+    mcp.add_argument("--token", help="the server's token, or the endpoint's own (default: $JUPYTER_AGENT_MCP_TOKEN, "
+                     "else the running server's, or $JUPYTER_TOKEN)")
 
 
 def find_server(url: str | None, token: str | None, cwd: Path | None = None) -> tuple[str, str]:
     """The endpoint's URL and the token to send; raises OutsideError saying what to pass."""
+    if token is None and os.environ.get(ENV, "").strip():
+        token = os.environ[ENV].strip()  # the endpoint's own token, when the client was given one
     if url:
         return url.rstrip("/") + "/" + PATH, token if token is not None else os.environ.get("JUPYTER_TOKEN", "")
     from jupyter_server.serverapp import list_running_servers

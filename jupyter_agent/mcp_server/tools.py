@@ -19,6 +19,7 @@ import re
 from typing import Any, Protocol
 
 from ..redact import redact
+from .runs import DEFAULT_WAIT_S, MAX_WAIT_S
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,15 @@ class NotebookBackend(Protocol):
         ``progress(text)``, if given, is called with what a long call reports as it goes.
         Raises :class:`OutsideError` when the notebook or its kernel cannot be reached."""
 
+    async def run_status(self, run_id: str) -> dict[str, Any]:
+        """A long run's state, outputs so far and result once ended (``runs.py``)."""
+
+    async def interrupt(self, path: str, run_id: str | None, client: str) -> dict[str, Any]:
+        """Interrupt the kernel while a cell ``client`` ran executes; that run's state after."""
+
+    async def restart(self, path: str, client: str) -> dict[str, Any]:
+        """Restart the notebook's kernel once the user allows it (the kernel asks)."""
+
 
 _PATH = {"type": "string", "description": (
     "The notebook's path as list_notebooks gives it (relative to the Jupyter server's root), e.g. "
@@ -60,6 +70,7 @@ _PATH = {"type": "string", "description": (
 _CELL_ID = {"type": "string", "description": "The cell's id, as read_cells shows it (stable while the cell exists)."}
 _SOURCE = {"type": "string", "description": f"The cell's new source (at most {MAX_SOURCE_CHARS:,} characters)."}
 _TYPE = {"type": "string", "enum": ["code", "markdown"]}
+_RUN_ID = {"type": "string", "description": "The run_id run_cell gave."}
 
 #: name -> (description, input schema, annotations)
 TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
@@ -120,13 +131,41 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
         {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": True, "open_world_hint": False}),
     "run_cell": (
         "Run a code cell in the notebook's kernel (the user's, with its variables), as Shift+Enter in the "
-        "page, and return its outputs. The user approves each run.",
+        "page, and return its outputs. The user approves each run. A cell still running after wait_seconds "
+        "goes on: the answer says so and gives a run_id for run_status and interrupt.",
         {"type": "object", "required": ["notebook_path", "cell_id"], "additionalProperties": False,
-         "properties": {"notebook_path": _PATH, "cell_id": _CELL_ID}},
+         "properties": {"notebook_path": _PATH, "cell_id": _CELL_ID,
+                        "wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_S,
+                                         "default": DEFAULT_WAIT_S, "description": (
+                                             "Seconds to wait for the cell to end (approval included) before "
+                                             "answering 'still running' with a run_id.")}}},
         {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}),
+    "run_status": (
+        "Where a long run_cell run is (by the run_id run_cell gave): waiting, running (with elapsed time and "
+        "its outputs so far) or ended (with its result).",
+        {"type": "object", "required": ["run_id"], "additionalProperties": False,
+         "properties": {"run_id": _RUN_ID}},
+        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+    "interrupt": (
+        "Interrupt the kernel (as JupyterLab's Stop button) while a cell you ran with run_cell executes: it "
+        "ends with KeyboardInterrupt and the kernel stays usable, variables kept. Only your own runs: a cell "
+        "the user or another agent started is the user's to stop.",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH, "run_id": {**_RUN_ID, "description": (
+             "The run to interrupt (default: your run executing in this notebook's kernel).")}}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": False}),
+    "restart_kernel": (
+        "Restart the notebook's kernel: every variable, import and open resource in it is lost (the user's "
+        "too). The user approves it in JupyterLab, shown what is lost; the page follows, as when the user "
+        "restarts. jupyter-agent is loaded in the fresh kernel again, so your next call works; run the cells "
+        "you need again.",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": False}),
 }
 
-#: The tools that run in the notebook's kernel (all but list_notebooks).
+#: The tools that run in the notebook's kernel (the others, list_notebooks, run_status, interrupt
+#: and restart_kernel, are the server's: ``NotebookBackend``'s methods).
 KERNEL_OPS = {"read_cells": "read", "read_output": "output",
               "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
               "delete_cell": "delete", "run_cell": "run"}
@@ -162,7 +201,7 @@ def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
         if _BINARY.search(source):
             raise OutsideError("source holds binary data (control characters or broken UTF-16): a cell's source "
                                "is text. Nothing was changed.")
-    for key in ("notebook_path", "cell_id", "after_cell_id"):
+    for key in ("notebook_path", "cell_id", "after_cell_id", "run_id"):
         value = args.get(key)
         if isinstance(value, str) and (not value.strip() or _BINARY.search(value) or len(value) > 4096):
             raise OutsideError(f"{key} {redact(value[:80])!r} is not a valid {key.replace('_', ' ')}.")
@@ -266,7 +305,13 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
 
                 text = notebooks_text(await backend.notebooks())
                 return CallToolResult(content=[TextContent(type="text", text=text)])
+            if name == "run_status":
+                return result_of(await backend.run_status(args["run_id"]))
             path = args.pop("notebook_path")
+            if name == "interrupt":
+                return result_of(await backend.interrupt(path, args.get("run_id"), client))
+            if name == "restart_kernel":
+                return result_of(await backend.restart(path, client))
             return result_of(await backend.call(path, KERNEL_OPS[name], args, client, progress=progress_sender(ctx)))
         except OutsideError as exc:
             return error_result(str(exc))

@@ -22,6 +22,7 @@ nothing from IPython or comm.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
 from collections.abc import Callable
@@ -47,6 +48,11 @@ SOURCES_SEEN = "_sources_seen"
 #: Seconds past a run's time limit the kernel still waits for the page's reply: the page
 #: interrupts the kernel at the limit and answers once the interrupted cell has ended.
 RUN_REPLY_GRACE_S = 15.0
+
+#: What the id of a cell run's execute request starts with, in this task and those it
+#: starts: an outside agent's call sets it (``jupyter/outside.py``) so the Jupyter server,
+#: which sees the kernel's IOPub, can tell that run's outputs as they come (its polling).
+RUN_TAG: contextvars.ContextVar[str] = contextvars.ContextVar("jupyter_agent_run_tag", default="")
 
 
 def _at_index(cell: Cell, index: int) -> Cell:
@@ -362,7 +368,7 @@ class LiveNotebook(NotebookDocument):
         # cells since (then read): the cell runs as approved, on the version planned on.
         snapshot = await self.sources_snapshot()
         cell = snapshot.runnable_cell(cell_id, expected_version)
-        msg_id = uuid.uuid4().hex
+        msg_id = RUN_TAG.get() + uuid.uuid4().hex
         before = self.namespace()
         # Sent before the execute request: the task runs up to its first wait at the next
         # turn of the loop, and the comm message goes out before that wait (the page's

@@ -49,10 +49,10 @@ async def test_tools_carry_their_annotations(server):
     async with http_client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == {"list_notebooks", "read_cells", "read_output", "list_variables", "insert_cell",
-                          "replace_cell", "delete_cell", "run_cell"}
-    for name in ("list_notebooks", "read_cells", "read_output", "list_variables"):
+                          "replace_cell", "delete_cell", "run_cell", "run_status", "interrupt", "restart_kernel"}
+    for name in ("list_notebooks", "read_cells", "read_output", "list_variables", "run_status"):
         assert tools[name].annotations.read_only_hint is True
-    for name in ("replace_cell", "delete_cell", "run_cell"):
+    for name in ("replace_cell", "delete_cell", "run_cell", "interrupt", "restart_kernel"):
         assert tools[name].annotations.read_only_hint is False and tools[name].annotations.destructive_hint is True
     assert tools["insert_cell"].annotations.destructive_hint is False
     assert "notebook_path" in tools["read_cells"].input_schema["required"]
@@ -124,6 +124,44 @@ async def test_a_kernel_restart_is_reported_never_hidden(server):
         again = await client.call_tool("read_cells", {"notebook_path": "restart.ipynb"})
         assert again.is_error and "%load_ext jupyter_agent" in text_of(again)
     busy.join(60)
+
+
+async def test_interrupt_stops_only_the_clients_own_runs(server):
+    """Nothing of the client's running: nothing interrupted, said so; a cell the user runs is the
+    user's to stop (its kernel is not interrupted); an unknown run id is a clear error."""
+    import asyncio
+    import threading
+
+    kernel = server.open_session("users.ipynb", ["u = 1"])
+    assert server.execute(kernel, "%load_ext jupyter_agent")["content"]["status"] == "ok"
+    path = {"notebook_path": "users.ipynb"}
+    async with http_client(server) as client:
+        idle = await client.call_tool("interrupt", path)
+        assert idle.is_error and "No cell this client ran is executing" in text_of(idle), text_of(idle)
+        unknown = await client.call_tool("run_status", {"run_id": "run-0123456789ab"})
+        assert unknown.is_error and "No run 'run-0123456789ab'" in text_of(unknown)
+        wrong = await client.call_tool("interrupt", {**path, "run_id": "run-0123456789ab"})
+        assert wrong.is_error and "Nothing was interrupted" in text_of(wrong)
+
+        replies: list[Any] = []
+        users = threading.Thread(target=lambda: replies.append(server.execute(
+            kernel, "import time\nfor _ in range(40): time.sleep(0.05)\nusers_cell_ended = True", 120)),
+            daemon=True)
+        users.start()
+        for _ in range(600):  # the user's cell is running
+            if (await asyncio.to_thread(server.api, f"/api/kernels/{kernel}"))["execution_state"] == "busy":
+                break
+            await asyncio.sleep(0.05)
+        theirs = await client.call_tool("interrupt", path)
+        assert theirs.is_error and "press Stop in JupyterLab" in text_of(theirs), text_of(theirs)
+        await asyncio.to_thread(users.join, 120)
+        assert replies and replies[0]["content"]["status"] == "ok"  # not interrupted
+
+        # No page, so no card to ask on: refused, the kernel untouched.
+        refused = await client.call_tool("restart_kernel", path)
+        assert refused.is_error and "No JupyterLab page" in text_of(refused), text_of(refused)
+        listed = text_of(await client.call_tool("list_variables", path))
+        assert "users_cell_ended: bool" in listed, listed
 
 
 def _quietly(fn: Any, *args: Any) -> None:

@@ -24,6 +24,9 @@ from jupyter_agent.mcp_server.tools import (MAX_SOURCE_CHARS, TOOLS, OutsideErro
      "the limit is"),
     ("delete_cell", {"notebook_path": "a.ipynb", "cell_id": "c\x00"}, "not a valid cell id"),
     ("run_cell", {"notebook_path": "a.ipynb", "cell_id": "c1", "timeout": 5}, "takes no argument 'timeout'"),
+    ("run_cell", {"notebook_path": "a.ipynb", "cell_id": "c1", "wait_seconds": 601}, "wait_seconds must be between 0"),
+    ("run_status", {}, "needs run_id"),
+    ("interrupt", {"notebook_path": "a.ipynb", "run_id": "r\x00"}, "not a valid run id"),
 ])
 def test_bad_arguments_are_refused_before_any_kernel_hears_of_them(name, args, says):
     with pytest.raises(OutsideError) as refused:
