@@ -72,13 +72,15 @@ _SOURCE = {"type": "string", "description": f"The cell's new source (at most {MA
 _TYPE = {"type": "string", "enum": ["code", "markdown"]}
 _RUN_ID = {"type": "string", "description": "The run_id run_cell gave."}
 
+#: The annotations of the tools that only read (the same for every one of them).
+_READ_ONLY = {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}
 #: name -> (description, input schema, annotations)
 TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
     "list_notebooks": (
         "List the notebooks open in this Jupyter server (one line each: path, kernel state). Use a path "
         "from here as notebook_path in the other tools.",
         {"type": "object", "properties": {}, "additionalProperties": False},
-        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+        _READ_ONLY),
     "read_cells": (
         "Read cells of an open notebook as the user sees them (unsaved edits included): each cell's id, "
         "type and source, and its outputs by reference (index, kind, size, the start of the text; "
@@ -91,7 +93,7 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
             "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
             "max_chars": {"type": "integer", "minimum": 200, "maximum": 100_000, "default": DEFAULT_MAX_CHARS,
                           "description": "Characters of each cell's source kept."}}},
-        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+        _READ_ONLY),
     "read_output": (
         "Read one output of a cell, as read_cells lists it (the cell's id, the output's index): text as its "
         "head and tail within max_chars (what was left out is said), images (PNG, JPEG) as images, HTML, "
@@ -103,14 +105,14 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
                              "cell, as read_cells lists it ([0], [1], ...)."},
             "max_chars": {"type": "integer", "minimum": 200, "maximum": 100_000, "default": DEFAULT_OUTPUT_CHARS,
                           "description": "Characters of the output's text kept (head and tail)."}}},
-        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+        _READ_ONLY),
     "list_variables": (
         "List the variables in the notebook's kernel: name, type, and for arrays and data frames their "
         "shape, columns and dtypes; values only for short scalars. No code of the user's objects runs "
         "(types are found by identity, never by calling repr or properties).",
         {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
          "properties": {"notebook_path": _PATH}},
-        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+        _READ_ONLY),
     "insert_cell": (
         "Insert a new cell into the open notebook, after the cell `after_cell_id` (first when omitted). The "
         "user approves it in JupyterLab; the page shows it at once and one Undo takes it back.",
@@ -145,7 +147,7 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
         "its outputs so far) or ended (with its result).",
         {"type": "object", "required": ["run_id"], "additionalProperties": False,
          "properties": {"run_id": _RUN_ID}},
-        {"read_only_hint": True, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
+        _READ_ONLY),
     "interrupt": (
         "Interrupt the kernel (as JupyterLab's Stop button) while a cell you ran with run_cell executes: it "
         "ends with KeyboardInterrupt and the kernel stays usable, variables kept. Only your own runs: a cell "
