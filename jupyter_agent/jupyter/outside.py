@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..mcp_server.protocol import OPS, TARGET, VERSION, run_tag
 from ..redact import redact
 from .bridge_status import QUIET_OPENS
+from .comm_hubs import register_hub, unregister_hub
 
 if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %load_ext)
     from ..loop.tool import FileReadRecord
@@ -324,27 +325,13 @@ def _int(value: Any, default: int) -> int:
 
 def register(shell: Any, session: Any) -> OutsideHub | None:
     """Register :data:`TARGET` on ``shell``'s kernel (``%load_ext``); once per session."""
-    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
-    if manager is None:
-        return None  # terminal IPython: no server can reach it
-    hub = getattr(session, "outside_hub", None)
-    if hub is None:
-        hub = session.outside_hub = OutsideHub(session)
-    manager.register_target(TARGET, hub.open)
-    QUIET_OPENS.add(TARGET)  # the page re-renders on every busy/idle: none for these (bridge_status.py)
+    hub = register_hub(shell, session, TARGET, "outside_hub", OutsideHub)
+    if hub is not None:
+        QUIET_OPENS.add(TARGET)  # the page re-renders on every busy/idle: none for these (bridge_status.py)
     return hub
 
 
 def unregister(shell: Any, session: Any) -> None:
     """Undo :func:`register` (``%unload_ext``)."""
-    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
-    if manager is not None:
-        try:
-            manager.unregister_target(TARGET, None)
-        except Exception:  # not registered (a failed %load_ext)
-            log.debug("could not unregister the outside target", exc_info=True)
+    unregister_hub(shell, session, TARGET, "outside_hub")
     QUIET_OPENS.discard(TARGET)
-    hub = getattr(session, "outside_hub", None)
-    if hub is not None:
-        hub.close()
-        session.outside_hub = None

@@ -41,6 +41,7 @@ import asyncio
 import logging
 from typing import Any
 
+from .comm_hubs import register_hub, unregister_hub
 from .panel_runs import PanelRuns
 from .protocol import PANEL_OPS, PANEL_TARGET, PANEL_VERSION, version_mismatch
 from ..redact import redact
@@ -224,26 +225,10 @@ def _plain(exc: Exception) -> bool:
 
 def register(shell: Any, session: Any) -> PanelHub | None:
     """Register :data:`TARGET` on ``shell``'s kernel (``%load_ext``); once per session."""
-    kernel = getattr(shell, "kernel", None)
-    manager = getattr(kernel, "comm_manager", None)
-    if manager is None:
-        return None  # terminal IPython: no frontend can open a panel
-    hub = getattr(session, "panel_hub", None)
-    if hub is None:
-        hub = session.panel_hub = PanelHub(session)
-    manager.register_target(TARGET, hub.open)
+    hub: PanelHub | None = register_hub(shell, session, TARGET, "panel_hub", PanelHub)
     return hub
 
 
 def unregister(shell: Any, session: Any) -> None:
     """Undo :func:`register` (``%unload_ext``)."""
-    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
-    if manager is not None:
-        try:
-            manager.unregister_target(TARGET, None)
-        except Exception:  # not registered (a failed %load_ext)
-            log.debug("could not unregister the panel target", exc_info=True)
-    hub = getattr(session, "panel_hub", None)
-    if hub is not None:
-        hub.close()
-        session.panel_hub = None
+    unregister_hub(shell, session, TARGET, "panel_hub")
