@@ -102,12 +102,17 @@ class Forwarder:
 
 
 def build_forwarder(forwarder: Forwarder) -> Any:
-    """The stdio server: the same tools and checks, each call made on the endpoint."""
+    """The stdio server: the same tools and checks, each call made on the endpoint; the
+    endpoint's progress notifications (a running cell) go on to the client that asked."""
 
-    async def forward(name: str, args: dict[str, Any], client_name: str) -> Any:
+    async def forward(name: str, args: dict[str, Any], client_name: str, progress: Any = None) -> Any:
         client = await forwarder.get(client_name)
+
+        async def relay(done: float, total: float | None, message: str | None) -> None:
+            await progress(message or "")  # the endpoint's notification, on to this program's client
+
         try:
-            return await client.call_tool(name, args)
+            return await client.call_tool(name, args, progress_callback=relay if progress is not None else None)
         except Exception as exc:  # the endpoint went away mid-call
             log.debug("a forwarded call failed", exc_info=True)
             return error_result(f"The call to {forwarder.url} failed: {type(exc).__name__}: {exc}")

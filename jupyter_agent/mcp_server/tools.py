@@ -284,7 +284,8 @@ def progress_sender(ctx: Any) -> Any:
 def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any:
     """The MCP server (the SDK's low-level ``Server``) whose tools call ``backend``; or, with
     ``forward`` (``jupyter agent mcp``), each checked call goes to ``forward(name, arguments,
-    client)``, which returns its ``CallToolResult``."""
+    client, progress)``, which returns its ``CallToolResult`` (``progress(text)``, or None:
+    see :func:`progress_sender`)."""
     from mcp.server.lowlevel import Server
     from mcp_types import ListToolsResult, Tool, ToolAnnotations
 
@@ -300,7 +301,7 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
             check_arguments(name, args)
             client = client_name(ctx)
             if forward is not None:
-                return await forward(name, args, client)
+                return await forward(name, args, client, progress_sender(ctx))
             assert backend is not None
             if name == "list_notebooks":
                 from mcp_types import CallToolResult, TextContent

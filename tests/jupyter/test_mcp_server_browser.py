@@ -53,7 +53,9 @@ CLIENT = "<img src=x onerror=window.__pwned=1>Outside<b>Agent</b>"
 class OutsideClient:
     """The SDK's client on a loop of its own (the test drives the page meanwhile)."""
 
-    def __init__(self, url: str, name: str = CLIENT) -> None:
+    def __init__(self, url: str, name: str = CLIENT, stdio: Any = None) -> None:
+        """``stdio``: the server parameters of ``jupyter agent mcp`` to talk to instead of ``url``."""
+        self.stdio = stdio
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -65,13 +67,14 @@ class OutsideClient:
     async def _own(self, opened: concurrent.futures.Future[Any]) -> None:
         """Enter the client and leave it in this one task (the SDK's task groups want that)."""
         from mcp import Client
+        from mcp.client.stdio import stdio_client
         from mcp.client.streamable_http import streamable_http_client
         from mcp_types import Implementation
 
         self._stop = asyncio.Event()
+        transport = stdio_client(self.stdio) if self.stdio is not None else streamable_http_client(self.url)
         try:
-            async with Client(streamable_http_client(self.url),
-                              client_info=Implementation(name=self.name, version="9")) as client:
+            async with Client(transport, client_info=Implementation(name=self.name, version="9")) as client:
                 opened.set_result(client)
                 await self._stop.wait()
         except BaseException as exc:
@@ -371,3 +374,37 @@ def test_claude_code_edits_the_open_notebook(lab, page_of, script, api, tmp_path
     assert not any(r.get("is_error") for r in results), results
     read = "".join(b.get("text", "") for b in results[0]["content"])
     assert 'id="setz"' in read and "z = 1" in read
+
+
+def test_a_run_through_jupyter_agent_mcp_reports_its_progress(lab, page_of):
+    """Over stdio (``jupyter agent mcp``, a client of the endpoint): the card names the client,
+    and the running cell's progress notifications reach the client as over HTTP."""
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+
+    nb = lab.root / "stdio.ipynb"
+    write_notebook(nb, ["s = 0", "%load_ext jupyter_agent", NEW.replace("x + 1", "6 * 7")],
+                   ids=["first", "load", "slow"])
+    page, panel = open_with_panel(page_of, "stdio.ipynb")
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "jupyter_agent.cli", "mcp", "--url", lab.url, "--token", ""], env=lab.env)
+    client = OutsideClient("", name="stdio-agent", stdio=params)
+    try:
+        path = {"notebook_path": "stdio.ipynb"}
+        assert not client.now("read_cells", path).is_error
+        progress: list[str] = []
+
+        async def heard(done: float, total: float | None, message: str | None) -> None:
+            progress.append(message or "")
+
+        pending = client.call("run_cell", {**path, "cell_id": "slow"}, progress_callback=heard)
+        card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
+        card.wait_for(timeout=60000)
+        assert "Asked by stdio-agent 9, an outside agent (MCP)." in card.inner_text()
+        card.get_by_role("button", name="Allow", exact=True).click()
+        ran = pending.result(120)
+        assert not ran.is_error and "42" in text_of(ran), text_of(ran)
+        assert any("Cell slow is running" in m for m in progress), progress  # through both hops
+    finally:
+        client.close()
