@@ -109,6 +109,8 @@ class OutsideHub:
         if op == "variables":  # the kernel's own: no page needed
             return {"ok": True, "content": [{"type": "text", "text": self._variables()}]}
         page, where = self._page_for(path)
+        if op == "page":  # (_page_for refused if none shows it)
+            return {"ok": True, "content": []}
         run = self.run_for(client)
         if op == "restart":  # the user's decision only: the server restarts the kernel
             result = await run.ask_restart(where.key, self._names(), page.client_id)

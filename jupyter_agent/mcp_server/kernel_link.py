@@ -33,8 +33,9 @@ ALIVE_EVERY_S = 2.0
 READY_TIMEOUT_S = 30.0
 #: Seconds ``interrupt`` waits for the interrupted run's answer (else it says "still running").
 INTERRUPT_WAIT_S = 20.0
-#: Empty runs after a restart's %load_ext, and the seconds between them (the panel reconnects on them).
-PANEL_NUDGES, PANEL_NUDGE_EVERY_S = 3, 0.5
+#: After a restart's %load_ext: seconds between empty runs (the page's side panel and bridge
+#: connect again after a cell they see run), and the most seconds to wait for the page to be back.
+PANEL_NUDGE_EVERY_S, PAGE_BACK_S = 0.5, 30.0
 #: Seconds after which an interrupt is sent again while the run's cell still executes.
 INTERRUPT_AGAIN_S = 5.0
 
@@ -357,17 +358,31 @@ class ServerBackend:
         if asyncio.iscoroutine(result):
             await result
         failed = await comms.execute_quietly("%load_ext jupyter_agent")
-        # The page's side panel connects again after a cell it sees run; its websocket may still
-        # be reconnecting to the fresh kernel's IOPub and miss that one: a few empty runs more.
-        for _ in range(PANEL_NUDGES):
-            await asyncio.sleep(PANEL_NUDGE_EVERY_S)
-            await comms.execute_quietly("")
-        loaded = ("jupyter-agent is loaded in the fresh kernel, so your next call works" if failed is None else
+        back = failed is None and await self._page_back(path, client)
+        loaded = ("jupyter-agent is loaded in the fresh kernel and the page is back on it, so your next call works"
+                  if back else "jupyter-agent is loaded in the fresh kernel, but no page showed the notebook on it "
+                  f"within {PAGE_BACK_S:.0f} s: ask the user to reload the notebook's page" if failed is None else
                   f"loading jupyter-agent in the fresh kernel failed ({failed}): ask the user to run "
                   "%load_ext jupyter_agent in the notebook")
         text = (f"Restarted the kernel of {session['path']} (the user allowed it): its variables are gone; {loaded}. "
                 "Call read_cells, then run the cells you need again, in order.")
         return {"ok": failed is None, "content": [{"type": "text", "text": text}]}
+
+    async def _page_back(self, path: str, client: str) -> bool:
+        """After a restart: whether the page showing ``path`` connected to the fresh kernel
+        within ``PAGE_BACK_S``. Its side panel and bridge connect again after a cell they see
+        run, and the page's websocket may still be reconnecting to the new kernel's IOPub when
+        the first one runs: an empty run (no history, no count) each time until it is back."""
+        deadline = asyncio.get_event_loop().time() + PAGE_BACK_S
+        while True:
+            session, _, comms, alive = await self._reach(path)  # the fresh kernel's
+            await comms.execute_quietly("")
+            data = {"v": VERSION, "op": "page", "path": session["path"], "args": {}, "client": client}
+            if (await comms.call(data, alive)).get("ok"):
+                return True
+            if asyncio.get_event_loop().time() > deadline:
+                return False
+            await asyncio.sleep(PANEL_NUDGE_EVERY_S)
 
     def _not_open(self, path: str) -> str:
         root = Path(getattr(self.app, "root_dir", ".") or ".")
