@@ -4,7 +4,8 @@ Each provider's SDK client (``AsyncAnthropicBedrock``...) rewrites a ``/v1/messa
 request into its own path and authentication; :func:`route` reads them back, checking
 what the real service would refuse (a malformed SigV4 header, a missing bearer token),
 and :func:`eventstream_frame` writes Bedrock's response encoding (AWS event-stream
-binary frames, each carrying one Messages API event). Pure functions; no HTTP here.
+binary frames, each carrying one Messages API event); :func:`client_env` is the environment
+that points a provider's client at the fake. Pure functions; no HTTP here.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["Route", "route", "eventstream_frame", "bedrock_event", "bedrock_error", "FAKE_AWS_ACCESS_KEY_ID",
-           "FAKE_AWS_SECRET_ACCESS_KEY", "FAKE_GOOGLE_TOKEN", "FAKE_FOUNDRY_KEY", "BEDROCK_CONTENT_TYPE"]
+__all__ = ["Route", "route", "client_env", "eventstream_frame", "bedrock_event", "bedrock_error",
+           "FAKE_AWS_ACCESS_KEY_ID", "FAKE_AWS_SECRET_ACCESS_KEY", "FAKE_GOOGLE_TOKEN", "FAKE_FOUNDRY_KEY",
+           "BEDROCK_CONTENT_TYPE"]
 
 #: Credentials the fake accepts; fake values, safe to print.
 FAKE_AWS_ACCESS_KEY_ID = "AKIAFAKEFAKEFAKE0000"
@@ -114,6 +116,23 @@ def route(method: str, path: str, headers: Mapping[str, str]) -> Route:
         return Route("vertex", "messages", model=unquote(m.group("model")), auth_problem=problem,
                      region=m.group("region"), project=m.group("project"))
     return Route("anthropic", None)
+
+
+def client_env(provider: str, base_url: str) -> dict[str, str] | None:
+    """The environment that points ``provider``'s SDK client at the fake served at
+    ``base_url``, with the fake credentials; None for a provider not of the cloud."""
+    if provider == "bedrock":
+        return {"JUPYTER_AGENT_PROVIDER": provider, "ANTHROPIC_BEDROCK_BASE_URL": base_url,
+                "AWS_ACCESS_KEY_ID": FAKE_AWS_ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_AWS_SECRET_ACCESS_KEY,
+                "AWS_REGION": "us-east-1"}
+    if provider == "vertex":
+        return {"JUPYTER_AGENT_PROVIDER": provider, "ANTHROPIC_VERTEX_BASE_URL": base_url,
+                "GOOGLE_OAUTH_ACCESS_TOKEN": FAKE_GOOGLE_TOKEN, "CLOUD_ML_REGION": "us-east5",
+                "ANTHROPIC_VERTEX_PROJECT_ID": "fake-project"}
+    if provider == "foundry":
+        return {"JUPYTER_AGENT_PROVIDER": provider, "ANTHROPIC_FOUNDRY_BASE_URL": f"{base_url}/anthropic",
+                "ANTHROPIC_FOUNDRY_API_KEY": FAKE_FOUNDRY_KEY}
+    return None
 
 
 def _header(name: str, value: str) -> bytes:

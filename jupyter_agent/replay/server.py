@@ -18,6 +18,9 @@ It also serves the Messages API the way Amazon Bedrock, Google Vertex AI and Mic
 Foundry do (their paths, authentication and, for Bedrock, the AWS event-stream encoding:
 ``replay/cloud.py``), so each provider's SDK client runs against it: ``api.env("bedrock")``
 is the environment that points one here, ``api.model(provider="vertex")`` a model.
+
+This module keeps the server, its script and the decision of what each request gets;
+``replay/respond.py`` writes that answer (JSON, a stream, a scripted fault).
 """
 
 from __future__ import annotations
@@ -31,22 +34,18 @@ import time
 from collections import deque
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from .cloud import (BEDROCK_CONTENT_TYPE, FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SECRET_ACCESS_KEY, FAKE_FOUNDRY_KEY,
-                    FAKE_GOOGLE_TOKEN, bedrock_error, bedrock_event, route)
+from .cloud import FAKE_AWS_ACCESS_KEY_ID, FAKE_FOUNDRY_KEY, FAKE_GOOGLE_TOKEN, client_env, route
 from .records import RecordedRequest
-from .script import HttpError, Pause, ScriptedResponse, new_id, to_response
-from .sse import build_events, encode_event, final_message
-from .validation import CacheEmulator, estimate_tokens, prompt_tokens, validate_request
+from .respond import ServerClosing, error_body, send_json, send_message, send_stream
+from .script import HttpError, new_id, to_response
+from .validation import CacheEmulator, estimate_tokens, prompt_tokens, unsupported_feature, validate_request
 
 __all__ = ["FakeMessagesAPI", "RecordedRequest", "FAKE_API_KEY"]
 
 FAKE_API_KEY = "sk-ant-fake-test-key"
-_ERROR_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "invalid_request_error": 400,
-                 "authentication_error": 401, "permission_error": 403, "not_found_error": 404}
 
 
 class _Server(ThreadingHTTPServer):
@@ -76,10 +75,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.api._handle(self)
-
-
-class _ServerClosing(Exception):
-    """Raised inside a response that is sleeping when the server closes."""
 
 
 class FakeMessagesAPI:
@@ -251,17 +246,9 @@ class FakeMessagesAPI:
     def env(self, provider: str = "anthropic") -> dict[str, str]:
         """Environment for a client in another process (a kernel, a CLI); with ``provider``,
         the variables that point that provider's SDK client here, with fake credentials."""
-        if provider == "bedrock":
-            return {"JUPYTER_AGENT_PROVIDER": provider, "ANTHROPIC_BEDROCK_BASE_URL": self.base_url,
-                    "AWS_ACCESS_KEY_ID": FAKE_AWS_ACCESS_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_AWS_SECRET_ACCESS_KEY,
-                    "AWS_REGION": "us-east-1"}
-        if provider == "vertex":
-            return {"JUPYTER_AGENT_PROVIDER": provider, "ANTHROPIC_VERTEX_BASE_URL": self.base_url,
-                    "GOOGLE_OAUTH_ACCESS_TOKEN": FAKE_GOOGLE_TOKEN, "CLOUD_ML_REGION": "us-east5",
-                    "ANTHROPIC_VERTEX_PROJECT_ID": "fake-project"}
-        if provider == "foundry":
-            return {"JUPYTER_AGENT_PROVIDER": provider, "ANTHROPIC_FOUNDRY_BASE_URL": f"{self.base_url}/anthropic",
-                    "ANTHROPIC_FOUNDRY_API_KEY": FAKE_FOUNDRY_KEY}
+        cloud = client_env(provider, self.base_url)
+        if cloud is not None:
+            return cloud
         return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": self.api_key}
 
     def model(self, model: str | None = None, *, provider: str = "anthropic", **kwargs: Any) -> Any:
@@ -309,7 +296,7 @@ class FakeMessagesAPI:
         request_id = f"req_fake_{rec.number:04d}{secrets.token_hex(6)}"
         try:
             self._answer(h, rec, path, request_id)
-        except _ServerClosing:
+        except ServerClosing:
             rec.outcome = "server_closed"
             h.close_connection = True
         except (BrokenPipeError, ConnectionResetError):
@@ -322,26 +309,27 @@ class FakeMessagesAPI:
         where = rec.route
         if where is None or where.operation is None or (where.operation == "count_tokens" and self.ollama_like):
             rec.outcome = "not_found"
-            return self._json(h, rec, 404, _err("not_found_error", f"Not found: {h.command} {h.path}"), request_id)
+            return send_json(h, rec, 404, error_body("not_found_error", f"Not found: {h.command} {h.path}"),
+                             request_id)
         key = h.headers.get("x-api-key") or (h.headers.get("authorization") or "").removeprefix("Bearer ").strip()
         if where.provider == "anthropic" and key and self._required_key is not None and key != self._required_key:
             where = replace(where, auth_problem="invalid x-api-key")
         if where.auth_problem is not None:
             rec.outcome, rec.error = "unauthorized", where.auth_problem
-            return self._json(h, rec, 401, _err("authentication_error", where.auth_problem), request_id)
+            return send_json(h, rec, 401, error_body("authentication_error", where.auth_problem), request_id)
         if where.operation == "count_tokens":
             rec.outcome = "ok"
-            return self._json(h, rec, 200, {"input_tokens": self._dense(estimate_tokens(rec.body))}, request_id)
+            return send_json(h, rec, 200, {"input_tokens": self._dense(estimate_tokens(rec.body))}, request_id)
         problem = validate_request({**rec.body, "model": where.model} if where.model and isinstance(rec.body, dict)
-                                   else rec.body) or self._unsupported(rec.body)
+                                   else rec.body) or unsupported_feature(rec.body, self.unsupported)
         if problem:
             rec.outcome, rec.error = "rejected", problem
-            return self._json(h, rec, 400, _err("invalid_request_error", problem), request_id)
+            return send_json(h, rec, 400, error_body("invalid_request_error", problem), request_id)
         tokens = self._dense(prompt_tokens(rec.body))
         if self.context_window is not None and tokens > self.context_window:
             rec.outcome = "prompt_too_long"
             rec.error = f"prompt is too long: {tokens} tokens > {self.context_window} maximum"
-            return self._json(h, rec, 400, _err("invalid_request_error", rec.error), request_id)
+            return send_json(h, rec, 400, error_body("invalid_request_error", rec.error), request_id)
 
         with self._lock:
             item = self._script.popleft() if self._script else None
@@ -356,7 +344,7 @@ class FakeMessagesAPI:
                    f"(the script had {self._consumed} response(s))")
             rec.error = msg
             self.problems.append(msg)
-            return self._json(h, rec, 500, _err("api_error", msg), request_id)
+            return send_json(h, rec, 500, error_body("api_error", msg), request_id)
         if callable(item):
             try:
                 item = to_response(item(rec.body))
@@ -364,7 +352,7 @@ class FakeMessagesAPI:
                 msg = f"FakeMessagesAPI: scripted callable for request #{rec.number} raised {e!r}"
                 rec.outcome, rec.error = "http_error", msg
                 self.problems.append(msg)
-                return self._json(h, rec, 500, _err("api_error", msg), request_id)
+                return send_json(h, rec, 500, error_body("api_error", msg), request_id)
         rec.response = item
         if isinstance(item, HttpError):
             rec.outcome, rec.error = "http_error", item.message
@@ -372,137 +360,15 @@ class FakeMessagesAPI:
             if item.retry_after is not None:
                 ra = item.retry_after
                 extra["retry-after"] = str(int(ra)) if float(ra).is_integer() else str(ra)
-            return self._json(h, rec, item.status, item.body(request_id), request_id, extra)
+            return send_json(h, rec, item.status, item.body(request_id), request_id, extra)
 
         model = str(where.model or rec.body.get("model"))
         usage = {k: self._dense(v) for k, v in self.cache.usage_for(rec.body).items()}
         if self.ollama_like:  # no prompt caching: the fields are absent, not zero
             usage = {"input_tokens": sum(usage.values())}
         msg_id = new_id("msg_01", 24)
-        if rec.stream:
-            return self._stream(h, rec, item, model, msg_id, usage, request_id)
-        return self._nonstream(h, rec, item, model, msg_id, usage, request_id)
+        send = send_stream if rec.stream else send_message
+        return send(h, rec, item, model, msg_id, usage, request_id, self._closing)
 
     def _dense(self, tokens: int) -> int:
         return tokens if self.token_density == 1.0 else round(tokens * self.token_density)
-
-    def _json(self, h: _Handler, rec: RecordedRequest, status: int, body: Any, request_id: str,
-              headers: dict[str, str] | None = None) -> None:
-        if rec.route is not None and rec.route.provider == "bedrock" and status >= 400:
-            body, headers = bedrock_error(body, headers)  # AWS's shape: {"message"}, x-amzn-errortype
-        data = json.dumps(body).encode()
-        rec.status = status
-        h.send_response(status)
-        h.send_header("content-type", "application/json")
-        h.send_header("content-length", str(len(data)))
-        h.send_header("request-id", request_id)
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
-
-    def _sleep(self, seconds: float) -> None:
-        if seconds > 0 and self._closing.wait(seconds):
-            raise _ServerClosing  # drop the response
-
-    def _nonstream(self, h: _Handler, rec: RecordedRequest, resp: ScriptedResponse, model: str,
-                   msg_id: str, usage: dict[str, int], request_id: str) -> None:
-        fault = resp.fault
-        if fault == "error":
-            rec.outcome, rec.error = "http_error", resp.error_message
-            status = _ERROR_STATUS.get(resp.error_type, 500)
-            return self._json(h, rec, status, _err(resp.error_type, resp.error_message), request_id)
-        if fault in ("cut", "stall"):
-            rec.outcome = fault
-            if fault == "stall":
-                self._closing.wait(resp.stall_s)
-            h.close_connection = True
-            return None
-        self._sleep(resp.delay_s)
-        rec.outcome = "ok"
-        self._json(h, rec, 200, final_message(resp, model=model, message_id=msg_id, usage=usage), request_id,
-                   resp.headers)
-
-    def _stream(self, h: _Handler, rec: RecordedRequest, resp: ScriptedResponse, model: str,
-                msg_id: str, usage: dict[str, int], request_id: str) -> None:
-        events = build_events(resp, model=model, message_id=msg_id, usage=usage)
-        n_events = sum(1 for e in events if not isinstance(e, Pause))
-        fault = resp.fault
-        fault_at = None
-        if fault is not None:
-            after = {"error": resp.error_after, "cut": resp.cut_after, "stall": resp.stall_after}[fault]
-            fault_at = min(int(after or 0), n_events - 1)  # always before message_stop
-        rec.status = 200
-        h.send_response(200)
-        bedrock = rec.route is not None and rec.route.provider == "bedrock"
-        encode = bedrock_event if bedrock else encode_event
-        content_type = BEDROCK_CONTENT_TYPE if bedrock else "text/event-stream; charset=utf-8"
-        for k, v in {"content-type": content_type, "cache-control": "no-cache",
-                     "transfer-encoding": "chunked", "request-id": request_id, **resp.headers}.items():
-            h.send_header(k, v)
-        h.end_headers()
-
-        def chunk(data: bytes) -> None:
-            h.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-
-        sent = 0
-        for item in events:
-            if isinstance(item, Pause):
-                self._sleep(item.seconds)
-                continue
-            if sent == fault_at:
-                return self._fault(h, rec, resp, lambda name, data: chunk(encode(name, data)))
-            if sent and resp.delay_s:
-                self._sleep(resp.delay_s)
-            name, data = item
-            if name == "message_stop":
-                # noted before the write: a client that reads message_stop may finish its
-                # whole run before this thread runs again (a failed write still overrides it)
-                rec.outcome = "ok"
-            chunk(encode(name, data))
-            sent += 1
-            if name == "message_stop":
-                rec.message_stop_at = time.monotonic()
-        h.wfile.write(b"0\r\n\r\n")
-        rec.outcome = "ok"
-
-    def _fault(self, h: _Handler, rec: RecordedRequest, resp: ScriptedResponse,
-               send: Callable[[str, dict[str, Any]], None]) -> None:
-        h.close_connection = True
-        if resp.fault == "error":
-            rec.outcome, rec.error = "stream_error", resp.error_message
-            send("error", _err(resp.error_type, resp.error_message))
-            h.wfile.write(b"0\r\n\r\n")
-        elif resp.fault == "cut":
-            rec.outcome = "cut"
-            if not resp.cut_abrupt:
-                h.wfile.write(b"0\r\n\r\n")  # the body ends cleanly, without message_stop
-        else:
-            rec.outcome = "stall"
-            self._closing.wait(resp.stall_s)  # then drop the connection mid-body
-
-
-    def _unsupported(self, body: Any) -> str | None:
-        """The 400 message of a server without one of the features the request uses."""
-        for feature in self.unsupported:
-            if _uses(body, feature):
-                return f"{feature}: not supported by this server"
-        return None
-
-
-def _uses(body: Any, feature: str) -> bool:
-    if not isinstance(body, dict):
-        return False
-    if feature in ("thinking", "tool_choice"):
-        return feature in body
-    blocks = [b for m in body.get("messages") or [] if isinstance(m.get("content"), list) for b in m["content"]]
-    blocks += [r for b in blocks if b.get("type") == "tool_result" and isinstance(b.get("content"), list)
-               for r in b["content"]]
-    if feature == "image":
-        return any(b.get("type") == "image" for b in blocks)
-    system: list[Any] = body["system"] if isinstance(body.get("system"), list) else []
-    return any("cache_control" in b for b in [*blocks, *system, *(body.get("tools") or [])])
-
-
-def _err(error_type: str, message: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": error_type, "message": message}}

@@ -1,4 +1,5 @@
-"""What the real Messages API rejects with HTTP 400, and how it counts tokens and cache hits.
+"""What the real Messages API rejects with HTTP 400 (and what a server that lacks a feature
+rejects), and how it counts tokens and cache hits.
 
 Pure functions and one small class; no HTTP here. The fake server uses them so a test
 sees the same 400 a user would get from the real API (the orphan ``tool_use`` one has
@@ -13,7 +14,8 @@ import math
 import threading
 from typing import Any
 
-__all__ = ["validate_request", "CacheEmulator", "estimate_tokens", "prompt_tokens", "MAX_CACHE_BREAKPOINTS"]
+__all__ = ["validate_request", "unsupported_feature", "CacheEmulator", "estimate_tokens", "prompt_tokens",
+           "MAX_CACHE_BREAKPOINTS"]
 
 MAX_CACHE_BREAKPOINTS = 4
 # The real API always bills a few uncached tokens (message framing) even on a full hit.
@@ -117,6 +119,29 @@ def validate_request(body: Any) -> str | None:
     if found > MAX_CACHE_BREAKPOINTS:
         return f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
     return None
+
+
+def unsupported_feature(body: Any, unsupported: tuple[str, ...]) -> str | None:
+    """The 400 message of a server without one of the features ``body`` uses (of
+    ``thinking``, ``tool_choice``, ``image``, ``cache_control``), or None."""
+    for feature in unsupported:
+        if _uses(body, feature):
+            return f"{feature}: not supported by this server"
+    return None
+
+
+def _uses(body: Any, feature: str) -> bool:
+    if not isinstance(body, dict):
+        return False
+    if feature in ("thinking", "tool_choice"):
+        return feature in body
+    blocks = [b for m in body.get("messages") or [] if isinstance(m.get("content"), list) for b in m["content"]]
+    blocks += [r for b in blocks if b.get("type") == "tool_result" and isinstance(b.get("content"), list)
+               for r in b["content"]]
+    if feature == "image":
+        return any(b.get("type") == "image" for b in blocks)
+    system: list[Any] = body["system"] if isinstance(body.get("system"), list) else []
+    return any("cache_control" in b for b in [*blocks, *system, *(body.get("tools") or [])])
 
 
 def estimate_tokens(obj: Any) -> int:
