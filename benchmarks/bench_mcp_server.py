@@ -25,15 +25,10 @@ Target: ours at least as fast as theirs on every operation, at 50 and 2,000 cell
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import http.client
 import json
-import os
 import re
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,12 +36,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_vs_mcp_server import (NAME, PAGE_WATCHER, Theirs, _json_rpc, cache_dir, mcp_environment,  # noqa: E402
-                                 row)
-from quiet import wait_quiet  # noqa: E402
+from bench_vs_mcp_server import (NAME, OPS, PAGE_WATCHER, _json_rpc, command_line, compare,  # noqa: E402
+                                 measure_each, ratio_rows)
 from tests.jupyter.lab import Lab, run_and_wait, write_notebook  # noqa: E402
 
-OPS = ("insert", "replace", "insert + run", "read all")
 PAGE = 500
 
 
@@ -60,6 +53,7 @@ class Ours:
 
     def __init__(self, tmp: Path, cells: int, browser: Any = None) -> None:
         self.lab = Lab(tmp, browser=browser)
+        self.cells = cells
         write_notebook(self.lab.root / NAME, our_sources(cells))  # ids c0, c1, ...
         self.page = self.lab.open(NAME)
         self.page.evaluate(PAGE_WATCHER)
@@ -105,7 +99,7 @@ class Ours:
     def read_all(self, cells: int) -> str:
         return "\n".join(self.call("read_cells", start=start, limit=PAGE) for start in range(0, cells + 50, PAGE))
 
-    def do(self, op: str, tok: int, cells: int) -> tuple[float, float, dict[str, float]]:
+    def do(self, op: str, tok: int) -> tuple[float, float, dict[str, float]]:
         started = time.time() * 1000
         t = time.perf_counter()
         if op == "insert":
@@ -118,7 +112,7 @@ class Ours:
                                             source=f"1 + 1  # bench_tok_{tok}"))
             if "2" not in self.call("run_cell", cell_id=self.last):
                 raise SystemExit("our run did not bring 2 back")
-        elif "bench_tok_" not in self.read_all(cells + tok):
+        elif "bench_tok_" not in self.read_all(self.cells + tok):
             raise SystemExit("our read did not show the cells")
         return (time.perf_counter() - t) * 1000, started, {}
 
@@ -135,67 +129,19 @@ def _inserted(text: str) -> str:
 
 
 def measure(cells: int, repeat: int, python: Path, settle: float) -> dict[str, dict[str, list[float]]]:
-    tmp = Path(tempfile.mkdtemp(prefix="bench-mcp-server-"))
-    sides: dict[str, Any] = {}
-    try:
-        sides["ours"] = Ours(tmp / "ours", cells)
-        sides["theirs"] = Theirs(tmp / "theirs", cells, python, sides["ours"].lab.browser)
-        began = time.monotonic()
-        wait_quiet(0, window=2.0, most=600)  # JupyterLab builds a fresh notebook's cells in the background
-        print(f"  both pages idle after {time.monotonic() - began:.0f} s", flush=True)
-        figures: dict[str, dict[str, list[float]]] = {name: {} for name in sides}
-        pending: dict[str, list[tuple[str, int, float]]] = {name: [] for name in sides}
-        tok = 0
-        for rep in range(repeat + 1):  # the first round warms both sides up and is not counted
-            for op in OPS:
-                for name, side in sides.items():
-                    tok += 1
-                    ms, started, _ = side.do(op, tok, cells) if name == "ours" else side.do(op, tok)
-                    if rep:
-                        figures[name].setdefault(op, []).append(ms)
-                        if op != "read all":
-                            pending[name].append((op, tok, started))
-                    wait_quiet(settle)
-        time.sleep(3)
-        for name, side in sides.items():
-            seen = side.page.evaluate("() => window.__benchSeen")
-            for op, tok, started in pending[name]:
-                key = f"out{tok}" if op == "insert + run" else f"src{tok}"
-                if key in seen:
-                    figures[name].setdefault(f"{op} @page", []).append(seen[key] - started)
-        return figures
-    finally:
-        for side in reversed(list(sides.values())):  # ours last: its Lab owns the browser
-            side.close()
+    return compare(lambda folder: Ours(folder, cells), cells, python, repeat, settle, "bench-mcp-server-")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--cells", type=int, nargs="+", default=[50, 2000])
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--cache-dir", default=None)
-    parser.add_argument("--settle", type=float, default=1.5, help="seconds at least between operations")
+    parser = command_line()
     args = parser.parse_args()
-    python = mcp_environment(cache_dir(args.cache_dir))
-    print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; load average {os.getloadavg()}; "
-          f"{' '.join(sys.argv)}", flush=True)
-    results = {}
-    for cells in args.cells:
-        print(f"measuring {cells} cells ...", flush=True)
-        results[cells] = measure(cells, args.repeat, python, args.settle)
-    print(f"load average after: {os.getloadavg()}")
+    results = measure_each(args, lambda cells, python: measure(cells, args.repeat, python, args.settle))
     print("median (min-max) ms; ratio = theirs / ours (at least 1 meets the target)")
     print(f"{'':26}{'ours (MCP)':>22}{'jupyter-mcp-server':>26}{'ratio':>8}")
     verdicts = []
     for cells, figures in results.items():
         for op in OPS:
-            for key in (op, f"{op} @page"):
-                ours, theirs = figures["ours"].get(key, []), figures["theirs"].get(key, [])
-                ratio = statistics.median(theirs) / statistics.median(ours) if ours and theirs else float("nan")
-                label = f"{cells} cells: {key.replace(' @page', ', page')}"
-                print(f"{label:26}{row(ours):>22}{row(theirs):>26}{ratio:8.2f}")
-                if ours and theirs:
-                    verdicts.append((f"{label}: ours at least as fast", ratio >= 1))
+            verdicts += ratio_rows(cells, op, figures, "ours at least as fast", 1)
     for label, ok in verdicts:
         print(f"{'PASS' if ok else 'FAIL'}  {label}")
 

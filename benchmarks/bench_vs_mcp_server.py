@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -325,10 +326,20 @@ def _json_rpc(data: str) -> dict[str, Any]:
 
 def measure(cells: int, repeat: int, python: Path, churn: bool = False,
             settle: float = 1.5) -> dict[str, dict[str, list[float]]]:
-    tmp = Path(tempfile.mkdtemp(prefix="bench-vs-mcp-"))
+    return compare(lambda folder: Ours(folder, cells, churn), cells, python, repeat, settle, "bench-vs-mcp-")
+
+
+def compare(open_ours: Callable[[Path], Any], cells: int, python: Path, repeat: int, settle: float,
+            prefix: str) -> dict[str, dict[str, list[float]]]:
+    """Ours (``open_ours(folder)``: a side with ``lab``, ``page``, ``do(op, tok)``, ``close()``)
+    beside theirs, on notebooks of ``cells`` cells: a warm-up round of OPS, then ``repeat``
+    rounds, sides interleaved, each operation started with both sides idle (``settle``).
+    The figures, by side then key: ``op`` (the caller's ms), ``op: part`` (ms of a part, as
+    the side reports them), ``op @page`` (until the page showed it), ``op @page missed``."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     sides: dict[str, Any] = {}
     try:
-        sides["ours"] = Ours(tmp / "ours", cells, churn)
+        sides["ours"] = open_ours(tmp / "ours")
         sides["theirs"] = Theirs(tmp / "theirs", cells, python, sides["ours"].lab.browser)
         # JupyterLab builds every cell of a freshly opened notebook in the background (at
         # 2,000 cells, minutes of a whole core in each page): measure the steady state after it
@@ -369,7 +380,8 @@ def row(values: list[float]) -> str:
     return f"{statistics.median(values):7.1f} ({min(values):.0f}-{max(values):.0f})" if values else "      -"
 
 
-def main() -> None:
+def command_line() -> argparse.ArgumentParser:
+    """The options both comparisons take: ``--cells``, ``--repeat``, ``--cache-dir``, ``--settle``."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--cells", type=int, nargs="+", default=[50, 2000])
     parser.add_argument("--repeat", type=int, default=7)
@@ -378,30 +390,54 @@ def main() -> None:
                         help="seconds at least between operations, then until both sides are idle (default 1.5: "
                              "past jupyter-collaboration's 1 s save delay, whose work would otherwise land in the "
                              "next figure)")
-    parser.add_argument("--status-churn", action="store_true",
-                        help="ours: let the kernel publish busy/idle for the page's bridge replies, as before "
-                             "jupyter_agent/jupyter/bridge_status.py (a before/after comparison)")
-    args = parser.parse_args()
+    return parser
+
+
+def measure_each(args: argparse.Namespace, measure: Callable[[int, Path], dict[str, dict[str, list[float]]]],
+                 ) -> dict[int, dict[str, dict[str, list[float]]]]:
+    """Prints the date, the load and the command, then ``measure(cells, python of
+    jupyter-mcp-server)`` for each of ``args.cells``; the figures by number of cells."""
     python = mcp_environment(cache_dir(args.cache_dir))
     print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; load average {os.getloadavg()}; "
           f"{' '.join(sys.argv)}", flush=True)
     results = {}
     for cells in args.cells:
         print(f"measuring {cells} cells ...", flush=True)
-        results[cells] = measure(cells, args.repeat, python, args.status_churn, args.settle)
+        results[cells] = measure(cells, python)
     print(f"load average after: {os.getloadavg()}")
+    return results
+
+
+def ratio_rows(cells: int, op: str, figures: dict[str, dict[str, list[float]]], claim: str,
+               target: float) -> list[tuple[str, bool]]:
+    """Prints ``op``'s rows (the caller's time, then the page's): ours, theirs, theirs / ours;
+    returns a verdict for each row measured on both sides (``claim``: met when the ratio is
+    at least ``target``)."""
+    verdicts = []
+    for key in (op, f"{op} @page"):
+        ours, theirs = figures["ours"].get(key, []), figures["theirs"].get(key, [])
+        ratio = statistics.median(theirs) / statistics.median(ours) if ours and theirs else float("nan")
+        label = f"{cells} cells: {key.replace(' @page', ', page')}"
+        print(f"{label:26}{row(ours):>22}{row(theirs):>26}{ratio:8.2f}")
+        if ours and theirs:
+            verdicts.append((f"{label}: {claim}", ratio >= target))
+    return verdicts
+
+
+def main() -> None:
+    parser = command_line()
+    parser.add_argument("--status-churn", action="store_true",
+                        help="ours: let the kernel publish busy/idle for the page's bridge replies, as before "
+                             "jupyter_agent/jupyter/bridge_status.py (a before/after comparison)")
+    args = parser.parse_args()
+    results = measure_each(args, lambda cells, python: measure(cells, args.repeat, python, args.status_churn,
+                                                               args.settle))
     print("median (min-max) ms; ratio = theirs / ours (above 2 meets the target)")
     print(f"{'':26}{'ours':>22}{'jupyter-mcp-server ext':>26}{'ratio':>8}")
     verdicts = []
     for cells, figures in results.items():
         for op in OPS:
-            for key in (op, f"{op} @page"):
-                ours, theirs = figures["ours"].get(key, []), figures["theirs"].get(key, [])
-                ratio = statistics.median(theirs) / statistics.median(ours) if ours and theirs else float("nan")
-                label = f"{cells} cells: {key.replace(' @page', ', page')}"
-                print(f"{label:26}{row(ours):>22}{row(theirs):>26}{ratio:8.2f}")
-                if ours and theirs:
-                    verdicts.append((f"{label}: ours at least 2x faster", ratio >= 2))
+            verdicts += ratio_rows(cells, op, figures, "ours at least 2x faster", 2)
             missed = {n: len(f.get(f"{op} @page missed", [])) for n, f in figures.items()}
             if any(missed.values()):
                 print(f"{'':26}(the page never showed it: {missed})")
