@@ -315,6 +315,18 @@ def restarted(page: Any, timeout: float = 120) -> Iterator[None]:
                              f"statuses seen: {seen}") from e
 
 
+def restart_from_page(page: Any) -> None:
+    """Restart the shown notebook's kernel as a user does: command mode, ``0 0``, then
+    Restart in JupyterLab's dialog; returns once the page showed it restart and come back
+    idle (:func:`restarted`)."""
+    with restarted(page):
+        page.keyboard.press("Escape")
+        page.keyboard.press("0")
+        page.keyboard.press("0")
+        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=30000)
+        page.locator(".jp-Dialog").wait_for(state="detached", timeout=30000)
+
+
 def cell(page: Any, index: int) -> Any:
     return page.locator(CELLS).nth(index)
 

@@ -16,7 +16,7 @@ import pytest
 from jupyter_agent.testing import pause, response, text, tool_use
 
 from .lab import (HAVE_BROWSER, allow_the_insert_then_the_run, button, cell, cell_sources, click_button,
-                  require_browser, restarted, run_and_wait, run_cell, save, screenshot, wait_cell_count,
+                  require_browser, restart_from_page, run_and_wait, run_cell, save, screenshot, wait_cell_count,
                   wait_for_end, wait_prompt, write_notebook)
 
 require_browser()
@@ -293,13 +293,7 @@ def test_after_a_kernel_restart_the_agent_reaches_the_page_again(lab, page_of, s
     run_and_wait(page, 0)
     run_cell(page, 0)
     wait_prompt(page, 0, "[2]")
-    # Restart as a user does: command mode, 0 0, then "Restart" in JupyterLab's dialog.
-    with restarted(page):
-        page.keyboard.press("Escape")
-        page.keyboard.press("0")
-        page.keyboard.press("0")
-        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=30000)
-        page.locator(".jp-Dialog").wait_for(state="detached", timeout=30000)
+    restart_from_page(page)
     run_cell(page, 0)
     wait_prompt(page, 0, "[1]")  # the new kernel's first execution
     run_cell(page, 1)

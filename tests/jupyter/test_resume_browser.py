@@ -11,7 +11,7 @@ import pytest
 
 from jupyter_agent.testing import response, text, tool_use
 
-from .lab import (HAVE_BROWSER, cell, cell_sources, require_browser, restarted, run_and_wait, run_cell,
+from .lab import (HAVE_BROWSER, cell, cell_sources, require_browser, restart_from_page, run_and_wait, run_cell,
                   wait_cell_count, wait_for_end, wait_prompt, write_notebook)
 
 require_browser()
@@ -36,12 +36,7 @@ def test_resume_after_a_restart_from_the_page_undoes_through_the_page(lab, page_
     wait_for_end(page, timeout=60000)
     wait_cell_count(page, 5)
     assert cell_sources(page)[2] == "resumed_value = 1"
-    with restarted(page):  # as a user does: command mode, 0 0, then Restart in the dialog
-        page.keyboard.press("Escape")
-        page.keyboard.press("0")
-        page.keyboard.press("0")
-        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=30000)
-        page.locator(".jp-Dialog").wait_for(state="detached", timeout=30000)
+    restart_from_page(page)  # as a user does: command mode, 0 0, then Restart in the dialog
     run_cell(page, 0)
     wait_prompt(page, 0, "[1]")  # the new kernel's first execution
     run_and_wait(page, 3)  # %agent resume, then %agent undo 1: the inserted cell goes, in the page
