@@ -64,3 +64,27 @@ def test_carriage_returns_settle_exactly_as_nbclients_pattern_does(text):
     from nbclient.client import _RGX_CARRIAGERETURN  # a test dependency: the reference
 
     assert apply_control_characters(text) == _RGX_CARRIAGERETURN.sub("", text)
+
+
+def test_outputs_built_by_hand_are_nbformats_own():
+    """``output_of`` skips nbformat's per-output schema check (a kernel's messages have the
+    shape already): the same outputs as ``output_from_msg``, each valid in a notebook."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, output_from_msg
+
+    from jupyter_agent.notebook.kernels import output_of
+
+    messages = [
+        ("execute_result", {"data": {"text/plain": "42", "text/html": "<b>42</b>"}, "metadata": {},
+                            "execution_count": 3}),
+        ("display_data", {"data": {"image/png": "iVBOR"}, "metadata": {"image/png": {"width": 4}},
+                          "transient": {"display_id": "d1"}}),
+        ("error", {"ename": "ValueError", "evalue": "no", "traceback": ["Traceback", "ValueError: no"]}),
+    ]
+    for kind, content in messages:
+        ours = output_of(kind, content)
+        assert ours == dict(output_from_msg({"msg_type": kind, "header": {"msg_type": kind}, "content": content}))
+        nbformat.validate(new_notebook(cells=[new_code_cell("x", outputs=[ours])]))
+    # a malformed message from a hostile kernel still gives a valid output, not an exception
+    odd = output_of("display_data", {"data": ["not", "a", "dict"], "metadata": None})
+    assert odd == {"output_type": "display_data", "data": {}, "metadata": {}}
