@@ -44,7 +44,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -123,11 +122,22 @@ async def _timed_ask(self, op, **arguments):
     finally:
         _hop_times.append(("page reply", time.time()))
 _live.LiveNotebook._ask = _timed_ask
+from jupyter_agent.jupyter import self_run as _self_run
+_execute = _self_run.SelfClient.execute
+async def _timed_execute(self, *args, **kwargs):
+    _hop_times.append(("execute", time.time()))
+    try:
+        return await _execute(self, *args, **kwargs)
+    finally:
+        _hop_times.append(("executed", time.time()))
+_self_run.SelfClient.execute = _timed_execute
 '''
 
 PHASES = ("endpoint in", "server -> kernel", "kernel, before the page", "kernel -> page -> kernel",
           "  kernel -> server (IOPub)", "  server -> page -> server (the page applies)",
-          "  server -> kernel (shell)", "kernel, after the page", "kernel -> server", "endpoint out", "whole call")
+          "  server -> kernel (shell)", "kernel, after the page", "kernel, before the run",
+          "the run (its execute request to its idle)", "kernel, after the run", "kernel -> server", "endpoint out",
+          "whole call")
 
 
 def _first(events: list[tuple[float, str]], name: str, after: float = 0.0) -> float | None:
@@ -143,7 +153,12 @@ def phases(t0: float, t1: float, events: list[tuple[float, str]]) -> dict[str, f
            "kernel -> server": got["answer read"] - got["answer"],  # type: ignore[operator]
            "endpoint out": t1 - got["answer read"], "whole call": t1 - t0}  # type: ignore[operator]
     ask, reply = _first(events, "page ask"), _first(events, "page reply")
-    if ask is None or reply is None:
+    execute, executed = _first(events, "execute"), _first(events, "executed")
+    if execute is not None and executed is not None:
+        out["kernel, before the run"] = execute - got["kernel in"]  # type: ignore[operator]
+        out["the run (its execute request to its idle)"] = executed - execute
+        out["kernel, after the run"] = got["answer"] - executed  # type: ignore[operator]
+    elif ask is None or reply is None:
         out["kernel, before the page"] = got["answer"] - got["kernel in"]  # type: ignore[operator]
     else:
         out["kernel, before the page"] = ask - got["kernel in"]  # type: ignore[operator]
@@ -182,7 +197,9 @@ def measure(repeat: int, settle: float) -> tuple[dict[str, dict[str, list[float]
             "list_notebooks": lambda i: ours.rpc("tools/call", {"name": "list_notebooks", "arguments": {}}),
             "list_variables": lambda i: ours.call("list_variables"),
             "replace": lambda i: ours.call("replace_cell", cell_id=ours.last, source=f"hop_{i} = 2"),
-            "insert": lambda i: ours.call("insert_cell", after_cell_id="c2", cell_type="code", source=f"hop_{i} = 1"),
+            "insert": lambda i: setattr(ours, "fresh", _inserted(ours.call(
+                "insert_cell", after_cell_id="c2", cell_type="code", source=f"1 + 1  # hop_{i}"))),
+            "run": lambda i: ours.call("run_cell", cell_id=ours.fresh),
         }
         assert theirs is not None
         yours = {
@@ -241,7 +258,7 @@ def main() -> None:
     split, theirs = measure(args.repeat, args.settle)
     print(f"load average after: {os.getloadavg()}")
     print(f"{CELLS} cells; median ms of {args.repeat} calls each")
-    for op in ("replace", "insert", "list_variables"):
+    for op in ("replace", "insert", "run", "list_variables"):
         print(f"ours: {op}")
         for name in PHASES:
             if split.get(op, {}).get(name):
