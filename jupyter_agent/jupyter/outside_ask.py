@@ -89,8 +89,8 @@ class BackgroundAsk:
         """The ask is settled: take the page's notification away (without waiting: this may
         run while the ask's task is being cancelled)."""
         try:
-            task = asyncio.get_event_loop().create_task(self._end())
-        except RuntimeError:  # the kernel's loop is closed: the page drops it with the kernel
+            task = asyncio.get_running_loop().create_task(self._end())
+        except RuntimeError:  # no loop runs (the kernel is going down): the page drops it with the kernel
             log.debug("no loop to end an ask's notification")
             return
         _ENDING.add(task)
