@@ -109,8 +109,11 @@ class NotebookBridge implements IDisposable {
     this.asks.clear();
   }
 
+  /** A restart from the page says `restarting`, a crash `autorestarting` or `dead`. A restart
+   * through the server's API says nothing to the page; the fresh kernel's first status,
+   * `starting`, may reach it (not always, measured: docs/mcp-server.md, "Not yet"). */
   private onStatus(_: unknown, status: string): void {
-    if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
+    if (status === 'restarting' || status === 'autorestarting' || status === 'starting' || status === 'dead') {
       this.asks.clear();
     }
   }

@@ -4,7 +4,8 @@ notebook, so the card would wait unseen; the page shows a JupyterLab notificatio
 client (its markup as text), what it asks and in which notebook; its button brings the notebook
 to the front, where the card shows under it; Allow carries the call out and the notification is
 gone. An ask answered after the user switched by the notebook's tab (not the button) takes its
-notification away too. Screenshots in light and dark.
+notification away too, and so does a restart of the kernel (from the page) under a waiting ask.
+Screenshots in light and dark.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from .lab import HAVE_BROWSER, menu, require_browser, run_and_wait, screenshot, wait_idle, wait_theme, \
-    write_notebook
+from .lab import HAVE_BROWSER, menu, require_browser, restart_from_page, run_and_wait, screenshot, wait_idle, \
+    wait_theme, write_notebook
 from .test_mcp_server_browser import CLIENT, OutsideClient, text_of
 
 require_browser()
@@ -118,4 +119,20 @@ def test_an_ask_about_a_background_notebook_is_a_notification(lab, page_of, outs
     denied = pending.result(60)
     assert denied.is_error and "Keep b." in text_of(denied)
     page.locator(TOAST, has_text="an outside agent (MCP)").wait_for(state="detached", timeout=30000)
+    assert shown_sources(page)[1] == "b = 1"
+
+    # Once more from the background; the user switches by the tab and restarts the kernel under
+    # the waiting ask: the kernel cannot end its ask, the page drops the notification itself.
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tabLabel", has_text="front.ipynb").click()
+    page.locator(f"{SHOWN} .jp-AgentNotebookApprovals").wait_for(state="hidden", timeout=30000)
+    assert not outside.now("read_cells", path).is_error
+    pending = outside.call("replace_cell", {**path, "cell_id": "setb", "source": "b = 2"})
+    toast.wait_for(timeout=60000)
+    assert "asks to replace a cell in back.ipynb" in toast.inner_text()
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tabLabel", has_text="back.ipynb").click()
+    card.wait_for(timeout=60000)
+    page.locator(f"{SHOWN} .jp-InputPrompt").first.click()
+    restart_from_page(page)
+    page.locator(TOAST, has_text="an outside agent (MCP)").wait_for(state="detached", timeout=60000)
+    assert pending.result(60).is_error  # the call learns of the restart
     assert shown_sources(page)[1] == "b = 1"
