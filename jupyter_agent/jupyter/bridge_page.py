@@ -62,6 +62,9 @@ class Page:
     source_changes: int = 0
     #: the page shows runs the kernel makes itself (``show_run``; ``jupyter/self_run.py``)
     kernel_runs: bool = False
+    #: the page shows an outside agent's ask about its notebook in the background as a notification
+    #: (``ask`` / ``ask_end``; ``outside_ask.py``)
+    asks: bool = False
     #: changes of the page's document this kernel knows of: notices, and the replies of
     #: requests that changed it (each reply carries the count as ``CHANGES_SEEN``)
     changes: int = 0

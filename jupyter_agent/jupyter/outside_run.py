@@ -36,10 +36,13 @@ log = logging.getLogger(__name__)
 _ids = itertools.count(1)
 
 #: An ask with nobody to see it: the approval cards of outside calls show under the notebook and
-#: in the side panel, both fed by the side panel's comm, which follows the page's current notebook.
+#: in the side panel, both fed by the side panel's comm, which follows the page's current notebook;
+#: a page showing the notebook in the background is told instead (``outside_ask.py``), unless it
+#: is an older page, or none shows it.
 NO_PANEL = ("This call needs the user's approval, and no JupyterLab page with jupyter-agent follows this "
             "notebook's kernel to ask in (its side panel follows the notebook that is current in the page). "
-            "Ask the user to bring the notebook to the front in JupyterLab, then retry. Nothing was changed.")
+            "Ask the user to bring the notebook to the front in JupyterLab (or to reload its page, if the page "
+            "could not be told: an older jupyter-agent), then retry. Nothing was changed.")
 
 
 def asker_note(client: str) -> str:
@@ -136,7 +139,10 @@ class OutsideRun:
             if progress is not None and isinstance(event, ToolProgress) and isinstance(event.data, str):
                 progress(event.data)
 
-        env = ToolRunEnv(tools_by_name=by_name, context=self.context, can_use_tool=self._ask, emit=emit)
+        async def ask(tool_name: str, tool_input: dict[str, Any], ask: PermissionAsk) -> Any:
+            return await self._ask(tool_name, tool_input, ask, page)
+
+        env = ToolRunEnv(tools_by_name=by_name, context=self.context, can_use_tool=ask, emit=emit)
         self._calls += 1
         if page:
             self._pages[tool_use_id] = page
@@ -174,15 +180,26 @@ class OutsideRun:
         return await self.call_tool("NotebookRestart", {"notebook_path": key}, page=page,
                                     tools=[RestartApproval(names)])
 
-    async def _ask(self, tool_name: str, tool_input: dict[str, Any], ask: PermissionAsk) -> Any:
+    async def _ask(self, tool_name: str, tool_input: dict[str, Any], ask: PermissionAsk, page: str = "") -> Any:
         """The broker's card, saying who asks (the question's end: the code after it stays
-        exactly what will run)."""
+        exactly what will run). With no side panel following this kernel, the page that shows
+        the notebook (``page``, in the background) is told by a notification until the ask is
+        settled (``outside_ask.py``); with no such page, the call is refused."""
+        notice = None
         hub = getattr(self.session, "panel_hub", None)
         if hub is None or not hub.comms:
-            return PermissionDeny(NO_PANEL)
+            from .outside_ask import BackgroundAsk
+
+            notice = await BackgroundAsk.show(page, self.client, tool_name, tool_input)
+            if notice is None:
+                return PermissionDeny(NO_PANEL)
         question, code = ask_parts(ask.message)
         message = f"{question} {asker_note(self.client)}" + (CONTENT_FOLLOWS + code if code else "")
-        return await self.broker.can_use_tool(tool_name, tool_input, replace(ask, message=message))
+        try:
+            return await self.broker.can_use_tool(tool_name, tool_input, replace(ask, message=message))
+        finally:
+            if notice is not None:
+                notice.end()
 
     def __repr__(self) -> str:
         return redact(f"<OutsideRun {self.client!r} changes={len(self.changes.changes())}>")

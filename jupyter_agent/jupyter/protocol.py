@@ -25,8 +25,11 @@ BRIDGE_TARGET = "jupyter_agent.bridge"
 #: Bumped on any incompatible change; each side refuses the other's messages of another
 #: version with code ``version`` and tells the user to reload the page or reinstall.
 BRIDGE_VERSION = 2
-#: Operations the page answers.
-BRIDGE_OPS = ("hello", "version", "read", "insert", "replace", "delete", "run", "restore", "show_run")
+#: Operations the page answers. ``ask`` and ``ask_end`` (``ask_id``): an outside agent's call waits for
+#: the user's approval on a notebook the page shows in the background (``outside_ask.py``): the page
+#: shows a notification until ``ask_end``; only a page whose hello says ``asks: true`` is sent them.
+BRIDGE_OPS = ("hello", "version", "read", "insert", "replace", "delete", "run", "restore", "show_run", "ask",
+              "ask_end")
 #: The size one bridge message may have, in bytes of its JSON: well under the 10 MiB a
 #: Tornado websocket accepts (a larger message closes the page's kernel connection).
 BRIDGE_MAX_MESSAGE_BYTES = 4 * 1024 * 1024

@@ -22,6 +22,9 @@
  * cell; the page shows it there and replies once it has (its hello says `kernel_runs: true`).
  * Each output is cut to BRIDGE_MAX_OUTPUT_CHARS, and all of
  * them to BRIDGE_MAX_READ_OUTPUT_CHARS, with a note of what was left out.
+ * `ask` (`ask_id`, `asker`, `what`): an outside agent's call waits for the user's approval on
+ * this page's notebook while it is not the current one; the page shows a notification until
+ * `ask_end` (`ask_id`) (bridgeAsks.ts; its hello says `asks: true`).
  * `run` takes `timeout_s`: past it the page interrupts the kernel and replies with status
  * "timeout".
  * `ms` is how long the page spent answering and `at` the wall-clock times (ms) it received
@@ -46,7 +49,9 @@ export const BRIDGE_OPS = [
   'delete',
   'run',
   'restore',
-  'show_run'
+  'show_run',
+  'ask',
+  'ask_end'
 ] as const;
 export type Op = (typeof BRIDGE_OPS)[number];
 
