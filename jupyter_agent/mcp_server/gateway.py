@@ -18,8 +18,10 @@ its header (``header.session``), new in each kernel process (ipykernel's ``Sessi
 IOPub (a kernel publishes one for every request; the gateway's own notices, a rate limit's
 stderr or a ``restarting`` status, carry the gateway's session and are not counted), and
 :attr:`GatewayChannels.restarts` counts its changes: that count is the kernel's epoch
-(``kernel_link.kernel_epoch``). A closed websocket (the gateway culled or shut down the
-kernel, or stopped) is :attr:`GatewayChannels.lost`, and the calls waiting on it fail at once.
+(``kernel_link.kernel_epoch``). A closed websocket (the gateway stopped, or dropped the
+connection) is :attr:`GatewayChannels.lost`, and the calls waiting on it fail at once. (A kernel
+the gateway culls or deletes leaves the websocket open and silent: ``kernel_link``'s check that
+the kernel lives, which asks the gateway, tells that one: :data:`GONE`.)
 """
 
 from __future__ import annotations
@@ -39,10 +41,10 @@ log = logging.getLogger(__name__)
 #: Seconds to wait for the gateway to accept the websocket.
 CONNECT_TIMEOUT_S = 60.0
 
-LOST = ("The connection to the notebook's kernel on the gateway closed while the call waited: the gateway shut the "
-        "kernel down (culled for being idle, deleted) or stopped. Its variables, and the outside agent's run to "
-        "undo, are gone; nothing started a new kernel. Start or restart the notebook's kernel in JupyterLab, run "
-        "%load_ext jupyter_agent in it, call read_cells, then retry.")
+LOST = ("The connection to the notebook's kernel on the gateway closed while the call waited (the gateway stopped, "
+        "or dropped the connection): the call's answer is lost, and the kernel, its variables and the outside "
+        "agent's run to undo may be gone too; nothing started a new kernel. Check the notebook's kernel in "
+        "JupyterLab (if it is gone, restart it and run %load_ext jupyter_agent in it), call read_cells, then retry.")
 GONE = ("The gateway no longer has the notebook's kernel (it culled it for being idle, or someone shut it down) "
         "while the call waited: its variables, and the outside agent's run to undo, are gone; nothing started a new "
         "kernel. Start or restart the notebook's kernel in JupyterLab, run %load_ext jupyter_agent in it, call "

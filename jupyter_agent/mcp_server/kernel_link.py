@@ -167,12 +167,12 @@ class KernelComms:
 
     async def connect(self) -> None:
         """Wait until iopub carries this client's messages (a kernel_info request's status)."""
-        if self._connected:
+        if self._connected and not self.lost:
             return
         loop = asyncio.get_event_loop()
         deadline = loop.time() + READY_TIMEOUT_S
         while loop.time() < deadline:
-            if self.lost:
+            if self.lost:  # (a gateway's websocket closed, or never opened: gateway.py)
                 raise OutsideError(self.lost)
             msg_id = self.client.kernel_info()
             future = self.ready[msg_id] = loop.create_future()
