@@ -3,10 +3,11 @@ a real Jupyter Kernel Gateway (``--GatewayClient.url``, ``gateway.py``), the ``m
 client over streamable HTTP, the page in real Chromium. The endpoint reaches the kernel over
 a websocket to the gateway (``jupyter_agent/mcp_server/gateway.py``): reads, the variables,
 an insert shown live after Allow and undone in one step, a run's outputs, an interrupt, a
-restart asked for and allowed (the page back on the fresh kernel); a restart by the gateway
-itself under a waiting call is told as a restart (the kernel's session id stands for the pid
-a gateway does not give), and a kernel the gateway shut down under a waiting call is a clear
-error, with no new kernel started.
+restart asked for and allowed (the fresh kernel's variables; the page back on it, or the answer
+saying it is not: docs/mcp-server.md, "Kernels on a gateway"); a restart by the gateway itself
+under a waiting call is told as a restart (the kernel's session id stands for the pid a gateway
+does not give), and a kernel the gateway shut down under a waiting call is a clear error, with
+no new kernel started.
 """
 
 from __future__ import annotations
