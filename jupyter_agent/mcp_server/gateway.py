@@ -16,7 +16,8 @@ starts under the same id. What does: the session id every message of the kernel 
 its header (``header.session``), new in each kernel process (ipykernel's ``Session``).
 :attr:`GatewayChannels.kernel_session` is the one of the last ``status`` message seen on
 IOPub (a kernel publishes one for every request; the gateway's own notices, a rate limit's
-stderr or a ``restarting`` status, carry the gateway's session and are not counted), and
+stderr or a ``restarting`` status, carry the gateway's session and are not counted) or of the
+kernel's answer to :meth:`GatewayChannels.ping` (asked while a call waits), and
 :attr:`GatewayChannels.restarts` counts its changes: that count is the kernel's epoch
 (``kernel_link.kernel_epoch``). A closed websocket (the gateway stopped, or dropped the
 connection) is :attr:`GatewayChannels.lost`, and the calls waiting on it fail at once. (A kernel
@@ -155,18 +156,31 @@ class GatewayChannels:
 
     def _received(self, message: str | bytes) -> None:
         msg = _decode(message)
-        if msg.get("channel") != "iopub":
+        channel, header = msg.get("channel"), msg.get("header") or {}
+        if channel == "control" and header.get("msg_type") == "kernel_info_reply":
+            self._saw_session(header)  # (the answer to ping(): the kernel's own)
+        if channel != "iopub":
             return  # (replies on shell: the calls' answers come as comm messages on IOPub)
-        header = msg.get("header") or {}
         if header.get("msg_type") == "status" and (msg.get("content") or {}).get("execution_state") in (
                 "busy", "idle", "starting"):
-            session = str(header.get("session") or "")
-            if session and session != self.kernel_session:
-                if self.kernel_session is not None:
-                    self.restarts += 1
-                    log.info("the gateway's kernel %s restarted (a new kernel session)", self.kernel_id)
-                self.kernel_session = session
+            self._saw_session(header)
         self._iopub.put_nowait(msg)
+
+    def _saw_session(self, header: dict[str, Any]) -> None:
+        session = str(header.get("session") or "")
+        if session and session != self.kernel_session:
+            if self.kernel_session is not None:
+                self.restarts += 1
+                log.info("the gateway's kernel %s restarted (a new kernel session)", self.kernel_id)
+            self.kernel_session = session
+
+    def ping(self) -> None:
+        """Ask the kernel for its session on the control channel (answered while a cell runs): a
+        quiet kernel the gateway restarted sends nothing on IOPub this connection is sure to see
+        (the new process's first messages may go before the gateway's subscription to it is
+        back), so the check that a waiting call's kernel lives asks. The reply is counted when it
+        comes (the next check sees it)."""
+        self.send({**self.session.msg("kernel_info_request", {}), "channel": "control"})
 
     def send(self, msg: dict[str, Any]) -> None:
         text = json.dumps(msg, default=json_default)

@@ -267,6 +267,8 @@ class ServerBackend:
         async def alive() -> None:
             if comms.lost:
                 raise OutsideError(comms.lost)
+            if isinstance(comms.client, GatewayChannels):
+                comms.client.ping()  # (its answer tells a restart: the gateway gives no pid)
             gone = GONE if isinstance(comms.client, GatewayChannels) else DIED  # (a gateway's: no restarter here)
             if kernel_id not in manager:
                 raise OutsideError(gone)
