@@ -7,7 +7,8 @@ the call as data; the kernel's one ``comm_msg`` is the answer. Its ``comm_close`
 answer means the kernel has no such target (jupyter-agent not loaded there). A kernel that
 restarts (its iopub says ``starting``) or dies while a call waits fails the call with a
 clear error: the kernel's state, and the run being undone, are gone, and a new kernel is
-never used silently.
+never used silently. A kernel on a gateway (``--GatewayClient.url``) is reached over a
+websocket to the gateway instead (``gateway.py``), its restarts told by its session id.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .gateway import GONE, GatewayChannels, is_gateway_kernel
 from .protocol import RUN_TAG_PREFIX, TARGET, VERSION, comm_of_run
 from .runs import DEFAULT_WAIT_S, MAX_WAIT_S, RunHandle, RunRegistry, RunState, status_reply, still_running
 from .tools import OutsideError
@@ -47,8 +49,11 @@ DIED = ("The notebook's kernel stopped (it died, or is restarting) while the cal
         "call read_cells, then retry.")
 
 
-def kernel_epoch(kernel: Any) -> Any:
-    """What tells this kernel process from the next one a restart starts under the same id."""
+def kernel_epoch(kernel: Any, comms: KernelComms | None = None) -> Any:
+    """What tells this kernel process from the next one a restart starts under the same id:
+    its pid; a gateway's kernel (no pid here), how many new kernel sessions ``comms`` saw."""
+    if comms is not None and isinstance(comms.client, GatewayChannels):
+        return comms.client.restarts
     return getattr(getattr(kernel, "provisioner", None), "pid", None)
 
 
@@ -57,7 +62,8 @@ class KernelComms:
 
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
-        self.client = kernel.client()
+        # (a gateway's kernel: a websocket to the gateway, whose loss fails the waiting calls)
+        self.client = GatewayChannels(kernel, self.fail_all) if is_gateway_kernel(kernel) else kernel.client()
         self.client.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=False)
         self.waiting: dict[str, asyncio.Future[tuple[str, Any]]] = {}
         #: comm id -> what a call's progress messages go to
@@ -148,6 +154,12 @@ class KernelComms:
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
+    @property
+    def lost(self) -> str | None:
+        """Why this client's connection to its kernel is gone for good (a gateway's websocket
+        closed), else None."""
+        return self.client.lost if isinstance(self.client, GatewayChannels) else None
+
     def fail_all(self, why: str) -> None:
         for future in self.waiting.values():
             if not future.done():
@@ -155,11 +167,13 @@ class KernelComms:
 
     async def connect(self) -> None:
         """Wait until iopub carries this client's messages (a kernel_info request's status)."""
-        if self._connected:
+        if self._connected and not self.lost:
             return
         loop = asyncio.get_event_loop()
         deadline = loop.time() + READY_TIMEOUT_S
         while loop.time() < deadline:
+            if self.lost:  # (a gateway's websocket closed, or never opened: gateway.py)
+                raise OutsideError(self.lost)
             msg_id = self.client.kernel_info()
             future = self.ready[msg_id] = loop.create_future()
             try:
@@ -243,20 +257,27 @@ class ServerBackend:
         if kernel_id not in manager:
             raise OutsideError(f"The kernel of {path} is gone: start one in JupyterLab, then retry.")
         comms = self.comms.get(kernel_id)
-        if comms is None or comms.kernel is not manager.get_kernel(kernel_id):
+        if comms is None or comms.kernel is not manager.get_kernel(kernel_id) or comms.lost:
+            if comms is not None:
+                comms.close()
             comms = self.comms[kernel_id] = KernelComms(manager.get_kernel(kernel_id))
 
-        epoch = kernel_epoch(manager.get_kernel(kernel_id))
+        epoch = kernel_epoch(manager.get_kernel(kernel_id), comms)
 
         async def alive() -> None:
+            if comms.lost:
+                raise OutsideError(comms.lost)
+            if isinstance(comms.client, GatewayChannels):
+                comms.client.ping()  # (its answer tells a restart: the gateway gives no pid)
+            gone = GONE if isinstance(comms.client, GatewayChannels) else DIED  # (a gateway's: no restarter here)
             if kernel_id not in manager:
-                raise OutsideError(DIED)
+                raise OutsideError(gone)
             kernel = manager.get_kernel(kernel_id)
-            if kernel_epoch(kernel) != epoch:
+            if kernel_epoch(kernel, comms) != epoch:
                 raise OutsideError(RESTARTED)
             result = kernel.is_alive()
             if not (await result if asyncio.iscoroutine(result) else result):
-                raise OutsideError(DIED)
+                raise OutsideError(gone)
 
         return session, kernel_id, comms, alive
 
@@ -388,7 +409,8 @@ class ServerBackend:
         root = Path(getattr(self.app, "root_dir", ".") or ".")
         exists = (root / path.lstrip("/")).is_file() if ".." not in Path(path).parts else False
         if exists:
-            return (f"{path} is not open in JupyterLab (no kernel session): open it, run %load_ext jupyter_agent in "
+            return (f"{path} is not open in JupyterLab (no kernel session), or its kernel was shut down (a gateway "
+                    "culls idle kernels): open it, or start its kernel (Kernel menu), run %load_ext jupyter_agent in "
                     "it, then retry. list_notebooks shows the open notebooks.")
         return f"No notebook {path!r} in this Jupyter server. list_notebooks shows the open notebooks."
 

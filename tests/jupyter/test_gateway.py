@@ -10,91 +10,28 @@ reaches the open notebook through the page; nothing of it is written on the kern
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from jupyter_agent.testing import response, text, tool_use
-from tests.programs import stop_process
 
-from .lab import (HAVE_BROWSER, allow_the_insert_then_the_run, free_port, require_browser, save, screenshot,
-                  wait_for_end, write_notebook)
+from .gateway import gateway_lab, kernel_gateway
+from .lab import HAVE_BROWSER, allow_the_insert_then_the_run, require_browser, save, screenshot, wait_for_end, \
+    write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
 
-#: What the notebook server sends to the gateway with each kernel start, and the gateway passes on
-#: (a list option takes one name per flag on the command line).
-PASSED = "ANTHROPIC_API_KEY,ANTHROPIC_BASE_URL"
-#: What the gateway's kernels inherit from the gateway's own environment: the test's
-#: private Jupyter and IPython folders (nothing else of the gateway's environment).
-INHERITED = "IPYTHONDIR,JUPYTER_CONFIG_DIR,JUPYTER_DATA_DIR,JUPYTER_RUNTIME_DIR,PYDEVD_DISABLE_FILE_VALIDATION"
-
-
-class KernelGateway:
-    """``jupyter kernelgateway`` in its own folder, on a free port, with no Anthropic variable
-    of its own."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder / "kernel-host"
-        self.folder.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "JUPYTER_AGENT_", "JPY_"))}
-        for name in ("ipython", "config", "data", "runtime"):
-            (folder / name).mkdir()
-        env.update(IPYTHONDIR=str(folder / "ipython"), JUPYTER_CONFIG_DIR=str(folder / "config"),
-                   JUPYTER_DATA_DIR=str(folder / "data"), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
-                   PYDEVD_DISABLE_FILE_VALIDATION="1")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = folder / "gateway.log"
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kernel_gateway", "--KernelGatewayApp.ip=127.0.0.1",
-             f"--KernelGatewayApp.port={self.port}", "--JupyterWebsocketPersonality.list_kernels=True",
-             *(f"--JupyterWebsocketPersonality.env_whitelist={name}" for name in PASSED.split(",")),
-             *(f"--KernelGatewayApp.env_process_whitelist={name}" for name in INHERITED.split(","))],
-            cwd=self.folder, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                with urllib.request.urlopen(f"{self.url}/api", timeout=5):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        self.close()
-        raise RuntimeError(f"the kernel gateway did not answer: {self.log_path.read_text(errors='replace')[-3000:]}")
-
-    def kernels(self) -> list[dict]:
-        with urllib.request.urlopen(f"{self.url}/api/kernels", timeout=30) as r:
-            return json.loads(r.read())
-
-    def close(self) -> None:
-        stop_process(self.proc)
-        self.log.close()
-
-
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    server = KernelGateway(tmp_path_factory.mktemp("gateway"))
-    yield server
-    server.close()
+    yield from kernel_gateway(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def lab(api, gateway, tmp_path_factory):
-    """JupyterLab whose kernels are the gateway's; its own environment has the key."""
-    from .lab import Lab
-
-    server = Lab(tmp_path_factory.mktemp("lab"), api.env(), server_args=[
-        f"--GatewayClient.url={gateway.url}", f"--GatewayClient.allowed_envs={PASSED}"])
-    yield server
-    server.close()
+    yield from gateway_lab(api, gateway, tmp_path_factory)
 
 
 def _notebooks_on(folder: Path) -> list[Path]:
