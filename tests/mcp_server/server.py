@@ -92,6 +92,30 @@ class Server:
         finally:
             client.stop_channels()
 
+    def run_until(self, kernel_id: str, code: str, stop: Any) -> None:
+        """Run ``code`` in the kernel until its reply comes or ``stop`` (a threading.Event) is
+        set: a cell the kernel's restart cuts off never replies, and its client must not wait
+        for it (a thread of the test's; a client of its own, as :meth:`execute`)."""
+        import queue
+
+        from jupyter_client import BlockingKernelClient
+
+        client = BlockingKernelClient(connection_file=str(self.runtime / f"kernel-{kernel_id}.json"))
+        client.load_connection_file()
+        client.start_channels(hb=False)
+        try:
+            client.wait_for_ready(timeout=120)
+            msg_id = client.execute(code)
+            while not stop.is_set():
+                try:
+                    reply = client.get_shell_msg(timeout=0.2)
+                except queue.Empty:
+                    continue
+                if (reply.get("parent_header") or {}).get("msg_id") == msg_id:
+                    return
+        finally:
+            client.stop_channels()
+
     def close(self) -> None:
         try:
             for k in self.api("/api/kernels"):
