@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import struct
 from typing import Any
 from collections.abc import Callable
 
@@ -204,12 +203,10 @@ class GatewayChannels:
 
 
 def _decode(message: str | bytes) -> dict[str, Any]:
-    """A message of the gateway's websocket (no subprotocol: JSON text; with binary buffers:
-    their count, their offsets, then the JSON and the buffers, which are left out here)."""
+    """A message of the gateway's websocket (no subprotocol: JSON text; with binary buffers,
+    jupyter_server's binary framing, read by its own function)."""
     if isinstance(message, str):
         return dict(json.loads(message))
-    count = struct.unpack("!I", message[:4])[0]
-    offsets = struct.unpack(f"!{count}I", message[4:4 + 4 * count])
-    end = offsets[1] if count > 1 else len(message)
-    return dict(json.loads(message[offsets[0]:end].decode("utf8")))
+    from jupyter_server.services.kernels.connection.base import deserialize_binary_message
 
+    return dict(deserialize_binary_message(message))
