@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.programs import stop_process
 
 from .lab import free_port
@@ -85,16 +87,19 @@ class KernelGateway:
         self.log.close()
 
 
-def kernel_gateway(tmp_path_factory: Any) -> Iterator[KernelGateway]:
-    """A module's ``gateway`` fixture: ``yield from kernel_gateway(tmp_path_factory)``."""
+@pytest.fixture(scope="module", name="gateway")
+def gateway_fixture(tmp_path_factory: Any) -> Iterator[KernelGateway]:
+    """``gateway``: a real Kernel Gateway for the module (import this fixture into a test module)."""
     server = KernelGateway(tmp_path_factory.mktemp("gateway"))
     yield server
     server.close()
 
 
-def gateway_lab(api: Any, gateway: KernelGateway, tmp_path_factory: Any) -> Iterator[Any]:
-    """A module's ``lab`` fixture: JupyterLab whose kernels are the gateway's; its own
-    environment has the key (``yield from gateway_lab(api, gateway, tmp_path_factory)``)."""
+@pytest.fixture(scope="module", name="lab")
+def gateway_lab_fixture(api: Any, gateway: KernelGateway, tmp_path_factory: Any) -> Iterator[Any]:
+    """``lab``: JupyterLab whose kernels are the gateway's; its own environment has the key
+    (import this fixture, with ``gateway_fixture``, into a test module: it stands for
+    the ``lab`` of tests/jupyter/conftest.py there)."""
     from .lab import Lab
 
     server = Lab(tmp_path_factory.mktemp("lab"), api.env(), server_args=[

@@ -17,21 +17,12 @@ import pytest
 
 from jupyter_agent.testing import response, text, tool_use
 
-from .gateway import gateway_lab, kernel_gateway
+from .gateway import gateway_fixture, gateway_lab_fixture  # noqa: F401 (the module's gateway and lab)
 from .lab import HAVE_BROWSER, allow_the_insert_then_the_run, require_browser, save, screenshot, wait_for_end, \
     write_notebook
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory):
-    yield from kernel_gateway(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def lab(api, gateway, tmp_path_factory):
-    yield from gateway_lab(api, gateway, tmp_path_factory)
 
 
 def _notebooks_on(folder: Path) -> list[Path]:

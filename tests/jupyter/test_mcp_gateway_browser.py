@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .gateway import gateway_lab, kernel_gateway
+from .gateway import gateway_fixture, gateway_lab_fixture  # noqa: F401 (the module's gateway and lab)
 from .lab import HAVE_BROWSER, cell, cell_sources, require_browser, run_and_wait, wait_cell_count, write_notebook
 from .test_mcp_runs_browser import poll, run_id_of
 from .test_mcp_server_browser import PANEL, OutsideClient, text_of
@@ -27,16 +27,6 @@ pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, play
 
 NEW = "print(x + 1)"
 LOOP = "n = 0\nwhile True:\n    n += 1"
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory):
-    yield from kernel_gateway(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def lab(api, gateway, tmp_path_factory):
-    yield from gateway_lab(api, gateway, tmp_path_factory)
 
 
 def open_with_panel(lab: Any, gateway: Any, page_of: Any, name: str) -> tuple[Any, Any, str]:
@@ -150,6 +140,18 @@ def test_restart_kernel_on_a_gateway(lab, gateway, page_of):
         outside.close()
 
 
+def insert_waiting(outside: Any, lab: Any, gateway: Any, page_of: Any, name: str, after: str,
+                   source: str) -> tuple[Any, str, dict[str, str], Any]:
+    """The notebook open with the panel, read by ``outside``, and an insert of ``source`` after
+    cell ``after`` waiting on its card: the page, the kernel's id, the path argument, the call."""
+    page, _, kernel_id = open_with_panel(lab, gateway, page_of, name)
+    path = {"notebook_path": name}
+    assert not outside.now("read_cells", path).is_error
+    waiting = outside.call("insert_cell", {**path, "after_cell_id": after, "cell_type": "code", "source": source})
+    card(page, source)
+    return page, kernel_id, path, waiting
+
+
 @pytest.mark.timeout(300)
 def test_a_restart_or_a_cull_by_the_gateway_under_a_waiting_call(lab, gateway, page_of):
     """The gateway restarts the kernel (not the notebook server: its auto-restart, another of
@@ -161,12 +163,8 @@ def test_a_restart_or_a_cull_by_the_gateway_under_a_waiting_call(lab, gateway, p
     write_notebook(lab.root / "gwc.ipynb", ["%load_ext jupyter_agent", "c = 1"], ids=["load", "setc"])
     outside = OutsideClient(f"{lab.url}/jupyter-agent/mcp", name="gw-waiter")
     try:
-        page, _, kernel_id = open_with_panel(lab, gateway, page_of, "gwa.ipynb")
-        path = {"notebook_path": "gwa.ipynb"}
-        assert not outside.now("read_cells", path).is_error
-        waiting = outside.call("insert_cell", {**path, "after_cell_id": "seta", "cell_type": "code",
-                                               "source": "never = 1"})
-        card(page, "never = 1")
+        page, kernel_id, path, waiting = insert_waiting(outside, lab, gateway, page_of, "gwa.ipynb", "seta",
+                                                        "never = 1")
         gateway.restart(kernel_id)
         failed = waiting.result(60)
         assert failed.is_error and "restarted while the call waited" in text_of(failed), text_of(failed)
@@ -174,12 +172,8 @@ def test_a_restart_or_a_cull_by_the_gateway_under_a_waiting_call(lab, gateway, p
         assert fresh.is_error and "%load_ext jupyter_agent" in text_of(fresh), text_of(fresh)
         assert len(cell_sources(page)) == 2
 
-        page, _, kernel_id = open_with_panel(lab, gateway, page_of, "gwc.ipynb")
-        path = {"notebook_path": "gwc.ipynb"}
-        assert not outside.now("read_cells", path).is_error
-        waiting = outside.call("insert_cell", {**path, "after_cell_id": "setc", "cell_type": "code",
-                                               "source": "never = 2"})
-        card(page, "never = 2")
+        page, kernel_id, path, waiting = insert_waiting(outside, lab, gateway, page_of, "gwc.ipynb", "setc",
+                                                        "never = 2")
         before = {k["id"] for k in gateway.kernels()}
         gateway.delete(kernel_id)
         failed = waiting.result(60)
