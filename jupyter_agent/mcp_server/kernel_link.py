@@ -263,13 +263,14 @@ class ServerBackend:
             comms = self.comms[kernel_id] = KernelComms(manager.get_kernel(kernel_id))
 
         epoch = kernel_epoch(manager.get_kernel(kernel_id), comms)
+        on_gateway = isinstance(comms.client, GatewayChannels)
+        gone = GONE if on_gateway else DIED  # (a gateway's kernel: no restarter of this server's)
 
         async def alive() -> None:
             if comms.lost:
                 raise OutsideError(comms.lost)
-            if isinstance(comms.client, GatewayChannels):
+            if on_gateway:
                 comms.client.ping()  # (its answer tells a restart: the gateway gives no pid)
-            gone = GONE if isinstance(comms.client, GatewayChannels) else DIED  # (a gateway's: no restarter here)
             if kernel_id not in manager:
                 raise OutsideError(gone)
             kernel = manager.get_kernel(kernel_id)
