@@ -153,7 +153,7 @@ class FakeMessagesAPI:
             while stopper.is_alive():
                 try:
                     socket.create_connection(("127.0.0.1", server.server_port), timeout=0.2).close()
-                except OSError:
+                except OSError:  # (it stopped listening: the loop ends as the stopper does)
                     pass
                 stopper.join(0.005)
             server.server_close()
@@ -162,7 +162,7 @@ class FakeMessagesAPI:
         for s in socks:
             try:
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
+            except OSError:  # (the client closed it already)
                 pass
 
     def __enter__(self) -> FakeMessagesAPI:
