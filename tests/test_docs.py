@@ -1,0 +1,57 @@
+"""The documentation: the site built from docs/ (Sphinx, MyST, the PyData theme) with
+warnings as errors, so a broken link or reference, a page in no table of contents or a
+reference page whose code moved fails here; and the README, short, with its Quick start
+and links that lead somewhere."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+@pytest.mark.timeout(300)  # ~4 s on a quiet machine
+def test_the_site_builds_with_no_warning(tmp_path):
+    out = tmp_path / "html"
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-n", "-q", "-b", "html",
+                           str(ROOT / "docs"), str(out), "-d", str(tmp_path / "doctrees")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # every Markdown page of docs/ is a page of the site (a new one left out of the toctree
+    # is already a warning), and the generated reference holds what the code says
+    for page in (ROOT / "docs").glob("*.md"):
+        assert (out / page.with_suffix(".html").name).is_file(), page.name
+    cli = (out / "reference" / "cli.html").read_text(encoding="utf-8")
+    assert "--permission-mode" in cli and "usage: jupyter agent run" in cli
+    magics = (out / "reference" / "magics.html").read_text(encoding="utf-8")
+    assert "usage: %%agent" in magics and "usage: %agent" in magics
+    config = (out / "reference" / "config.html").read_text(encoding="utf-8")
+    assert "AgentConfig.max_budget_usd" in config
+    api = (out / "reference" / "api.html").read_text(encoding="utf-8")
+    assert 'id="jupyter_agent.query"' in api and 'id="jupyter_agent.Conversation.send"' in api
+
+
+def test_the_readme_is_short_and_keeps_its_quick_start():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.encode()) < 12_000
+    quick = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert "./dev demo" in quick and "./dev test" in quick
+
+
+def test_every_link_of_the_readme_leads_to_a_file_of_the_repository():
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    local = [link.split("#")[0] for link in links if not link.startswith(("http://", "https://", "#"))]
+    assert local, "the README links into docs/"
+    missing = [link for link in local if not (ROOT / link).exists()]
+    assert not missing, missing
+    # the anchors of its own headings
+    headings = {re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-")
+                for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    assert {link[1:] for link in links if link.startswith("#")} <= headings
