@@ -55,3 +55,24 @@ def test_every_link_of_the_readme_leads_to_a_file_of_the_repository():
     headings = {re.sub(r"[^\w\- ]", "", h).strip().lower().replace(" ", "-")
                 for h in re.findall(r"^#+ (.+)$", text, re.M)}
     assert {link[1:] for link in links if link.startswith("#")} <= headings
+
+
+#: Names the architecture page uses for what is not a file: the policy file an administrator
+#: writes, and the module the design notes proposed and the code did without.
+NOT_FILES = {"jupyter_agent_policy.json", "streaming_executor.py"}
+
+
+def test_the_architecture_page_names_only_files_that_exist_and_every_part_of_the_package():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    files = [path.relative_to(ROOT).as_posix() for base in ("jupyter_agent", "labextension/src", "labextension/schema",
+                                                              "tests")
+             for path in (ROOT / base).rglob("*") if path.is_file()]
+    named = set(re.findall(r"(?<![\w.])([\w/]+\.(?:py|ts|json))\b", text)) - NOT_FILES
+    assert len(named) > 100
+    gone = sorted(name for name in named if not any(f == name or f.endswith("/" + name) for f in files))
+    assert not gone, f"docs/architecture.md names files that are not there: {gone}"
+    package = ROOT / "jupyter_agent"
+    parts = [p.name.removesuffix(".py") for p in package.iterdir()
+             if p.name != "__init__.py" and (p.suffix == ".py" or (p / "__init__.py").exists())]
+    unnamed = sorted(part for part in parts if not re.search(rf"(?<!\w){re.escape(part)}(/|\.py)", text))
+    assert not unnamed, f"parts of jupyter_agent/ that docs/architecture.md does not place: {unnamed}"

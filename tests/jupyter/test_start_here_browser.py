@@ -61,6 +61,8 @@ def test_the_start_here_try_it_cells_insert_and_run_a_cell_in_the_open_notebook(
     approval.wait_for(timeout=60000)
     assert approval.locator(".jp-AgentPanel-add", has_text="len(values)").count() == 1
     assert "this replays fix_error.json" in panel.inner_text()
+    cell(page, error).scroll_into_view_if_needed()
+    docs_screenshot(page, "fix-with-agent")  # docs/side-panel.md's picture
     approval.get_by_role("button", name="Allow", exact=True).click()
     panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun").get_by_role(
         "button", name="Allow", exact=True).click()
