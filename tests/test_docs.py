@@ -28,13 +28,25 @@ def test_the_site_builds_with_no_warning(tmp_path):
     for page in (ROOT / "docs").glob("*.md"):
         assert (out / page.with_suffix(".html").name).is_file(), page.name
     cli = (out / "reference" / "cli.html").read_text(encoding="utf-8")
-    assert "--permission-mode" in cli and "usage: jupyter agent run" in cli
+    assert "--permission-mode" in cli
+    for command in subcommands():  # a new sub-command gets its section in docs/reference/cli.md
+        assert f"usage: jupyter agent {command}" in cli, command
     magics = (out / "reference" / "magics.html").read_text(encoding="utf-8")
     assert "usage: %%agent" in magics and "usage: %agent" in magics
     config = (out / "reference" / "config.html").read_text(encoding="utf-8")
     assert "AgentConfig.max_budget_usd" in config
     api = (out / "reference" / "api.html").read_text(encoding="utf-8")
     assert 'id="jupyter_agent.query"' in api and 'id="jupyter_agent.Conversation.send"' in api
+
+
+def subcommands() -> list[str]:
+    """The sub-commands of ``jupyter agent``, from its parser."""
+    import argparse
+
+    from jupyter_agent.cli import build_parser
+
+    return [name for action in build_parser()._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices]
 
 
 def test_the_readme_is_short_and_keeps_its_quick_start():
