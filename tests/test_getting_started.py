@@ -121,3 +121,40 @@ def _text(outputs: list) -> str:
         elif output.output_type in ("execute_result", "display_data"):
             parts.append(output.data.get("text/markdown", "") + output.data.get("text/plain", ""))
     return "\n".join(parts)
+
+
+def section_blocks(page: Path, heading: str) -> list[tuple[str, str]]:
+    """The fenced blocks of one section of ``page``: from ``heading`` to the next heading."""
+    text = page.read_text(encoding="utf-8")
+    start = text.index(heading)
+    end = re.compile(r"^#{1,6} ", re.M).search(text, start + len(heading))
+    part = text[start:end.start() if end else len(text)]
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(part)]
+
+
+def test_the_local_server_cells_of_the_providers_page_reach_that_server(jupyter_dirs, tmp_path):
+    """docs/providers.md's notebook set-up for Ollama, run in a real kernel with the fake API
+    answering as a local server does (no caching fields, no count_tokens) at the address the
+    cell names: the next %%agent cell's request goes there, for that model."""
+    from nbclient import NotebookClient
+
+    from jupyter_agent.testing import FakeMessagesAPI, response, text
+
+    cells = [code for language, code in section_blocks(ROOT / "docs" / "providers.md",
+                                                         "### Ollama, llama.cpp and vLLM") if language == "python"]
+    assert len(cells) == 2 and "http://localhost:11434" in cells[0]
+    with FakeMessagesAPI([response(text("Hello from the local model."))], ollama_like=True) as api:
+        nb = nbformat.v4.new_notebook(cells=[
+            *(nbformat.v4.new_code_cell(code.replace("http://localhost:11434", api.base_url)) for code in cells),
+            nbformat.v4.new_code_cell("%%agent\nSay hello."),
+        ])
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("ANTHROPIC_", "JUPYTER_AGENT_"))}
+        client = NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+        with client.setup_kernel(env=env):
+            for index, cell in enumerate(nb.cells):
+                client.execute_cell(cell, index)
+                assert not [o for o in cell.outputs if o.output_type == "error"], cell.outputs
+        sent = [r for r in api.requests if r.path.startswith("/v1/messages")]
+    assert sent and {r.body["model"] for r in sent} == {"qwen3:8b"}
+    assert "Hello from the local model." in _text(nb.cells[-1].outputs)
+    assert "ollama" not in "".join(_text(cell.outputs) for cell in nb.cells)  # the key is never shown
