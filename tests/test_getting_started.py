@@ -7,6 +7,9 @@ The ``pip install`` goes into an environment of its own: a venv whose site-packa
 own copy of jupyter-agent from the clone; the kernel and ``jupyter agent`` are that
 environment's. Any block that fails (a shell status other than 0, an error output in the
 kernel) fails the test, naming the block.
+
+docs/providers.md's cells that point a kernel at a local server are run here too, against
+the fake API answering as such a server does.
 """
 
 from __future__ import annotations
