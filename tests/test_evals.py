@@ -77,5 +77,5 @@ def test_the_table_puts_before_and_after_side_by_side(tmp_path):
          "measures": measures, "date": "2026-12-06 17:30 UTC", "command": "jupyter agent run ..."}))
     rows = table.table(results).splitlines()
     assert rows[0] == "| task | before | after | date (before / after) |"
-    assert "| fix_error | ✓ · 4 req · 1 err · 0 ref · ~16k tok | not run | 2026-12-06 17:30 UTC / – |" in rows
+    assert "| fix_error | ✓ · 4 req · 6 calls · 1 err · 0 ref · ~16k tok | not run | 2026-12-06 17:30 UTC / – |" in rows
     assert len(rows) == 2 + len(task_names())

@@ -223,6 +223,15 @@ def run_task(task: Task, run_dir: Path, *, label: str = "before", answerer: Answ
                    command=shown, run_dir=str(run_dir))
 
 
+def recheck(task: Task, run_dir: Path, outcome: dict[str, Any]) -> Outcome:
+    """Judge a finished run again (after a fix to the task's check), keeping its date and exit code."""
+    folder = RelayFolder(run_dir / "relay")
+    problems = task.check(run_dir / "work", folder)
+    return Outcome(task=task.name, label=outcome["label"], success=not problems, problems=problems,
+                   exit_code=outcome["exit_code"], measures=measure(folder), date=outcome["date"],
+                   command=outcome["command"], run_dir=str(run_dir))
+
+
 def _play(relay: RelayAPI, answerer: Answerer) -> None:
     while (request := relay.wait_request(timeout_s=600)) is not None:
         relay.answer(request.number, answerer(request))

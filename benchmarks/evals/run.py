@@ -15,11 +15,12 @@ The outcome goes to ``benchmarks/evals/results/TASK.LABEL.json`` (``--table`` pu
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
 
-from .harness import load_task, run_task, scripted_answerer, task_names
+from .harness import RESULTS, load_task, recheck, run_task, scripted_answerer, task_names
 from .table import write_table
 
 
@@ -32,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-save", action="store_true", help="do not write results/")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--table", action="store_true")
+    parser.add_argument("--recheck", action="store_true",
+                        help="judge the finished run in --run-dir again (after a fix to the check)")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(task_names()))
@@ -42,6 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.task:
         parser.error("name a task (--list lists them)")
     task = load_task(args.task)
+    if args.recheck:
+        saved = RESULTS / f"{task.name}.{args.label}.json"
+        outcome = recheck(task, args.run_dir, json.loads(saved.read_text()))
+        print(f"{task.name}: {'success' if outcome.success else 'FAILED'} {outcome.problems}")
+        print(f"saved {outcome.save()}")
+        return 0 if outcome.success else 1
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix=f"eval-{args.task}-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     answerer = scripted_answerer(task.scripted(run_dir / "work")) if args.scripted else None

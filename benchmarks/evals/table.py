@@ -15,8 +15,8 @@ def _cell(result: dict | None) -> str:
     if result is None:
         return "not run"
     m = result["measures"]
-    return (f"{'✓' if result['success'] else '✗'} · {m['requests']} req · {m['tool_errors']} err "
-            f"· {m['refusals']} ref · ~{m['input_tokens'] // 1000}k tok")
+    return (f"{'✓' if result['success'] else '✗'} · {m['requests']} req · {m['tool_calls']} calls "
+            f"· {m['tool_errors']} err · {m['refusals']} ref · ~{m['input_tokens'] // 1000}k tok")
 
 
 def table(results: Path = RESULTS) -> str:

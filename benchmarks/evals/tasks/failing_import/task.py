@@ -1,5 +1,6 @@
 """A failing import: scikit-learn is not installed and cannot be (no network)."""
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +27,7 @@ def setup(work: Path) -> None:
 
 
 def check(work: Path, relay) -> list[str]:
-    if any("sklearn" in s.replace("# sklearn", "") for s in sources(work / NOTEBOOK)):
+    if any(re.search(r"^\s*(from|import)\s+sklearn", s, re.MULTILINE) for s in sources(work / NOTEBOOK)):
         return ["the notebook still imports sklearn"]
     _, error, got = execute(work / NOTEBOOK, after="people[['height_z', 'weight_z']].round(6).values.tolist()")
     if error:
