@@ -28,7 +28,7 @@ from typing import Any
 
 from .script import new_id
 
-__all__ = ["RelayFolder", "PendingRequest", "render_request", "parse_answer", "AnswerError"]
+__all__ = ["RelayFolder", "PendingRequest", "render_request", "parse_answer", "AnswerError", "without_cache_marks"]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def _system_text(body: dict[str, Any]) -> str:
     return "\n".join(str(b.get("text", "")) for b in system or [] if isinstance(b, dict))
 
 
-def _plain(x: Any) -> Any:
+def without_cache_marks(x: Any) -> Any:
     """``x`` without ``cache_control`` (its place moves from request to request) and with a
     one-text-block content list spelled as its string, so that a history resent unchanged
     compares equal."""
@@ -64,9 +64,9 @@ def _plain(x: Any) -> Any:
         if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
                 and content[0].get("type") == "text":
             x = {**x, "content": content[0].get("text", "")}
-        return {k: _plain(v) for k, v in x.items() if k != "cache_control"}
+        return {k: without_cache_marks(v) for k, v in x.items() if k != "cache_control"}
     if isinstance(x, list):
-        return [_plain(v) for v in x]
+        return [without_cache_marks(v) for v in x]
     return x
 
 
@@ -123,7 +123,7 @@ def render_request(body: dict[str, Any], previous: dict[str, Any] | None, number
     if previous is None or system != _system_text(previous):
         out += ["", "## system prompt" + (" (changed)" if previous is not None else ""), system]
     tools = body.get("tools") or []
-    if previous is None or _plain(tools) != _plain(previous.get("tools") or []):
+    if previous is None or without_cache_marks(tools) != without_cache_marks(previous.get("tools") or []):
         out += ["", f"## tools ({len(tools)})" + (" (changed)" if previous is not None else "")]
         for t in tools:
             out.append(f"### {t.get('name')}\n{t.get('description', '')}\n"
@@ -133,8 +133,8 @@ def render_request(body: dict[str, Any], previous: dict[str, Any] | None, number
     if previous is None:
         out += ["", "## messages"]
     else:
-        before = _plain(previous.get("messages") or [])
-        if _plain(messages[:len(before)]) == before:
+        before = without_cache_marks(previous.get("messages") or [])
+        if without_cache_marks(messages[:len(before)]) == before:
             start = len(before)
             out += ["", f"## messages from [{start}] (the earlier ones are unchanged; your last answer is "
                         f"[{start}] if it is there)" if start < len(messages) else "## no new messages"]
