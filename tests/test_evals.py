@@ -8,7 +8,7 @@ import json
 import pytest
 
 from benchmarks.evals import table
-from benchmarks.evals.harness import load_task, run_task, scripted_answerer, task_names
+from benchmarks.evals.harness import load_task, run_task, scripted_answerer, task_names, transcript
 from jupyter_agent.replay.relay_folder import RelayFolder
 
 
@@ -26,6 +26,11 @@ def test_a_task_runs_end_to_end_through_the_cli_and_the_relay(tmp_path, jupyter_
     # what the model read: the notebook, with the cell that fails
     second = (tmp_path / "relay" / "request-0002.md").read_text()
     assert "sales['Units']" in second and "## system prompt" not in second
+    whole = transcript(RelayFolder(tmp_path / "relay"))
+    assert whole.count("# request ") == 4 and "You are jupyter-agent" in whole
+    assert "(Read, Write, Edit," in whole and "Reads a file from the local filesystem" not in whole
+    assert whole.rstrip().endswith('"text": "Fixed: the column is `units`, not `Units`. The notebook runs top to '
+                                   'bottom; north leads with 23.00."\n }\n]')
 
 
 @pytest.mark.timeout(180)

@@ -144,3 +144,30 @@ def test_the_command_line_serves_prints_the_next_request_and_answers_it(tmp_path
     finally:
         server.terminate()
         server.wait(30)
+
+
+def test_pings_keep_the_agents_stall_timer_quiet_while_an_answer_takes_long(tmp_path):
+    """The product's model, with a stall timer of 0.5 s, waits through 20 pings (1 s at 0.05 s
+    each) for an answer and gets it, instead of failing as stalled."""
+    import asyncio
+
+    from jupyter_agent.loop.model_protocol import ModelRequest
+    from jupyter_agent.model import AnthropicModel
+
+    with RelayAPI(tmp_path, ping_s=0.05) as relay:
+        model = AnthropicModel("claude-sonnet-5-5", api_key="sk-relay", base_url=relay.base_url, max_retries=0,
+                               stall_timeout_s=0.5)
+
+        async def ask():
+            request = ModelRequest(messages=[{"role": "user", "content": "hi"}],
+                                   system=[{"type": "text", "text": "s"}], tools=[])
+            return [event async for event in model.stream(request)]
+
+        t, box = in_thread(lambda: asyncio.run(ask()))
+        assert relay.wait_request(timeout_s=30) is not None
+        assert relay.wait_pings(20, timeout_s=60)  # 1 s of waiting: twice the stall timer
+        relay.answer(1, [{"type": "text", "text": "Late, but here."}])
+        t.join(60)
+    events = box[0]
+    assert not isinstance(events, Exception), events
+    assert "Late, but here." in repr(events[-1])

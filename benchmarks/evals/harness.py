@@ -166,11 +166,14 @@ class Outcome:
     run_dir: str
 
     def save(self, folder: Path = RESULTS) -> Path:
+        """Write the outcome (``TASK.LABEL.json``) and the run as the model saw it (``TASK.LABEL.md``)."""
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{self.task}.{self.label}.json"
         data = asdict(self)
         data.pop("run_dir")  # a temporary folder of one machine
         path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        text = transcript(RelayFolder(Path(self.run_dir) / "relay")).replace(self.run_dir, "RUN")
+        path.with_suffix(".md").write_text(text, encoding="utf-8")
         return path
 
 
@@ -221,6 +224,25 @@ def run_task(task: Task, run_dir: Path, *, label: str = "before", answerer: Answ
     return Outcome(task=task.name, label=label, success=not problems, problems=problems, exit_code=code,
                    measures=measure(relay.folder), date=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                    command=shown, run_dir=str(run_dir))
+
+
+def transcript(folder: RelayFolder) -> str:
+    """The run as the model saw it: every request's new part and the last answer, the tools' long
+    descriptions (the same in every run of a branch) cut to their names."""
+    out = []
+    for n in folder.numbers():
+        sections = folder.request_text(n).read_text(encoding="utf-8").split("\n## ")
+        for i, section in enumerate(sections):
+            title, _, body = section.partition("\n")
+            if i and title.startswith("tools"):
+                names = re.findall(r"^### (\S+)", body, re.MULTILINE)
+                section = f"{title}\n({', '.join(names)}: their descriptions left out here)\n"
+            out.append(("## " if i else "") + section)
+    last = folder.numbers()[-1:]
+    answer = folder.read_answer(last[0]) if last else None
+    if answer is not None:
+        out.append(f"## the last answer\n{json.dumps(answer['content'], indent=1, ensure_ascii=False)}\n")
+    return "\n".join(out)
 
 
 def recheck(task: Task, run_dir: Path, outcome: dict[str, Any]) -> Outcome:

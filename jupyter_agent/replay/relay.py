@@ -83,6 +83,8 @@ class RelayAPI:
         self._previous: dict[str, Any] | None = None
         self._count = len(self.folder.numbers())
         self._server: _Server | None = None
+        #: pings sent while answers were awaited (a test waits on them to outlast a stall timer)
+        self.pings = 0
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, port: int = 0) -> RelayAPI:
@@ -124,6 +126,11 @@ class RelayAPI:
     def count(self) -> int:
         """How many requests have arrived."""
         return self._count
+
+    def wait_pings(self, count: int, timeout_s: float) -> bool:
+        """Wait until ``count`` pings have been sent in all; False if not within ``timeout_s``."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: self.pings >= count, timeout=timeout_s)
 
     def wait_request(self, timeout_s: float) -> PendingRequest | None:
         """The oldest unanswered request, waiting up to ``timeout_s`` for one to arrive
@@ -228,7 +235,13 @@ class RelayAPI:
         first = events[0]
         assert isinstance(first, tuple)
         send(*first)  # message_start: the client's stall timer now runs on pings
-        answer = self._await_answer(n, lambda: send("ping", {"type": "ping"}))
+        def ping() -> None:
+            send("ping", {"type": "ping"})
+            with self._arrived:
+                self.pings += 1
+                self._arrived.notify_all()
+
+        answer = self._await_answer(n, ping)
         if answer is None:
             send("error", error_body("overloaded_error", "the relay got no answer in time"))
         else:
