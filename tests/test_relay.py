@@ -89,6 +89,7 @@ def test_a_streamed_conversation_is_answered_by_hand_through_the_folder(tmp_path
         assert json.loads(relay.folder.request_json(2).read_bytes())["messages"] == second
         relay.finish("client finished")
         assert relay.wait_request(timeout_s=30) is None
+    assert (tmp_path / "relay").stat().st_mode & 0o777 == 0o700  # what the tools read stays the owner's
 
 
 def test_a_request_the_real_api_would_reject_gets_its_400_and_is_not_written(tmp_path):

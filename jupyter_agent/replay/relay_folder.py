@@ -189,7 +189,8 @@ class RelayFolder:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        # the requests carry whatever the tools read (files, outputs): the owner's eyes only
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def request_json(self, n: int) -> Path:
         return self.path / f"request-{n:04d}.json"
