@@ -43,8 +43,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 #: A tool result counted as a refusal: the call was not run because a rule, a mode or an
 #: unanswered approval stopped it. The wire carries no outcome value, so this reads the words
 #: the permission layer and the headless CLI write (today's and the shapes they may take).
-REFUSAL = re.compile(r"needs approval|doesn't want to proceed|was not run|not allowed|denied|refused"
-                     r"|cannot run unattended|blocked", re.IGNORECASE)
+REFUSAL = re.compile(r"needs approval|doesn't want to proceed|was not run|not allowed|not permitted|denied"
+                     r"|refused|cannot run|can't run|no one (is|can)|blocked", re.IGNORECASE)
 
 
 @dataclass
