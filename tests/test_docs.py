@@ -49,6 +49,15 @@ def subcommands() -> list[str]:
             for name in action.choices]
 
 
+def test_every_document_at_the_top_of_the_repository_is_in_the_site():
+    """SECURITY.md, BENCHMARKS.md, EVALS.md, ...: each is included by a page of docs/ (the README
+    is the site's own summary)."""
+    pages = "\n".join(page.read_text(encoding="utf-8") for page in (ROOT / "docs").rglob("*.md"))
+    left_out = [doc.name for doc in ROOT.glob("*.md")
+                if doc.name != "README.md" and f"{{include}} ../{doc.name}" not in pages]
+    assert not left_out, f"include these in a page of docs/ (as docs/security.md does): {left_out}"
+
+
 def test_the_readme_is_short_and_keeps_its_quick_start():
     text = README.read_text(encoding="utf-8")
     assert len(text.encode()) < 12_000

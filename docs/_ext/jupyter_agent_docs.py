@@ -8,9 +8,9 @@ Two directives for the MyST pages of docs/reference/:
 - ``{traitlets-config} module.Class`` lists a Configurable's settings (``config=True``
   traits): name, type, default and help, from the traits themselves.
 
-The pages under docs/ link to the repository's SECURITY.md and BENCHMARKS.md as ``../X.md``
-(right on GitHub); in the site those files are included by docs/security.md and
-docs/benchmarks.md, so such links are pointed there while a page is read.
+The pages under docs/ link to the repository's SECURITY.md, BENCHMARKS.md and EVALS.md as ``../X.md``
+(right on GitHub); in the site those files are included by docs/security.md,
+docs/benchmarks.md and docs/evals.md, so such links are pointed there while a page is read.
 """
 
 import argparse
@@ -86,7 +86,8 @@ class TraitletsConfig(Directive):
 
 
 #: Repository files outside docs/ and the page of the site that includes each.
-INCLUDED = {"SECURITY.md": "security.md", "BENCHMARKS.md": "benchmarks.md", "README.md": "index.md"}
+INCLUDED = {"SECURITY.md": "security.md", "BENCHMARKS.md": "benchmarks.md", "EVALS.md": "evals.md",
+            "README.md": "index.md"}
 _OUTSIDE_LINK = re.compile(r"\]\(\.\./(" + "|".join(re.escape(name) for name in INCLUDED) + r")(#[^)]*)?\)")
 
 
