@@ -97,3 +97,9 @@ def test_the_architecture_page_names_only_files_that_exist_and_every_part_of_the
              if p.name != "__init__.py" and (p.suffix == ".py" or (p / "__init__.py").exists())]
     unnamed = sorted(part for part in parts if not re.search(rf"(?<!\w){re.escape(part)}(/|\.py)", text))
     assert not unnamed, f"parts of jupyter_agent/ that docs/architecture.md does not place: {unnamed}"
+
+
+def test_the_lessons_page_lists_every_lesson_notebook():
+    text = (ROOT / "docs" / "lessons.md").read_text(encoding="utf-8")
+    lessons = sorted(nb.stem for nb in (ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb") if nb.stem[:2] != "00")
+    assert lessons and not [name for name in lessons if f"| `{name}` |" not in text]
