@@ -101,13 +101,31 @@ def _not_private(folder: Path) -> str | None:
         return f"it cannot be read: {exc.strerror}"
     for place in (real, *real.parents):
         info = place.stat()
-        others_write = bool(info.st_mode & 0o022)
+        others_write = _others_write(info)
         if place == real and (info.st_uid != uid or others_write):
             return (f"it belongs to uid {info.st_uid}" if info.st_uid != uid
                     else f"other users can write to it: mode {stat.S_IMODE(info.st_mode):o}")
         if place != real and (info.st_uid not in (0, uid) or (others_write and not info.st_mode & stat.S_ISVTX)):
             return f"{place}, above it, can be changed by other users"
     return None
+
+
+def _others_write(info: os.stat_result) -> bool:
+    """Whether someone other than this user may write to what ``info`` describes: anyone, or
+    its group unless that group is the user's own (a user private group, as Debian and Fedora
+    give every user: named as the user, no other members; umask 002 makes folders 775 there)."""
+    if info.st_mode & 0o002:
+        return True
+    if not info.st_mode & 0o020:
+        return False
+    try:
+        import grp
+        import pwd
+
+        group, user = grp.getgrgid(info.st_gid), pwd.getpwuid(os.getuid())
+    except (ImportError, KeyError):
+        return True
+    return not (info.st_gid == os.getgid() and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name})
 
 
 def _own_file(path: Path) -> dict[str, Any] | None:
@@ -121,7 +139,7 @@ def _own_file(path: Path) -> dict[str, Any] | None:
             raise ValueError("not a regular file")
         if info.st_uid != os.getuid():
             raise ValueError(f"it belongs to uid {info.st_uid}, not to you")
-        if info.st_mode & 0o022:
+        if _others_write(info):
             raise ValueError(f"other users can write to it: mode {stat.S_IMODE(info.st_mode):o}")
         data = json.load(file)
     if not isinstance(data, dict) or not isinstance(data.get("url"), str):

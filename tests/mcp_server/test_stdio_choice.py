@@ -137,3 +137,22 @@ async def test_the_users_own_file_in_a_private_folder_is_chosen(logger, tmp_path
     result, _ = await call_through(private, tmp_path)
     assert result.is_error  # (a logging server is no MCP endpoint)
     assert logger.requests and logger.requests[0]["headers"].get("Authorization") == f"token {ENDPOINT_TOKEN}"
+
+
+@pytest.mark.skipif(os.name != "posix" or os.getuid() != 0, reason="needs root to give a folder to another group")
+def test_a_folder_its_group_can_write_is_the_users_only_if_the_group_is_theirs(logger, tmp_path):
+    """Debian and Fedora give each user a group of their own, and umask 002 makes folders 775
+    there: such a folder is the user's. A group of others' may not write to it."""
+    from jupyter_agent.mcp_server.stdio import trusted_servers
+    from jupyter_agent.mcp_server.tools import OutsideError
+
+    grouped = tmp_path / "runtime"
+    grouped.mkdir()
+    grouped.chmod(0o770)  # (root's group: named as the user, no other members)
+    plant(grouped, logger.url, pid=os.getpid())
+    servers, skipped = trusted_servers(grouped)
+    assert [s["url"] for s in servers] == [logger.url] and skipped == []
+    os.chown(grouped, 0, 4242)
+    with pytest.raises(OutsideError, match="other users can write to it: mode 770"):
+        trusted_servers(grouped)
+    assert logger.requests == []
