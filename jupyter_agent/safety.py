@@ -24,15 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .tools.paths import ResolvedPath, glob_is_literal, unescape_glob
-
-SAFETY_DIRS = (".git", ".hg", ".husky", ".githooks", ".ipython", ".jupyter", ".ssh")
-SAFETY_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc",
-                ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".inputrc",
-                ".gitconfig", ".gitmodules", ".ripgreprc", ".envrc", ".direnvrc", "sitecustomize.py",
-                "usercustomize.py")
-#: Folders under ``~/.config`` that hold start-up code or git's own configuration.
-CONFIG_DIRS = ("git", "fish", "direnv")
-SITE_DIRS = ("site-packages", "dist-packages")
+from .tools.safety_names import CONFIG_DIRS, GIT_DIR_LAYOUT, SAFETY_DIRS, SAFETY_FILES, SITE_DIRS
 
 #: Compare names without case: True on file systems that ignore it (tests may flip it).
 CASE_INSENSITIVE = sys.platform in ("darwin", "win32")
@@ -53,8 +45,8 @@ def _fold(name: str) -> str:
 def _is_git_dir(folder: Path) -> bool:
     """A folder laid out as a git directory (bare repository, ``GIT_DIR``, a submodule's)."""
     try:
-        return ((folder / "HEAD").is_file() and (folder / "objects").is_dir()
-                and (folder / "refs").is_dir())
+        head, objects, refs = (folder / name for name in GIT_DIR_LAYOUT)
+        return head.is_file() and objects.is_dir() and refs.is_dir()
     except OSError:
         return False
 
