@@ -13,7 +13,9 @@ What a sandboxed command can and cannot do (SECURITY.md says the same to users):
   read-only; those missing at the top level are covered, while the command runs, by empty
   read-only placeholders that are removed after it; one that appears deeper (a new
   ``sub/.git``, a new ``x.pth``) is renamed after the command (``sub/.git.sandbox-blocked``)
-  and the model is told. The residual risk: while the command runs, such a new entry below
+  and the model is told. A folder the check cannot list is bound read-only whole; one the
+  command made unlistable is opened (its owner's bits) and looked into after it. The
+  residual risk: while the command runs, such a new entry below
   the top level exists, so a program *outside* the sandbox that runs git (or direnv, ...)
   in that sub-folder during the command could use it.
 * It has **no privileges**: its own user namespace, no capabilities, an unprivileged uid
@@ -89,40 +91,69 @@ def _is_protected(parent: str, name: str, home: str) -> bool:
     return parent == os.path.join(home, ".config") and name in CONFIG_DIRS
 
 
-def scan(folder: str) -> dict[str, Entry]:
+@dataclass
+class Scan:
+    """What a walk of the working folder found: the safety entries, and the folders it
+    could not list (the command could have put anything there)."""
+
+    found: dict[str, Entry] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)
+
+
+def scan(folder: str, *, limit: int | None = None, open_up: frozenset[str] | None = None) -> Scan:
     """Every safety entry of ``folder`` at any depth (symlinks are not followed; a
-    protected folder is not entered). A ToolError when the folder is too big to check."""
+    protected folder is not entered). Past ``limit`` entries, a ToolError. ``open_up``:
+    after a command, a folder it left unlistable that is not one of these (unlistable
+    before) is given its owner's read, write and search bits, so that nothing hides in it."""
     home = os.path.realpath(os.path.expanduser("~"))
-    found: dict[str, Entry] = {}
+    result = Scan()
     count = 0
     stack = [folder]
     while stack:
         current = stack.pop()
-        try:
-            with os.scandir(current) as listing:
-                children = list(listing)
-        except OSError as exc:  # unreadable for the command too: nothing there to protect
-            log.debug("the sandbox check cannot list %s: %s", current, exc)
+        children = _listing(current, open_up)
+        if children is None:
+            result.unreadable.append(current)
             continue
         count += len(children)
-        if count > MAX_ENTRIES:
-            raise ToolError(f"The working folder has more than {MAX_ENTRIES:,} files and folders: too many for the "
+        if limit is not None and count > limit:
+            raise ToolError(f"The working folder has more than {limit:,} files and folders: too many for the "
                             "sandbox to check its git folders and start-up files. Run the command in a smaller "
                             "working folder, or with the sandbox off (it will then ask).")
         if set(GIT_DIR_LAYOUT) <= {child.name for child in children}:
             st = os.lstat(current)
-            found[current] = Entry((st.st_dev, st.st_ino), Kind.GIT_DIR)
+            result.found[current] = Entry((st.st_dev, st.st_ino), Kind.GIT_DIR)
             continue
         for child in children:
             try:
                 if _is_protected(current, child.name, home):
                     st = child.stat(follow_symlinks=False)
-                    found[child.path] = Entry((st.st_dev, st.st_ino), Kind.NAMED)
+                    result.found[child.path] = Entry((st.st_dev, st.st_ino), Kind.NAMED)
                 elif child.is_dir(follow_symlinks=False):
                     stack.append(child.path)
             except OSError as exc:  # gone meanwhile
                 log.debug("the sandbox check skips %s: %s", child.path, exc)
-    return found
+    return result
+
+
+def _listing(folder: str, open_up: frozenset[str] | None) -> list[os.DirEntry[str]] | None:
+    """The entries of ``folder``, or None when it cannot be listed (see :func:`scan`)."""
+    for attempt in (1, 2):
+        try:
+            with os.scandir(folder) as listing:
+                return list(listing)
+        except PermissionError:
+            if attempt == 2 or open_up is None or folder in open_up:
+                break
+            try:  # the command's own folder (the same user made it): open it to look inside
+                os.chmod(folder, stat.S_IMODE(os.lstat(folder).st_mode) | 0o700)
+            except OSError as exc:
+                log.warning("the sandbox check cannot open %s: %s", folder, exc)
+                break
+        except OSError as exc:  # gone meanwhile, or not a folder any more
+            log.debug("the sandbox check cannot list %s: %s", folder, exc)
+            return []
+    return None
 
 
 def _socket_paths(folder: str) -> list[str]:
@@ -156,8 +187,9 @@ def _identity_args() -> list[str]:
             "--disable-userns", "--cap-drop", "ALL"]
 
 
-def bwrap_argv(command: str, folder: str, protected: dict[str, Entry], placeholders: Iterable[str]) -> list[str]:
-    """``bash -c command`` under bubblewrap, as the module docstring describes."""
+def bwrap_argv(command: str, folder: str, protected: Scan, placeholders: Iterable[str]) -> list[str]:
+    """``bash -c command`` under bubblewrap, as the module docstring describes (a folder
+    the check could not list is bound read-only whole: what it holds is not known)."""
     argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for top in SOCKET_DIRS:
         if os.path.isdir(top) and not os.path.islink(top):
@@ -165,7 +197,7 @@ def bwrap_argv(command: str, folder: str, protected: dict[str, Entry], placehold
     for path in _socket_paths(folder):
         argv += ["--ro-bind", "/dev/null", path]
     argv += ["--bind", folder, folder]
-    for path in sorted(protected):
+    for path in sorted([*protected.found, *protected.unreadable]):
         real = os.path.realpath(path)
         if not os.path.exists(real):
             raise ToolError(f"The sandbox cannot protect {path}: it is a link to something that does not exist. "
@@ -192,7 +224,7 @@ class SandboxRun:
 
     folder: str
     argv: list[str]
-    before: dict[str, Entry]
+    before: Scan
     placeholders: list[str] = field(default_factory=list)
 
     def finish(self) -> list[str]:
@@ -202,9 +234,12 @@ class SandboxRun:
         ends with the command)."""
         for path in self.placeholders:
             _remove_placeholder(path)
-        known = {entry.ident for entry in self.before.values()}
-        notes = []
-        for path, entry in sorted(scan(self.folder).items()):
+        known = {entry.ident for entry in self.before.found.values()}
+        # (no limit: however many files the command made, every one is looked at)
+        after = scan(self.folder, limit=None, open_up=frozenset(self.before.unreadable))
+        notes = [f"{os.path.relpath(path, self.folder)}: a folder the command made unreadable, not checked"
+                 for path in after.unreadable if path not in self.before.unreadable]
+        for path, entry in sorted(after.found.items()):
             if entry.ident in known:  # there before (perhaps moved with its folder): it was read-only
                 continue
             target = _quarantine(path, entry.kind)
@@ -224,7 +259,7 @@ class SandboxRun:
 def prepare_sandbox(command: str, folder: str) -> SandboxRun:
     """Check ``folder`` (a real path) and plan the sandboxed run of ``command``; run its
     ``argv``, then call :meth:`SandboxRun.finish`. Blocking: run it in a thread."""
-    before = scan(folder)
+    before = scan(folder, limit=MAX_ENTRIES)
     placeholders = [os.path.join(folder, name) for name in (*PLACEHOLDER_DIRS, *PLACEHOLDER_FILES)
                     if not os.path.lexists(os.path.join(folder, name))]
     return SandboxRun(folder, bwrap_argv(command, folder, before, placeholders), before, placeholders)
@@ -262,5 +297,5 @@ def _quarantine(path: str, kind: Kind) -> str | None:
     return None
 
 
-__all__ = ["BLOCKED_SUFFIX", "MAX_ENTRIES", "Entry", "Kind", "SandboxRun", "bwrap_argv", "prepare_sandbox",
+__all__ = ["BLOCKED_SUFFIX", "MAX_ENTRIES", "Entry", "Kind", "SandboxRun", "Scan", "bwrap_argv", "prepare_sandbox",
            "probe_argv", "scan"]

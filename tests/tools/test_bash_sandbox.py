@@ -110,6 +110,18 @@ async def test_a_bare_repository_made_inside_is_defused(workspace):
     assert (workspace / "store.git" / ("HEAD" + BLOCKED_SUFFIX)).exists() and "store.git: renamed" in body
 
 
+async def test_a_folder_too_big_to_check_is_refused_and_a_command_cannot_outgrow_the_check(workspace, monkeypatch):
+    from jupyter_agent.tools import sandbox
+
+    monkeypatch.setattr(sandbox, "MAX_ENTRIES", 40)
+    body, _ = await run_sandboxed(workspace, "mkdir many && touch many/f{1..100} && mkdir -p d/.git/hooks; echo end")
+    assert (workspace / "many" / "f100").exists() and "end" in body
+    assert not (workspace / "d" / ".git").exists() and (workspace / "d" / (".git" + BLOCKED_SUFFIX)).exists()
+    body, failed = await run_sandboxed(workspace, "touch should-not-run")
+    assert failed and "more than 40 files and folders: too many for the sandbox to check" in body
+    assert not (workspace / "should-not-run").exists()
+
+
 @pytest.fixture
 def listening_sockets(workspace: Path) -> Iterator[dict[str, str]]:
     """Unix sockets listening outside the sandbox: by name, the address to connect to."""
