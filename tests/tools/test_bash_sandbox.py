@@ -15,6 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,14 +33,14 @@ pytestmark = needs_bwrap
 HOOK = "#!/bin/sh\ntouch PWNED\n"
 
 
-async def run_sandboxed(workspace: Path, command: str) -> tuple[str, bool]:
+async def run_sandboxed(workspace: Path, command: str, **extra: Any) -> tuple[str, bool]:
     """The model runs ``command`` with Bash in the sandbox (default mode, no rules: the
     sandbox is what lets it run); the tool_result's text and whether it is an error."""
     # (in a script: what the command does is hidden from the rules' parser, as an attacker's would be)
     (workspace / "attack.sh").write_text(command + "\n")
     context = ToolContext(cwd=workspace, permissions=Permissions(cwd=workspace))
     enable_sandbox(context)
-    call = tool_use("Bash", {"command": "bash attack.sh", "description": "try the sandbox"})
+    call = tool_use("Bash", {"command": "bash attack.sh", "description": "try the sandbox", **extra})
     with FakeMessagesAPI([response(call), response(text("done"))]) as api:
         terminal = await query("go", model=api.model(), context=context).wait()
     assert terminal.reason == "completed"
@@ -120,6 +121,28 @@ async def test_a_folder_too_big_to_check_is_refused_and_a_command_cannot_outgrow
     body, failed = await run_sandboxed(workspace, "touch should-not-run")
     assert failed and "more than 40 files and folders: too many for the sandbox to check" in body
     assert not (workspace / "should-not-run").exists()
+
+
+def _running(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+async def test_nothing_of_the_command_outlives_it_so_the_check_after_it_sees_all(workspace):
+    marker = f"{7_000_000 + os.getpid()}"
+    body, _ = await run_sandboxed(workspace, f"setsid sleep {marker} </dev/null >/dev/null 2>&1 & echo started")
+    assert "started" in body and _running(f"sleep\0{marker}") == []
+    # ended by its time limit: what it made is checked all the same
+    body, failed = await run_sandboxed(workspace, f"mkdir -p d/.git/hooks; echo made; sleep {marker}", timeout=3000)
+    assert failed and "timed out" in body and _running(f"sleep\0{marker}") == []
+    assert not (workspace / "d" / ".git").exists() and "d/.git: renamed to" in body
 
 
 @pytest.fixture
