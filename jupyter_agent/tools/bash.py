@@ -78,7 +78,7 @@ def _probe_bwrap(bwrap: str) -> str | None:
         done = subprocess.run(probe_argv(bwrap), capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"The Bash sandbox is unavailable: {bwrap} could not run ({exc})."
-    if done.returncode != 0:  # e.g. no user namespaces, or a bwrap older than 0.8 (--disable-userns)
+    if done.returncode != 0:  # e.g. no user namespaces
         why = done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
         return f"The Bash sandbox is unavailable: {bwrap} cannot make a sandbox here ({why})."
     return None

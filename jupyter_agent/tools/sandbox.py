@@ -19,8 +19,8 @@ What a sandboxed command can and cannot do (SECURITY.md says the same to users):
   the top level exists, so a program *outside* the sandbox that runs git (or direnv, ...)
   in that sub-folder during the command could use it.
 * It has **no privileges**: its own user namespace, no capabilities, an unprivileged uid
-  (root is mapped to ``nobody``), no further user namespaces, ``no_new_privs`` (bubblewrap
-  sets it). So ``mount``, ``umount`` and ``mount -o remount`` fail, as root too, and the
+  (root is mapped to ``nobody``), no further user namespaces (bubblewrap 0.8 and later),
+  ``no_new_privs`` (bubblewrap sets it). So ``mount``, ``umount`` and ``mount -o remount`` fail, as root too, and the
   read-only binds hold.
 * It has **no network** (its own network namespace: abstract unix sockets are out of
   reach too) and no unix socket outside the working folder: ``/run`` (``/var/run``) is an
@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import logging
 import os
 import stat
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -181,10 +183,24 @@ def _socket_paths(folder: str) -> list[str]:
     return sorted(paths)
 
 
-def _identity_args() -> list[str]:
+def _identity_args(bwrap: str = "bwrap") -> list[str]:
     uid, gid = os.getuid(), os.getgid()
-    return ["--unshare-user", "--uid", str(uid or NOBODY), "--gid", str(gid if uid else NOBODY),
-            "--disable-userns", "--cap-drop", "ALL"]
+    # (no nested user namespaces where bwrap can say so, 0.8 and later; without it the
+    # binds still hold: mounts inherited by a nested namespace are locked)
+    nested = ["--disable-userns"] if _knows_option(bwrap, "--disable-userns") else []
+    return ["--unshare-user", "--uid", str(uid or NOBODY), "--gid", str(gid if uid else NOBODY), *nested,
+            "--cap-drop", "ALL"]
+
+
+@functools.lru_cache(maxsize=8)
+def _knows_option(bwrap: str, option: str) -> bool:
+    """Does this ``bwrap`` take ``option`` (its ``--help`` lists it)?"""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.debug("bwrap --help failed: %s", exc)
+        return False
+    return option.encode() in done.stdout + done.stderr
 
 
 def bwrap_argv(command: str, folder: str, protected: Scan, placeholders: Iterable[str]) -> list[str]:
@@ -214,7 +230,7 @@ def bwrap_argv(command: str, folder: str, protected: Scan, placeholders: Iterabl
 
 def probe_argv(bwrap: str) -> list[str]:
     """A trial run with the isolation every sandboxed command gets."""
-    return [bwrap, "--ro-bind", "/", "/", "--tmpfs", "/tmp", *_identity_args(), "--unshare-net", "--unshare-pid",
+    return [bwrap, "--ro-bind", "/", "/", "--tmpfs", "/tmp", *_identity_args(bwrap), "--unshare-net", "--unshare-pid",
             "--", "true"]
 
 
