@@ -288,8 +288,6 @@ async def test_a_planted_conversation_of_another_user_is_refused_whole(kernel, p
     assert "was not resumed: it belongs to another user (uid 4242)" in said and "nothing of it was taken" in said
     assert PLANTED_PROMPT not in _printed(await _ok(kernel, "%agent runs"))  # its run is not listed
     assert "Bash is always fine" not in _printed(await _ok(kernel, "%agent"))
-    undone = await kernel.execute("%agent undo")  # nothing of the file to undo
-    assert PLANTED_PROMPT not in json.dumps(undone["outputs"])
     assert victim.read_bytes() == BASHRC and gone.exists()
 
 
