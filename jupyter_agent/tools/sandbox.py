@@ -9,7 +9,8 @@ What a sandboxed command can and cannot do (SECURITY.md says the same to users):
 * It **writes** only inside the working folder, and there not to its safety paths (the
   names of :mod:`.safety_names` at any depth, ``.vscode``, ``*.pth`` in a
   ``site-packages``; with the home folder inside the working folder, ``~/bin``,
-  ``~/.local/bin``, ``~/.config/git`` and the like too): those that exist are bound
+  ``~/.local/bin``, ``~/.config/git`` and the like too; a folder a git configuration names
+  as ``core.hooksPath``): those that exist are bound
   read-only; those missing at the top level are covered, while the command runs, by empty
   read-only placeholders that are removed after it; one that appears deeper (a new
   ``sub/.git``, a new ``x.pth``) is renamed after the command (``sub/.git.sandbox-blocked``)
@@ -37,6 +38,7 @@ import enum
 import functools
 import logging
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Iterable
@@ -203,7 +205,7 @@ def _knows_option(bwrap: str, option: str) -> bool:
     return option.encode() in done.stdout + done.stderr
 
 
-def bwrap_argv(command: str, folder: str, protected: Scan, placeholders: Iterable[str]) -> list[str]:
+def bwrap_argv(command: str, folder: str, protected: Scan, placeholders: Iterable[tuple[str, bool]]) -> list[str]:
     """``bash -c command`` under bubblewrap, as the module docstring describes (a folder
     the check could not list is bound read-only whole: what it holds is not known)."""
     argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
@@ -219,8 +221,8 @@ def bwrap_argv(command: str, folder: str, protected: Scan, placeholders: Iterabl
             raise ToolError(f"The sandbox cannot protect {path}: it is a link to something that does not exist. "
                             "Remove the link, or run the command with the sandbox off (it will then ask).")
         argv += ["--ro-bind", real, path]
-    for path in placeholders:
-        if os.path.basename(path) in PLACEHOLDER_DIRS:
+    for path, is_dir in placeholders:
+        if is_dir:
             argv += ["--tmpfs", path, "--remount-ro", path]
         else:
             argv += ["--ro-bind", "/dev/null", path]
@@ -241,14 +243,15 @@ class SandboxRun:
     folder: str
     argv: list[str]
     before: Scan
-    placeholders: list[str] = field(default_factory=list)
+    #: (path, is a folder) of each placeholder
+    placeholders: list[tuple[str, bool]] = field(default_factory=list)
 
     def finish(self) -> list[str]:
         """Remove the placeholders; rename every safety entry the command made (one whose
         identity was not there before) so nothing runs it later; say what was renamed.
         Call it once the command's processes are gone (the sandbox's process namespace
         ends with the command)."""
-        for path in self.placeholders:
+        for path, _ in self.placeholders:
             _remove_placeholder(path)
         known = {entry.ident for entry in self.before.found.values()}
         # (no limit: however many files the command made, every one is looked at)
@@ -276,9 +279,59 @@ def prepare_sandbox(command: str, folder: str) -> SandboxRun:
     """Check ``folder`` (a real path) and plan the sandboxed run of ``command``; run its
     ``argv``, then call :meth:`SandboxRun.finish`. Blocking: run it in a thread."""
     before = scan(folder, limit=MAX_ENTRIES)
-    placeholders = [os.path.join(folder, name) for name in (*PLACEHOLDER_DIRS, *PLACEHOLDER_FILES)
+    placeholders = [(os.path.join(folder, name), name in PLACEHOLDER_DIRS)
+                    for name in (*PLACEHOLDER_DIRS, *PLACEHOLDER_FILES)
                     if not os.path.lexists(os.path.join(folder, name))]
+    for hooks in _hooks_folders(folder, before):
+        if os.path.isdir(hooks) and not os.path.islink(hooks):
+            st = os.lstat(hooks)
+            before.found[hooks] = Entry((st.st_dev, st.st_ino), Kind.NAMED)
+        elif not os.path.lexists(hooks) and os.path.isdir(os.path.dirname(hooks)):
+            placeholders.append((hooks, True))
     return SandboxRun(folder, bwrap_argv(command, folder, before, placeholders), before, placeholders)
+
+
+_HOOKS_PATH = re.compile(r"^\s*hookspath\s*=\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _hooks_folders(folder: str, before: Scan) -> list[str]:
+    """The folders inside ``folder`` that a git configuration names as ``core.hooksPath``
+    (the user's and the system's, and each repository's found in ``folder``): hooks run
+    from there, so they are protected as ``.git/hooks`` is."""
+    configs = [(os.path.expanduser("~/.gitconfig"), folder), (os.path.expanduser("~/.config/git/config"), folder),
+               ("/etc/gitconfig", folder)]
+    for path, entry in before.found.items():
+        if entry.kind is Kind.GIT_DIR:
+            configs.append((os.path.join(path, "config"), path))
+        elif os.path.basename(path) == ".git":
+            configs.append((os.path.join(_git_dir(path), "config"), os.path.dirname(path)))
+    found = []
+    for config, base in configs:
+        try:
+            with open(config, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(1_000_000)
+        except OSError:
+            continue
+        for match in _HOOKS_PATH.finditer(text):
+            value = os.path.expanduser(match.group(1).strip('"'))
+            hooks = os.path.realpath(os.path.join(base, value))
+            covered = any(hooks == p or hooks.startswith(p + "/") for p in (*before.found, *before.unreadable))
+            if hooks.startswith(folder.rstrip("/") + "/") and not covered and hooks not in found:
+                found.append(hooks)
+    return found
+
+
+def _git_dir(dot_git: str) -> str:
+    """The git directory of a ``.git`` entry (a folder, or a file saying ``gitdir: ...``)."""
+    if os.path.isdir(dot_git):
+        return dot_git
+    try:
+        with open(dot_git, encoding="utf-8", errors="replace") as handle:
+            line = handle.readline(10_000).strip()
+    except OSError:
+        return dot_git
+    target = line.removeprefix("gitdir:").strip()
+    return os.path.join(os.path.dirname(dot_git), target) if line.startswith("gitdir:") else dot_git
 
 
 def _remove_placeholder(path: str) -> None:

@@ -97,6 +97,22 @@ async def test_safety_paths_at_any_depth_and_missing_ones_stay_unwritten(workspa
     assert (workspace / "ok.txt").exists() and "end" in body
 
 
+async def test_a_hooks_folder_named_by_git_config_is_protected(workspace):
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "config").write_text('[core]\n\thooksPath = "tools/hooks"\n')
+    (workspace / "sub" / ".git").mkdir(parents=True)
+    (workspace / "sub" / ".git" / "config").write_text("[core]\n\tHooksPath = ../.husky/_\n")
+    (workspace / ".husky").mkdir()  # (read-only whole already: no placeholder inside it)
+    (workspace / "tools").mkdir()
+    body, _ = await run_sandboxed(workspace, (
+        "mkdir tools/hooks && echo MADE; cp attack.sh tools/hooks/pre-commit && echo HOOKED; echo end"))
+    assert "MADE" not in body and "HOOKED" not in body and "end" in body
+    assert os.listdir(workspace / "tools") == []  # the placeholder is gone again
+    (workspace / "tools" / "hooks").mkdir()
+    body, _ = await run_sandboxed(workspace, "cp attack.sh tools/hooks/pre-commit && echo HOOKED; echo end")
+    assert "HOOKED" not in body and not (workspace / "tools" / "hooks" / "pre-commit").exists()
+
+
 async def test_a_repository_moved_with_its_folder_is_left_alone(workspace):
     (workspace / "sub" / ".git").mkdir(parents=True)
     (workspace / "sub" / ".git" / "config").write_text("[core]\n")
