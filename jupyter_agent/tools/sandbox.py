@@ -279,14 +279,16 @@ def prepare_sandbox(command: str, folder: str) -> SandboxRun:
     """Check ``folder`` (a real path) and plan the sandboxed run of ``command``; run its
     ``argv``, then call :meth:`SandboxRun.finish`. Blocking: run it in a thread."""
     before = scan(folder, limit=MAX_ENTRIES)
+    # (a folder the user cannot write holds no placeholder, and nothing new either)
+    writable = os.access(folder, os.W_OK)
     placeholders = [(os.path.join(folder, name), name in PLACEHOLDER_DIRS)
                     for name in (*PLACEHOLDER_DIRS, *PLACEHOLDER_FILES)
-                    if not os.path.lexists(os.path.join(folder, name))]
+                    if writable and not os.path.lexists(os.path.join(folder, name))]
     for hooks in _hooks_folders(folder, before):
         if os.path.isdir(hooks) and not os.path.islink(hooks):
             st = os.lstat(hooks)
             before.found[hooks] = Entry((st.st_dev, st.st_ino), Kind.NAMED)
-        elif not os.path.lexists(hooks) and os.path.isdir(os.path.dirname(hooks)):
+        elif not os.path.lexists(hooks) and os.access(os.path.dirname(hooks), os.W_OK):
             placeholders.append((hooks, True))
     return SandboxRun(folder, bwrap_argv(command, folder, before, placeholders), before, placeholders)
 
