@@ -9,20 +9,19 @@ What a sandboxed command can and cannot do (SECURITY.md says the same to users):
 * It **writes** only inside the working folder, and there not to its safety paths (the
   names of :mod:`.safety_names` at any depth, ``.vscode``, ``*.pth`` in a
   ``site-packages``; with the home folder inside the working folder, ``~/bin``,
-  ``~/.local/bin``, ``~/.config/git`` and the like too; a folder a git configuration names
-  as ``core.hooksPath``): those that exist are bound
-  read-only; those missing at the top level are covered, while the command runs, by empty
-  read-only placeholders that are removed after it; one that appears deeper (a new
-  ``sub/.git``, a new ``x.pth``) is renamed after the command (``sub/.git.sandbox-blocked``)
-  and the model is told. A folder the check cannot list is bound read-only whole; one the
-  command made unlistable is opened (its owner's bits) and looked into after it. The
-  residual risk: while the command runs, such a new entry below
-  the top level exists, so a program *outside* the sandbox that runs git (or direnv, ...)
-  in that sub-folder during the command could use it.
+  ``~/.local/bin``, ``~/.config/git`` and the like; a folder a git configuration names as
+  ``core.hooksPath``). Those that exist are bound read-only; those missing at the top
+  level are covered, while the command runs, by empty read-only placeholders that are
+  removed after it; one that appears deeper (a new ``sub/.git``, a new ``x.pth``) is
+  renamed after the command (``sub/.git.sandbox-blocked``) and the model is told. A folder
+  the check cannot list is bound read-only whole; one the command made unlistable is
+  opened (its owner's bits) and looked into after it. The residual risk: while the command
+  runs, such a new entry below the top level exists, so a program *outside* the sandbox
+  that runs git (or direnv, ...) in that sub-folder during the command could use it.
 * It has **no privileges**: its own user namespace, no capabilities, an unprivileged uid
   (root is mapped to ``nobody``), no further user namespaces (bubblewrap 0.8 and later),
-  ``no_new_privs`` (bubblewrap sets it). So ``mount``, ``umount`` and ``mount -o remount`` fail, as root too, and the
-  read-only binds hold.
+  ``no_new_privs`` (bubblewrap sets it). So ``mount``, ``umount`` and ``mount -o
+  remount`` fail, as root too, and the read-only binds hold.
 * It has **no network** (its own network namespace: abstract unix sockets are out of
   reach too) and no unix socket outside the working folder: ``/run`` (``/var/run``) is an
   empty tmpfs, and every other socket file the kernel lists as bound (``/proc/net/unix``)
@@ -58,8 +57,8 @@ PLACEHOLDER_DIRS = (*SAFETY_DIRS, *EDITOR_DIRS)
 PLACEHOLDER_FILES = tuple(name for name in SAFETY_FILES if name.startswith("."))
 #: What a safety entry a sandboxed command made is renamed to end with.
 BLOCKED_SUFFIX = ".sandbox-blocked"
-#: The most entries of the working folder the check walks (about a second's work); a bigger
-#: folder cannot be checked, and the sandbox says so rather than protecting less.
+#: The most entries of the working folder the check walks before a command (it walks about
+#: 100,000 a second); a bigger folder is refused with that reason rather than protected less.
 MAX_ENTRIES = 300_000
 #: Folders of sockets hidden as a whole (an empty tmpfs over each; ``/var/run`` is
 #: usually a link to ``/run``).
