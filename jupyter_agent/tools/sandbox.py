@@ -124,8 +124,9 @@ def scan(folder: str, *, limit: int | None = None, open_up: frozenset[str] | Non
                             "sandbox to check its git folders and start-up files. Run the command in a smaller "
                             "working folder, or with the sandbox off (it will then ask).")
         if set(GIT_DIR_LAYOUT) <= {child.name for child in children}:
-            st = os.lstat(current)
-            result.found[current] = Entry((st.st_dev, st.st_ino), Kind.GIT_DIR)
+            with contextlib.suppress(OSError):  # (gone meanwhile: nothing to protect)
+                st = os.lstat(current)
+                result.found[current] = Entry((st.st_dev, st.st_ino), Kind.GIT_DIR)
             continue
         for child in children:
             try:
