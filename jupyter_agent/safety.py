@@ -30,12 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .tools.paths import ResolvedPath, glob_is_literal, unescape_glob
-from .tools.safety_names import CONFIG_DIRS, GIT_DIR_LAYOUT, SAFETY_DIRS, SAFETY_FILES, SITE_DIRS
-
-CREDENTIAL_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube")
-CREDENTIAL_FILES = (".netrc", "_netrc", ".pgpass", ".git-credentials", ".pypirc")
-#: ssh's private key files (their ``.pub`` halves are public and not matched)
-PRIVATE_KEY_NAMES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk")
+from .tools.safety_names import (CONFIG_DIRS, CREDENTIAL_DIRS, CREDENTIAL_FILES, GIT_DIR_LAYOUT, PRIVATE_KEY_NAMES,
+                                 SAFETY_DIRS, SAFETY_FILES, SITE_DIRS)
 
 #: Compare names without case: True on file systems that ignore it (tests may flip it).
 CASE_INSENSITIVE = sys.platform in ("darwin", "win32")

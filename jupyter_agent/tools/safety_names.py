@@ -1,5 +1,6 @@
-"""The names of safety paths, shared by the permission checks (``jupyter_agent.safety``)
-and the Bash sandbox (:mod:`.sandbox`), which must protect exactly the same places."""
+"""The names of safety paths and credential places, shared by the permission checks
+(``jupyter_agent.safety``) and the Bash sandbox (:mod:`.sandbox`), which must protect
+exactly the same places."""
 
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ SAFETY_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bas
 #: Folders under ``~/.config`` that hold start-up code or git's own configuration.
 CONFIG_DIRS = ("git", "fish", "direnv")
 SITE_DIRS = ("site-packages", "dist-packages")
+CREDENTIAL_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube")
+CREDENTIAL_FILES = (".netrc", "_netrc", ".pgpass", ".git-credentials", ".pypirc")
+#: ssh's private key files (their ``.pub`` halves are public and not matched)
+PRIVATE_KEY_NAMES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk")
 #: The names that make a folder a git directory (a bare repository, ``GIT_DIR``), whatever
 #: the folder is called.
 GIT_DIR_LAYOUT = ("HEAD", "objects", "refs")
 
-__all__ = ["CONFIG_DIRS", "GIT_DIR_LAYOUT", "SAFETY_DIRS", "SAFETY_FILES", "SITE_DIRS"]
+__all__ = ["CONFIG_DIRS", "CREDENTIAL_DIRS", "CREDENTIAL_FILES", "GIT_DIR_LAYOUT", "PRIVATE_KEY_NAMES", "SAFETY_DIRS",
+           "SAFETY_FILES", "SITE_DIRS"]

@@ -3,9 +3,13 @@ each command.
 
 What a sandboxed command can and cannot do (SECURITY.md says the same to users):
 
-* It **reads** every file your user can read: the whole file system is bound read-only
-  (``/proc`` is its own, showing only the sandbox's processes; ``/tmp`` is a private,
-  empty tmpfs).
+* It **reads** every file your user can read (the whole file system is bound read-only),
+  except the credential places the Read tool asks for in every mode: ``.ssh/``,
+  ``.gnupg/``, ``.aws/``, ``.azure/``, ``.kube/``, ``.netrc``, ``.pgpass``,
+  ``.git-credentials``, ``.pypirc`` and ssh private key names, in the home folder and at
+  any depth of the working folder, and ``~/.config/gcloud``, ``~/.docker/config.json``:
+  those are empty. ``/proc`` is its own (only the sandbox's processes); ``/tmp`` is a
+  private, empty tmpfs.
 * It **writes** only inside the working folder, and there not to its safety paths (the
   names of :mod:`.safety_names` at any depth, ``.vscode``, ``*.pth`` in a
   ``site-packages``; with the home folder inside the working folder, ``~/bin``,
@@ -44,13 +48,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..loop.tool import ToolError
-from .safety_names import CONFIG_DIRS, GIT_DIR_LAYOUT, SAFETY_DIRS, SAFETY_FILES, SITE_DIRS
+from .safety_names import (CONFIG_DIRS, CREDENTIAL_DIRS, CREDENTIAL_FILES, GIT_DIR_LAYOUT, PRIVATE_KEY_NAMES,
+                           SAFETY_DIRS, SAFETY_FILES, SITE_DIRS)
 
 log = logging.getLogger(__name__)
 
 #: Editor folders whose tasks can run when the folder is opened.
 EDITOR_DIRS = (".vscode",)
 PROTECTED_NAMES = frozenset((*SAFETY_DIRS, *SAFETY_FILES, *EDITOR_DIRS))
+#: Credential places (those the Read tool asks for in every mode): hidden in the sandbox.
+SECRET_NAMES = frozenset((*CREDENTIAL_DIRS, *CREDENTIAL_FILES, *PRIVATE_KEY_NAMES))
 #: Missing at the top level, these are covered by a placeholder while a command runs (all
 #: dot names, which file browsers hide); a folder placeholder for folder names.
 PLACEHOLDER_DIRS = (*SAFETY_DIRS, *EDITOR_DIRS)
@@ -101,6 +108,8 @@ class Scan:
 
     found: dict[str, Entry] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)
+    #: credential places (``.aws/``, ``.netrc``, ``id_ed25519``...): hidden from the command
+    secrets: list[str] = field(default_factory=list)
 
 
 def scan(folder: str, *, limit: int | None = None, open_up: frozenset[str] | None = None) -> Scan:
@@ -130,10 +139,12 @@ def scan(folder: str, *, limit: int | None = None, open_up: frozenset[str] | Non
             continue
         for child in children:
             try:
+                if child.name in SECRET_NAMES:
+                    result.secrets.append(child.path)
                 if _is_protected(current, child.name, home):
                     st = child.stat(follow_symlinks=False)
                     result.found[child.path] = Entry((st.st_dev, st.st_ino), Kind.NAMED)
-                elif child.is_dir(follow_symlinks=False):
+                elif child.is_dir(follow_symlinks=False) and child.name not in SECRET_NAMES:
                     stack.append(child.path)
             except OSError as exc:  # gone meanwhile
                 log.debug("the sandbox check skips %s: %s", child.path, exc)
@@ -215,7 +226,10 @@ def bwrap_argv(command: str, folder: str, protected: Scan, placeholders: Iterabl
     for path in _socket_paths(folder):
         argv += ["--ro-bind", "/dev/null", path]
     argv += ["--bind", folder, folder]
+    hidden = set(protected.secrets)
     for path in sorted([*protected.found, *protected.unreadable]):
+        if path in hidden:
+            continue  # hidden below, which also keeps it from being written
         real = os.path.realpath(path)
         if not os.path.exists(real):
             raise ToolError(f"The sandbox cannot protect {path}: it is a link to something that does not exist. "
@@ -226,8 +240,22 @@ def bwrap_argv(command: str, folder: str, protected: Scan, placeholders: Iterabl
             argv += ["--tmpfs", path, "--remount-ro", path]
         else:
             argv += ["--ro-bind", "/dev/null", path]
+    for path in sorted({os.path.realpath(p) for p in (*protected.secrets, *_home_secrets())}):
+        if os.path.isdir(path):
+            argv += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            argv += ["--ro-bind", "/dev/null", path]
     return [*argv, *_identity_args(), "--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", folder,
             "--", "bash", "-c", command]
+
+
+def _home_secrets() -> list[str]:
+    """The credential places of the home folder (those the working folder's walk may not
+    reach): ``~/.ssh``, ``~/.aws``, ``~/.netrc``, ``~/.config/gcloud``..."""
+    home = os.path.expanduser("~")
+    places = [os.path.join(home, name) for name in (*CREDENTIAL_DIRS, *CREDENTIAL_FILES)]
+    places += [os.path.join(home, ".config", "gcloud"), os.path.join(home, ".docker", "config.json")]
+    return [place for place in places if os.path.lexists(place)]
 
 
 def probe_argv(bwrap: str) -> list[str]:

@@ -76,6 +76,27 @@ async def test_as_root_mount_and_umount_fail_and_nothing_outside_is_written(work
     assert "top secret" in body and body.rstrip().endswith("end\nExit code 0")  # reads outside: allowed (SECURITY.md)
 
 
+async def test_credential_places_are_hidden_as_the_read_tool_asks_for_them(workspace, outside, monkeypatch):
+    home = outside / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("aws_secret_access_key = AKIAHOMESECRET\n")
+    (home / ".netrc").write_text("machine x login me password NETRCSECRET\n")
+    (home / "notes.txt").write_text("plain notes\n")
+    monkeypatch.setenv("HOME", str(home))
+    (workspace / "deploy" / ".ssh").mkdir(parents=True)
+    (workspace / "deploy" / ".ssh" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nKEYSECRET\n")
+    (workspace / "keys").mkdir()
+    (workspace / "keys" / "id_rsa").write_text("RSASECRET\n")
+    body, _ = await run_sandboxed(workspace, (
+        f"cat {home}/.aws/credentials {home}/.netrc deploy/.ssh/id_ed25519 keys/id_rsa {home}/notes.txt; "
+        "echo overwritten > keys/id_rsa; echo end"))
+    for secret in ("AKIAHOMESECRET", "NETRCSECRET", "KEYSECRET", "RSASECRET"):
+        assert secret not in body
+    assert "plain notes" in body and "end" in body  # other files read as before
+    assert (workspace / "keys" / "id_rsa").read_text() == "RSASECRET\n"
+    assert (workspace / "deploy" / ".ssh" / "id_ed25519").exists()  # hidden, not renamed
+
+
 async def test_safety_paths_at_any_depth_and_missing_ones_stay_unwritten(workspace):
     (workspace / "sub" / ".git" / "hooks").mkdir(parents=True)  # a nested repository
     (workspace / "hook.sh").write_text(HOOK)
