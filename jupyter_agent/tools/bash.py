@@ -33,9 +33,9 @@ from ..loop.tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, T
 from ..loop.tool_execution import private_results_dir
 from ..redact import redact, without_secrets
 from .common import clean_schema
+from .sandbox import prepare_sandbox, probe_argv
 from .paths import resolve_path
 from .shell_parse import parse_command_line, suggested_prefix
-from .sandbox import prepare_sandbox, probe_argv
 from .shell_run import MODEL_OUTPUT_CHARS, run_shell
 
 log = logging.getLogger(__name__)
