@@ -34,7 +34,7 @@ from ..loop.tool_execution import private_results_dir
 from ..redact import redact, without_secrets
 from .common import clean_schema
 from .paths import resolve_path
-from .shell_parse import parse_command_line, suggested_prefix
+from .shell_parse import parse_command_line, suggested_rule
 from .shell_run import MODEL_OUTPUT_CHARS, run_shell
 
 log = logging.getLogger(__name__)
@@ -149,7 +149,7 @@ class Bash(Tool):
             except ToolError as exc:
                 log.debug("a redirection target cannot be resolved: %s", exc)
                 parsed = type(parsed)(parsed.commands, parsed.writes, f"it writes to {target!r}, which is not a "
-                                      "usable path")
+                                      "usable path", parsed.judged)
         return PreparedCall(paths=writes, runs_code=True, commands=parsed.parts(),
                             sandboxed=context.services.get(BashSettings).sandbox)
 
@@ -158,7 +158,10 @@ class Bash(Tool):
         parts = prepared.commands
         rules: tuple[str, ...] = ()
         if parts is not None and not parts.unreadable:
-            rules = tuple(dict.fromkeys(f"Bash({suggested_prefix(words)})" for words in parts.commands))
+            # no wider than this command needs: a prefix only where the tables judge what follows it
+            exact_only = parts.exact_only or ("",) * len(parts.commands)
+            rules = tuple(dict.fromkeys(f"Bash({suggested_rule(words, why)})"
+                                        for words, why in zip(parts.commands, exact_only)))
         else:  # no rule can cover an unreadable line: "Always allow" adds this exact command
             rules = (f"Bash({input.command.strip()})",)
         # one line each: the question must not be able to pass for the command that follows it
