@@ -77,7 +77,7 @@ class Spec:
 _READERS = ("cat head tail wc ls pwd echo printf grep egrep fgrep basename dirname realpath readlink stat du "
             "df which whoami id uname true false test [ cut tr nl rev tac paste comm join column fold fmt "
             "expand unexpand od hexdump base64 base32 md5sum sha1sum sha256sum sha512sum cksum diff cmp jq "
-            "sleep seq nproc printenv hostname groups locale tty expr numfmt")
+            "sleep seq nproc printenv groups locale tty expr numfmt")
 
 # -- the judged ones ------------------------------------------------------------------------------
 
@@ -155,7 +155,7 @@ _GIT_SUBCOMMANDS = {
                       args="--short= --abbrev-ref= --path-format= --git-path --resolve-git-dir --since= "
                            "--until= --default= --prefix="),
     "grep": Spec(flags="--cached --no-index --untracked --no-exclude-standard --exclude-standard "
-                       "--recurse-submodules -a --text --textconv --no-textconv -i --ignore-case -I -w "
+                       "--recurse-submodules -a --text --no-textconv -i --ignore-case -I -w "
                        "--word-regexp -v --invert-match -h -H --full-name -E --extended-regexp -G "
                        "--basic-regexp -P --perl-regexp -F --fixed-strings -n --line-number --column -l "
                        "--files-with-matches --name-only -L --files-without-match -z --null -o --only-matching "
@@ -163,7 +163,7 @@ _GIT_SUBCOMMANDS = {
                        "--all-match -q --quiet --and --or --not -r --recursive --no-recursive",
                  args="--max-depth= -e -f -A --after-context= -B --before-context= -C --context= --threads= "
                       "-m --max-count= --color=",
-                 runs="-O --open-files-in-pager"),
+                 runs="-O --open-files-in-pager --textconv"),
     "branch": Spec(flags="-a --all -r --remotes -v -vv --verbose --list -l --show-current --no-color --color "
                          "--column --no-column -i --ignore-case --merged --no-merged --contains --no-contains "
                          "--omit-empty",
@@ -202,9 +202,10 @@ COMMANDS: dict[str, Spec] = {
                 script=Script.SED),
     "awk": Spec(flags="--characters-as-bytes -b --traditional -c --copyright -C --lint -L --posix -P "
                       "--re-interval -r --sandbox -S --optimize -O --no-optimize -s -M --bignum -N "
-                      "--use-lc-numeric -g --gen-pot -t --lint-old -W",
+                      "--use-lc-numeric -g --gen-pot -t --lint-old",
                 args="-F --field-separator= -v --assign=",
-                runs="-f --file= -i --include= -l --load= -E --exec= -e --source= -o --pretty-print "
+                # (-W is mawk's and gawk's door to more options: `-W exec FILE` runs a program file)
+                runs="-W -f --file= -i --include= -l --load= -E --exec= -e --source= -o --pretty-print "
                      "--pretty-print= -p --profile --profile= -d --dump-variables --dump-variables= -D --debug "
                      "--debug=",
                 script=Script.AWK),

@@ -100,6 +100,8 @@ class _Reader:
         if sub is None:  # a subcommand the tables do not know: the rules' words decide
             return Judgement(False, 0, tuple(self.writes))
         self.read(sub, at + 1)
+        if self.writes and any(option == "-C" for option, _ in self.values):
+            raise _Refused("git -C moves where the files it writes are")
         return Judgement(True, 2 if at == 1 else 0, tuple(self.writes))
 
     def read(self, spec: Spec, start: int) -> None:
@@ -348,13 +350,13 @@ def sed_script_effect(script: str) -> str:
     return ""
 
 
-_AWK_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-
-
 def awk_program_effect(program: str) -> str:
     """Why an awk program does more than read and print ("" when it does not): ``system()``,
-    a pipe to or from a command, ``print > file``, gawk's ``@load``/``@include``."""
-    code = _AWK_STRING.sub('""', program)
+    a pipe to or from a command, ``print > file``, gawk's ``@load``/``@include``. The text
+    is read whole, strings included: where a string ends depends on regular expressions
+    (``/"/``), which only awk itself reads for certain, so a ``|`` or ``>`` in a string
+    asks too."""
+    code = program
     if re.search(r"\bsystem\b", code):
         return "the awk program calls system()"
     if re.search(r"(?<!\|)\|(?!\|)", code):

@@ -69,6 +69,8 @@ ATTACKS = [
     "awk 'BEGIN {print \"touch PWNED\" | \"sh\"}'",
     "awk '{print > \"{home}/.bashrc\"}' payload.txt",
     "awk -f prog.awk payload.txt",
+    "awk -W exec prog.awk",
+    "awk '/\"/ {system(\"touch PWNED\")}' quote.txt",  # a quote in a regex: where strings end is awk's to say
     "find . -name payload.txt -exec touch PWNED \\;",
     "find . -name payload.txt -execdir touch PWNED \\;",
     "find . -name payload.txt -ok touch PWNED \\;",
@@ -112,6 +114,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (home / ".bashrc").write_text("# the canary\n")
     (work / "data.txt").write_text("b 2\na 1\n")
     (work / "payload.txt").write_text("hello\n")
+    (work / "quote.txt").write_text('say "hi"\n')
     (work / "big.txt").write_text("".join(f"{i}\n" for i in range(1_000)))
     (work / "names.txt").write_text("PWNED\n")
     (work / "script.sed").write_text("1e touch PWNED\n")
