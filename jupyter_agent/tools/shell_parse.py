@@ -18,6 +18,7 @@ here-document, a redirection to a path only known when it runs), makes the line
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,7 @@ def parse_command_line(command: str) -> ParsedLine:
     for marker in ("$'", '$"'):
         if marker in command:  # bashlex misreads ANSI-C and locale quoting
             return ParsedLine(unreadable=f"the parser cannot read {marker}...' quoting")
+    command = _for_bashlex(command)
     try:
         import bashlex
         import bashlex.errors
@@ -100,6 +102,23 @@ def parse_command_line(command: str) -> ParsedLine:
     judged = tuple(judge(words, dynamic) for words, dynamic in zip(walker.commands, walker.dynamic))
     writes = [*walker.writes, *(path for j in judged for path in j.writes if path not in _HARMLESS_TARGETS)]
     return ParsedLine(tuple(walker.commands), tuple(writes), "", judged)
+
+
+#: ``$((...))`` of numbers and operators only (a name may hold text that bash evaluates as
+#: code: ``x='a[$(cmd)]'; echo $((x))`` runs cmd).
+_PLAIN_ARITHMETIC = re.compile(r"\$\(\(([0-9\s+\-*/%()<>=!&|^~?:,]*)\)\)")
+#: A here-document with a quoted delimiter (``<<'EOF'``), which bashlex does not unquote.
+_QUOTED_HEREDOC = re.compile(r"<<(-?)(\s*)(['\"])([A-Za-z_][A-Za-z0-9_]*)\3")
+
+
+def _for_bashlex(command: str) -> str:
+    """The line with what bash reads but bashlex does not rewritten to what bashlex reads
+    the same way or more strictly, every position kept (the walker reads the source by
+    position): plain arithmetic ``$((40+2))`` becomes a parameter ``${______}`` (a word
+    known only when it runs); ``<<'EOF'`` becomes ``<<EOF``, whose body is then judged as
+    if bash expanded it."""
+    command = _PLAIN_ARITHMETIC.sub(lambda m: "${" + "_" * (len(m.group(0)) - 3) + "}", command)
+    return _QUOTED_HEREDOC.sub(lambda m: f"<<{m.group(1)}{m.group(2)}{m.group(4)}  ", command)
 
 
 class _Walker:

@@ -371,3 +371,25 @@ async def test_a_command_that_ends_leaves_no_detached_process(workspace):
 async def test_a_command_killed_by_a_signal_says_so(workspace):
     result = await bash(make_ctx(workspace, allow=["Bash"]), "kill -9 $$")
     assert result["is_error"] and text_of(result) == "Killed by signal 9"
+
+
+async def test_plain_arithmetic_and_a_quoted_here_document_are_read(workspace):
+    """Valid bash the parser used to refuse (issue 39): ``$((40+2))`` of numbers only, and a
+    here-document whose delimiter is quoted and ends the command."""
+    ctx = make_ctx(workspace, allow=["Bash(echo:*)", "Bash(cat:*)"])
+    asks = Asks()
+    assert text_of(await bash(ctx, "echo hello-$((40+2)) && echo second", asks)) == "hello-42\nsecond\nExit code 0"
+    assert text_of(await bash(ctx, "cat <<'EOF'\nline $HOME\nEOF", asks)) == "line $HOME\nExit code 0"
+    assert asks.asks == []
+
+
+@pytest.mark.parametrize("command", [
+    "x='a[$(touch PWNED)]'; echo $((x))",  # bash evaluates a name's text: it runs the substitution
+    "echo $(($(touch PWNED)))",
+    "cat <<'EOF'\n$(touch PWNED)\nEOF\ntouch PWNED",
+])
+async def test_arithmetic_with_names_or_commands_still_asks(workspace, command):
+    ctx = make_ctx(workspace, allow=["Bash(echo:*)", "Bash(cat:*)"])
+    asks = Asks()
+    await bash(ctx, command, asks)
+    assert len(asks.asks) == 1 and not (workspace / "PWNED").exists()
