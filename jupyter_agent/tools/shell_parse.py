@@ -70,9 +70,8 @@ def parse_command_line(command: str) -> ParsedLine:
         return ParsedLine(unreadable="the command is empty")
     if len(command) > MAX_PARSED_CHARS:
         return ParsedLine(unreadable=f"it is longer than the {MAX_PARSED_CHARS:,} characters the rules judge")
-    for marker in ("$'", '$"'):
-        if marker in command:  # bashlex misreads ANSI-C and locale quoting
-            return ParsedLine(unreadable=f"the parser cannot read {marker}...' quoting")
+    if marker := _dollar_quote(command):  # bashlex misreads ANSI-C and locale quoting
+        return ParsedLine(unreadable=f"the parser cannot read {marker}...' quoting")
     command = _for_bashlex(command)
     try:
         import bashlex
@@ -209,6 +208,25 @@ def _expands(raw: str) -> bool:
         elif c in "*?[{":
             return True
     return False
+
+
+def _dollar_quote(command: str) -> str:
+    """``$'`` or ``$"`` where bash reads it as ANSI-C or locale quoting (not inside single
+    quotes, where ``grep '\\.py$'`` is plain text), or ""."""
+    quote = ""
+    escaped = False
+    for i, c in enumerate(command):
+        if escaped:
+            escaped = False
+        elif c == "\\" and quote != "'":
+            escaped = True
+        elif quote == "'":
+            quote = "" if c == "'" else quote
+        elif c == "$" and command[i + 1:i + 2] in ("'", '"'):
+            return c + command[i + 1]
+        elif c in "'\"":
+            quote = "" if quote == c else (c if not quote else quote)
+    return ""
 
 
 def _count_commands(node: Any, seen: set[int] | None = None) -> int:
