@@ -169,6 +169,9 @@ class Bash(Tool):
         about = f" ({description})" if description else ""
         unreadable = " ".join(parts.unreadable.split()) if parts is not None else ""
         why = f" The rules cannot judge it: {unreadable}." if unreadable else ""
+        exact = [" ".join(reason.split())[:200] for reason in (parts.exact_only if parts is not None else ()) if reason]
+        if exact and not why:  # why a prefix rule (`Bash(sort:*)`) does not cover it
+            why = f" Only a rule naming the whole command allows it: {'; '.join(dict.fromkeys(exact))}."
         # The whole command, never a part: what the person approves is what runs.
         return PermissionAsk(message=f"Bash wants to run a command{about}.{why}{CONTENT_FOLLOWS}{input.command}",
                              suggested_rules=rules)

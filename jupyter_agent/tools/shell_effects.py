@@ -206,6 +206,8 @@ class _Reader:
             elif (path := self.next_value(k)) is not None:
                 self.write(k + 1, path)
                 return k + 1
+            else:  # `--output --reverse` writes a file named --reverse
+                raise _Refused(f"{name} writes to a file not named here")
         elif kind is Kind.ARG and eq:
             self.values.append((name, value))
         elif kind is Kind.FLAG and eq:

@@ -47,6 +47,7 @@ ATTACKS = [
     "sort --output={home}/.bashrc payload.txt",
     "sort --outp {home}/.bashrc payload.txt",
     "sort -ro{home}/.bashrc payload.txt",
+    "sort --output --reverse payload.txt",  # a file named --reverse, in the working folder
     "sort -S 1 --compress-program=./run.sh -T . big.txt",
     "git diff --no-index --output={home}/.bashrc /dev/null payload.txt",
     "git diff --no-index --output {home}/.bashrc /dev/null payload.txt",

@@ -77,6 +77,9 @@ async def test_a_rule_offered_for_an_ordinary_command_does_not_allow_its_dangero
     assert answers.asks[0].suggested_rules == (offered,)
     assert Rule.parse(offered) in permissions.session_allow
     assert len(answers.asks) == 2 and answers.asks[1].message.endswith(command)  # the dangerous form asked
+    question = answers.asks[1].message[:-len(command)]
+    assert "\n" not in question.rstrip(":\n")  # the card says why, on the question's line
+    assert "is a protected path" in question or "Only a rule naming the whole command allows it" in question
     assert (home / ".bashrc").read_text() == "# canary\n" and not (workspace / "PWNED").exists()
 
 
