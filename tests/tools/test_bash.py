@@ -393,3 +393,13 @@ async def test_arithmetic_with_names_or_commands_still_asks(workspace, command):
     asks = Asks()
     await bash(ctx, command, asks)
     assert len(asks.asks) == 1 and not (workspace / "PWNED").exists()
+
+
+@needs_bwrap
+async def test_the_timeout_ends_a_detached_process_in_the_sandbox_too(workspace):
+    ctx = make_ctx(workspace)
+    enable_sandbox(ctx)
+    detached = f"{os.getpid() % 1000}7.74"
+    result = await bash(ctx, f"setsid sleep {detached} & sleep 60", timeout=1500)
+    assert result["is_error"] and "timed out after 1.5 s" in text_of(result)
+    assert _running(f"sleep {detached}") == []
