@@ -16,7 +16,10 @@ resolved paths, whether it only reads, edits files or runs code), planned once b
 
 ``Bash`` rules name commands, not paths: ``Bash(git status)`` exactly, ``Bash(git diff:*)``
 a prefix of whole words; a command line is allowed only when every simple command in it
-is (read by a real shell parse, :mod:`jupyter_agent.tools.shell_parse`).
+is (read by a real shell parse, :mod:`jupyter_agent.tools.shell_parse`). A prefix rule
+covers a command of the tables (:mod:`jupyter_agent.tools.shell_commands`) only in its
+forms that read: one that runs other code needs a rule naming all its words
+(``CommandParts.exact_only``), and a file an option writes is judged as an edit's path.
 
 Rules are ``Tool`` or ``Tool(glob)`` in ``allow``, ``ask`` and ``deny`` lists; deny beats
 ask beats allow. A rule naming any file-editing tool (Edit, Write, NotebookEdit) covers all three,

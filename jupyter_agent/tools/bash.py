@@ -4,11 +4,13 @@ Claude Code's schema and wording (Claude models are trained on them). The comman
 with ``bash -c`` in the working folder, with the kernel's environment minus its secrets
 (the removal kernels get: :func:`~jupyter_agent.redact.without_secrets`), stdin empty; its
 output streams to the card and comes back settled and bounded (:mod:`.shell_run`), with
-its exit code. Stop and the time limit end its whole process group.
+its exit code. Stop and the time limit end every process it started (:mod:`.shell_reaper`).
 
 Permission: running a command asks in every mode unless allow rules cover *every* simple
-command of the line, read by a real shell parse (:mod:`.shell_parse`), and every file its
-redirections write (the permission policy decides: ``jupyter_agent.permissions``). With
+command of the line, read by a real shell parse (:mod:`.shell_parse`) and judged by what
+its options do (:mod:`.shell_commands`: a prefix rule does not cover a form that runs other
+code), and every file its redirections and options write (the permission policy decides:
+``jupyter_agent.permissions``). With
 the sandbox on (:class:`BashSettings`, where ``bwrap`` works) a command runs with no
 network and can write only inside the working folder, and may then run without asking.
 """
