@@ -74,7 +74,7 @@ class Spec:
 
 # -- commands that read, with no option that writes or runs ------------------------------------
 
-_READERS = ("cat head tail wc ls pwd echo printf grep egrep fgrep basename dirname realpath readlink stat du "
+_READERS = ("cat head tail wc ls pwd echo grep egrep fgrep basename dirname realpath readlink stat du "
             "df which whoami id uname true false test [ cut tr nl rev tac paste comm join column fold fmt "
             "expand unexpand od hexdump base64 base32 md5sum sha1sum sha256sum sha512sum cksum diff cmp jq "
             "sleep seq nproc printenv groups locale tty expr numfmt")
@@ -182,6 +182,8 @@ COMMANDS: dict[str, Spec] = {
                  writes="-o --output=",
                  # a program it runs; a folder it writes temporary files into
                  runs="--compress-program= -T --temporary-directory="),
+    # `printf -v PATH .` sets a variable the rest of the line runs with
+    "printf": Spec(runs="-v"),
     "uniq": Spec(flags="-c --count -d --repeated -D -i --ignore-case -u --unique -z --zero-terminated "
                        "--all-repeated --group",
                  args="-f --skip-fields= -s --skip-chars= -w --check-chars= --all-repeated= --group=",

@@ -39,6 +39,8 @@ _HIDDEN_COMMAND = ("$(", "`", "<(", ">(")
 #: Node kinds whose children are walked for commands (anything else makes the line unreadable).
 _CONTAINERS = {"list", "pipeline", "compound", "if", "for", "while", "until", "function"}
 _LEAVES = {"operator", "pipe", "reservedword"}
+#: Commands after which a relative path names a file in another folder.
+_CHANGES_FOLDER = frozenset({"cd", "pushd", "popd"})
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,9 @@ def parse_command_line(command: str) -> ParsedLine:
         return ParsedLine(unreadable="no command was found in it")
     judged = tuple(judge(words, dynamic) for words, dynamic in zip(walker.commands, walker.dynamic))
     writes = [*walker.writes, *(path for j in judged for path in j.writes if path not in _HARMLESS_TARGETS)]
+    if (any(words[0] in _CHANGES_FOLDER for words in walker.commands)
+            and any(not path.startswith(("/", "~")) for path in writes)):
+        return ParsedLine(unreadable="it changes folder, then writes to a path relative to where it went")
     return ParsedLine(tuple(walker.commands), tuple(writes), "", judged)
 
 

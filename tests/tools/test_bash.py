@@ -403,3 +403,14 @@ async def test_the_timeout_ends_a_detached_process_in_the_sandbox_too(workspace)
     result = await bash(ctx, f"setsid sleep {detached} & sleep 60", timeout=1500)
     assert result["is_error"] and "timed out after 1.5 s" in text_of(result)
     assert _running(f"sleep {detached}") == []
+
+
+async def test_a_write_after_a_change_of_folder_asks(workspace, tmp_path):
+    """``cd`` moves where a relative path points: ``cd ~ && echo x >> notes`` is not a
+    write into the working folder."""
+    ctx = make_ctx(workspace, "acceptEdits", allow=["Bash(cd:*)", "Bash(echo:*)", "Bash(tee:*)"])
+    for command in (f"cd {tmp_path} && echo x >> notes", f"cd {tmp_path}; echo x | tee notes"):
+        asks = Asks()
+        await bash(ctx, command, asks)
+        assert len(asks.asks) == 1 and not (tmp_path / "notes").exists(), command
+    assert text_of(await bash(ctx, "cd . && echo x > /dev/null && echo ok")) == "ok\nExit code 0"

@@ -97,6 +97,7 @@ ATTACKS = [
     "sh -c 'touch PWNED'",
     "eval touch PWNED",
     "command touch PWNED",
+    "printf -v PATH . ; sort data.txt",  # `./sort` is what runs then
 ]
 #: Commands whose attacks need a tool this machine may lack, or a spelling this version
 #: refuses, or input nobody gives (they must still ask).
@@ -122,6 +123,8 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (work / "prog.awk").write_text('BEGIN { system("touch PWNED") }\n')
     (work / "run.sh").write_text("#!/bin/sh\ntouch PWNED\ncat\n")
     (work / "run.sh").chmod(0o755)
+    (work / "sort").write_text("#!/bin/sh\n: > PWNED\n")  # (no PATH needed)
+    (work / "sort").chmod(0o755)
     env = _env(home)
     for argv in (["git", "init", "-q"], ["git", "add", "data.txt", "payload.txt"], ["git", "commit", "-qm", "one"]):
         subprocess.run(argv, cwd=work, env=env, check=True)
