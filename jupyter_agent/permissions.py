@@ -67,8 +67,13 @@ log = logging.getLogger(__name__)
 #: The file-editing tools are one family: a rule naming any of them covers them all
 #: (``Write(pyproject.toml)`` also stops an Edit of it), as in Claude Code.
 EDIT_FAMILY = ("Edit", "Write", "NotebookEdit")
+#: The tools that run code in a notebook's kernel: a ``NotebookRun`` rule covers the range run
+#: and the scratch run too (allowing NotebookRun under acceptEdits already lets any code run:
+#: the model can write it into a cell), and a ``NotebookRun`` deny stops them all.
+RUN_FAMILY = ("NotebookRun", "NotebookRunCells", "KernelRun")
 #: A rule naming the first tool also covers the others (a ``Grep`` rule stays a Grep rule).
-RULE_FAMILIES = {**{name: EDIT_FAMILY for name in EDIT_FAMILY}, "Read": ("Read", "Glob", "Grep")}
+RULE_FAMILIES = {**{name: EDIT_FAMILY for name in EDIT_FAMILY}, "Read": ("Read", "Glob", "Grep"),
+                 "NotebookRun": RUN_FAMILY}
 PLAN_MODE_NOTE = (
     "Plan mode is active. You may read files, search and think, but you must not change anything: do not "
     "edit or write files, do not edit or run notebook cells. Such calls will be refused. Research the task, "

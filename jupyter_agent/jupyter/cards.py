@@ -269,10 +269,16 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
     return f"{tools} of {pattern}"
 
 
+#: The tools whose approval is a question then code to run (their ``PermissionAsk`` message):
+#: what the card calls that code.
+CELL_CODE_ASKS = {"NotebookRun": "the cell's code", "NotebookRunCells": "every cell's code",
+                  "KernelRun": "the code"}
+
+
 def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None) -> str:
     """What the Allow side says about how much the card shows: all of it, and how long."""
-    if tool_name == "NotebookRun":
-        shown, what = ask_parts(message)[1], "the cell's code"
+    if tool_name in CELL_CODE_ASKS:
+        shown, what = ask_parts(message)[1], CELL_CODE_ASKS[tool_name]
     elif tool_name == "Bash":
         shown, what = ask_parts(message)[1], "the command"
     elif diff:
@@ -297,7 +303,7 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
     if has_invisible(raw_input) or has_invisible(message) or has_invisible(diff or ""):
         warning = (f'<div class="ja-invisible" style="color:{ERROR};font-weight:bold">{ICONS["warning"]} '
                    f"{esc(INVISIBLE_WARNING)}</div>")
-    if tool_name == "NotebookRun":
+    if tool_name in CELL_CODE_ASKS:
         # the tool's own question names the cell as the page numbers it (NotebookRun.check_permissions)
         head, source = ask_parts(message)
         title = f"<b>{ICONS['ask']} {esc(relative(head, cwd))}?</b>"

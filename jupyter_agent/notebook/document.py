@@ -270,3 +270,17 @@ class NotebookDocument(ABC):
     async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
                        expected_version: str | None = None) -> RunResult:
         """Execute one code cell and keep its outputs in the document."""
+
+    async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
+        """Execute ``code`` in the notebook's kernel and keep nothing in the document (KernelRun).
+        The result's ``cell`` is :func:`scratch_cell`; ``saved`` is False. By default refused."""
+        raise NotebookError("Code cannot run in this notebook's kernel here.")
+
+
+#: The id a scratch run's result names (no cell of the notebook has it: ids have no spaces).
+SCRATCH_ID = "(scratch)"
+
+
+def scratch_cell(code: str) -> Cell:
+    """The stand-in cell of a scratch run (``KernelRun``): its code, in no notebook."""
+    return Cell(id=SCRATCH_ID, index=-1, cell_type="code", source=code)

@@ -322,6 +322,11 @@ class FileNotebook(NotebookDocument):
         return await run_cell_in_kernel(self, self.kernels, cell_id, timeout=timeout, abort=abort,
                                         expected_version=expected_version)
 
+    async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
+        from .kernels import run_code_in_kernel
+
+        return await run_code_in_kernel(self, self.kernels, code, timeout=timeout, abort=abort)
+
     def _mutate(self, expected_version: str | None, edit: Callable) -> EditResult:
         loaded = load_notebook(self.path, verify=True)
         if expected_version is not None and loaded.raw_version != expected_version:

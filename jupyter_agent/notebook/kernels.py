@@ -27,7 +27,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_runtime_dir
 
 from ..redact import redact, without_secrets
-from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
+from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError, scratch_cell
 from .epoch import KernelEpochs
 from .namespace import NAMESPACE_EXPRESSION, changed_names, parse_namespace_reply
 from .outputs import StreamText, finish_outputs
@@ -82,7 +82,8 @@ class NotebookKernel:
         #: the kernel process's session id, from its last reply (a restarted kernel has another)
         self.session_id: str | None = None
 
-    async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> Execution:
+    async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None,
+                      store_history: bool = True) -> Execution:
         """Run ``code``; on timeout or abort interrupt the kernel and return what came out so far.
 
         Done means the kernel's ``execute_reply`` (its verdict: ok, error, aborted) and the
@@ -92,7 +93,8 @@ class NotebookKernel:
         ``iopub_timeout`` does.
         """
         async with self.lock:
-            msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+            # store_history=False (a scratch run): no execution count taken, no In/Out entry
+            msg_id = self.client.execute(code, store_history=store_history, allow_stdin=False, stop_on_error=False)
             collector = OutputCollector()
             deadline = time.monotonic() + timeout
             status = "ok"
@@ -478,3 +480,24 @@ async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
     return RunResult(cell=edited.cell, outputs=outputs, execution_count=execution.execution_count,
                      status=execution.status, version=edited.version, mtime_ns=edited.mtime_ns,
                      names_changed=names, note="\n".join(n for n in notes if n))
+
+
+async def run_code_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, code: str, *,
+                             timeout: float, abort: asyncio.Event | None) -> RunResult:
+    """Run ``code`` in the kernel of a file/memory notebook (started if need be) and store
+    nothing: no outputs in the notebook, no execution count, no history entry."""
+    if kernels is None:
+        raise NotebookError("No kernel pool is attached to this notebook, so no code can run in its kernel.")
+    snapshot = await doc.snapshot()
+    kernel = await kernels.get(doc.path, snapshot.kernel_name)
+    before = await kernel.namespace_ids()
+    kernels.epochs.check(str(doc.path), kernel.identity)
+    execution = await kernel.execute(code, timeout=timeout, abort=abort, store_history=False)
+    after = await kernel.namespace_ids() if execution.status != "died" else None
+    if after is not None:
+        kernels.epochs.saw(str(doc.path), list(after))
+    if execution.status == "died":
+        await kernels.discard(doc.path)
+    return RunResult(cell=scratch_cell(code), outputs=execution.outputs, execution_count=None,
+                     status=execution.status, saved=False, note=execution.note,
+                     names_changed=changed_names(before, after))

@@ -34,7 +34,7 @@ from .cells import cell_view, cell_views
 from .document import (POSITION_ID, Cell, CellRestore, EditResult, NotebookDocument, NotebookError, NotebookSnapshot,
                        RunResult, StaleNotebookError, find_cell_index)
 from .file_backend import FileNotebook
-from .kernel_run import SHOW_RUN, RunHere, log_failure, run_result
+from .kernel_run import SHOW_RUN, RunHere, log_failure, run_result, run_result_of_code
 from .namespace import changed_names
 
 log = logging.getLogger(__name__)
@@ -361,6 +361,23 @@ class LiveNotebook(NotebookDocument):
                          names_changed=changed_names(before, self.namespace()))
 
 
+    async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
+        """Run ``code`` in this kernel as a request of its own, one no cell shows (the page
+        is not told of it, so it routes its outputs nowhere): nothing enters the notebook."""
+        if self.is_busy():
+            raise NotebookError(
+                "A cell is executing in this kernel right now, and code sent to it would wait behind that "
+                "cell forever. Code runs in the kernel only from an agent run started by a plain %%agent cell "
+                "or the side panel.")
+        if self.run_here is None:
+            raise NotebookError(
+                "This kernel cannot run code outside a cell (it has no connection file to reach itself). "
+                "Insert a cell with NotebookEdit and run it with NotebookRun instead.")
+        before = self.namespace()
+        msg_id = RUN_TAG.get() + uuid.uuid4().hex
+        execution = await self.run_here(code, msg_id, "", timeout=timeout, abort=abort, store_history=False)
+        return run_result_of_code(code, execution, timeout, changed_names(before, self.namespace()))
+
     async def _run_here(self, run_here: RunHere, cell_id: str, timeout: float, abort: asyncio.Event | None,
                         expected_version: str | None) -> RunResult:
         """Run the cell in this kernel; the page shows it as it comes (``kernel_run.py``)."""
@@ -417,5 +434,9 @@ class GuardedNotebook(FileNotebook):
 
     async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
                        expected_version: str | None = None) -> RunResult:
+        self._refuse()
+        raise AssertionError
+
+    async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
         self._refuse()
         raise AssertionError

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .document import Cell, NotebookSnapshot, source_text
+from .document import SCRATCH_ID, Cell, NotebookSnapshot, source_text
 from .rich import meaning_text
 
 #: One cell's outputs longer than this (characters of text) are replaced by a hint.
@@ -188,17 +188,28 @@ def render_notebook(snapshot: NotebookSnapshot, *, offset: int = 0, limit: int |
     return NotebookPage(to_content(parts), offset, last, total)
 
 
+#: What a scratch run's result (``KernelRun``) starts with.
+_SCRATCH_HEADINGS = {
+    "ok": "Ran the code in the notebook's kernel (nothing was saved into the notebook).",
+    "error": "Ran the code in the notebook's kernel; it raised an error:",
+    "timeout": "The code timed out; the kernel was interrupted. Outputs so far:",
+    "interrupted": "The code was interrupted by the user. Outputs so far:",
+    "died": "The kernel died while running the code; it will restart on the next run. Outputs so far:",
+}
+
+
 def render_run(cell: Cell, outputs: Sequence[Mapping[str, Any]], execution_count: int | None,
                status: str, note: str = "") -> str | list[dict[str, Any]]:
     """What ``NotebookRun`` returns: a status line, then the outputs rendered as in ``Read``."""
     count = f" [{execution_count}]" if execution_count is not None else ""
-    heading = {
+    headings = _SCRATCH_HEADINGS if cell.id == SCRATCH_ID else {
         "ok": f"Ran cell {cell.id}{count}.",
         "error": f"Ran cell {cell.id}{count}; it raised an error:",
         "timeout": f"Cell {cell.id} timed out; the kernel was interrupted. Outputs so far:",
         "interrupted": f"Cell {cell.id} was interrupted by the user. Outputs so far:",
         "died": f"The kernel died while running cell {cell.id}; it will restart on the next run. Outputs so far:",
-    }.get(status, f"Cell {cell.id} finished ({status}).")
+    }
+    heading = headings.get(status, f"Cell {cell.id} finished ({status}).")
     parts = [_Part(text=heading)] + output_parts(outputs, cell.id)
     if len(parts) == 1:
         parts.append(_Part(text="(no output)"))

@@ -55,8 +55,8 @@ async def test_read_then_edit_in_accept_edits_mode(workspace):
     edited = results_sent(api, 2)[edit["id"]]
     assert not edited.get("is_error") and "has been updated" in result_text(edited)
     assert [t["name"] for t in api.requests[0].body["tools"]] == [
-        "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "Bash", "TodoWrite",
-        "NotebookRestart"]
+        "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "NotebookRunCells", "KernelRun",
+        "Bash", "TodoWrite", "NotebookRestart"]
 
 
 async def test_edit_without_read_and_stale_edit_are_error_results(workspace):
