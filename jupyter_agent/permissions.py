@@ -59,6 +59,7 @@ from .loop.permission_result import (
 from .policy import load_policy
 from .safety import rule_names_place, safety_hit
 from .loop.tool import CommandParts, PermissionPolicy, PreparedCall, Tool, ToolContext
+from .loop.tool_execution import results_dirs
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
 from .tools.shell_parse import rule_covers, rule_words
 
@@ -291,6 +292,8 @@ class Permissions(PermissionPolicy):
         roots = self.allowed_roots(ctx)
         # The notebook open in the page is the user's own, wherever the kernel runs (its
         # path may be the notebook server's, outside the kernel's folders or not on its disk).
+        if read_only:  # what the tools saved for this user (a whole traceback, an oversized result)
+            roots = [*roots, *results_dirs(ctx.tool_results_dir)]
         outside = [p for p in paths if not p.in_page and not any(is_within(p.real, root) for root in roots)]
         linked = [p for p in paths if not p.in_page and p not in outside and _hard_linked(p)]
         if outside or linked:

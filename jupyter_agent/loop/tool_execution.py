@@ -333,3 +333,18 @@ def private_results_dir(wanted: Path | None = None) -> Path:
 
 
 _fallback_dir: Path | None = None
+
+
+def results_dirs(wanted: Path | None = None) -> list[Path]:
+    """The private results folders in use now (made by :func:`private_results_dir`, none
+    made here): a Read inside them reads what the tools wrote there for this user."""
+    folders = [wanted or Path(tempfile.gettempdir()) / f"jupyter-agent-{os.getuid()}", _fallback_dir]
+    found = []
+    for folder in [f for f in folders if f is not None]:
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            found.append(Path(os.path.realpath(folder)))
+    return found

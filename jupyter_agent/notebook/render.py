@@ -20,6 +20,7 @@ from typing import Any
 
 from .document import SCRATCH_ID, Cell, NotebookSnapshot, source_text
 from .rich import meaning_text
+from .tracebacks import TracebackSaver, compact_traceback
 
 #: One cell's outputs longer than this (characters of text) are replaced by a hint.
 MAX_CELL_OUTPUT_CHARS = 10_000
@@ -58,15 +59,15 @@ def cell_tag(cell: Cell, language: str = "python") -> str:
     return f'<cell id="{cell.id}">{meta}{cell.source}</cell id="{cell.id}">'
 
 
-def _output_parts(output: Mapping[str, Any]) -> list[_Part]:
+def _output_parts(output: Mapping[str, Any], save: TracebackSaver | None = None) -> list[_Part]:
     kind = output.get("output_type")
     if kind == "stream":
         return [_Part(text=strip_ansi(source_text(output.get("text"))))]
     if kind == "error":
         traceback = output.get("traceback") or []
-        body = "\n".join(strip_ansi(str(line)) for line in traceback) if isinstance(traceback, list) else ""
-        head = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
-        return [_Part(text=head + ("\n" + body if body else ""))]
+        lines = [strip_ansi(str(line)) for line in traceback] if isinstance(traceback, list) else []
+        return [_Part(text=compact_traceback(str(output.get("ename") or "Error"), str(output.get("evalue") or ""),
+                                             lines, save))]
     if kind in ("execute_result", "display_data", "pyout"):
         data = output.get("data") or {}
         if not isinstance(data, Mapping):
@@ -102,10 +103,10 @@ def head_and_tail(text: str, limit: int) -> str:
             + " cut from the middle of this output ...]\n" + text[tail_start:])
 
 
-def output_parts(outputs: Iterable[Mapping[str, Any]], cell_id: str) -> list[_Part]:
+def output_parts(outputs: Iterable[Mapping[str, Any]], cell_id: str, save: TracebackSaver | None = None) -> list[_Part]:
     """A cell's outputs as parts; when their text is too long, each long one keeps its
     start and its end (a traceback's last line, a log's summary), with a note."""
-    parts = [p for o in outputs for p in _output_parts(o)]
+    parts = [p for o in outputs for p in _output_parts(o, save)]
     size = sum(len(p.text) for p in parts if p.text)
     if size > MAX_CELL_OUTPUT_CHARS:
         for part in parts:
@@ -151,7 +152,8 @@ class NotebookPage:
 
 
 def render_notebook(snapshot: NotebookSnapshot, *, offset: int = 0, limit: int | None = None,
-                    page_chars: int = NOTEBOOK_PAGE_CHARS, max_images: int = MAX_IMAGES_PER_READ) -> NotebookPage:
+                    page_chars: int = NOTEBOOK_PAGE_CHARS, max_images: int = MAX_IMAGES_PER_READ,
+                    save: TracebackSaver | None = None) -> NotebookPage:
     """Cells ``offset``.. (at most ``limit``), cut at about ``page_chars`` characters."""
     cells, total = snapshot.cells, len(snapshot.cells)
     if total == 0:
@@ -163,7 +165,7 @@ def render_notebook(snapshot: NotebookSnapshot, *, offset: int = 0, limit: int |
     parts: list[_Part] = []
     used, images, last = 0, 0, offset - 1
     for cell in cells[offset:end]:
-        cell_parts = [_Part(text=cell_tag(cell, snapshot.language))] + output_parts(cell.outputs, cell.id)
+        cell_parts = [_Part(text=cell_tag(cell, snapshot.language))] + output_parts(cell.outputs, cell.id, save)
         size = sum(len(p.text) for p in cell_parts if p.text)
         if used + size > page_chars and last >= offset:
             break
@@ -199,7 +201,7 @@ _SCRATCH_HEADINGS = {
 
 
 def render_run(cell: Cell, outputs: Sequence[Mapping[str, Any]], execution_count: int | None,
-               status: str, note: str = "") -> str | list[dict[str, Any]]:
+               status: str, note: str = "", save: TracebackSaver | None = None) -> str | list[dict[str, Any]]:
     """What ``NotebookRun`` returns: a status line, then the outputs rendered as in ``Read``."""
     count = f" [{execution_count}]" if execution_count is not None else ""
     headings = _SCRATCH_HEADINGS if cell.id == SCRATCH_ID else {
@@ -210,7 +212,7 @@ def render_run(cell: Cell, outputs: Sequence[Mapping[str, Any]], execution_count
         "died": f"The kernel died while running cell {cell.id}; it will restart on the next run. Outputs so far:",
     }
     heading = headings.get(status, f"Cell {cell.id} finished ({status}).")
-    parts = [_Part(text=heading)] + output_parts(outputs, cell.id)
+    parts = [_Part(text=heading)] + output_parts(outputs, cell.id, save)
     if len(parts) == 1:
         parts.append(_Part(text="(no output)"))
     if note:

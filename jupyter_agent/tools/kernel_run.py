@@ -31,6 +31,7 @@ from ..redact import redact
 from .common import PathTool, check_text_size
 from .notebook_run import DEFAULT_CELL_TIMEOUT_S, FAILED, OUTCOMES, exception_name, with_progress
 from .paths import display_path
+from .saved_text import traceback_saver
 from .undo import run_changes
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ class KernelRun(PathTool):
                                      "The code", context)
         run_changes(context).ran_cell(result.names_changed)
         outputs = finish_outputs(result.outputs, redact)
-        content = render_run(result.cell, outputs, None, result.status, result.note)
+        content = render_run(result.cell, outputs, None, result.status, result.note, traceback_saver(context))
         return ToolOutput(content, is_error=result.status in FAILED, display=outputs,
                           outcome=OUTCOMES.get(result.status), exception=exception_name(result))
 

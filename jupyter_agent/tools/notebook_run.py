@@ -29,6 +29,7 @@ from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOut
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
 from .paths import display_path, inside_roots
+from .saved_text import traceback_saver
 from .undo import run_changes
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,8 @@ class NotebookRun(PathTool):
         # The file and memory backends have done this already; a backend that runs cells its
         # own way (a live page) may not have, and nothing unbounded or secret goes to the model.
         outputs = finish_outputs(result.outputs, redact)
-        content = render_run(result.cell, outputs, result.execution_count, result.status, result.note)
+        content = render_run(result.cell, outputs, result.execution_count, result.status, result.note,
+                             traceback_saver(context))
         return ToolOutput(content, is_error=result.status in FAILED, display=outputs,
                           outcome=OUTCOMES.get(result.status), exception=exception_name(result))
 

@@ -33,6 +33,7 @@ from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
 from .notebook_run import DEFAULT_CELL_TIMEOUT_S, FAILED, cell_position, exception_name, with_progress
 from .paths import display_path, inside_roots
+from .saved_text import traceback_saver
 from .undo import run_changes
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,8 @@ class NotebookRunCells(PathTool):
             outputs = finish_outputs(result.outputs, redact)
             shown += outputs
             results.append(result)
-            rendered.append(render_run(result.cell, outputs, result.execution_count, result.status, result.note))
+            rendered.append(render_run(result.cell, outputs, result.execution_count, result.status, result.note,
+                                       traceback_saver(context)))
             if result.status != "ok":
                 break
         last = results[-1] if results else None

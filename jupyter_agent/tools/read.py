@@ -16,6 +16,7 @@ from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, To
 from .common import PathTool
 from ..files.filestat import stat_file
 from .fileio import MAX_TEXT_BYTES, content_hash, decode_bytes, looks_binary, record_read
+from .saved_text import traceback_saver
 from .pdf import PAGES_DESCRIPTION, READ_USAGE_LINE, check_pages_use, is_pdf_path, read_pdf
 
 DEFAULT_LIMIT = 2000
@@ -180,7 +181,7 @@ class Read(PathTool):
     async def _read_notebook(self, path, input: ReadInput, context: ToolContext) -> ToolOutput:
         doc = open_notebook(path, tool_session(context))
         snapshot = await doc.snapshot()
-        page = render_notebook(snapshot, offset=input.offset or 0, limit=input.limit)
+        page = render_notebook(snapshot, offset=input.offset or 0, limit=input.limit, save=traceback_saver(context))
         context.read_file_state[str(path)] = FileReadRecord(
             path=str(path), mtime_ns=snapshot.mtime_ns, content_hash=snapshot.version, partial=page.partial)
         problem = await doc.validation_problem()
