@@ -362,7 +362,7 @@ def no_terminal_denier(err: TextIO | None = None, permissions: Any = None, tools
             hint = operator_hint(tool_name, getattr(ask, "suggested_rules", ()) or (),
                                  str(getattr(permissions, "mode", "") or ""), tool)
             err.write(terminal_text(hint) + "\n")
-        return PermissionDeny(denial_for_model(tool_name, setup, tool))
+        return PermissionDeny(denial_for_model(tool_name, setup, tool, str(getattr(ask, "why", "") or "")))
 
     setattr(deny, NO_ONE_ANSWERS, True)
     return deny

@@ -262,7 +262,7 @@ class Permissions(PermissionPolicy):
         for rule in self.ask:
             if self._matches_call(rule, tool, input, paths, ctx, commands):
                 return PermissionAsk(ask_with_note(own_message, f"(The rule '{rule}' asks for approval.)"), diff,
-                                     own_rules)
+                                     own_rules, why=f"the rule '{rule}' asks for approval")
         allow_rules = [*self.allow, *self.session_allow]
         if not read_only:
             for path in paths:
@@ -275,7 +275,8 @@ class Permissions(PermissionPolicy):
                                    for r in allow_rules):
                     return PermissionAsk(ask_with_note(own_message, f"{path.real} is a protected path ({hit.reason}); "
                                                        "it always needs approval."),
-                                         diff, (f"{tool.name}({escape_glob(str(path.real))})",))
+                                         diff, (f"{tool.name}({escape_glob(str(path.real))})",),
+                                         why=f"{path.real} is a protected path ({hit.reason})")
         if commands is not None:  # a shell command line: every part must be allowed
             allowed_by_rule = self._command_allowed(tool, commands, paths, ctx, allow_rules)
             if not allowed_by_rule and prepared.sandboxed and not commands.unreadable:
@@ -286,7 +287,8 @@ class Permissions(PermissionPolicy):
             # Code that runs can write anything, safety paths included, and cannot be checked
             # path by path: it asks in every mode, bypassPermissions too, unless a rule allows it.
             return PermissionAsk(ask_with_note(own_message, f"({tool.always_asks_as} always asks unless an allow "
-                                               "rule covers it, in every permission mode.)"), diff, own_rules)
+                                               "rule covers it, in every permission mode.)"), diff, own_rules,
+                                 why=f"{tool.always_asks_as.lower()} needs a person's approval")
         if self.mode == "bypassPermissions" or allowed_by_rule:
             return PermissionAllow()
         roots = self.allowed_roots(ctx)
@@ -302,7 +304,7 @@ class Permissions(PermissionPolicy):
             rules = own_rules if not read_only else (f"Read({escape_glob(str(folder))}/**)",)
             why = (f"is outside the working folders ({', '.join(map(str, roots))})" if outside else
                    "has other hard links, which may be outside the working folders")
-            return PermissionAsk(ask_with_note(own_message, f"{place} {why}."), diff, rules)
+            return PermissionAsk(ask_with_note(own_message, f"{place} {why}."), diff, rules, why=f"{place} {why}")
         if read_only:
             return PermissionAllow()
         if self.mode == "acceptEdits" and prepared.edits_files:

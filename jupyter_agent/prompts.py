@@ -312,17 +312,18 @@ def permission_setup_text(setup: PermissionSetup) -> str:
     return "\n".join(lines)
 
 
-def denial_for_model(tool_name: str, setup: PermissionSetup | None, tool: Any = None) -> str:
+def denial_for_model(tool_name: str, setup: PermissionSetup | None, tool: Any = None, why: str = "") -> str:
     """The tool_result of a call refused because it needs approval and no one can give it
-    (a headless run): what was refused, why, what the model can do instead. Never the
-    operator's flags: they go to the operator (the CLI's stderr)."""
-    why = {"code": " (it runs code)",
-           "edit": " (it changes a file or notebook)"}.get(_kind(tool) if tool is not None else "", "")
+    (a headless run): what was refused, why (``why``, the ask's, else the tool's kind), what
+    the model can do instead. Never the operator's flags: they go to the operator (stderr)."""
+    why = why or {"code": "running code needs a person's approval",
+                  "edit": "changing a file or notebook needs a person's approval"}.get(
+        _kind(tool) if tool is not None else "", "it needs a person's approval")
     instead = (f" Tools that run without approval here: {setup.runs_unattended()}." if setup and setup.unattended
                else "")
-    return (f"{tool_name} was not run: it needs a person's approval{why}, and no one can give it in this run."
-            f"{instead} Do not call it again the same way: do the task with the tools that run, or, if it "
-            "cannot be done without this call, say so in your final answer.")
+    return (f"{tool_name} was not run: {why}, and no one can approve it in this run.{instead} Do not call it "
+            "again the same way: do the task with the tools that run, or, if it cannot be done without this "
+            "call, say so in your final answer.")
 
 
 def operator_hint(tool_name: str, suggested_rules: Sequence[str], mode: str, tool: Any = None) -> str:

@@ -90,6 +90,9 @@ class PermissionAsk:
     suggested_rules: tuple[str, ...] = ()
     tool_use_id: str = ""
     behavior: Literal["ask"] = "ask"
+    #: why it asks, in a few words for the model ("it runs code", "/x is outside the working
+    #: folders"): what a refusal says when no one can answer ("": the tool's question says it)
+    why: str = ""
 
 
 PermissionResult = PermissionAllow | PermissionDeny | PermissionAsk

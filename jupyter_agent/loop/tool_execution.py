@@ -243,13 +243,13 @@ async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: T
         # Written for the model (what, why, what instead); the developer's ways to let such
         # calls run (can_use_tool=, an allow rule) are in docs/tools.md and the log.
         log.info("%s was denied: it asks and nothing answers (pass can_use_tool= or an allow rule)", tool.name)
-        why = (" (it runs code)" if prepared.runs_code else " (it changes a file or notebook)"
-               if prepared.edits_files else "")
+        why = decision.why or ("running code needs approval" if prepared.runs_code else
+                               "changing a file or notebook needs approval" if prepared.edits_files else
+                               "it needs approval")
         return PermissionDeny(
-            f"{tool.name} was not run: it needs approval{why}, and no one is here to give it in this run. "
-            "Do not call it again the same way: do the task with the tools that run without approval (see "
-            "Permissions in the system prompt), or, if it cannot be done without this call, say so in your "
-            "final answer."
+            f"{tool.name} was not run: {why}, and no one is here to give it in this run. Do not call it again "
+            "the same way: do the task with the tools that run without approval (see Permissions in the system "
+            "prompt), or, if it cannot be done without this call, say so in your final answer."
         )
     decision = replace(decision, tool_use_id=context.tool_use_id)  # the UI's card knows its call
     answer = env.can_use_tool(tool.name, raw_input, decision)

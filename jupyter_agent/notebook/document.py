@@ -93,6 +93,17 @@ class NotebookSnapshot:
 
 
 @dataclass(frozen=True)
+class KernelInfo:
+    """The kernel a notebook's cells run in, as a Read tells it: whether it is running, the
+    folder its code runs in, and (when known) the source it ran under each execution count
+    (a cell whose count names other source shows outputs older than its source)."""
+
+    running: bool
+    working_folder: str = ""
+    sources: Mapping[int, str] | None = None
+
+
+@dataclass(frozen=True)
 class EditResult:
     """What a mutation did: the cell touched (as it is now, or as it was if deleted)."""
 
@@ -229,6 +240,10 @@ class NotebookDocument(ABC):
         it, or another program owns it), or None. Checked before a person is asked to
         approve one: an approval drawn from the file, which lags behind the page the user
         looks at, would number and show cells the user does not see."""
+        return None
+
+    async def kernel_info(self) -> KernelInfo | None:
+        """The notebook's kernel as a Read tells it (None: not known here)."""
         return None
 
     async def validation_problem(self) -> str | None:

@@ -27,7 +27,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_runtime_dir
 
 from ..redact import redact, without_secrets
-from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError, scratch_cell
+from .document import KernelInfo, NotebookDocument, NotebookError, RunResult, StaleNotebookError, scratch_cell
 from .epoch import KernelEpochs
 from .namespace import NAMESPACE_EXPRESSION, changed_names, parse_namespace_reply
 from .outputs import StreamText, finish_outputs
@@ -81,6 +81,8 @@ class NotebookKernel:
         self.lock = asyncio.Lock()
         #: the kernel process's session id, from its last reply (a restarted kernel has another)
         self.session_id: str | None = None
+        #: the code run under each execution count (a Read marks outputs older than a cell's source)
+        self.ran: dict[int, str] = {}
 
     async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None,
                       store_history: bool = True) -> Execution:
@@ -117,6 +119,8 @@ class NotebookKernel:
                 raise
             if status != "ok":
                 await self._interrupt_and_settle(msg_id, collector)
+            if store_history and isinstance(collector.execution_count, int):
+                self.ran[collector.execution_count] = code
             return collector.execution(status)
 
     @property
@@ -501,3 +505,12 @@ async def run_code_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
     return RunResult(cell=scratch_cell(code), outputs=execution.outputs, execution_count=None,
                      status=execution.status, saved=False, note=execution.note,
                      names_changed=changed_names(before, after))
+
+
+def pool_kernel_info(kernels: KernelPool | None, path: Path) -> KernelInfo:
+    """A file or memory notebook's kernel in the pool: running or not, the folder it runs
+    (or would start) in, and the code it ran under each count."""
+    kernel = kernels.running(path) if kernels is not None else None
+    folder = path.parent if path.parent.is_dir() else Path.cwd()
+    return KernelInfo(running=kernel is not None, working_folder=str(folder),
+                      sources=dict(kernel.ran) if kernel is not None else None)

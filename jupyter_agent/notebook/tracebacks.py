@@ -5,7 +5,7 @@ as ~45 lines, four of them ``'Could not get source, probably due dynamically eva
 code.'`` (frames of compiled extensions), and two chained copies of the exception, when only
 ``Cell In[2], line 1`` and ``KeyError: 'Units'`` mattered. :func:`compact_traceback` gives:
 
-* the error line first (``KeyError: 'units'``);
+* the error line first (``KeyError: 'units'``), and not again at the end;
 * the frames of the last (outermost) exception, in order: the user's whole (a cell, ``Cell
   In[N]``, or a file outside the installed packages: their code is what the model can change),
   each library frame folded to one line (``fakepd/frame.py:10 in DataFrame.__getitem__``, its
@@ -131,9 +131,9 @@ def compact_traceback(ename: str, evalue: str, lines: Sequence[str], save: Trace
         else:
             folded += 1
             out.append(frame.folded())
-    extra = [line for line in blocks[-1].error[:-1] if line.strip()]
-    out += extra
-    out.append(blocks[-1].error[-1].strip())
+    out += [line for line in blocks[-1].error[:-1] if line.strip()]
+    if blocks[-1].error[-1].strip() != error.strip():  # (it is the first line already)
+        out.append(blocks[-1].error[-1].strip())
     compact = "\n".join(out)
     if folded or len(blocks) > 1 or _NO_SOURCE in whole:
         path = save(whole) if save is not None else None

@@ -126,3 +126,40 @@ async def test_run_cells_stops_at_the_first_error_and_says_what_did_not_run(work
     assert second.startswith("Ran 2 of 2 code cells: c2, c3.") and "never" in second
     saved = json.loads(path.read_text())
     assert [c.get("execution_count") for c in saved["cells"]] == [None, 1, 3, 4]
+
+
+async def test_read_tells_the_kernels_state_stale_and_never_run_cells_and_leaves_outputs_out(workspace, jupyter_dirs):
+    path = workspace / "nb.ipynb"
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVQI12P4//8/AAX+Av6n1qXpAAAAAElFTkSuQmCC"
+    _notebook(path, new_code_cell("print('one')", id="a"), new_code_cell("print('two')", id="b"),
+              new_code_cell("from IPython.display import Image, display\nimport base64\n"
+                            f"display(Image(data=base64.b64decode({png!r})))", id="img"),
+              new_code_cell("never = 1", id="c"))
+    first = tool_use("Read", {"file_path": str(path)})
+    run = tool_use("NotebookRunCells", {"notebook_path": str(path), "to_cell_id": "img"})
+
+    def person_edits_cell_b(body):
+        """A person changes cell b's source in the file after it ran (its outputs stay)."""
+        nb = nbformat.read(path, as_version=4)
+        nb.cells[1].source = "print('TWO')"
+        nbformat.write(nb, path)
+        return response(tool_use("Read", {"file_path": str(path)}, id="toolu_reread"))
+
+    lean = tool_use("Read", {"file_path": str(path), "outputs": False})
+    no_images = tool_use("Read", {"file_path": str(path), "images": False})
+    script = [response(first), response(run), person_edits_cell_b, response(lean, no_images), response(text("ok"))]
+    api, _, _ = await _run(workspace, script)
+    before = result_text(results_sent(api, 1)[first["id"]])
+    assert before.startswith(f'<notebook path="{path}" cells="4" kernel="not running" working_folder="{workspace}">')
+    assert '<cell id="c" type="code" never_run="true">never = 1</cell>' in before
+    after = results_sent(api, 3)["toolu_reread"]["content"]
+    text_after = "\n".join(b["text"] for b in after if b["type"] == "text")
+    assert text_after.startswith(f'<notebook path="{path}" cells="4" kernel="running"')
+    assert ('<cell id="a" type="code" execution_count="1">print(\'one\')\n<output>\none\n</output>\n</cell>'
+            in text_after)
+    assert '<cell id="b" type="code" execution_count="2" stale="true">print(\'TWO\')\n<output>\ntwo\n' in text_after
+    assert [b["type"] for b in after].count("image") == 1
+    lean_text = results_sent(api, 4)[lean["id"]]["content"]
+    assert "<output>" not in lean_text and 'stale="true"' in lean_text and "Outputs left out" in lean_text
+    no_image = results_sent(api, 4)[no_images["id"]]["content"]
+    assert isinstance(no_image, str) and "one\n</output>" in no_image and "1 image left out" in no_image

@@ -64,7 +64,7 @@ async def test_the_servers_path_and_the_page_path_reach_the_page_without_asking(
     for path in (key, "live.ipynb", "./live.ipynb"):
         read = await call_tool(ctx, "Read", {"file_path": path}, can_use_tool=_never_asked)
         assert not read.get("is_error"), read
-        assert '<cell id="setx">x = 41</cell id="setx">' in text_of(read)
+        assert '<cell id="setx" type="code" never_run="true">x = 41</cell>' in text_of(read)
 
 
 async def test_edits_and_runs_go_to_the_page_and_nothing_is_written_on_the_kernels_disk(page, workspace, tmp_path):

@@ -173,7 +173,9 @@ async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
     finally:
         await close_session(tool_session(context))
     assert terminal.reason == "completed"
-    assert result_text(results_sent(api, 1)[read["id"]]) == '<cell id="load">data = [3, 1, 2]</cell id="load">'
+    assert result_text(results_sent(api, 1)[read["id"]]) == (
+        f'<notebook path="{path}" cells="1" kernel="not running" working_folder="{workspace}">\n'
+        '<cell id="load" type="code" never_run="true">data = [3, 1, 2]</cell>\n</notebook>')
     inserted = result_text(results_sent(api, 2)[insert["id"]])
     assert inserted.startswith("Inserted cell ") and inserted.endswith(" with print(sorted(data))")
     ran = results_sent(api, 3)
