@@ -161,7 +161,7 @@ def error_help_prompt(action: ErrorHelp, cell: QuotedCell) -> str:
     if action == "fix":
         return (f"Fix the error raised by {_where(cell)}. Propose the fix as one NotebookEdit that "
                 f'replaces that cell\'s source (cell_id "{cell.id}"), then run the cell with NotebookRun '
-                "to check it.")
+                "to check it. That cell counts as read: replacing it needs no Read first.")
     return (f"Explain the error raised by {_where(cell)}: what went wrong, and how it could be fixed. "
             "Change nothing.")
 

@@ -44,22 +44,41 @@ class NotebookEditInput(ToolInput):
         "The type of edit to make (replace, insert, delete). Defaults to replace."))
 
 
-async def notebook_for_change(path_text: str, path, ctx: ToolContext, *,
-                              sources_only: bool = False) -> tuple[NotebookDocument, NotebookSnapshot]:
+async def notebook_for_change(path_text: str, path, ctx: ToolContext, *, sources_only: bool = False,
+                              cell_id: str | None = None) -> tuple[NotebookDocument, NotebookSnapshot]:
     """The notebook's document and snapshot, after checking it takes changes, was read and
     has not changed since. ``sources_only``: a snapshot whose outputs may be older (a run's
-    plan: ``NotebookDocument.sources_snapshot``)."""
+    plan: ``NotebookDocument.sources_snapshot``). ``cell_id``: the one cell the call changes
+    or runs; the cell a Fix with agent click quoted counts as read (:func:`_clicked_read`)."""
     doc = open_notebook(path, tool_session(ctx))
     refused = await doc.changes_refused()
     if refused:  # before anyone is asked: the snapshot would be the file, not the page
         raise ToolError(refused)
     snapshot = await (doc.sources_snapshot() if sources_only else doc.snapshot())
-    record = ctx.read_file_state.get(str(path))
+    record = ctx.read_file_state.get(str(path)) or _clicked_read(ctx, path, snapshot, cell_id)
     if record is None:
         raise ToolError(NOT_READ_YET.replace("File", "Notebook"))
     if record.content_hash != snapshot.version:
         raise StaleNotebookError()
     return doc, snapshot
+
+
+def _clicked_read(ctx: ToolContext, path, snapshot: NotebookSnapshot, cell_id: str | None) -> FileReadRecord | None:
+    """The read a Fix with agent / Explain click stands for: the model was shown the clicked
+    cell, so a change of that cell, while its source is still the one shown, needs no Read
+    first (the click's prompt asks for exactly that edit). Any other cell still needs one."""
+    clicked = tool_session(ctx).clicked_cell
+    if clicked is None or cell_id is None or clicked[0] != str(path):
+        return None
+    try:
+        cell = snapshot.find(cell_id)
+    except ToolError:
+        return None
+    if cell.id != clicked[1] or cell.source != clicked[2]:
+        return None
+    record = FileReadRecord(path=str(path), mtime_ns=snapshot.mtime_ns, content_hash=snapshot.version, partial=True)
+    ctx.read_file_state[str(path)] = record
+    return record
 
 
 def note_notebook_change(ctx: ToolContext, path, version: str, mtime_ns: int) -> None:
@@ -132,7 +151,8 @@ class NotebookEdit(PathTool):
     ) -> tuple[NotebookDocument, NotebookSnapshot, str, int | None]:
         """Check everything; return the document, its snapshot, the effective mode and cell index."""
         path = self.resolve(input, context).real
-        doc, snapshot = await notebook_for_change(input.notebook_path, path, context)
+        doc, snapshot = await notebook_for_change(input.notebook_path, path, context,
+                                                  cell_id=input.cell_id if self.mode(input) == "replace" else None)
         mode = self.mode(input)
         if input.cell_id is None:
             return doc, snapshot, mode, None

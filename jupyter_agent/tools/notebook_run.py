@@ -86,7 +86,7 @@ class NotebookRun(PathTool):
     async def plan(self, input: NotebookRunInput, context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot]:
         """The document and its snapshot, once the cell is known to be a code cell in it."""
         doc, snapshot = await notebook_for_change(input.notebook_path, self.resolve(input, context).real, context,
-                                                  sources_only=True)
+                                                  sources_only=True, cell_id=input.cell_id)
         cell = snapshot.find(input.cell_id)
         if cell.cell_type != "code":
             raise ToolError(f"Cell {input.cell_id} is a {cell.cell_type} cell; only code cells can be run.")
