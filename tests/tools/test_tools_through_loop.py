@@ -152,7 +152,7 @@ async def test_parallel_searches_all_answer_paired_by_id(workspace):
     assert list(results) == [c["id"] for c in calls]
     for i in range(3):
         assert results[calls[i]["id"]]["content"] == f"m{i}.py:1:value_{i} = {i}"
-    assert sorted(results[calls[3]["id"]]["content"].splitlines()) == ["m0.py", "m1.py", "m2.py"]
+    assert sorted(results[calls[3]["id"]]["content"].splitlines()) == [str(workspace / f"m{i}.py") for i in range(3)]
 
 
 async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
