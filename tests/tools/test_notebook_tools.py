@@ -265,3 +265,12 @@ async def test_a_run_approval_numbers_the_cell_as_the_open_page_shows_it(workspa
         assert question.startswith("NotebookRun wants to run cell 5 of 5 (id new1) of page.ipynb") and code == "x + 1"
         card = approval_html("NotebookRun", dict(input), ask.message, cwd=workspace)
         assert "cell 5 of 5 (id new1)" in card and "of 4" not in card
+
+
+async def test_a_delete_needs_no_new_source_and_a_replace_says_it_does(ctx, notebook):
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    assert (await edit(ctx, cell_id="code2", edit_mode="delete"))["content"] == "Deleted cell code2"
+    assert [c["id"] for c in cells(notebook)] == ["md1", "code1"]
+    refused = await edit(ctx, cell_id="code1")
+    assert refused["is_error"] and "new_source is required for edit_mode=replace" in refused["content"]
+    assert ["".join(c["source"]) for c in cells(notebook)] == ["# Title", "x = 1\nx"]
