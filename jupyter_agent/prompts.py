@@ -58,9 +58,9 @@ def user_context(cwd: Path, notebook_path: str | None = None, agent_cell_id: str
         if notebook_remote:
             context["notebook"] += (
                 f" That notebook is open in the user's JupyterLab page and stored by the notebook server, not on "
-                f"the machine the kernel runs on: Read, NotebookEdit and NotebookRun with the path {notebook_path} "
-                f"reach it through the page (Glob, Grep, Edit and Write do not). Every other path is a file of the "
-                f"kernel's machine, whose working directory is {cwd}.")
+                f"the machine the kernel runs on: Read, NotebookEdit, NotebookRun, NotebookRunCells and KernelRun "
+                f"with the path {notebook_path} reach it through the page (Glob, Grep, Edit and Write do not). "
+                f"Every other path is a file of the kernel's machine, whose working directory is {cwd}.")
     return context
 
 
