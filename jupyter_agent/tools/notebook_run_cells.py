@@ -136,7 +136,11 @@ class NotebookRunCells(PathTool):
         results: list[RunResult] = []
         rendered: list[Any] = []
         shown: list[dict[str, Any]] = []
+        stopped = False
         for cell in cells:
+            if results and context.abort is not None and context.abort.is_set():
+                stopped = True  # Stop between two cells: the next one is not sent to the kernel
+                break
             try:
                 result = await with_progress(doc.run_cell(cell.id, timeout=timeout, abort=context.abort,
                                                           expected_version=version),
@@ -158,9 +162,9 @@ class NotebookRunCells(PathTool):
             if result.status != "ok":
                 break
         last = results[-1] if results else None
-        summary = _summary(cells, results)
+        summary = _summary(cells, results) + ("\nStopped by the user before the next cell." if stopped else "")
         outcome = ToolOutcome.RAISED if last and last.status == "error" else (
-            ToolOutcome.STOPPED if last and last.status == "interrupted" else None)
+            ToolOutcome.STOPPED if stopped or (last and last.status == "interrupted") else None)
         return ToolOutput(_joined([summary, *rendered]), is_error=bool(last and last.status in FAILED),
                           display=shown, outcome=outcome, exception=exception_name(last) if last else "")
 
