@@ -62,6 +62,10 @@ class ToolSession:
     #: id, source as quoted). An edit or run of that cell counts it as read while its source
     #: is still what the model was shown (``tools.notebook_edit.notebook_for_change``).
     clicked_cell: tuple[str, str, str] | None = None
+    #: A compact traceback's whole text is saved for a Read (``tools/saved_text.py``). False
+    #: for an outside agent (MCP): a file on the kernel's machine is not one Read away for it,
+    #: its read_output gives the whole output.
+    save_full_tracebacks: bool = True
 
 
 def page_notebook_named(session: ToolSession, raw: str) -> str | None:

@@ -138,6 +138,7 @@ def compact_traceback(ename: str, evalue: str, lines: Sequence[str], save: Trace
     if folded or len(blocks) > 1 or _NO_SOURCE in whole:
         path = save(whole) if save is not None else None
         out.append(f"[The full traceback ({whole.count(chr(10)) + 1} lines) is saved at {path}: Read it to see "
-                   "every frame.]" if path else "[Library frames were folded; the notebook keeps the full traceback.]")
+                   "every frame.]" if path else
+                   "[Library frames were folded; the notebook's output keeps the whole traceback.]")
         compact = "\n".join(out)
     return compact

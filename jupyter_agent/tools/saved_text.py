@@ -15,6 +15,7 @@ import os
 
 from ..loop.tool import ToolContext
 from ..loop.tool_execution import private_results_dir
+from ..notebook.session import tool_session
 from ..notebook.tracebacks import TracebackSaver
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,8 @@ def traceback_saver(context: ToolContext) -> TracebackSaver:
     """``save(text) -> path`` into the run's private results folder (None when it cannot)."""
 
     def save(text: str) -> str | None:
+        if not tool_session(context).save_full_tracebacks:
+            return None
         try:
             folder = private_results_dir(context.tool_results_dir)
             path = folder / f"traceback-{hashlib.sha1(text.encode('utf-8', 'replace')).hexdigest()[:12]}.txt"
