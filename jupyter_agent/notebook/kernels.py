@@ -27,7 +27,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_core.paths import jupyter_runtime_dir
 
 from ..redact import redact, without_secrets
-from .document import KernelInfo, NotebookDocument, NotebookError, RunResult, StaleNotebookError, scratch_cell
+from .document import NotebookDocument, NotebookError, RunResult, StaleNotebookError
 from .epoch import KernelEpochs
 from .namespace import NAMESPACE_EXPRESSION, changed_names, parse_namespace_reply
 from .outputs import StreamText, finish_outputs
@@ -485,32 +485,3 @@ async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
                      status=execution.status, version=edited.version, mtime_ns=edited.mtime_ns,
                      names_changed=names, note="\n".join(n for n in notes if n))
 
-
-async def run_code_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, code: str, *,
-                             timeout: float, abort: asyncio.Event | None) -> RunResult:
-    """Run ``code`` in the kernel of a file/memory notebook (started if need be) and store
-    nothing: no outputs in the notebook, no execution count, no history entry."""
-    if kernels is None:
-        raise NotebookError("No kernel pool is attached to this notebook, so no code can run in its kernel.")
-    snapshot = await doc.snapshot()
-    kernel = await kernels.get(doc.path, snapshot.kernel_name)
-    before = await kernel.namespace_ids()
-    kernels.epochs.check(str(doc.path), kernel.identity)
-    execution = await kernel.execute(code, timeout=timeout, abort=abort, store_history=False)
-    after = await kernel.namespace_ids() if execution.status != "died" else None
-    if after is not None:
-        kernels.epochs.saw(str(doc.path), list(after))
-    if execution.status == "died":
-        await kernels.discard(doc.path)
-    return RunResult(cell=scratch_cell(code), outputs=execution.outputs, execution_count=None,
-                     status=execution.status, saved=False, note=execution.note,
-                     names_changed=changed_names(before, after))
-
-
-def pool_kernel_info(kernels: KernelPool | None, path: Path) -> KernelInfo:
-    """A file or memory notebook's kernel in the pool: running or not, the folder it runs
-    (or would start) in, and the code it ran under each count."""
-    kernel = kernels.running(path) if kernels is not None else None
-    folder = path.parent if path.parent.is_dir() else Path.cwd()
-    return KernelInfo(running=kernel is not None, working_folder=str(folder),
-                      sources=dict(kernel.ran) if kernel is not None else None)

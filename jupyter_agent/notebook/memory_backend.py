@@ -98,11 +98,11 @@ class MemoryNotebook(NotebookDocument):
                                         expected_version=expected_version)
 
     async def kernel_info(self) -> KernelInfo | None:
-        from .kernels import pool_kernel_info
+        from .pool_runs import pool_kernel_info
 
         return pool_kernel_info(self.kernels, self.path)
 
     async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
-        from .kernels import run_code_in_kernel
+        from .pool_runs import run_code_in_kernel
 
         return await run_code_in_kernel(self, self.kernels, code, timeout=timeout, abort=abort)
