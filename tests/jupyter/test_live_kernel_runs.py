@@ -49,6 +49,12 @@ def test_a_scratch_run_and_a_range_run_in_the_users_kernel(lab, page_of, script,
     results = _results(api)
     assert results[scratch["id"]] == ("Ran the code in the notebook's kernel (nothing was saved into the "
                                       "notebook).\nx is 41")
+    # the Read of the open notebook: the user's kernel running, what ran and what never did
+    seen = results[read["id"]]
+    assert f'kernel="running" working_folder="{lab.root}"' in seen, seen
+    assert '<cell id="setx" type="code" execution_count="1">x = 41</cell>' in seen
+    assert '<cell id="c4" type="code" never_run="true">print(\'never\')</cell>' in seen
+    assert "stale" not in seen
     ran = results[cells["id"]]
     assert ran.startswith("Ran 3 of 4 code cells: c1, c2, c3.\nCell c3 raised ZeroDivisionError")
     assert "Not run: c4." in ran and "y is 42" in ran
