@@ -46,10 +46,12 @@ class OutsideHub:
     def __init__(self, session: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.session = session
         self.loop = loop or asyncio.get_event_loop()
-        #: client name -> its current run (a new one once the last was undone)
-        self.runs: dict[str, Any] = {}
-        #: client name -> the notebooks' versions it last read (the stale-edit check)
-        self.reads: dict[str, dict[str, FileReadRecord]] = {}
+        #: (client name, connection) -> its current run (a new one once the last was undone).
+        #: The connection is the client's MCP session ('' without one): two clients of the
+        #: same name (two Claude Code sessions) keep their own reads and undo.
+        self.runs: dict[tuple[str, str], Any] = {}
+        #: (client name, connection) -> the notebooks' versions it last read (the stale-edit check)
+        self.reads: dict[tuple[str, str], dict[str, FileReadRecord]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- comms (any thread) ----------------------------------------------------------------
@@ -104,6 +106,7 @@ class OutsideHub:
                           f"{version!r}: restart the kernel after installing the same jupyter-agent as the server.")
         op, path, args = data.get("op"), data.get("path"), data.get("args")
         client = str(data.get("client") or "an MCP client")[:200]
+        connection = str(data.get("connection") or "")[:200]
         if op not in OPS or not isinstance(path, str) or not isinstance(args, dict):
             raise Refused(f"Malformed call: op {op!r}.")
         if op == "variables":  # the kernel's own: no page needed
@@ -111,7 +114,7 @@ class OutsideHub:
         page, where = self._page_for(path)
         if op == "page":  # (_page_for refused if none shows it)
             return {"ok": True, "content": []}
-        run = self.run_for(client)
+        run = self.run_for(client, connection)
         if op == "restart":  # the user's decision only: the server restarts the kernel
             result = await run.ask_restart(where.key, self._names(), page.client_id)
             if not result.block.get("is_error"):
@@ -126,14 +129,15 @@ class OutsideHub:
         await self._check_read(run, document, where.key, path)
         return await self._change(run, where.key, op, args, progress, page.client_id)
 
-    def run_for(self, client: str) -> Any:
-        """The client's current run (a new one, shown by the panel, when it has none or its
-        last was undone)."""
+    def run_for(self, client: str, connection: str = "") -> Any:
+        """The client's current run on ``connection`` (a new one, shown by the panel, when it
+        has none or its last was undone)."""
         from .outside_run import OutsideRun
 
-        run = self.runs.get(client)
+        key = (client, connection)
+        run = self.runs.get(key)
         if run is None or run.undone:
-            run = self.runs[client] = OutsideRun(self.session, client, self.reads.setdefault(client, {}))
+            run = self.runs[key] = OutsideRun(self.session, client, self.reads.setdefault(key, {}))
             self.session.runs.append(run)
             for listener in list(self.session.listeners):  # the panel shows it
                 try:
@@ -259,7 +263,10 @@ class OutsideHub:
                 tool_input["cell_type"] = args["cell_type"]
         if tool_input.get("cell_id") is not None:
             self._check_cell(run, key, str(tool_input["cell_id"]))
-        result = await run.call_tool(name, tool_input, progress, page)
+        from ..tools.notebook_run import NotebookRun
+        from .outside_edit import OutsideNotebookEdit
+
+        result = await run.call_tool(name, tool_input, progress, page, tools=[OutsideNotebookEdit(), NotebookRun()])
         return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                 "content": blocks_of(result.block.get("content"))}
 

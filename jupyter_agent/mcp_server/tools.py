@@ -19,6 +19,7 @@ import re
 from typing import Any, Protocol
 
 from ..redact import redact
+from .protocol import Caller
 from .runs import DEFAULT_WAIT_S, MAX_WAIT_S
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class NotebookBackend(Protocol):
     async def notebooks(self) -> list[dict[str, Any]]:
         """The notebooks open in the server: ``{"path", "kernel_id", "kernel_state"}`` each."""
 
-    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
+    async def call(self, path: str, op: str, args: dict[str, Any], client: Caller,
                    progress: Any = None) -> dict[str, Any]:
         """Run ``op`` in the kernel of notebook ``path``: ``{"ok", "content": [blocks], "error"}``.
         ``progress(text)``, if given, is called with what a long call reports as it goes.
@@ -56,10 +57,10 @@ class NotebookBackend(Protocol):
     async def run_status(self, run_id: str) -> dict[str, Any]:
         """A long run's state, outputs so far and result once ended (``runs.py``)."""
 
-    async def interrupt(self, path: str, run_id: str | None, client: str) -> dict[str, Any]:
+    async def interrupt(self, path: str, run_id: str | None, client: Caller) -> dict[str, Any]:
         """Interrupt the kernel while a cell ``client`` ran executes; that run's state after."""
 
-    async def restart(self, path: str, client: str) -> dict[str, Any]:
+    async def restart(self, path: str, client: Caller) -> dict[str, Any]:
         """Restart the notebook's kernel once the user allows it (the kernel asks)."""
 
 
@@ -69,7 +70,8 @@ _PATH = {"type": "string", "description": (
     "(%load_ext jupyter_agent).")}
 _CELL_ID = {"type": "string", "description": "The cell's id, as read_cells shows it (stable while the cell exists)."}
 _SOURCE = {"type": "string", "description": f"The cell's new source (at most {MAX_SOURCE_CHARS:,} characters)."}
-_TYPE = {"type": "string", "enum": ["code", "markdown"]}
+_TYPE = {"type": "string", "enum": ["code", "markdown", "raw"], "description": (
+    "code, markdown, or raw (text the notebook keeps as it is: never run, never rendered).")}
 _RUN_ID = {"type": "string", "description": "The run_id run_cell gave."}
 
 #: The annotations of the tools that only read (the same for every one of them).
@@ -166,6 +168,15 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
         {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": False}),
 }
 
+#: Each tool's title: what a client shows a person (the name is the model's).
+TITLES = {
+    "list_notebooks": "List open notebooks", "read_cells": "Read notebook cells",
+    "read_output": "Read a cell's output", "list_variables": "List kernel variables",
+    "insert_cell": "Insert a cell", "replace_cell": "Replace a cell's source",
+    "delete_cell": "Delete a cell", "run_cell": "Run a cell", "run_status": "Status of a long run",
+    "interrupt": "Interrupt your running cell", "restart_kernel": "Restart the kernel",
+}
+
 #: The tools that run in the notebook's kernel (the others, list_notebooks, run_status, interrupt
 #: and restart_kernel, are the server's: ``NotebookBackend``'s methods).
 KERNEL_OPS = {"read_cells": "read", "read_output": "output",
@@ -260,6 +271,14 @@ def client_name(ctx: Any) -> str:
     return f"{name} {version}".strip()[:200]
 
 
+def caller_of(ctx: Any) -> Caller:
+    """The caller of a request: its client's name and its MCP session (the HTTP request's
+    ``Mcp-Session-Id``; none over stdio or on the sessionless protocol)."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    session = str(headers.get("mcp-session-id") or "") if headers is not None else ""
+    return Caller(client_name(ctx), session[:200])
+
+
 def progress_sender(ctx: Any) -> Any:
     """``progress(text)`` sending MCP progress notifications for this request, when its
     client asked for them (a ``progressToken`` in its ``_meta``); else None."""
@@ -289,7 +308,8 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
     from mcp.server.lowlevel import Server
     from mcp_types import ListToolsResult, Tool, ToolAnnotations
 
-    tools = [Tool(name=name, description=desc, input_schema=schema, annotations=ToolAnnotations.model_validate(notes))
+    tools = [Tool(name=name, title=TITLES[name], description=desc, input_schema=schema,
+                  annotations=ToolAnnotations.model_validate({**notes, "title": TITLES[name]}))
              for name, (desc, schema, notes) in TOOLS.items()]
 
     async def list_tools(ctx: Any, params: Any) -> Any:
@@ -299,7 +319,7 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
         name, args = params.name, dict(params.arguments or {})
         try:
             check_arguments(name, args)
-            client = client_name(ctx)
+            client = caller_of(ctx)
             if forward is not None:
                 return await forward(name, args, client, progress_sender(ctx))
             assert backend is not None
