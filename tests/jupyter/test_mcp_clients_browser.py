@@ -1,0 +1,62 @@
+"""Outside agents' calls that issue 38 added, against real JupyterLab in real Chromium: two
+clients of one name on two MCP sessions keep their own reads (one's read does not let the
+other edit); a raw cell inserted (the card, the page showing a raw cell, Undo); a cell that
+shows a PNG run by run_cell returns the image as MCP image content.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.mcp_server.outputs import PNG
+
+from .lab import HAVE_BROWSER, cell_sources, require_browser, wait_cell_count, write_notebook
+from .test_mcp_server_browser import OutsideClient, open_with_panel, text_of
+
+require_browser()
+pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
+
+SHOW_PNG = f"import base64\nfrom IPython.display import Image, display\ndisplay(Image(data=base64.b64decode('{PNG}')))"
+
+
+def test_two_sessions_raw_cells_and_images_from_a_run(lab, page_of):
+    write_notebook(lab.root / "twins.ipynb", ["%load_ext jupyter_agent", "w = 1", SHOW_PNG],
+                   ids=["load", "setw", "img"])
+    page, panel = open_with_panel(page_of, "twins.ipynb")
+    url = f"{lab.url}/jupyter-agent/mcp"
+    first, second = OutsideClient(url, "twin", mode="legacy"), OutsideClient(url, "twin", mode="legacy")
+    path = {"notebook_path": "twins.ipynb"}
+    try:
+        assert not first.now("read_cells", path).is_error
+        # The other session of the same client name has read nothing: refused, unasked.
+        unread = second.now("insert_cell", {**path, "cell_type": "code", "source": "nope = 1"})
+        assert unread.is_error and "Call read_cells on twins.ipynb first" in text_of(unread), text_of(unread)
+        assert panel.locator(".jp-AgentPanel-approval").count() == 0
+
+        pending = first.call("insert_cell", {**path, "after_cell_id": "setw", "cell_type": "raw",
+                                             "source": "raw: kept as it is"})
+        card = panel.locator(".jp-AgentPanel-approval")
+        card.wait_for(timeout=60000)
+        assert "raw: kept as it is" in card.inner_text()
+        card.get_by_role("button", name="Allow", exact=True).click()
+        assert not pending.result(60).is_error
+        wait_cell_count(page, 4)
+        page.locator(".jp-RawCell", has_text="raw: kept as it is").wait_for(timeout=30000)
+
+        assert not first.now("read_cells", path).is_error
+        pending = first.call("run_cell", {**path, "cell_id": "img"})
+        card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
+        card.wait_for(timeout=60000)
+        card.get_by_role("button", name="Allow", exact=True).click()
+        ran = pending.result(120)
+        assert not ran.is_error, text_of(ran)
+        images = [(b.data, b.mime_type) for b in ran.content if b.type == "image"]
+        assert images == [(PNG, "image/png")], (text_of(ran), images)
+        page.locator(".jp-OutputArea-output img").first.wait_for(timeout=30000)  # the page shows it too
+
+        panel.locator(".jp-AgentPanel-undo").first.click()  # the run of `first`: its insert and run
+        page.locator(".jp-RawCell").wait_for(state="detached", timeout=30000)
+        assert "raw: kept as it is" not in "\n".join(cell_sources(page))
+    finally:
+        first.close()
+        second.close()
