@@ -121,6 +121,8 @@ class OutsideHub:
                 self._close_page_comms()
             return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                     "content": blocks_of(result.block.get("content"))}
+        if op == "exec":  # scratch code: no cell, so no document and no stale check (the card shows it)
+            return await self._execute(run, where.key, args, progress, page.client_id)
         document = self._document(run, page, where)
         if op == "read":
             return await self._read(run, document, where.key, args)
@@ -267,6 +269,17 @@ class OutsideHub:
         from .outside_edit import OutsideNotebookEdit
 
         result = await run.call_tool(name, tool_input, progress, page, tools=[OutsideNotebookEdit(), NotebookRun()])
+        return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
+                "content": blocks_of(result.block.get("content"))}
+
+    async def _execute(self, run: Any, key: str, args: dict[str, Any], progress: Any, page: str) -> dict[str, Any]:
+        """``execute_code``: scratch code in this kernel, asked as a run (``outside_exec.py``)."""
+        from .outside_exec import OutsideExecute
+
+        tool_input = {"notebook_path": key, "code": str(args.get("code") or ""),
+                      "timeout_seconds": _int(args.get("timeout_seconds"), 60) or 60}
+        result = await run.call_tool("NotebookRun", tool_input, progress, page,
+                                     tools=[OutsideExecute(self.session.shell)])
         return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                 "content": blocks_of(result.block.get("content"))}
 

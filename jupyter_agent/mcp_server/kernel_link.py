@@ -35,6 +35,9 @@ ALIVE_EVERY_S = 2.0
 READY_TIMEOUT_S = 30.0
 #: Seconds ``interrupt`` waits for the interrupted run's answer (else it says "still running").
 INTERRUPT_WAIT_S = 20.0
+#: Seconds execute_code waits beyond its code's time limit (the user's approval) before it
+#: answers "still running" with a run_id.
+EXEC_APPROVAL_WAIT_S = 30.0
 #: After a restart's %load_ext: seconds between empty runs (the page's side panel and bridge
 #: connect again after a cell they see run), and the most seconds to wait for the page to be back.
 PANEL_NUDGE_EVERY_S, PAGE_BACK_S = 0.5, 30.0
@@ -285,18 +288,23 @@ class ServerBackend:
     async def call(self, path: str, op: str, args: dict[str, Any], client: Caller,
                    progress: Any = None) -> dict[str, Any]:
         session, kernel_id, comms, alive = await self._reach(path)
-        if op == "run":
-            return await self._run(session, kernel_id, comms, alive, dict(args), client, progress)
+        if op in ("run", "exec"):
+            return await self._run(session, kernel_id, comms, alive, op, dict(args), client, progress)
         return await comms.call(_call_data(op, session["path"], args, client), alive, progress)
 
-    async def _run(self, session: dict[str, Any], kernel_id: str, comms: KernelComms, alive: Any,
+    async def _run(self, session: dict[str, Any], kernel_id: str, comms: KernelComms, alive: Any, op: str,
                    args: dict[str, Any], client: Caller, progress: Any) -> dict[str, Any]:
-        """A cell run, in a task of its own: its answer if it ends within ``wait_seconds``,
-        else "still running" with its id (``runs.py``)."""
-        wait_s = min(float(args.pop("wait_seconds", DEFAULT_WAIT_S)), MAX_WAIT_S)
-        handle = RunHandle(path=session["path"], cell_id=str(args.get("cell_id")), kernel_id=kernel_id, owner=client,
+        """A cell run (or scratch code: ``exec``), in a task of its own: its answer if it ends
+        within ``wait_seconds`` (scratch code: its time limit and the approval's time), else
+        "still running" with its id (``runs.py``)."""
+        if op == "exec":
+            wait_s = min(float(args.get("timeout_seconds", 60)) + EXEC_APPROVAL_WAIT_S, MAX_WAIT_S)
+        else:
+            wait_s = min(float(args.pop("wait_seconds", DEFAULT_WAIT_S)), MAX_WAIT_S)
+        cell_id = str(args.get("cell_id")) if op == "run" else "(scratch code)"
+        handle = RunHandle(path=session["path"], cell_id=cell_id, kernel_id=kernel_id, owner=client,
                            progress=progress)
-        self.runs.start(handle, comms.call(_call_data("run", session["path"], args, client), alive, handle.report,
+        self.runs.start(handle, comms.call(_call_data(op, session["path"], args, client), alive, handle.report,
                                            watch=handle))
         assert handle.task is not None
         try:

@@ -144,6 +144,20 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
                                              "Seconds to wait for the cell to end (approval included) before "
                                              "answering 'still running' with a run_id.")}}},
         {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}),
+    "execute_code": (
+        "Run scratch code in the notebook's kernel (the user's, with its variables) and return its outputs, "
+        "without adding a cell: nothing is saved to the notebook. For checks such as 'is df unchanged' or "
+        "'what does f(3) give'. The user approves it as a cell run. Interrupted after timeout_seconds; a run "
+        "still waiting or running after that plus the approval's time answers with a run_id for run_status "
+        "and interrupt. Variables it sets stay in the kernel.",
+        {"type": "object", "required": ["notebook_path", "code"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH,
+                        "code": {"type": "string", "description": (
+                            f"The code to run (at most {MAX_SOURCE_CHARS:,} characters).")},
+                        "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_WAIT_S, "default": 60,
+                                            "description": "Seconds the code may run before the kernel is "
+                                                           "interrupted."}}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}),
     "run_status": (
         "Where a long run_cell run is (by the run_id run_cell gave): waiting, running (with elapsed time and "
         "its outputs so far) or ended (with its result).",
@@ -173,7 +187,8 @@ TITLES = {
     "list_notebooks": "List open notebooks", "read_cells": "Read notebook cells",
     "read_output": "Read a cell's output", "list_variables": "List kernel variables",
     "insert_cell": "Insert a cell", "replace_cell": "Replace a cell's source",
-    "delete_cell": "Delete a cell", "run_cell": "Run a cell", "run_status": "Status of a long run",
+    "delete_cell": "Delete a cell", "run_cell": "Run a cell", "execute_code": "Run scratch code in the kernel",
+    "run_status": "Status of a long run",
     "interrupt": "Interrupt your running cell", "restart_kernel": "Restart the kernel",
 }
 
@@ -181,7 +196,8 @@ TITLES = {
 #: and restart_kernel, are the server's: ``NotebookBackend``'s methods).
 KERNEL_OPS = {"read_cells": "read", "read_output": "output",
               "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
-              "delete_cell": "delete", "run_cell": "run"}
+              "delete_cell": "delete", "run_cell": "run",
+              "execute_code": "exec"}
 
 
 def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -206,13 +222,15 @@ def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
             raise OutsideError(f"{key} must be between {props[key]['minimum']} and {props[key].get('maximum', '…')}.")
         if "enum" in props[key] and value not in props[key]["enum"]:
             raise OutsideError(f"{key} must be one of {', '.join(props[key]['enum'])}.")
-    source = args.get("source")
-    if isinstance(source, str):
+    for field in ("source", "code"):
+        source = args.get(field)
+        if not isinstance(source, str):
+            continue
         if len(source) > MAX_SOURCE_CHARS:
-            raise OutsideError(f"source is {len(source):,} characters; the limit is {MAX_SOURCE_CHARS:,}. Nothing "
+            raise OutsideError(f"{field} is {len(source):,} characters; the limit is {MAX_SOURCE_CHARS:,}. Nothing "
                                "was changed. Split it into several cells, or have the cell read the data from a file.")
         if _BINARY.search(source):
-            raise OutsideError("source holds binary data (control characters or broken UTF-16): a cell's source "
+            raise OutsideError(f"{field} holds binary data (control characters or broken UTF-16): a cell's source "
                                "is text. Nothing was changed.")
     for key in ("notebook_path", "cell_id", "after_cell_id", "run_id"):
         value = args.get(key)

@@ -6,6 +6,8 @@ shows a PNG run by run_cell returns the image as MCP image content.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.mcp_server.outputs import PNG
@@ -60,3 +62,52 @@ def test_two_sessions_raw_cells_and_images_from_a_run(lab, page_of):
     finally:
         first.close()
         second.close()
+
+
+def test_execute_code_runs_scratch_code_in_the_notebooks_kernel(lab, page_of):
+    """execute_code asks as a run (the card shows the whole code), returns its outputs and the
+    names it set stay in the kernel; no cell is added and the notebook is unchanged; a denied
+    one runs nothing; a long one is interrupted by the client's interrupt, the kernel usable."""
+    write_notebook(lab.root / "scratch.ipynb", ["%load_ext jupyter_agent", "v = 20"], ids=["load", "setv"])
+    page, panel = open_with_panel(page_of, "scratch.ipynb")
+    client = OutsideClient(f"{lab.url}/jupyter-agent/mcp", "scratcher")
+    path = {"notebook_path": "scratch.ipynb"}
+    before = cell_sources(page)
+    try:
+        pending = client.call("execute_code", {**path, "code": "answer = v * 2 + 2\nprint('answer is', answer)"})
+        card = panel.locator(".jp-AgentPanel-approval")
+        card.wait_for(timeout=60000)
+        assert "answer = v * 2 + 2" in card.inner_text() and "print('answer is', answer)" in card.inner_text()
+        card.get_by_role("button", name="Allow", exact=True).click()
+        ran = pending.result(120)
+        assert not ran.is_error and "answer is 42" in text_of(ran), text_of(ran)
+        assert "nothing was saved to the notebook" in text_of(ran)
+        assert cell_sources(page) == before  # no cell added, none changed
+        assert "answer: int" in text_of(client.now("list_variables", path))  # it ran in the user's kernel
+
+        pending = client.call("execute_code", {**path, "code": "gone = 1"})
+        card = panel.locator(".jp-AgentPanel-approval")
+        card.wait_for(timeout=60000)
+        card.get_by_role("button", name="Deny", exact=True).click()
+        assert pending.result(60).is_error
+        assert "gone" not in text_of(client.now("list_variables", path))
+
+        started = lab.root / "scratch-started"
+        started.unlink(missing_ok=True)
+        pending = client.call("execute_code", {**path, "timeout_seconds": 120, "code": (
+            "import pathlib, time\npathlib.Path('scratch-started').touch()\nwhile True: time.sleep(0.05)")})
+        card = panel.locator(".jp-AgentPanel-approval")
+        card.wait_for(timeout=60000)
+        card.get_by_role("button", name="Allow", exact=True).click()
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:  # the code is executing
+            time.sleep(0.05)
+        stopped = client.now("interrupt", path)
+        while "has not started yet" in text_of(stopped) and time.monotonic() < deadline:  # (the server's IOPub lags)
+            time.sleep(0.05)
+            stopped = client.now("interrupt", path)
+        assert "KeyboardInterrupt" in text_of(stopped), text_of(stopped)
+        assert pending.result(60).is_error
+        assert cell_sources(page) == before
+    finally:
+        client.close()
