@@ -253,6 +253,8 @@ class OutsideHub:
 
     async def _change(self, run: Any, key: str, op: str, args: dict[str, Any], progress: Any = None,
                       page: str = "") -> dict[str, Any]:
+        if op == "run_range":
+            return await self._run_range(run, key, args, progress, page)
         if op == "run":
             name, tool_input = "NotebookRun", {"notebook_path": key, "cell_id": args.get("cell_id")}
         else:
@@ -280,6 +282,18 @@ class OutsideHub:
                       "timeout_seconds": _int(args.get("timeout_seconds"), 60) or 60}
         result = await run.call_tool("NotebookRun", tool_input, progress, page,
                                      tools=[OutsideExecute(self.session.shell)])
+        return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
+                "content": blocks_of(result.block.get("content"))}
+
+    async def _run_range(self, run: Any, key: str, args: dict[str, Any], progress: Any, page: str) -> dict[str, Any]:
+        """``run_cells``: the range's code cells in order, asked once (``outside_range.py``)."""
+        from .outside_range import OutsideRunRange
+
+        tool_input = {"notebook_path": key, **{k: args[k] for k in ("start_cell_id", "end_cell_id") if args.get(k)}}
+        for cell_id in (tool_input.get("start_cell_id"), tool_input.get("end_cell_id")):
+            if cell_id is not None:
+                self._check_cell(run, key, str(cell_id))
+        result = await run.call_tool("NotebookRun", tool_input, progress, page, tools=[OutsideRunRange()])
         return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                 "content": blocks_of(result.block.get("content"))}
 

@@ -288,7 +288,7 @@ class ServerBackend:
     async def call(self, path: str, op: str, args: dict[str, Any], client: Caller,
                    progress: Any = None) -> dict[str, Any]:
         session, kernel_id, comms, alive = await self._reach(path)
-        if op in ("run", "exec"):
+        if op in ("run", "run_range", "exec"):
             return await self._run(session, kernel_id, comms, alive, op, dict(args), client, progress)
         return await comms.call(_call_data(op, session["path"], args, client), alive, progress)
 
@@ -301,7 +301,8 @@ class ServerBackend:
             wait_s = min(float(args.get("timeout_seconds", 60)) + EXEC_APPROVAL_WAIT_S, MAX_WAIT_S)
         else:
             wait_s = min(float(args.pop("wait_seconds", DEFAULT_WAIT_S)), MAX_WAIT_S)
-        cell_id = str(args.get("cell_id")) if op == "run" else "(scratch code)"
+        cell_id = (str(args.get("cell_id")) if op == "run" else "(scratch code)" if op == "exec" else
+                   f"cells {args.get('start_cell_id') or 'first'}..{args.get('end_cell_id') or 'last'}")
         handle = RunHandle(path=session["path"], cell_id=cell_id, kernel_id=kernel_id, owner=client,
                            progress=progress)
         self.runs.start(handle, comms.call(_call_data(op, session["path"], args, client), alive, handle.report,

@@ -144,6 +144,21 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
                                              "Seconds to wait for the cell to end (approval included) before "
                                              "answering 'still running' with a run_id.")}}},
         {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}),
+    "run_cells": (
+        "Run the code cells from start_cell_id to end_cell_id (default: the first and the last: all of them) in "
+        "order, as Shift+Enter on each, stopping at the first that fails (an error, a timeout, an interrupt). "
+        "The user approves the whole range once, shown every cell's code. The answer says which cells ran, "
+        "where it stopped and why, and which did not run, with each run cell's outputs. A run still going "
+        "after wait_seconds answers with a run_id for run_status and interrupt.",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH,
+                        "start_cell_id": {**_CELL_ID, "description": "The range's first cell (default: the first)."},
+                        "end_cell_id": {**_CELL_ID, "description": "The range's last cell (default: the last)."},
+                        "wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_S,
+                                         "default": DEFAULT_WAIT_S, "description": (
+                                             "Seconds to wait for the cells to end (approval included) before "
+                                             "answering 'still running' with a run_id.")}}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}),
     "execute_code": (
         "Run scratch code in the notebook's kernel (the user's, with its variables) and return its outputs, "
         "without adding a cell: nothing is saved to the notebook. For checks such as 'is df unchanged' or "
@@ -187,7 +202,8 @@ TITLES = {
     "list_notebooks": "List open notebooks", "read_cells": "Read notebook cells",
     "read_output": "Read a cell's output", "list_variables": "List kernel variables",
     "insert_cell": "Insert a cell", "replace_cell": "Replace a cell's source",
-    "delete_cell": "Delete a cell", "run_cell": "Run a cell", "execute_code": "Run scratch code in the kernel",
+    "delete_cell": "Delete a cell", "run_cell": "Run a cell", "run_cells": "Run a range of cells",
+    "execute_code": "Run scratch code in the kernel",
     "run_status": "Status of a long run",
     "interrupt": "Interrupt your running cell", "restart_kernel": "Restart the kernel",
 }
@@ -197,7 +213,7 @@ TITLES = {
 KERNEL_OPS = {"read_cells": "read", "read_output": "output",
               "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
               "delete_cell": "delete", "run_cell": "run",
-              "execute_code": "exec"}
+              "run_cells": "run_range", "execute_code": "exec"}
 
 
 def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -232,7 +248,7 @@ def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
         if _BINARY.search(source):
             raise OutsideError(f"{field} holds binary data (control characters or broken UTF-16): a cell's source "
                                "is text. Nothing was changed.")
-    for key in ("notebook_path", "cell_id", "after_cell_id", "run_id"):
+    for key in ("notebook_path", "cell_id", "after_cell_id", "start_cell_id", "end_cell_id", "run_id"):
         value = args.get(key)
         if isinstance(value, str) and (not value.strip() or _BINARY.search(value) or len(value) > 4096):
             raise OutsideError(f"{key} {redact(value[:80])!r} is not a valid {key.replace('_', ' ')}.")

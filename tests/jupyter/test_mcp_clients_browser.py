@@ -111,3 +111,36 @@ def test_execute_code_runs_scratch_code_in_the_notebooks_kernel(lab, page_of):
         assert cell_sources(page) == before
     finally:
         client.close()
+
+
+def test_run_cells_runs_a_range_asked_once_and_stops_at_the_first_error(lab, page_of):
+    """run_cells: one card showing every cell's code; the cells run in order in the page; the
+    run stops at the first error and says which ran and which did not; the panel lists the
+    outside run with the variables it changed (a run changes no cell to undo: its variables stay)."""
+    write_notebook(lab.root / "range.ipynb", ["%load_ext jupyter_agent", "a = 1", "print('A', a)", "# Notes",
+                                              "b = a + 1\nprint('B', b)", "1 / 0", "print('never')"],
+                   ids=["load", "seta", "pa", "md", "setb", "boom", "never"])
+    page, panel = open_with_panel(page_of, "range.ipynb")
+    client = OutsideClient(f"{lab.url}/jupyter-agent/mcp", "ranger")
+    path = {"notebook_path": "range.ipynb"}
+    try:
+        assert not client.now("read_cells", path).is_error
+        pending = client.call("run_cells", {**path, "start_cell_id": "pa", "end_cell_id": "never"})
+        card = panel.locator(".jp-AgentPanel-approval")
+        card.wait_for(timeout=60000)
+        shown = card.inner_text()
+        assert all(code in shown for code in ("print('A', a)", "print('B', b)", "1 / 0", "print('never')")), shown
+        assert "# Notes" not in shown  # (a markdown cell does not run)
+        card.get_by_role("button", name="Allow", exact=True).click()
+        ran = pending.result(120)
+        said = text_of(ran)
+        assert ran.is_error and "Ran 3 of 4 code cells: pa, setb, boom." in said, said
+        assert "Stopped: cell boom ended 'error'" in said and "Not run: never." in said, said
+        assert "A 1" in said and "B 2" in said and "ZeroDivisionError" in said
+        page.locator(".jp-OutputArea-output", has_text="ZeroDivisionError").wait_for(timeout=30000)  # in the page
+        assert page.locator(".jp-OutputArea-output", has_text="never").count() == 0
+        assert panel.locator(".jp-AgentPanel-approval").count() == 0  # asked once
+
+        panel.locator(".jp-AgentPanel-status", has_text="variables changed: b").wait_for(timeout=30000)
+    finally:
+        client.close()
