@@ -111,6 +111,10 @@ class OutsideHub:
             raise Refused(f"Malformed call: op {op!r}.")
         if op == "variables":  # the kernel's own: no page needed
             return {"ok": True, "content": [{"type": "text", "text": self._variables()}]}
+        if op == "active":  # what the pages of this kernel say of their notebook (read-only)
+            from .outside_focus import focus_of_pages
+
+            return await focus_of_pages()
         page, where = self._page_for(path)
         if op == "page":  # (_page_for refused if none shows it)
             return {"ok": True, "content": []}

@@ -14,6 +14,7 @@ websocket to the gateway instead (``gateway.py``), its restarts told by its sess
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import posixpath
 import uuid
@@ -23,6 +24,7 @@ from typing import Any
 from .gateway import GONE, GatewayChannels, is_gateway_kernel
 from .protocol import RUN_TAG_PREFIX, TARGET, VERSION, Caller, comm_of_run
 from .runs import DEFAULT_WAIT_S, MAX_WAIT_S, RunHandle, RunRegistry, RunState, status_reply, still_running
+from ..redact import redact
 from .tools import OutsideError
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,10 @@ INTERRUPT_WAIT_S = 20.0
 #: Seconds execute_code waits beyond its code's time limit (the user's approval) before it
 #: answers "still running" with a run_id.
 EXEC_APPROVAL_WAIT_S = 30.0
+#: Seconds active_notebook waits for each notebook's kernel (one busy with a cell is left out).
+ACTIVE_WAIT_S = 5.0
+#: Characters of the active cell's source active_notebook returns (head and tail beyond it).
+ACTIVE_SOURCE_CHARS = 4_000
 #: After a restart's %load_ext: seconds between empty runs (the page's side panel and bridge
 #: connect again after a cell they see run), and the most seconds to wait for the page to be back.
 PANEL_NUDGE_EVERY_S, PAGE_BACK_S = 0.5, 30.0
@@ -320,6 +326,26 @@ class ServerBackend:
             return still_running(handle, wait_s)
         return handle.task.result()  # (an OutsideError: said as it is)
 
+    async def active(self, client: Caller) -> dict[str, Any]:
+        """``active_notebook``: each notebook's kernel asked what its pages say of it (``focus``,
+        ``jupyter/outside_focus.py``); the current one the user worked in last, its active cell.
+        A kernel busy with a cell (it answers once the cell ends) or without jupyter-agent is
+        left out, and said so."""
+        pages: list[dict[str, Any]] = []
+        unasked: list[str] = []
+        for listed in await self._sessions():
+            try:
+                session, _, comms, alive = await self._reach(listed["path"])
+                reply = await asyncio.wait_for(comms.call(_call_data("active", session["path"], {}, client), alive),
+                                               ACTIVE_WAIT_S)
+                said = json.loads(reply["content"][0]["text"]) if reply.get("ok") else []
+            except (TimeoutError, OutsideError, ValueError, KeyError, IndexError):
+                log.debug("%s did not say its focus", listed["path"], exc_info=True)
+                unasked.append(listed["path"])
+                continue
+            pages.extend({**p, "path": session["path"]} for p in said if isinstance(p, dict))
+        return {"ok": True, "content": [{"type": "text", "text": active_text(pages, unasked)}]}
+
     async def run_status(self, run_id: str) -> dict[str, Any]:
         """``run_status``: where the run is, its outputs so far, its result once ended."""
         handle = self.runs.get(run_id)
@@ -426,6 +452,35 @@ class ServerBackend:
         for comms in self.comms.values():
             comms.close()
         self.comms.clear()
+
+
+def active_text(pages: list[dict[str, Any]], unasked: list[str]) -> str:
+    """``active_notebook``'s answer from the pages' ``focus`` answers."""
+    current = sorted((p for p in pages if p.get("current")),
+                     key=lambda p: (bool(p.get("has_focus")), float(p.get("focused_at") or 0)), reverse=True)
+    lines: list[str] = []
+    if not current:
+        lines.append("No JupyterLab page with jupyter-agent says which notebook is current (is a notebook open, "
+                     "with %load_ext jupyter_agent run in it?). list_notebooks shows the open notebooks.")
+    else:
+        page = current[0]
+        lines.append(f"The notebook the user works in: {page['path']}")
+        if page.get("active_cell_id"):
+            source = str(page.get("active_source") or "")
+            if len(source) > ACTIVE_SOURCE_CHARS:
+                half = ACTIVE_SOURCE_CHARS // 2
+                source = f"{source[:half]}\n[... {len(source) - 2 * half:,} characters left out ...]\n{source[-half:]}"
+            lines.append(f"Active cell: {page['active_cell_id']} (index {page.get('active_index')}, "
+                         f"{page.get('active_cell_type')}):\n{source}")
+        selected = [str(i) for i in page.get("selected_ids") or []]
+        if selected:
+            lines.append(f"Also selected: {', '.join(selected)}")
+        others = sorted({p["path"] for p in current[1:] if p["path"] != page["path"]})
+        if others:
+            lines.append(f"Also current in other pages: {', '.join(others)}")
+    if unasked:
+        lines.append(f"Not asked (jupyter-agent not loaded, or the kernel busy with a cell): {', '.join(unasked)}")
+    return redact("\n".join(lines))
 
 
 def _call_data(op: str, path: str, args: dict[str, Any], client: Caller) -> dict[str, Any]:

@@ -54,6 +54,9 @@ class NotebookBackend(Protocol):
         ``progress(text)``, if given, is called with what a long call reports as it goes.
         Raises :class:`OutsideError` when the notebook or its kernel cannot be reached."""
 
+    async def active(self, client: Caller) -> dict[str, Any]:
+        """The notebook the user works in (current in its JupyterLab page) and its active cell."""
+
     async def run_status(self, run_id: str) -> dict[str, Any]:
         """A long run's state, outputs so far and result once ended (``runs.py``)."""
 
@@ -81,6 +84,12 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
     "list_notebooks": (
         "List the notebooks open in this Jupyter server (one line each: path, kernel state). Use a path "
         "from here as notebook_path in the other tools.",
+        {"type": "object", "properties": {}, "additionalProperties": False},
+        _READ_ONLY),
+    "active_notebook": (
+        "The notebook the user is working in (the current one in their JupyterLab page) and its active cell "
+        "(id, index, type, source) and selected cells: for requests such as 'fix this cell'. Read-only; it "
+        "is not a read for the stale check (call read_cells before an edit).",
         {"type": "object", "properties": {}, "additionalProperties": False},
         _READ_ONLY),
     "read_cells": (
@@ -199,7 +208,8 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
 
 #: Each tool's title: what a client shows a person (the name is the model's).
 TITLES = {
-    "list_notebooks": "List open notebooks", "read_cells": "Read notebook cells",
+    "list_notebooks": "List open notebooks", "active_notebook": "The user's active notebook and cell",
+    "read_cells": "Read notebook cells",
     "read_output": "Read a cell's output", "list_variables": "List kernel variables",
     "insert_cell": "Insert a cell", "replace_cell": "Replace a cell's source",
     "delete_cell": "Delete a cell", "run_cell": "Run a cell", "run_cells": "Run a range of cells",
@@ -362,6 +372,8 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
 
                 text = notebooks_text(await backend.notebooks())
                 return CallToolResult(content=[TextContent(type="text", text=text)])
+            if name == "active_notebook":
+                return result_of(await backend.active(client))
             if name == "run_status":
                 return result_of(await backend.run_status(args["run_id"]))
             path = args.pop("notebook_path")

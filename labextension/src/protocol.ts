@@ -51,7 +51,8 @@ export const BRIDGE_OPS = [
   'restore',
   'show_run',
   'ask',
-  'ask_end'
+  'ask_end',
+  'focus'
 ] as const;
 export type Op = (typeof BRIDGE_OPS)[number];
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.mcp_server.outputs import PNG
 
-from .lab import HAVE_BROWSER, cell_sources, require_browser, wait_cell_count, write_notebook
+from .lab import HAVE_BROWSER, cell, cell_sources, require_browser, run_and_wait, wait_cell_count, write_notebook
 from .test_mcp_server_browser import OutsideClient, open_with_panel, text_of
 
 require_browser()
@@ -142,5 +142,28 @@ def test_run_cells_runs_a_range_asked_once_and_stops_at_the_first_error(lab, pag
         assert panel.locator(".jp-AgentPanel-approval").count() == 0  # asked once
 
         panel.locator(".jp-AgentPanel-status", has_text="variables changed: b").wait_for(timeout=30000)
+    finally:
+        client.close()
+
+
+def test_active_notebook_names_the_users_notebook_and_cell(lab, page_of):
+    """active_notebook: the notebook current in the page the user worked in last, its active
+    cell (id, index, source) and the cells selected; read-only (no card, nothing changed)."""
+    write_notebook(lab.root / "other.ipynb", ["%load_ext jupyter_agent", "o = 1"], ids=["oload", "oset"])
+    write_notebook(lab.root / "mine.ipynb", ["%load_ext jupyter_agent", "m = 1", "def broken(:\n    pass",
+                                             "m + 1"], ids=["mload", "mset", "bad", "after"])
+    other = page_of("other.ipynb")
+    run_and_wait(other, 0)
+    page, panel = open_with_panel(page_of, "mine.ipynb")
+    client = OutsideClient(f"{lab.url}/jupyter-agent/mcp", "finder")
+    try:
+        cell(page, 2).locator(".jp-InputPrompt").click()  # the user is at the broken cell
+        page.keyboard.press("Shift+ArrowDown")  # ...and selects the next one too
+        said = text_of(client.now("active_notebook", {}))
+        assert "The notebook the user works in: mine.ipynb" in said, said
+        # Shift+Down moved the active cell to the next one, the broken cell selected with it.
+        assert "Active cell: after (index 3, code):\nm + 1" in said and "Also selected: bad" in said, said
+        assert "other.ipynb" not in said.split("\n")[0]
+        assert panel.locator(".jp-AgentPanel-approval").count() == 0  # nothing asked
     finally:
         client.close()
