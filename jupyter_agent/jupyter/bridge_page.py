@@ -67,6 +67,8 @@ class Page:
     asks: bool = False
     #: the page says which notebook is current and its active cell (``focus``; ``active_notebook``)
     focus: bool = False
+    #: the page opens a notebook the kernel names (``open``; ``create_notebook``)
+    open: bool = False
     #: changes of the page's document this kernel knows of: notices, and the replies of
     #: requests that changed it (each reply carries the count as ``CHANGES_SEEN``)
     changes: int = 0

@@ -119,6 +119,15 @@ class OutsideHub:
         if op == "page":  # (_page_for refused if none shows it)
             return {"ok": True, "content": []}
         run = self.run_for(client, connection)
+        if op == "create":  # a new notebook, written as the agent's Write, opened in this page
+            from .outside_create import CannotCreate, create_notebook
+
+            try:
+                result, said = await create_notebook(run, page, where, args, progress)
+            except CannotCreate as exc:
+                raise Refused(str(exc)) from None
+            content = [{"type": "text", "text": said}] if said else blocks_of(result.block.get("content"))
+            return {"ok": bool(said), "outcome": result.outcome.value, "content": content}
         if op == "restart":  # the user's decision only: the server restarts the kernel
             result = await run.ask_restart(where.key, self._names(), page.client_id)
             if not result.block.get("is_error"):

@@ -24,7 +24,7 @@ from typing import Any
 from .gateway import GONE, GatewayChannels, is_gateway_kernel
 from .protocol import RUN_TAG_PREFIX, TARGET, VERSION, Caller, comm_of_run
 from .runs import DEFAULT_WAIT_S, MAX_WAIT_S, RunHandle, RunRegistry, RunState, status_reply, still_running
-from ..redact import redact
+from .focus import active_text
 from .tools import OutsideError
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,6 @@ INTERRUPT_WAIT_S = 20.0
 EXEC_APPROVAL_WAIT_S = 30.0
 #: Seconds active_notebook waits for each notebook's kernel (one busy with a cell is left out).
 ACTIVE_WAIT_S = 5.0
-#: Characters of the active cell's source active_notebook returns (head and tail beyond it).
-ACTIVE_SOURCE_CHARS = 4_000
 #: After a restart's %load_ext: seconds between empty runs (the page's side panel and bridge
 #: connect again after a cell they see run), and the most seconds to wait for the page to be back.
 PANEL_NUDGE_EVERY_S, PAGE_BACK_S = 0.5, 30.0
@@ -296,7 +294,7 @@ class ServerBackend:
         session, kernel_id, comms, alive = await self._reach(path)
         if op in ("run", "run_range", "exec"):
             return await self._run(session, kernel_id, comms, alive, op, dict(args), client, progress)
-        return await comms.call(_call_data(op, session["path"], args, client), alive, progress)
+        return await comms.call(call_data(op, session["path"], args, client), alive, progress)
 
     async def _run(self, session: dict[str, Any], kernel_id: str, comms: KernelComms, alive: Any, op: str,
                    args: dict[str, Any], client: Caller, progress: Any) -> dict[str, Any]:
@@ -311,7 +309,7 @@ class ServerBackend:
                    f"cells {args.get('start_cell_id') or 'first'}..{args.get('end_cell_id') or 'last'}")
         handle = RunHandle(path=session["path"], cell_id=cell_id, kernel_id=kernel_id, owner=client,
                            progress=progress)
-        self.runs.start(handle, comms.call(_call_data(op, session["path"], args, client), alive, handle.report,
+        self.runs.start(handle, comms.call(call_data(op, session["path"], args, client), alive, handle.report,
                                            watch=handle))
         assert handle.task is not None
         try:
@@ -326,25 +324,39 @@ class ServerBackend:
             return still_running(handle, wait_s)
         return handle.task.result()  # (an OutsideError: said as it is)
 
-    async def active(self, client: Caller) -> dict[str, Any]:
-        """``active_notebook``: each notebook's kernel asked what its pages say of it (``focus``,
-        ``jupyter/outside_focus.py``); the current one the user worked in last, its active cell.
-        A kernel busy with a cell (it answers once the cell ends) or without jupyter-agent is
-        left out, and said so."""
+    async def focus_pages(self, client: Caller) -> list[dict[str, Any]]:
+        """What each open notebook's pages say of it (``focus``, ``jupyter/outside_focus.py``),
+        with ``"unasked": True`` entries for the notebooks whose kernel did not answer (busy
+        with a cell, or without jupyter-agent) within ``ACTIVE_WAIT_S``."""
         pages: list[dict[str, Any]] = []
-        unasked: list[str] = []
         for listed in await self._sessions():
             try:
                 session, _, comms, alive = await self._reach(listed["path"])
-                reply = await asyncio.wait_for(comms.call(_call_data("active", session["path"], {}, client), alive),
+                reply = await asyncio.wait_for(comms.call(call_data("active", session["path"], {}, client), alive),
                                                ACTIVE_WAIT_S)
                 said = json.loads(reply["content"][0]["text"]) if reply.get("ok") else []
             except (TimeoutError, OutsideError, ValueError, KeyError, IndexError):
                 log.debug("%s did not say its focus", listed["path"], exc_info=True)
-                unasked.append(listed["path"])
+                pages.append({"path": listed["path"], "unasked": True})
                 continue
             pages.extend({**p, "path": session["path"]} for p in said if isinstance(p, dict))
-        return {"ok": True, "content": [{"type": "text", "text": active_text(pages, unasked)}]}
+        return pages
+
+    async def active(self, client: Caller) -> dict[str, Any]:
+        """``active_notebook``: the current notebook the user worked in last, its active cell."""
+        pages = await self.focus_pages(client)
+        text = active_text([p for p in pages if not p.get("unasked")], [p["path"] for p in pages if p.get("unasked")])
+        return {"ok": True, "content": [{"type": "text", "text": text}]}
+
+    async def create(self, path: str, open_from: str | None, client: Caller) -> dict[str, Any]:
+        """``create_notebook`` (``create.py``)."""
+        from .create import create_notebook
+
+        return await create_notebook(self, path, open_from, client)
+
+    @staticmethod
+    def same_path(a: str, b: str) -> bool:
+        return _norm(a) == _norm(b)
 
     async def run_status(self, run_id: str) -> dict[str, Any]:
         """``run_status``: where the run is, its outputs so far, its result once ended."""
@@ -405,7 +417,7 @@ class ServerBackend:
         follows, as when the user restarts) and jupyter-agent is loaded in the fresh kernel,
         so the client's next call works. Denied: the kernel's answer, nothing restarted."""
         session, kernel_id, comms, alive = await self._reach(path)
-        reply = await comms.call(_call_data("restart", session["path"], {}, client), alive)
+        reply = await comms.call(call_data("restart", session["path"], {}, client), alive)
         if not reply.get("ok"):
             return reply
         log.info("restarting the kernel of %s for %s (allowed by the user)", path, client.name)
@@ -432,7 +444,7 @@ class ServerBackend:
         while True:
             session, _, comms, alive = await self._reach(path)  # the fresh kernel's
             await comms.execute_quietly("")
-            if (await comms.call(_call_data("page", session["path"], {}, client), alive)).get("ok"):
+            if (await comms.call(call_data("page", session["path"], {}, client), alive)).get("ok"):
                 return True
             if asyncio.get_event_loop().time() > deadline:
                 return False
@@ -454,36 +466,7 @@ class ServerBackend:
         self.comms.clear()
 
 
-def active_text(pages: list[dict[str, Any]], unasked: list[str]) -> str:
-    """``active_notebook``'s answer from the pages' ``focus`` answers."""
-    current = sorted((p for p in pages if p.get("current")),
-                     key=lambda p: (bool(p.get("has_focus")), float(p.get("focused_at") or 0)), reverse=True)
-    lines: list[str] = []
-    if not current:
-        lines.append("No JupyterLab page with jupyter-agent says which notebook is current (is a notebook open, "
-                     "with %load_ext jupyter_agent run in it?). list_notebooks shows the open notebooks.")
-    else:
-        page = current[0]
-        lines.append(f"The notebook the user works in: {page['path']}")
-        if page.get("active_cell_id"):
-            source = str(page.get("active_source") or "")
-            if len(source) > ACTIVE_SOURCE_CHARS:
-                half = ACTIVE_SOURCE_CHARS // 2
-                source = f"{source[:half]}\n[... {len(source) - 2 * half:,} characters left out ...]\n{source[-half:]}"
-            lines.append(f"Active cell: {page['active_cell_id']} (index {page.get('active_index')}, "
-                         f"{page.get('active_cell_type')}):\n{source}")
-        selected = [str(i) for i in page.get("selected_ids") or []]
-        if selected:
-            lines.append(f"Also selected: {', '.join(selected)}")
-        others = sorted({p["path"] for p in current[1:] if p["path"] != page["path"]})
-        if others:
-            lines.append(f"Also current in other pages: {', '.join(others)}")
-    if unasked:
-        lines.append(f"Not asked (jupyter-agent not loaded, or the kernel busy with a cell): {', '.join(unasked)}")
-    return redact("\n".join(lines))
-
-
-def _call_data(op: str, path: str, args: dict[str, Any], client: Caller) -> dict[str, Any]:
+def call_data(op: str, path: str, args: dict[str, Any], client: Caller) -> dict[str, Any]:
     """A call's comm-open data (``protocol.py``)."""
     return {"v": VERSION, "op": op, "path": path, "args": args, "client": client.name,
             "connection": client.connection}

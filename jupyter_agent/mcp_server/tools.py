@@ -57,6 +57,9 @@ class NotebookBackend(Protocol):
     async def active(self, client: Caller) -> dict[str, Any]:
         """The notebook the user works in (current in its JupyterLab page) and its active cell."""
 
+    async def create(self, path: str, open_from: str | None, client: Caller) -> dict[str, Any]:
+        """A new notebook at ``path``, asked for in the page of ``open_from``, then opened there."""
+
     async def run_status(self, run_id: str) -> dict[str, Any]:
         """A long run's state, outputs so far and result once ended (``runs.py``)."""
 
@@ -92,6 +95,17 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
         "is not a read for the stale check (call read_cells before an edit).",
         {"type": "object", "properties": {}, "additionalProperties": False},
         _READ_ONLY),
+    "create_notebook": (
+        "Create a new notebook at notebook_path (relative to the Jupyter server's root; it must not exist) and "
+        "open it in the user's JupyterLab page, with jupyter-agent loaded in its kernel so the other tools work "
+        "on it at once. The user approves the new file (as a Write) in the page of open_from (default: the "
+        "notebook they are working in); undo deletes it again.",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
+         "properties": {"notebook_path": {"type": "string", "description": "The new notebook's path, e.g. "
+                                          "'analysis/new.ipynb'."},
+                        "open_from": {**_PATH, "description": "An open notebook whose page asks the user and opens "
+                                      "the new one (default: the notebook the user is working in)."}}},
+        {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": False, "open_world_hint": False}),
     "read_cells": (
         "Read cells of an open notebook as the user sees them (unsaved edits included): each cell's id, "
         "type and source, and its outputs by reference (index, kind, size, the start of the text; "
@@ -209,7 +223,7 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
 #: Each tool's title: what a client shows a person (the name is the model's).
 TITLES = {
     "list_notebooks": "List open notebooks", "active_notebook": "The user's active notebook and cell",
-    "read_cells": "Read notebook cells",
+    "create_notebook": "Create and open a notebook", "read_cells": "Read notebook cells",
     "read_output": "Read a cell's output", "list_variables": "List kernel variables",
     "insert_cell": "Insert a cell", "replace_cell": "Replace a cell's source",
     "delete_cell": "Delete a cell", "run_cell": "Run a cell", "run_cells": "Run a range of cells",
@@ -258,7 +272,7 @@ def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
         if _BINARY.search(source):
             raise OutsideError(f"{field} holds binary data (control characters or broken UTF-16): a cell's source "
                                "is text. Nothing was changed.")
-    for key in ("notebook_path", "cell_id", "after_cell_id", "start_cell_id", "end_cell_id", "run_id"):
+    for key in ("notebook_path", "open_from", "cell_id", "after_cell_id", "start_cell_id", "end_cell_id", "run_id"):
         value = args.get(key)
         if isinstance(value, str) and (not value.strip() or _BINARY.search(value) or len(value) > 4096):
             raise OutsideError(f"{key} {redact(value[:80])!r} is not a valid {key.replace('_', ' ')}.")
@@ -372,6 +386,8 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
 
                 text = notebooks_text(await backend.notebooks())
                 return CallToolResult(content=[TextContent(type="text", text=text)])
+            if name == "create_notebook":
+                return result_of(await backend.create(args["notebook_path"], args.get("open_from"), client))
             if name == "active_notebook":
                 return result_of(await backend.active(client))
             if name == "run_status":

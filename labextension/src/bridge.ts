@@ -74,7 +74,8 @@ class NotebookBridge implements IDisposable {
   constructor(
     readonly panel: NotebookPanel,
     bringToFront: () => void,
-    private readonly isCurrent: () => boolean = () => false
+    private readonly isCurrent: () => boolean = () => false,
+    private readonly openPath: (path: string) => Promise<void> = async () => undefined
   ) {
     this.focusedAt = isCurrent() ? Date.now() : 0;
     panel.content.activeCellChanged.connect(this.onFocus, this);
@@ -141,6 +142,16 @@ class NotebookBridge implements IDisposable {
       active_index: notebook.activeCellIndex,
       selected_ids: selected.slice(0, 50)
     };
+  }
+
+  /** `open`: the notebook `path` (server-relative) opened in a tab of this page. */
+  private async open(req: IRequest): Promise<JSONObject> {
+    const path = req.path;
+    if (typeof path !== 'string' || !path.endsWith('.ipynb')) {
+      throw new BridgeError(CODES.badRequest, 'open needs the path of a notebook (.ipynb)');
+    }
+    await this.openPath(path);
+    return { path };
   }
 
   private onKernelChanged(): void {
@@ -313,6 +324,8 @@ class NotebookBridge implements IDisposable {
         return this.asks.end(req);
       case 'focus':
         return this.focus();
+      case 'open':
+        return this.open(req);
     }
     throw new BridgeError(CODES.unknownOp, `unknown operation ${String(req.op)}`);
   }
@@ -329,7 +342,8 @@ class NotebookBridge implements IDisposable {
       notices: true,
       kernel_runs: true,
       asks: true,
-      focus: true
+      focus: true,
+      open: true
     };
   }
 }
@@ -345,7 +359,10 @@ export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker):
     const bridge = new NotebookBridge(
       panel,
       () => app.shell.activateById(panel.id),
-      () => tracker.currentWidget === panel
+      () => tracker.currentWidget === panel,
+      async path => {
+        await app.commands.execute('docmanager:open', { path, factory: 'Notebook' });
+      }
     );
     const onCurrent = (_: unknown, current: NotebookPanel | null) => {
       if (current === panel) {

@@ -52,7 +52,8 @@ export const BRIDGE_OPS = [
   'show_run',
   'ask',
   'ask_end',
-  'focus'
+  'focus',
+  'open'
 ] as const;
 export type Op = (typeof BRIDGE_OPS)[number];
 

@@ -167,3 +167,30 @@ def test_active_notebook_names_the_users_notebook_and_cell(lab, page_of):
         assert panel.locator(".jp-AgentPanel-approval").count() == 0  # nothing asked
     finally:
         client.close()
+
+
+def test_create_notebook_asks_writes_and_opens_it_in_the_page(lab, page_of):
+    """create_notebook: the card (Write, the whole new file) in the page of the notebook the
+    user works in; Allow: the file exists, the page opens it in a tab, jupyter-agent is loaded
+    in its kernel so read_cells works at once; an existing path is refused, nothing asked."""
+    write_notebook(lab.root / "home.ipynb", ["%load_ext jupyter_agent", "h = 1"], ids=["hload", "hset"])
+    page, panel = open_with_panel(page_of, "home.ipynb")
+    client = OutsideClient(f"{lab.url}/jupyter-agent/mcp", "maker")
+    try:
+        taken = client.now("create_notebook", {"notebook_path": "home.ipynb"})
+        assert taken.is_error and "exists already" in text_of(taken), text_of(taken)
+        pending = client.call("create_notebook", {"notebook_path": "made/fresh.ipynb"})
+        card = panel.locator(".jp-AgentPanel-approval")
+        card.wait_for(timeout=60000)
+        assert "Write" in card.inner_text() and "fresh.ipynb" in card.inner_text()
+        card.get_by_role("button", name="Allow", exact=True).click()
+        made = pending.result(120)
+        said = text_of(made)
+        assert not made.is_error and "Created made/fresh.ipynb" in said and "open in a tab" in said, said
+        assert "read_cells works on it" in said, said
+        assert (lab.root / "made" / "fresh.ipynb").exists()
+        page.locator(".lm-TabBar-tab", has_text="fresh.ipynb").wait_for(timeout=30000)  # opened in the page
+        read = client.now("read_cells", {"notebook_path": "made/fresh.ipynb"})
+        assert not read.is_error and "%load_ext jupyter_agent" in text_of(read), text_of(read)
+    finally:
+        client.close()

@@ -49,7 +49,8 @@ async def test_tools_carry_their_annotations(server):
     async with http_client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert all(t.title for t in tools.values())
-    assert set(tools) == {"list_notebooks", "active_notebook", "read_cells", "read_output", "list_variables",
+    assert set(tools) == {"list_notebooks", "active_notebook", "create_notebook", "read_cells", "read_output",
+                          "list_variables",
                           "insert_cell", "execute_code", "run_cells", "replace_cell", "delete_cell", "run_cell",
                           "run_status", "interrupt", "restart_kernel"}
     for name in ("list_notebooks", "active_notebook", "read_cells", "read_output", "list_variables", "run_status"):

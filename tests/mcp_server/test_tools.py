@@ -82,7 +82,7 @@ def test_the_clients_name_comes_from_its_initialize():
 
 
 def test_active_notebook_names_the_page_with_focus_then_the_latest():
-    from jupyter_agent.mcp_server.kernel_link import active_text
+    from jupyter_agent.mcp_server.focus import active_text
 
     pages = [{"path": "a.ipynb", "current": True, "focused_at": 200, "has_focus": False,
               "active_cell_id": "ca", "active_index": 0, "active_cell_type": "code", "active_source": "a = 1"},
