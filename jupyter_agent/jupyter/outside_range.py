@@ -13,6 +13,7 @@ cell's outputs as ``run_cell`` gives them (bounded, redacted, images as images).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from pydantic import Field
@@ -108,6 +109,8 @@ class OutsideRunRange(NotebookRun):
             if result.saved and result.version:
                 note_notebook_change(context, path, result.version, result.mtime_ns)
             run_changes(context).ran_cell(result.names_changed)
+            if result.status == "error" and any(o.get("ename") == "KeyboardInterrupt" for o in result.outputs):
+                result = replace(result, status="interrupted")  # (as run_cell says it: Stop, or interrupt)
             ran.append(cell.id)
             outputs = finish_outputs(result.outputs, redact)
             content = render_run(result.cell, outputs, result.execution_count, result.status, result.note)

@@ -88,6 +88,7 @@ class RunHandle:
         if kind == "execute_input":  # (published right before the cell's code runs)
             self.executing = True
             self.executing_since = time.monotonic()
+            self.cell_over = False  # (run_cells: the range's next cell; an interrupt may reach it)
         elif kind == "status" and content.get("execution_state") == "idle" and self.executing_since is not None:
             self.cell_over = True  # (the call's answer follows: the kernel formats it first)
         elif kind == "stream":

@@ -117,9 +117,11 @@ def test_run_cells_runs_a_range_asked_once_and_stops_at_the_first_error(lab, pag
     """run_cells: one card showing every cell's code; the cells run in order in the page; the
     run stops at the first error and says which ran and which did not; the panel lists the
     outside run with the variables it changed (a run changes no cell to undo: its variables stay)."""
+    loop = "import pathlib, time\npathlib.Path('range-looping').touch()\nwhile True: time.sleep(0.05)"
     write_notebook(lab.root / "range.ipynb", ["%load_ext jupyter_agent", "a = 1", "print('A', a)", "# Notes",
-                                              "b = a + 1\nprint('B', b)", "1 / 0", "print('never')"],
-                   ids=["load", "seta", "pa", "md", "setb", "boom", "never"])
+                                              "b = a + 1\nprint('B', b)", "1 / 0", "print('never')", "c = 3",
+                                              loop, "d = 4"],
+                   ids=["load", "seta", "pa", "md", "setb", "boom", "never", "setc", "loop", "setd"])
     page, panel = open_with_panel(page_of, "range.ipynb")
     client = OutsideClient(f"{lab.url}/jupyter-agent/mcp", "ranger")
     path = {"notebook_path": "range.ipynb"}
@@ -142,6 +144,25 @@ def test_run_cells_runs_a_range_asked_once_and_stops_at_the_first_error(lab, pag
         assert panel.locator(".jp-AgentPanel-approval").count() == 0  # asked once
 
         panel.locator(".jp-AgentPanel-status", has_text="variables changed: b").wait_for(timeout=30000)
+
+        # A range whose second cell loops: interrupted by the client, the rest not run.
+        looping = lab.root / "range-looping"
+        looping.unlink(missing_ok=True)
+        assert not client.now("read_cells", path).is_error
+        pending = client.call("run_cells", {**path, "start_cell_id": "setc", "end_cell_id": "setd"})
+        card = panel.locator(".jp-AgentPanel-approval")
+        card.wait_for(timeout=60000)
+        card.get_by_role("button", name="Allow", exact=True).click()
+        deadline = time.monotonic() + 60
+        while not looping.exists() and time.monotonic() < deadline:  # the second cell is executing
+            time.sleep(0.05)
+        stopped = client.now("interrupt", path)
+        while "has not started yet" in text_of(stopped) and time.monotonic() < deadline:  # (the server's IOPub lags)
+            time.sleep(0.05)
+            stopped = client.now("interrupt", path)
+        said = text_of(pending.result(90))
+        assert "Ran 2 of 3 code cells: setc, loop." in said and "ended 'interrupted'" in said, (said, text_of(stopped))
+        assert "Not run: setd." in said, said
     finally:
         client.close()
 
