@@ -16,7 +16,10 @@ resolved paths, whether it only reads, edits files or runs code), planned once b
 
 ``Bash`` rules name commands, not paths: ``Bash(git status)`` exactly, ``Bash(git diff:*)``
 a prefix of whole words; a command line is allowed only when every simple command in it
-is (read by a real shell parse, :mod:`jupyter_agent.tools.shell_parse`).
+is (read by a real shell parse, :mod:`jupyter_agent.tools.shell_parse`). A prefix rule
+covers a command of the tables (:mod:`jupyter_agent.tools.shell_commands`) only in its
+forms that read: one that runs other code needs a rule naming all its words
+(``CommandParts.exact_only``), and a file an option writes is judged as an edit's path.
 
 Rules are ``Tool`` or ``Tool(glob)`` in ``allow``, ``ask`` and ``deny`` lists; deny beats
 ask beats allow. A rule naming any file-editing tool (Edit, Write, NotebookEdit) covers all three,
@@ -59,16 +62,22 @@ from .loop.permission_result import (
 from .policy import load_policy
 from .safety import SafetyHit, credential_hit, rule_names_place, safety_hit
 from .loop.tool import CommandParts, PermissionPolicy, PreparedCall, Tool, ToolContext
+from .loop.tool_execution import results_dirs
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
-from .tools.shell_parse import rule_covers, rule_words
+from .tools.shell_parse import rule_allows, rule_covers, rule_words
 
 log = logging.getLogger(__name__)
 
 #: The file-editing tools are one family: a rule naming any of them covers them all
 #: (``Write(pyproject.toml)`` also stops an Edit of it), as in Claude Code.
 EDIT_FAMILY = ("Edit", "Write", "NotebookEdit")
+#: The tools that run code in a notebook's kernel: a ``NotebookRun`` rule covers the range run
+#: and the scratch run too (allowing NotebookRun under acceptEdits already lets any code run:
+#: the model can write it into a cell), and a ``NotebookRun`` deny stops them all.
+RUN_FAMILY = ("NotebookRun", "NotebookRunCells", "KernelRun")
 #: A rule naming the first tool also covers the others (a ``Grep`` rule stays a Grep rule).
-RULE_FAMILIES = {**{name: EDIT_FAMILY for name in EDIT_FAMILY}, "Read": ("Read", "Glob", "Grep")}
+RULE_FAMILIES = {**{name: EDIT_FAMILY for name in EDIT_FAMILY}, "Read": ("Read", "Glob", "Grep"),
+                 "NotebookRun": RUN_FAMILY}
 PLAN_MODE_NOTE = (
     "Plan mode is active. You may read files, search and think, but you must not change anything: do not "
     "edit or write files, do not edit or run notebook cells. Such calls will be refused. Research the task, "
@@ -105,15 +114,40 @@ class Rule:
     def __str__(self) -> str:
         return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
 
-    def names(self, tool_name: str) -> bool:
-        return (tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
-                or self.mcp_server is not None and tool_name.startswith(f"mcp__{self.mcp_server}__"))
+    def names(self, tool_name: str, server: str | None = None) -> bool:
+        """Does the rule name the tool ``tool_name`` (of the MCP server ``server``, when it is
+        one)? ``mcp__github`` names the tools of the server ``github`` only: its name is
+        compared whole, never as a prefix of ``github_``'s tools."""
+        if tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ()):
+            return True
+        if self.mcp_server is None:
+            return False
+        if server is not None:
+            return server == self.mcp_server and tool_name.startswith(f"mcp__{server}__")
+        return _mcp_servers_of(tool_name) == {self.mcp_server}
 
     @property
     def mcp_server(self) -> str | None:
         """``mcp__<server>`` names every tool of that MCP server: the server's name, else None."""
         server = self.tool[len("mcp__"):] if self.tool.startswith("mcp__") else ""
         return server if server and "__" not in server and self.pattern is None else None
+
+
+def _mcp_servers_of(tool_name: str) -> set[str]:
+    """The servers an MCP tool's name ``mcp__<server>__<tool>`` may belong to. A server's
+    name has no ``__`` but may end in ``_``, and a tool's may start with one, so
+    ``mcp__github___x`` is ``github_``'s ``x`` or ``github``'s ``_x``: both are returned, and
+    a rule naming one server names the tool only when its server is known for certain."""
+    if not tool_name.startswith("mcp__"):
+        return set()
+    rest = tool_name[len("mcp__"):]
+    first = rest.find("__")
+    servers = set()
+    while first > 0 and rest[first:first + 2] == "__":
+        if rest[first + 2:]:
+            servers.add(rest[:first])
+        first += 1  # `github___x`: the separator may start one `_` later
+    return servers
 
 
 class Permissions(PermissionPolicy):
@@ -169,7 +203,7 @@ class Permissions(PermissionPolicy):
 
     def _matches(self, rule: Rule, tool: Tool, input: Any, paths: list[ResolvedPath], ctx: ToolContext, *,
                  real_only: bool) -> bool:
-        if not rule.names(tool.name):
+        if not rule.names(tool.name, getattr(tool, "server_name", None)):
             return False
         if rule.pattern is None:
             return True
@@ -208,7 +242,9 @@ class Permissions(PermissionPolicy):
         if commands.unreadable or not commands.commands:
             return False
         rules = [r for r in allow_rules if r.names(tool.name) and r.pattern is not None]
-        if not all(any(rule_covers(r.pattern or "", words) for r in rules) for words in commands.commands):
+        exact_only = commands.exact_only or ("",) * len(commands.commands)
+        if not all(any(rule_allows(r.pattern or "", words, why) for r in rules)
+                   for words, why in zip(commands.commands, exact_only)):
             return False
         roots = self.allowed_roots(ctx)
         cwd = self._cwd(ctx)
@@ -265,7 +301,7 @@ class Permissions(PermissionPolicy):
         for rule in self.ask:
             if self._matches_call(rule, tool, input, paths, ctx, commands):
                 return PermissionAsk(ask_with_note(own_message, f"(The rule '{rule}' asks for approval.)"), diff,
-                                     own_rules)
+                                     own_rules, why=f"the rule '{rule}' asks for approval")
         allow_rules = [*self.allow, *self.session_allow]
         if not read_only:
             for path in paths:
@@ -278,7 +314,8 @@ class Permissions(PermissionPolicy):
                                    for r in allow_rules):
                     return PermissionAsk(ask_with_note(own_message, f"{path.real} is a protected path ({hit.reason}); "
                                                        "it always needs approval."),
-                                         diff, (f"{tool.name}({escape_glob(str(path.real))})",))
+                                         diff, (f"{tool.name}({escape_glob(str(path.real))})",),
+                                         why=f"{path.real} is a protected path ({hit.reason})")
         if commands is not None:  # a shell command line: every part must be allowed
             allowed_by_rule = self._command_allowed(tool, commands, paths, ctx, allow_rules)
             if not allowed_by_rule and prepared.sandboxed and not commands.unreadable:
@@ -298,12 +335,15 @@ class Permissions(PermissionPolicy):
             # Code that runs can write anything, safety paths included, and cannot be checked
             # path by path: it asks in every mode, bypassPermissions too, unless a rule allows it.
             return PermissionAsk(ask_with_note(own_message, f"({tool.always_asks_as} always asks unless an allow "
-                                               "rule covers it, in every permission mode.)"), diff, own_rules)
+                                               "rule covers it, in every permission mode.)"), diff, own_rules,
+                                 why=f"{tool.always_asks_as.lower()} needs a person's approval")
         if self.mode == "bypassPermissions" or allowed_by_rule:
             return PermissionAllow()
         roots = self.allowed_roots(ctx)
         # The notebook open in the page is the user's own, wherever the kernel runs (its
         # path may be the notebook server's, outside the kernel's folders or not on its disk).
+        if read_only:  # what the tools saved for this user (a whole traceback, an oversized result)
+            roots = [*roots, *results_dirs(ctx.tool_results_dir)]
         outside = [p for p in paths if not p.in_page and not any(is_within(p.real, root) for root in roots)]
         linked = [p for p in paths if not p.in_page and p not in outside and _hard_linked(p)]
         if outside or linked:
@@ -312,7 +352,7 @@ class Permissions(PermissionPolicy):
             rules = own_rules if not read_only else (f"Read({escape_glob(str(folder))}/**)",)
             why = (f"is outside the working folders ({', '.join(map(str, roots))})" if outside else
                    "has other hard links, which may be outside the working folders")
-            return PermissionAsk(ask_with_note(own_message, f"{place} {why}."), diff, rules)
+            return PermissionAsk(ask_with_note(own_message, f"{place} {why}."), diff, rules, why=f"{place} {why}")
         if read_only:
             return PermissionAllow()
         if self.mode == "acceptEdits" and prepared.edits_files:

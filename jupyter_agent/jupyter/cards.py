@@ -25,6 +25,7 @@ import ipywidgets as w
 
 from ..loop.permission_result import code_ask_parts
 from ..permissions import RULE_FAMILIES, Rule
+from ..tools.shell_parse import prefix_is_judged
 from ..view.labels import (
     STATE_COLORS, STATE_LINES, TODO_COLORS, compaction_text, end_explanation, end_reason_text, end_title, end_tone,
     plan_title, todo_text,
@@ -263,12 +264,22 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
     if rule.pattern is None:
         return f"every {tools} call"
     if rule.tool == "Bash":  # words, not a path
-        return (f"commands that start with {rule.pattern[:-2]}" if rule.pattern.endswith(":*")
-                else f"exactly the command {rule.pattern}")
+        if not rule.pattern.endswith(":*"):
+            return f"exactly the command {rule.pattern}"
+        if prefix_is_judged(rule.pattern):
+            return (f"commands that start with {rule.pattern[:-2]} and only read (a file they write asks as an "
+                    "edit does; running other code, or an option the rules do not know, still asks)")
+        return f"commands that start with {rule.pattern[:-2]}"
     pattern = relative(rule.pattern, cwd)
     if pattern in ("./**", "**", "."):
         return f"{tools} of any file in this folder and below"
     return f"{tools} of {pattern}"
+
+
+#: The tools whose approval is a question then code to run (their ``PermissionAsk`` message):
+#: what the card calls that code.
+CELL_CODE_ASKS = {"NotebookRun": "the cell's code", "NotebookRunCells": "every cell's code",
+                  "KernelRun": "the code"}
 
 
 def asker_html(asker: str) -> str:
@@ -282,8 +293,8 @@ def asker_html(asker: str) -> str:
 
 def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None) -> str:
     """What the Allow side says about how much the card shows: all of it, and how long."""
-    if tool_name == "NotebookRun":
-        shown, what = code_ask_parts(tool_name, input, message)[1], "the cell's code"
+    if tool_name in CELL_CODE_ASKS:
+        shown, what = code_ask_parts(tool_name, input, message)[1], CELL_CODE_ASKS[tool_name]
     elif tool_name == "Bash":
         shown, what = code_ask_parts(tool_name, input, message)[1], "the command"
     elif diff:
@@ -310,7 +321,7 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
         warning = (f'<div class="ja-invisible" style="color:{ERROR};font-weight:bold">{ICONS["warning"]} '
                    f"{esc(INVISIBLE_WARNING)}</div>")
     warning = asker_html(asker) + warning
-    if tool_name == "NotebookRun":
+    if tool_name in CELL_CODE_ASKS:
         # the tool's own question names the cell as the page numbers it (NotebookRun.check_permissions)
         head, source = code_ask_parts(tool_name, input, message)
         title = f"<b>{ICONS['ask']} {esc(relative(head, cwd))}?</b>"

@@ -4,11 +4,13 @@ Claude Code's schema and wording (Claude models are trained on them). The comman
 with ``bash -c`` in the working folder, with the kernel's environment minus its secrets
 (the removal kernels get: :func:`~jupyter_agent.redact.without_secrets`), stdin empty; its
 output streams to the card and comes back settled and bounded (:mod:`.shell_run`), with
-its exit code. Stop and the time limit end its whole process group.
+its exit code. Stop and the time limit end every process it started (:mod:`.shell_reaper`).
 
 Permission: running a command asks in every mode unless allow rules cover *every* simple
-command of the line, read by a real shell parse (:mod:`.shell_parse`), and every file its
-redirections write (the permission policy decides: ``jupyter_agent.permissions``). With
+command of the line, read by a real shell parse (:mod:`.shell_parse`) and judged by what
+its options do (:mod:`.shell_commands`: a prefix rule does not cover a form that runs other
+code), and every file its redirections and options write (the permission policy decides:
+``jupyter_agent.permissions``). With
 the sandbox on (:class:`BashSettings`, where ``bwrap`` works) a command runs with no
 network and can write only inside the working folder, and may then run without asking.
 """
@@ -33,19 +35,15 @@ from ..loop.tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, T
 from ..loop.tool_execution import private_results_dir
 from ..redact import redact, without_secrets
 from .common import clean_schema
+from .sandbox import prepare_sandbox, probe_argv
 from .paths import resolve_path
-from .shell_parse import parse_command_line, suggested_prefix
+from .shell_parse import parse_command_line, suggested_rule
 from .shell_run import MODEL_OUTPUT_CHARS, run_shell
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
-#: Folders of the working folder that stay read-only in the sandbox: what they hold runs
-#: later outside it (git hooks, start-up files; the list of jupyter_agent/safety.py).
-SANDBOX_READ_ONLY = (".git", ".hg", ".husky", ".githooks", ".ipython", ".jupyter", ".ssh", ".envrc", ".bashrc",
-                     ".profile", ".gitmodules", ".vscode")
-
 
 class BashInput(ToolInput):
     command: str = Field(description="The command to execute")
@@ -79,11 +77,10 @@ def _probe_bwrap(bwrap: str) -> str | None:
         return ("The Bash sandbox is unavailable: bwrap (bubblewrap) is not installed. Install it "
                 "(apt-get install bubblewrap, dnf install bubblewrap) or leave the sandbox off.")
     try:
-        done = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-net", "--", "true"],
-                              capture_output=True, timeout=10, check=False)
+        done = subprocess.run(probe_argv(bwrap), capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"The Bash sandbox is unavailable: {bwrap} could not run ({exc})."
-    if done.returncode != 0:
+    if done.returncode != 0:  # e.g. no user namespaces
         why = done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
         return f"The Bash sandbox is unavailable: {bwrap} cannot make a sandbox here ({why})."
     return None
@@ -95,22 +92,6 @@ def enable_sandbox(context: ToolContext, on: bool = True) -> None:
     if on and (why := sandbox_unavailable()):
         raise ValueError(why)
     context.services.get(BashSettings).sandbox = on
-
-
-def sandbox_argv(command: str, cwd: Path) -> list[str]:
-    """``bash -c command`` under bubblewrap: everything read-only but the working folder
-    (its safety folders stay read-only), a private /tmp, no network, its own process tree
-    that dies with the call."""
-    folder = str(cwd)
-    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--bind", folder, folder]
-    for name in SANDBOX_READ_ONLY:
-        inside = os.path.join(folder, name)
-        if os.path.lexists(inside):
-            real = os.path.realpath(inside)
-            argv += ["--ro-bind", real, inside]
-    return [*argv, "--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", folder,
-            "--", "bash", "-c", command]
 
 
 class Bash(Tool):
@@ -149,7 +130,7 @@ class Bash(Tool):
             except ToolError as exc:
                 log.debug("a redirection target cannot be resolved: %s", exc)
                 parsed = type(parsed)(parsed.commands, parsed.writes, f"it writes to {target!r}, which is not a "
-                                      "usable path")
+                                      "usable path", parsed.judged)
         return PreparedCall(paths=writes, runs_code=True, commands=parsed.parts(),
                             sandboxed=context.services.get(BashSettings).sandbox)
 
@@ -158,7 +139,10 @@ class Bash(Tool):
         parts = prepared.commands
         rules: tuple[str, ...] = ()
         if parts is not None and not parts.unreadable:
-            rules = tuple(dict.fromkeys(f"Bash({suggested_prefix(words)})" for words in parts.commands))
+            # no wider than this command needs: a prefix only where the tables judge what follows it
+            exact_only = parts.exact_only or ("",) * len(parts.commands)
+            rules = tuple(dict.fromkeys(f"Bash({suggested_rule(words, why)})"
+                                        for words, why in zip(parts.commands, exact_only)))
         else:  # no rule can cover an unreadable line: "Always allow" adds this exact command
             rules = (f"Bash({input.command.strip()})",)
         # one line each: the question must not be able to pass for the command that follows it
@@ -166,6 +150,9 @@ class Bash(Tool):
         about = f" ({description})" if description else ""
         unreadable = " ".join(parts.unreadable.split()) if parts is not None else ""
         why = f" The rules cannot judge it: {unreadable}." if unreadable else ""
+        exact = [" ".join(reason.split())[:200] for reason in (parts.exact_only if parts is not None else ()) if reason]
+        if exact and not why:  # why a prefix rule (`Bash(sort:*)`) does not cover it
+            why = f" Only a rule naming the whole command allows it: {'; '.join(dict.fromkeys(exact))}."
         # The whole command, never a part: what the person approves is what runs.
         return PermissionAsk(message=f"Bash wants to run a command{about}.{why}{CONTENT_FOLLOWS}{input.command}",
                              suggested_rules=rules)
@@ -177,7 +164,9 @@ class Bash(Tool):
             raise ToolError("The sandbox setting changed after this command was approved; run it again.")
         if sandboxed and (why := sandbox_unavailable()):
             raise ToolError(why)
-        argv = sandbox_argv(input.command, cwd) if sandboxed else ["bash", "-c", input.command]
+        # (in a thread: the check walks the working folder)
+        run = await asyncio.to_thread(prepare_sandbox, input.command, str(cwd)) if sandboxed else None
+        argv = run.argv if run is not None else ["bash", "-c", input.command]
         timeout_ms = input.timeout or DEFAULT_TIMEOUT_MS
         digest = hashlib.sha1(f"{context.tool_use_id}{id(input)}".encode()).hexdigest()[:12]
         try:
@@ -187,8 +176,10 @@ class Bash(Tool):
                                      spill_name=f"Bash-{digest}.txt")
         except FileNotFoundError as exc:
             raise ToolError(f"bash could not be started: {exc}") from None
+        finally:  # also after Stop: what the command made is checked once its processes are gone
+            blocked = await asyncio.shield(asyncio.to_thread(run.finish)) if run is not None else []
         output = redact(result.output).rstrip("\n")
-        notes = []
+        notes = list(blocked)
         if result.spill is not None:
             notes.append(f"[The output was {result.total_chars:,} characters; only its start and end are shown. "
                          f"The whole output is in {result.spill}: Read it in pages, or Grep it.]")
@@ -205,4 +196,4 @@ class Bash(Tool):
         return command if isinstance(command, str) else ""
 
 
-__all__ = ["Bash", "BashInput", "BashSettings", "enable_sandbox", "sandbox_argv", "sandbox_unavailable"]
+__all__ = ["Bash", "BashInput", "BashSettings", "enable_sandbox", "sandbox_unavailable"]
