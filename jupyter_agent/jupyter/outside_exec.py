@@ -28,7 +28,7 @@ from ..notebook.outputs import finish_outputs
 from ..notebook.render import render_run
 from ..redact import redact
 from ..tools.common import PathTool
-from ..tools.notebook_run import _FAILED, _OUTCOMES, NotebookRun, _with_progress
+from ..tools.notebook_run import FAILED, OUTCOMES, NotebookRun, with_progress
 from ..tools.paths import display_path
 from ..tools.undo import run_changes
 
@@ -90,9 +90,9 @@ class OutsideExecute(NotebookRun):
 
         async def execute() -> Any:
             return await run(input.code, msg_id, SCRATCH_ID, timeout=float(input.timeout_seconds),
-                             abort=context.abort)
+                             abort=context.abort, store_history=False)  # (no execution count, no In entry)
 
-        execution = await _with_progress(execute(), SCRATCH_ID, context)
+        execution = await with_progress(execute(), "Your code", context)
         after = namespace_ids(namespace, hidden) if isinstance(namespace, dict) else None
         run_changes(context).ran_cell(changed_names(before, after))
         status = execution.status
@@ -103,5 +103,5 @@ class OutsideExecute(NotebookRun):
         content = render_run(cell, outputs, execution.execution_count, status, execution.note)
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
         note = "(Scratch code in the notebook's kernel: no cell was added and nothing was saved to the notebook.)"
-        return ToolOutput([{"type": "text", "text": note}, *blocks], is_error=status in _FAILED,
-                          outcome=_OUTCOMES.get(status))
+        return ToolOutput([{"type": "text", "text": note}, *blocks], is_error=status in FAILED,
+                          outcome=OUTCOMES.get(status))

@@ -27,7 +27,7 @@ from ..notebook.render import render_run
 from ..notebook.session import tool_session
 from ..redact import redact
 from ..tools.notebook_edit import note_notebook_change, notebook_for_change
-from ..tools.notebook_run import DEFAULT_CELL_TIMEOUT_S, NotebookRun, _with_progress, cell_position
+from ..tools.notebook_run import DEFAULT_CELL_TIMEOUT_S, NotebookRun, cell_position, with_progress
 from ..tools.paths import display_path
 from ..tools.undo import run_changes
 
@@ -104,8 +104,8 @@ class OutsideRunRange(NotebookRun):
             if current is None or current.source != cell.source:
                 stopped = f"cell {cell.id} changed (or went) since you were allowed to run it: it was not run"
                 break
-            result = await _with_progress(doc.run_cell(cell.id, timeout=timeout, abort=context.abort,
-                                                       expected_version=now.version), cell.id, context)
+            result = await with_progress(doc.run_cell(cell.id, timeout=timeout, abort=context.abort,
+                                                      expected_version=now.version), f"Cell {cell.id}", context)
             if result.saved and result.version:
                 note_notebook_change(context, path, result.version, result.mtime_ns)
             run_changes(context).ran_cell(result.names_changed)
