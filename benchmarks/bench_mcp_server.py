@@ -40,8 +40,9 @@ from bench_vs_mcp_server import (NAME, OPS, PAGE_WATCHER, _json_rpc, command_lin
                                  measure_each, ratio_rows)
 
 #: Issue 38's operations beside the first four: scratch code in the notebook's kernel (ours
-#: ``execute_code``, theirs ``execute_code``) and the two code cells of a range run in order
-#: (ours one ``run_cells``, asked once; theirs two ``execute_cell``: it has no range form).
+#: ``execute_code``, the agent's KernelRun; theirs ``execute_code``) and the two code cells of a
+#: range run in order (ours one ``run_cells``, NotebookRunCells, asked once; theirs two
+#: ``execute_cell``: it has no range form).
 ALL_OPS = (*OPS, "scratch run", "run range")
 from tests.jupyter.lab import Lab, run_and_wait, write_notebook  # noqa: E402
 
@@ -49,7 +50,8 @@ PAGE = 500
 
 
 def our_sources(cells: int) -> list[str]:
-    sources = ["%load_ext jupyter_agent", "%config AgentConfig.allow = ['NotebookEdit', 'NotebookRun']", "1 + 1"]
+    allow = "['NotebookEdit', 'NotebookRun', 'KernelRun', 'NotebookRunCells']"
+    sources = ["%load_ext jupyter_agent", f"%config AgentConfig.allow = {allow}", "1 + 1"]
     return sources + [f"# cell {i}\nvalue_{i} = {i} * 2" for i in range(cells - len(sources))]
 
 

@@ -134,9 +134,9 @@ class OutsideHub:
                 self._close_page_comms()
             return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                     "content": blocks_of(result.block.get("content"))}
-        if op == "exec":  # scratch code: no cell, so no document and no stale check (the card shows it)
-            return await self._execute(run, where.key, args, progress, page.client_id)
         document = self._document(run, page, where)
+        if op == "exec":  # scratch code: no cell, so no stale check (the card shows the whole code)
+            return await self._execute(run, where.key, args, progress, page.client_id)
         if op == "read":
             return await self._read(run, document, where.key, args)
         if op == "output":
@@ -288,25 +288,27 @@ class OutsideHub:
                 "content": blocks_of(result.block.get("content"))}
 
     async def _execute(self, run: Any, key: str, args: dict[str, Any], progress: Any, page: str) -> dict[str, Any]:
-        """``execute_code``: scratch code in this kernel, asked as a run (``outside_exec.py``)."""
-        from .outside_exec import OutsideExecute
+        """``execute_code``: scratch code in this kernel, as the agent's own KernelRun (its rules,
+        ``KernelRun(path)``, the policy, the card with the whole code; no cell, nothing saved)."""
+        from ..tools.kernel_run import KernelRun
 
         tool_input = {"notebook_path": key, "code": str(args.get("code") or ""),
-                      "timeout_seconds": _int(args.get("timeout_seconds"), 60) or 60}
-        result = await run.call_tool("NotebookRun", tool_input, progress, page,
-                                     tools=[OutsideExecute(self.session.shell)])
+                      "timeout": (_int(args.get("timeout_seconds"), 60) or 60) * 1000}
+        result = await run.call_tool("KernelRun", tool_input, progress, page, tools=[KernelRun()])
         return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                 "content": blocks_of(result.block.get("content"))}
 
     async def _run_range(self, run: Any, key: str, args: dict[str, Any], progress: Any, page: str) -> dict[str, Any]:
-        """``run_cells``: the range's code cells in order, asked once (``outside_range.py``)."""
-        from .outside_range import OutsideRunRange
+        """``run_cells``: the range's code cells in order, asked once, as the agent's own
+        NotebookRunCells (its rules, ``NotebookRunCells(path)``, the policy, the card with every cell)."""
+        from ..tools.notebook_run_cells import NotebookRunCells
 
-        tool_input = {"notebook_path": key, **{k: args[k] for k in ("start_cell_id", "end_cell_id") if args.get(k)}}
-        for cell_id in (tool_input.get("start_cell_id"), tool_input.get("end_cell_id")):
-            if cell_id is not None:
-                self._check_cell(run, key, str(cell_id))
-        result = await run.call_tool("NotebookRun", tool_input, progress, page, tools=[OutsideRunRange()])
+        tool_input: dict[str, Any] = {"notebook_path": key}
+        for ours, theirs in (("start_cell_id", "from_cell_id"), ("end_cell_id", "to_cell_id")):
+            if args.get(ours):
+                self._check_cell(run, key, str(args[ours]))
+                tool_input[theirs] = args[ours]
+        result = await run.call_tool("NotebookRunCells", tool_input, progress, page, tools=[NotebookRunCells()])
         return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                 "content": blocks_of(result.block.get("content"))}
 
