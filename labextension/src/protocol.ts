@@ -51,7 +51,9 @@ export const BRIDGE_OPS = [
   'restore',
   'show_run',
   'ask',
-  'ask_end'
+  'ask_end',
+  'focus',
+  'open'
 ] as const;
 export type Op = (typeof BRIDGE_OPS)[number];
 
