@@ -43,8 +43,11 @@ class _Panel(w.VBox):
 class StepperView:
     """A widget over a :class:`~.stepper.Stepper` (see module doc).
 
-    The buttons call the same methods a cell can ``await``: :meth:`step`,
-    :meth:`next_turn`, :meth:`run_to_end`, :meth:`back`. While the loop waits for an
+    The buttons call the same methods of the stepper a cell can ``await``:
+    :meth:`~jupyter_agent.lessons.stepper.Stepper.step`,
+    :meth:`~jupyter_agent.lessons.stepper.Stepper.next_turn`,
+    :meth:`~jupyter_agent.lessons.stepper.Stepper.run_to_end`,
+    :meth:`~jupyter_agent.lessons.stepper.Stepper.back`. While the loop waits for an
     approval, its card shows here with Allow / Always allow / Deny.
     """
 

@@ -495,6 +495,22 @@ def dark_theme(page: Any) -> Iterator[None]:
         wait_theme(page, light=True)
 
 
+#: Where the documentation's screenshots live (README.md and docs/ show them).
+DOCS_SHOTS = Path(__file__).resolve().parents[2] / "docs" / "_static"
+
+
+def docs_screenshot(page: Any, name: str) -> Path:
+    """The page as it is now, for the docs: always into tests/output/screenshots/, and into
+    docs/_static/ when ``JUPYTER_AGENT_DOCS_SCREENSHOTS=1`` (the tracked copy changes only when
+    someone refreshes it on purpose: a test run leaves the work tree clean)."""
+    path = screenshot(page, name, page)
+    if os.environ.get("JUPYTER_AGENT_DOCS_SCREENSHOTS") == "1":
+        DOCS_SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOCS_SHOTS / f"{name}.png")
+        print(f"docs screenshot: {DOCS_SHOTS / f'{name}.png'}")
+    return path
+
+
 def screenshot(page: Any, name: str, target: Any = None) -> Path:
     """Save a screenshot (of ``target``, or the whole page) and print where."""
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from .lab import HAVE_BROWSER, button, cell, cell_sources, click_button, require_browser, run_and_wait, \
-    run_cell, screenshot, wait_cell_count, wait_for_end, wait_idle
+from .lab import HAVE_BROWSER, button, cell, cell_sources, click_button, docs_screenshot, require_browser, \
+    run_and_wait, run_cell, screenshot, wait_cell_count, wait_for_end, wait_idle
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
@@ -41,6 +41,8 @@ def test_the_start_here_try_it_cells_insert_and_run_a_cell_in_the_open_notebook(
     button(page, "Allow").wait_for(timeout=60000)
     # the run's approval numbers the new cell as the page does (1-based, all cells counted)
     screenshot(page, "start_here_run_approval", cell(page, agent))
+    cell(page, agent).scroll_into_view_if_needed()
+    docs_screenshot(page, "start-here-approval")  # README.md's picture
     assert f"run cell {agent + 2} of {len(sources) + 1} (id " in cell(page, agent).inner_text()
     click_button(page, "Allow")
     cell(page, agent + 1).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=60000)
@@ -59,6 +61,8 @@ def test_the_start_here_try_it_cells_insert_and_run_a_cell_in_the_open_notebook(
     approval.wait_for(timeout=60000)
     assert approval.locator(".jp-AgentPanel-add", has_text="len(values)").count() == 1
     assert "this replays fix_error.json" in panel.inner_text()
+    cell(page, error).scroll_into_view_if_needed()
+    docs_screenshot(page, "fix-with-agent")  # docs/side-panel.md's picture
     approval.get_by_role("button", name="Allow", exact=True).click()
     panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun").get_by_role(
         "button", name="Allow", exact=True).click()
