@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.programs import SYSTEM_DIRS, installed
+from tests.programs import SYSTEM_DIRS, installed, system_program
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(300)]
 
@@ -92,7 +92,8 @@ def test_every_block_of_getting_started_runs(tmp_path, jupyter_dirs):
     with client.setup_kernel(env=env):  # the kernel's too: no key, the overlay first on PATH
         for number, (language, text) in enumerate(blocks(), 1):
             if language == "bash":
-                proc = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=work, env=env,
+                bash = system_program("bash") or "/bin/bash"
+                proc = subprocess.run([bash, "-euo", "pipefail", "-c", text], cwd=work, env=env,
                                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=240)
                 assert proc.returncode == 0, f"block {number} ({text!r}) failed:\n{proc.stdout}\n{proc.stderr}"
                 shown.append(proc.stdout + proc.stderr)

@@ -49,7 +49,7 @@ def main() -> None:
     refused_only_by_project: list[str] = []
     entries_ = entries()
     for command in entries_:
-        valid = subprocess.run(["bash", "-n", "-c", command], capture_output=True).returncode == 0
+        valid = subprocess.run(["/bin/bash", "-n", "-c", command], capture_output=True).returncode == 0
         try:
             bashlex.parse(command)
             by_bashlex = True

@@ -29,6 +29,11 @@ from jupyter_agent.permissions import Permissions
 from jupyter_agent.tools.bash import Bash, BashInput
 from jupyter_agent.tools.shell_commands import COMMANDS, FIND_READS, FIND_RUNS, FIND_WRITES, Spec
 from jupyter_agent.tools.shell_parse import parse_command_line, suggested_rule
+from tests.programs import system_program
+
+# the machine's own bash and git, by their paths (tests/test_programs.py)
+BASH = system_program("bash") or "/bin/bash"
+GIT = system_program("git") or "/usr/bin/git"
 
 #: The ordinary use of each judged command whose "Always allow" rule the probes run under.
 ORDINARY = {"git": "git status", "find": "find . -name data.txt", "sed": "sed -n 1p data.txt",
@@ -126,10 +131,10 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (work / "sort").write_text("#!/bin/sh\n: > PWNED\n")  # (no PATH needed)
     (work / "sort").chmod(0o755)
     env = _env(home)
-    for argv in (["git", "init", "-q"], ["git", "add", "data.txt", "payload.txt"], ["git", "commit", "-qm", "one"]):
+    for argv in ([GIT, "init", "-q"], [GIT, "add", "data.txt", "payload.txt"], [GIT, "commit", "-qm", "one"]):
         subprocess.run(argv, cwd=work, env=env, check=True)
     (work / "data.txt").write_text("c 3\nb 2\na 1\n")
-    subprocess.run(["git", "commit", "-qam", "two"], cwd=work, env=env, check=True)
+    subprocess.run([GIT, "commit", "-qam", "two"], cwd=work, env=env, check=True)
     shutil.copytree(root, root.parent / f"{root.name}-pristine", symlinks=True)
     return work, home
 
@@ -160,7 +165,7 @@ def run_for_real(command: str, work: Path, home: Path) -> list[str]:
     pristine = root.parent / f"{root.name}-pristine"
     before = _snapshot(root)
     try:
-        subprocess.run(["bash", "-c", command], cwd=work, env=_env(home), stdin=subprocess.DEVNULL,
+        subprocess.run([BASH, "-c", command], cwd=work, env=_env(home), stdin=subprocess.DEVNULL,
                        capture_output=True, timeout=60, check=False)
     finally:
         after = _snapshot(root)

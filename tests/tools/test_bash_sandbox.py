@@ -219,7 +219,10 @@ async def test_unix_sockets_outside_the_working_folder_are_out_of_reach(workspac
         "    except OSError as exc:\n"
         "        print('refused', name, exc.errno)\n")
     args = " ".join(f"{name} '{address.replace(chr(0), '@')}'" for name, address in listening_sockets.items())
-    body, _ = await run_sandboxed(workspace, f"{sys.executable} probe.py {args}")
+    # the interpreter the venv was made from: the sandbox's /tmp is its own, and the venv (a
+    # fresh clone's, in CI) may live under the real /tmp, out of the command's sight
+    python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    body, _ = await run_sandboxed(workspace, f"{python} -I -S probe.py {args}")
     assert "CONNECTED inside" in body  # the working folder's own sockets work
     assert [line for line in body.splitlines() if line.startswith("CONNECTED")] == ["CONNECTED inside"]
     assert len(listening_sockets) >= 3

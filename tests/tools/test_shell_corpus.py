@@ -9,6 +9,9 @@ import subprocess
 from pathlib import Path
 
 from jupyter_agent.tools.shell_parse import parse_command_line
+from tests.programs import system_program
+
+BASH = system_program("bash") or "/bin/bash"  # by its path (tests/test_programs.py)
 
 CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "shell_parsers" / "corpus.sh"
 #: Entries of the corpus the parse read when docs/tools.md was written.
@@ -26,7 +29,7 @@ def test_the_parse_reads_no_line_bash_refuses_and_no_fewer_than_measured():
     assert len(entries) == 241
     read = 0
     for command in entries:
-        valid = subprocess.run(["bash", "-n", "-c", command], capture_output=True, check=False).returncode == 0
+        valid = subprocess.run([BASH, "-n", "-c", command], capture_output=True, check=False).returncode == 0
         parsed = parse_command_line(command)
         assert valid or parsed.unreadable, f"read a line bash refuses: {command!r}"
         read += not parsed.unreadable
