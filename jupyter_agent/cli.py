@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import json
 import os
 import shlex
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .environment import REPLAY_ENV, missing_key, no_key_message, prepare_replay_files, resolve_transcript, turn_limit
-from .loop.permission_result import PERMISSION_MODES
+from .loop.permission_result import DENIED, PERMISSION_MODES
 from .model.providers import PROVIDER_NAMES
 from .redact import redact, safe_prefix_length
 from .render.invisible import INVISIBLE_WARNING, has_invisible
@@ -148,7 +149,7 @@ class TerminalDisplay:
         model = self.model
         if kind == "header" and model.requests != self._requests and model.ended is None:
             self._requests = model.requests
-            meter = f" · {context_meter_text(model.context)}" if model.context is not None else ""
+            meter = f" · {context_meter_text(model.context, model.window_known)}" if model.context is not None else ""
             self.note(f"── turn {model.turn_count} · request {model.requests} · {model.model}{meter}")
         elif isinstance(item, CompactionItem) and kind == "add" and item.event is not None:
             self.note(f"⇊ {compaction_text(item.event)}")
@@ -203,6 +204,13 @@ class TerminalDisplay:
         else:
             # redacted before it is shortened: a key cut in two is no longer found
             text = tool.result if isinstance(tool.result, str) else json.dumps(tool.result, default=str)
+            if tool.state == "denied" and not text.startswith(DENIED.split(" STOP")[0]):
+                # whole: a rule's or the command's denial says how to allow the call (the
+                # rules, the flags); cut at 300 characters its most useful part was lost.
+                # (A person's own Deny was answered at this terminal: its first line does.)
+                content = redact(text).strip()
+                self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}: {content or tool.state}")
+                return
             content = redact(text)[:300]
             first = content.strip().splitlines()[0] if content and content.strip() else tool.state
             self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}{exit_code}: {first}")
@@ -300,13 +308,27 @@ def approval_text(tool_name: str, input: dict[str, Any], message: str, diff: str
     run or be written (the message, with a cell's code; the diff, or the input when there
     is none), all of it made inert; a warning when it holds invisible characters."""
     raw_input = json.dumps(input, indent=1, ensure_ascii=False)
-    body = diff if diff else raw_input
+    body = diff or edit_diff(tool_name, input) or raw_input
     lines = [f"? {tool_name} wants approval: {message}", body]
     if any(has_invisible(t) for t in (message, body)):
         lines.append(f"! {INVISIBLE_WARNING}")
     count = sum(t.count("\n") + 1 for t in (message, body))
     lines.append(f"(all of it is shown above: {count:,} lines; scroll back to read it before you answer)")
     return "\n" + "\n".join(terminal_text(line) for line in lines) + "\n"
+
+
+def edit_diff(tool_name: str, input: dict[str, Any]) -> str | None:
+    """An Edit's change as a diff of its own strings, for an ask that came without the
+    file's diff (a file outside the working folders is read only once allowed): the
+    lines it replaces and what replaces them, every occurrence with ``replace_all``."""
+    old, new = input.get("old_string"), input.get("new_string")
+    if tool_name != "Edit" or not isinstance(old, str) or not isinstance(new, str):
+        return None
+    where = str(input.get("file_path", ""))
+    every = " (every occurrence)" if input.get("replace_all") else ""
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), f"{where}{every}", f"{where}{every}",
+                                 n=0, lineterm="")
+    return "\n".join(line for line in lines if not line.startswith("@@")) or None
 
 
 def terminal_approver(err: TextIO = sys.stderr, policy: Any = None, stdin: TextIO | None = None) -> Any:

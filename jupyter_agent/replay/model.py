@@ -155,7 +155,8 @@ class ReplayModel:
                 recorded = "succeeded" if got == "error" else "failed"
                 return (f"The replay stopped: it no longer matches this folder. In the recording, "
                         f"{calls[tool_id]} {recorded}; it {happened}. Playing on would show recorded "
-                        f"answers that are not true here. Run the cell again to replay from the start.")
+                        f"answers that are not true here. Run it again (the %%agent cell, or the command) to "
+                        f"replay from the start.")
         return None
 
     def denied(self, request: ModelRequest) -> str | None:

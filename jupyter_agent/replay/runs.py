@@ -92,7 +92,8 @@ def closing_answer(tool: str) -> str:
     """The replay's last answer after a Deny: a recording cannot take a new instruction."""
     return (f"(Offline replay) You denied {tool}, so this recorded run ends here: it cannot follow a "
             "new instruction, and nothing else was changed. Your answer is kept in the conversation. "
-            "Run the cell again to replay it from the start, or set ANTHROPIC_API_KEY to work with Claude.")
+            "Run it again (the %%agent cell, or the command) to replay it from the start, or set "
+            "ANTHROPIC_API_KEY to work with Claude.")
 
 
 @dataclass
