@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import difflib
 import json
 import os
 import shlex
@@ -307,6 +306,8 @@ def approval_text(tool_name: str, input: dict[str, Any], message: str, diff: str
     """What the terminal shows before ``[y/N]``: the question and the whole of what will
     run or be written (the message, with a cell's code; the diff, or the input when there
     is none), all of it made inert; a warning when it holds invisible characters."""
+    from .view.review import edit_diff
+
     raw_input = json.dumps(input, indent=1, ensure_ascii=False)
     body = diff or edit_diff(tool_name, input) or raw_input
     lines = [f"? {tool_name} wants approval: {message}", body]
@@ -315,20 +316,6 @@ def approval_text(tool_name: str, input: dict[str, Any], message: str, diff: str
     count = sum(t.count("\n") + 1 for t in (message, body))
     lines.append(f"(all of it is shown above: {count:,} lines; scroll back to read it before you answer)")
     return "\n" + "\n".join(terminal_text(line) for line in lines) + "\n"
-
-
-def edit_diff(tool_name: str, input: dict[str, Any]) -> str | None:
-    """An Edit's change as a diff of its own strings, for an ask that came without the
-    file's diff (a file outside the working folders is read only once allowed): the
-    lines it replaces and what replaces them, every occurrence with ``replace_all``."""
-    old, new = input.get("old_string"), input.get("new_string")
-    if tool_name != "Edit" or not isinstance(old, str) or not isinstance(new, str):
-        return None
-    where = str(input.get("file_path", ""))
-    every = " (every occurrence)" if input.get("replace_all") else ""
-    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), f"{where}{every}", f"{where}{every}",
-                                 n=0, lineterm="")
-    return "\n".join(line for line in lines if not line.startswith("@@")) or None
 
 
 def terminal_approver(err: TextIO = sys.stderr, policy: Any = None, stdin: TextIO | None = None) -> Any:

@@ -32,9 +32,11 @@ DEMO_NOTEBOOKS = "demo-notebooks"
 COPIED = ("A fresh copy of notebooks/ ({folder}): the demo's changes and JupyterLab's autosave stay "
           "there, and the next ./dev demo starts from notebooks/ again (--keep keeps the copy).")
 OFFLINE = ("No ANTHROPIC_API_KEY: running OFFLINE with the replay model. Every agent run "
-           "replays a recorded session ({transcript}, or the one a cell names with --replay) "
-           "and says so; your prompts are not used and nothing goes to the network. "
-           "Set ANTHROPIC_API_KEY and run this again to use Claude.")
+           "replays a recorded session and names it: {transcript} by default; the one a cell "
+           "names with --replay (start-here's cell: live_cell.json), kept for that kernel's "
+           "later runs; the recorded fix or explanation for Fix with agent and Explain. Your "
+           "prompts are not used and nothing goes to the network. Set ANTHROPIC_API_KEY and "
+           "run this again to use Claude.")
 ONLINE = "ANTHROPIC_API_KEY is set: the agent talks to Claude ({model})."
 CLOUD = "JUPYTER_AGENT_PROVIDER={provider} and its credentials are set: the agent talks to Claude there ({model})."
 REPLAYING = "JUPYTER_AGENT_REPLAY is set: the agent replays {transcript} (offline)."

@@ -385,7 +385,8 @@ def test_without_a_terminal_the_hint_to_allow_a_call_is_printed_whole(tmp_path):
 def test_an_edit_outside_the_working_folder_is_asked_as_a_diff(tmp_path, monkeypatch):
     """The file of an Edit outside the working folders is read only once allowed, so the ask
     has no diff of the file: the terminal shows the Edit's own strings as one, not JSON."""
-    from jupyter_agent.cli import approval_text, edit_diff
+    from jupyter_agent.cli import approval_text
+    from jupyter_agent.view.review import edit_diff
 
     outside = tmp_path / "elsewhere"
     outside.mkdir()
