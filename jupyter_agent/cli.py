@@ -306,10 +306,8 @@ def approval_text(tool_name: str, input: dict[str, Any], message: str, diff: str
     """What the terminal shows before ``[y/N]``: the question and the whole of what will
     run or be written (the message, with a cell's code; the diff, or the input when there
     is none), all of it made inert; a warning when it holds invisible characters."""
-    from .view.review import edit_diff
-
     raw_input = json.dumps(input, indent=1, ensure_ascii=False)
-    body = diff or edit_diff(tool_name, input) or raw_input
+    body = diff if diff else raw_input
     lines = [f"? {tool_name} wants approval: {message}", body]
     if any(has_invisible(t) for t in (message, body)):
         lines.append(f"! {INVISIBLE_WARNING}")

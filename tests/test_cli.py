@@ -384,9 +384,9 @@ def test_without_a_terminal_the_hint_to_allow_a_call_is_printed_whole(tmp_path):
 
 def test_an_edit_outside_the_working_folder_is_asked_as_a_diff(tmp_path, monkeypatch):
     """The file of an Edit outside the working folders is read only once allowed, so the ask
-    has no diff of the file: the terminal shows the Edit's own strings as one, not JSON."""
+    has no diff of the file: it carries the Edit's own strings as one (the terminal, the
+    cell's card and the panel show it), not JSON."""
     from jupyter_agent.cli import approval_text
-    from jupyter_agent.view.review import edit_diff
 
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -411,7 +411,4 @@ def test_an_edit_outside_the_working_folder_is_asked_as_a_diff(tmp_path, monkeyp
     assert "? Edit wants approval" in shown
     assert "\n-value = 1\n+value = 2\n" in shown and '"old_string"' not in shown
     assert (outside / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
-    every = edit_diff("Edit", {**edit, "replace_all": True, "old_string": "a\nb", "new_string": "c"})
-    assert "(every occurrence)" in every and "\n-a\n-b\n+c" in every
-    assert edit_diff("Write", {"file_path": "x", "content": "y"}) is None
     assert '"content": "y"' in approval_text("Write", {"file_path": "x", "content": "y"}, "Write x?", None)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
 
 from ..changes import Change, ChangeKind, RunChanges, UndoOutcome, UndoReport, UndoStep
 from ..render.html import inline_html
@@ -134,17 +133,3 @@ def undo_bundle(report: UndoReport, cwd: Path | str | None, title: str = "Undo")
     """The undo as a display bundle (Markdown, and plain text for consoles)."""
     return {"text/markdown": undo_markdown(report, cwd, title),
             "text/plain": "\n".join([title, *undo_lines(report, cwd)])}
-
-
-def edit_diff(tool_name: str, input: dict[str, Any]) -> str | None:
-    """An Edit's change as a diff of its own strings, for an ask that came without the
-    file's diff (a file outside the working folders is read only once allowed): the
-    lines it replaces and what replaces them, every occurrence with ``replace_all``."""
-    old, new = input.get("old_string"), input.get("new_string")
-    if tool_name != "Edit" or not isinstance(old, str) or not isinstance(new, str):
-        return None
-    where = str(input.get("file_path", ""))
-    every = " (every occurrence)" if input.get("replace_all") else ""
-    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), f"{where}{every}", f"{where}{every}",
-                                 n=0, lineterm="")
-    return "\n".join(line for line in lines if not line.startswith("@@")) or None

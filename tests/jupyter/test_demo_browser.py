@@ -104,8 +104,9 @@ def test_the_demo_runs_again_after_a_stop_a_deny_an_error_a_reload_and_a_panel_p
     panel.locator(".jp-AgentPanel-input").fill("Summarise this notebook for me")
     panel.locator(".jp-AgentPanel-input").press("Enter")
     for step in range(2):  # the demo's Read and Edit in its scratch folder
-        card = panel.locator(".jp-AgentPanel-approval")
-        card.wait_for(timeout=90000)
+        waiting = panel.locator(".jp-AgentPanel-approval:not([data-state='answered'])")
+        waiting.wait_for(timeout=90000)
+        card = panel.locator(f".jp-AgentPanel-approval[data-request='{waiting.get_attribute('data-request')}']")
         if step == 1:  # the panel at its default width while a card waits, light and dark
             screenshot(page, "demo_panel_card_light")
             with dark_theme(page):
@@ -130,7 +131,7 @@ def test_the_demo_runs_again_after_a_stop_a_deny_an_error_a_reload_and_a_panel_p
     if not panel.is_visible():
         page.click(f"li[data-id='{PANEL[1:]}']")
     for tool in ("NotebookEdit", "NotebookRun"):
-        card = panel.locator(".jp-AgentPanel-approval", has_text=tool)
+        card = panel.locator(".jp-AgentPanel-approval:not([data-state='answered'])", has_text=tool)
         card.get_by_role("button", name="Allow", exact=True).click(timeout=90000)
         card.wait_for(state="detached", timeout=90000)
     cell(page, agent + 1).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=90000)
