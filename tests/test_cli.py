@@ -290,6 +290,7 @@ def test_a_replay_that_no_longer_matches_stops_and_says_so(tmp_path):
     assert proc.returncode == 1, proc.stderr  # model_error
     assert "The replay stopped: it no longer matches this folder" in proc.stderr
     assert "In the recording, Edit succeeded; it failed here" in proc.stderr
+    assert "$" not in proc.stderr.splitlines()[-1]  # a replay costs nothing: no "≈ $0.0000"
     assert "Done: notes.txt now says" not in proc.stdout
     assert (tmp_path / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
 
