@@ -94,8 +94,11 @@ def query(
     resolved_model = resolve_model(model, provider=provider, provider_settings=provider_settings)
     if not _offline(resolved_model):  # a replay sends nothing anywhere and costs nothing
         policy.check_model(resolved_model.name)
+        if fallback := getattr(resolved_model, "fallback_model", None):  # (used after overloaded errors)
+            policy.check_model(fallback, "fallback model")
         if (made_with := getattr(resolved_model, "provider", None)) is not None:  # also a model made elsewhere
             policy.check_provider(made_with)
+            policy.check_reach(resolved_model)
     owns_servers = context is None
     if context is None:
         context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())

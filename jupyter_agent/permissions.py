@@ -57,7 +57,7 @@ from .loop.permission_result import (
     check_permission_mode,
 )
 from .policy import load_policy
-from .safety import rule_names_place, safety_hit
+from .safety import SafetyHit, credential_hit, rule_names_place, safety_hit
 from .loop.tool import CommandParts, PermissionPolicy, PreparedCall, Tool, ToolContext
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
 from .tools.shell_parse import rule_covers, rule_words
@@ -225,8 +225,17 @@ class Permissions(PermissionPolicy):
         """Does a deny rule forbid reading ``path``? (Grep and Glob hide such files.)"""
         real = Path(os.path.realpath(path))
         cwd = self._cwd(ctx)
-        return any(r.names("Read") and (r.pattern is None or path_matches_rule(real, r.pattern, cwd))
-                   for r in self.deny)
+        if any(r.names("Read") and (r.pattern is None or path_matches_rule(real, r.pattern, cwd))
+               for r in self.deny):
+            return True
+        # a credential place is left out of searches unless a rule opens that very place
+        hit = credential_hit(ResolvedPath(str(path), Path(os.path.abspath(path)), real))
+        return hit is not None and not self._rule_opens(hit, "Read", real, cwd)
+
+    def _rule_opens(self, hit: SafetyHit, tool_name: str, real: Path, cwd: Path) -> bool:
+        """Does an allow rule for ``tool_name`` name the protected place ``hit`` itself?"""
+        return any(r.names(tool_name) and r.pattern and rule_names_place(r.pattern, hit)
+                   and path_matches_rule(real, r.pattern, cwd) for r in [*self.allow, *self.session_allow])
 
     # -- the decision ---------------------------------------------------------------------
 
@@ -276,6 +285,15 @@ class Permissions(PermissionPolicy):
                 return PermissionAllow()  # the sandbox confines it: no network, writes only here
         else:
             allowed_by_rule = any(self._matches(r, tool, input, paths, ctx, real_only=True) for r in allow_rules)
+        if read_only and commands is None:
+            for path in paths:
+                hit = credential_hit(path)
+                # What a tool reads goes to the model: a key read is a key sent away, so this
+                # asks in every mode, bypassPermissions too, unless a rule names the place.
+                if hit and not self._rule_opens(hit, "Read", path.real, self._cwd(ctx)):
+                    return PermissionAsk(ask_with_note(own_message, f"{path.real} may hold credentials "
+                                                       f"({hit.reason}); reading it always needs approval."),
+                                         diff, (f"Read({escape_glob(str(path.real))})",))
         if prepared.runs_code and not allowed_by_rule:
             # Code that runs can write anything, safety paths included, and cannot be checked
             # path by path: it asks in every mode, bypassPermissions too, unless a rule allows it.

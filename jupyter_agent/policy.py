@@ -17,14 +17,19 @@ An administrator (of a JupyterHub, a shared server, a single-user image) writes
 - ``provider`` (``anthropic``, ``bedrock``, ``vertex``, ``foundry``): where every run's
   requests go (docs/providers.md); a user choosing another is refused. With it, the
   provider's ``provider_region`` (AWS or Google Cloud region), ``provider_project``
-  (Google Cloud project) and ``provider_resource`` (Foundry resource) are pinned too.
-  Two files that pin different values stop every run, naming both.
+  (Google Cloud project) and ``provider_resource`` (Foundry resource) are pinned too, and
+  ``provider_base_url`` (a proxy of the administrator's, say). Under any pin, no
+  environment variable (``ANTHROPIC_BASE_URL``, ``ANTHROPIC_FOUNDRY_BASE_URL``...) and no
+  ``base_url`` in code moves the requests elsewhere. Two files that pin different values
+  stop every run, naming both.
 
-Where it is read (docs/deploy.md, "JupyterHub"): the folders of ``$JUPYTER_CONFIG_PATH``,
-the environment's (``{sys.prefix}/etc/jupyter``) and the system's (``/usr/local/etc/jupyter``,
-``/etc/jupyter``); never the user's own ``~/.jupyter`` (``$JUPYTER_CONFIG_DIR``). Every
-file found counts and the strictest value of each setting wins, so a folder added to
-``$JUPYTER_CONFIG_PATH`` can only tighten the limits. A file that cannot be read or says
+Where it is read (docs/deploy.md, "JupyterHub"): the environment's folder
+(``{sys.prefix}/etc/jupyter``) and the system's (``/usr/local/etc/jupyter``, ``/etc/jupyter``),
+whatever the environment says, plus the folders of ``$JUPYTER_CONFIG_PATH``; never the
+user's own ``~/.jupyter`` (``$JUPYTER_CONFIG_DIR``). Every file found counts and the
+strictest value of each setting wins, so a folder added to ``$JUPYTER_CONFIG_PATH`` can only
+tighten the limits, and unsetting it lifts only what it added: an administrator's file
+belongs in the system folder, where the user cannot remove it. A file that cannot be read or says
 something unknown stops every run with a message naming it (it fails closed). The files
 are read again for each run, so a change applies to the next run without a restart.
 """
@@ -36,6 +41,7 @@ import json
 import logging
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,23 +56,33 @@ POLICY_FILE = "jupyter_agent_policy.json"
 MODE_STRICTNESS = ("plan", "default", "acceptEdits", "bypassPermissions")
 assert sorted(MODE_STRICTNESS) == sorted(PERMISSION_MODES)
 _KEYS = ("allowed_models", "permission_mode", "max_budget_usd", "provider", "provider_region",
-         "provider_project", "provider_resource")
+         "provider_project", "provider_resource", "provider_base_url")
 #: The settings a policy pins (one value for every user), not bounds.
-_PINS = ("provider", "provider_region", "provider_project", "provider_resource")
+_PINS = ("provider", "provider_region", "provider_project", "provider_resource", "provider_base_url")
 
 
 class PolicyViolation(ValueError):
     """A setting the administrator's policy does not allow; the message names the file."""
 
 
+#: The system's config folders on POSIX, always read: jupyter_core's own list of them follows
+#: the environment (``$JUPYTER_PLATFORM_DIRS`` swaps it for ``$XDG_CONFIG_DIRS``'s), which a
+#: user's process may change; these cannot be taken away by it.
+SYSTEM_POLICY_DIRS = ("/usr/local/etc/jupyter", "/etc/jupyter") if os.name == "posix" else ()
+
+
 def policy_dirs() -> list[Path]:
-    """The folders a policy file is read from, in Jupyter's order: ``$JUPYTER_CONFIG_PATH``,
-    then the environment's, then the system's. Never ``$JUPYTER_CONFIG_DIR`` (the user's)."""
+    """The folders a policy file is read from: ``$JUPYTER_CONFIG_PATH``'s (a user may add
+    folders there, which only tightens), then the environment's (``{sys.prefix}/etc/jupyter``)
+    and the system's (:data:`SYSTEM_POLICY_DIRS` whatever the environment says, and
+    jupyter_core's). Never ``$JUPYTER_CONFIG_DIR`` (the user's). Unsetting a variable removes
+    only what the variable added."""
     from jupyter_core import paths
 
     extra = [p for p in os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p.strip()]
+    environment = os.path.join(sys.prefix, "etc", "jupyter")
     dirs: list[Path] = []
-    for folder in (*extra, *paths.ENV_CONFIG_PATH, *paths.SYSTEM_CONFIG_PATH):
+    for folder in (*extra, environment, *paths.ENV_CONFIG_PATH, *SYSTEM_POLICY_DIRS, *paths.SYSTEM_CONFIG_PATH):
         path = Path(folder).expanduser()
         if path not in dirs:
             dirs.append(path)
@@ -114,17 +130,34 @@ class AdminPolicy:
         own = own or ProviderSettings()
         return ProviderSettings(region=self.pins.get("provider_region") or own.region,
                                 project=self.pins.get("provider_project") or own.project,
-                                resource=self.pins.get("provider_resource") or own.resource)
+                                resource=self.pins.get("provider_resource") or own.resource,
+                                pinned=bool(self.pins), base_url=self.pins.get("provider_base_url", ""))
+
+    def check_reach(self, model: Any) -> None:
+        """A model object made elsewhere (``query(model=AnthropicModel(...))``) goes where the
+        pins say: made with :meth:`provider_settings`, its base URL the pinned one; else a
+        :class:`PolicyViolation` (nothing is sent)."""
+        settings = getattr(model, "provider_settings", None)
+        if not self.pins or not isinstance(settings, ProviderSettings):
+            return
+        wanted = self.provider_settings(settings)
+        if settings != wanted or (getattr(model, "base_url", None) or "") != wanted.base_url:
+            where = ", ".join(sorted({self.sources[k] for k in self.pins}))
+            raise PolicyViolation(
+                f"This model object does not go where the administrator's policy ({where}) sends every run "
+                f"(pinned: {', '.join(sorted(self.pins))}): pass the model by its id (model='...'), or make it "
+                "with provider_settings=jupyter_agent.policy.load_policy().provider_settings() and no base_url.")
 
     def model_allowed(self, name: str) -> bool:
         return all(any(fnmatch.fnmatchcase(name, p) for p in patterns) for patterns in self.allowed_models)
 
-    def check_model(self, name: str) -> str:
-        """``name`` if the policy allows it, else a :class:`PolicyViolation` naming the file."""
+    def check_model(self, name: str, role: str = "model") -> str:
+        """``name`` if the policy allows it, else a :class:`PolicyViolation` naming the file.
+        ``role``: what the name is to the run, for the message (``fallback model``)."""
         if not self.model_allowed(name):
             allowed = ", ".join(p for patterns in self.allowed_models for p in patterns)
             raise PolicyViolation(
-                f"The model {name!r} is not allowed by the administrator's policy "
+                f"The {role} {name!r} is not allowed by the administrator's policy "
                 f"({self.sources['allowed_models']}): use one of {allowed} "
                 f"(e.g. %config AgentConfig.model = '...').")
         return name
@@ -183,7 +216,8 @@ def _valid(path: Path, key: str, value: Any) -> Any:
     budget = (key == "max_budget_usd" and isinstance(value, (int, float)) and not isinstance(value, bool)
               and math.isfinite(value) and value > 0)
     pin = (key in _PINS and isinstance(value, str) and bool(value.strip())
-           and (key != "provider" or value in PROVIDER_NAMES))
+           and (key != "provider" or value in PROVIDER_NAMES)
+           and (key != "provider_base_url" or value.startswith(("https://", "http://"))))
     if not (models or mode or budget or pin):
         raise PolicyViolation(f"The administrator's policy {path} has an invalid {key}: {value!r}; "
                               "no agent run starts until it is fixed.")

@@ -4,7 +4,8 @@ Widget state, the static transcript and the terminal output all pass through
 :func:`redact`. It replaces the *values* of secret-looking environment variables
 (``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``: ``AWS_SECRET_ACCESS_KEY``,
 ``GOOGLE_OAUTH_ACCESS_TOKEN``, ``ANTHROPIC_FOUNDRY_API_KEY`` among them) and strings shaped
-like Anthropic keys, AWS access key ids and Google OAuth access tokens (docs/providers.md).
+like Anthropic keys, AWS access key ids, Google OAuth access tokens (docs/providers.md) and
+PEM private keys.
 A tool result that echoes ``os.environ`` therefore shows
 ``[redacted ANTHROPIC_API_KEY]`` rather than the key, in the live widget and in the
 saved notebook alike.
@@ -24,6 +25,9 @@ _SECRET_SHAPES = (
     re.compile(r"(?i)(x-api-key|authorization)(\s*[:=]\s*)(bearer\s+)?[^\s'\",}]{8,}"),
     # AWS access key ids (long-term AKIA, temporary ASIA) and Google OAuth access tokens
     re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\bya29\.[A-Za-z0-9_\-.]{8,}"),
+    # a PEM private key (ssh, TLS, PGP armour), from its BEGIN line to its END line, or to
+    # the end of the text when it was cut off
+    re.compile(r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)", re.S),
 )
 #: Values shorter than this are not treated as secrets (``test-key`` style values in
 #: tests, or flags like ``1``, would otherwise blank out ordinary words).
@@ -73,6 +77,8 @@ def redact(text: str) -> str:
         text = _SECRET_SHAPES[1].sub(lambda m: f"{m.group(1)}{m.group(2)}[redacted]", text)
     if "AKIA" in text or "ASIA" in text or "ya29." in text:
         text = _SECRET_SHAPES[2].sub("[redacted credential]", text)
+    if "-----BEGIN " in text and "PRIVATE KEY" in text:
+        text = _SECRET_SHAPES[3].sub(lambda m: f"[redacted {m.group(1).lower()}]", text)
     return text
 
 

@@ -12,6 +12,12 @@ unless an allow rule *really names* the place (:func:`rule_names_place`):
   a ``site-packages``/``dist-packages`` folder, ``.ipython/``, ``.jupyter/``;
 * the user's programs and keys: ``~/.local/bin/``, ``~/bin/``, ``.ssh/``.
 
+Credential places are the other kind: reading them asks in every mode, since what a tool
+reads goes to the model (:func:`credential_hit`): ``.ssh/``, ``.gnupg/``, ``.aws/``,
+``.azure/``, ``.kube/``, ``~/.config/gcloud/``, ``~/.docker/config.json``, ``.netrc``,
+``.pgpass``, ``.git-credentials``, ``.pypirc``, and private key files named like ssh's
+(``id_rsa``, ``id_ed25519``...) anywhere. Grep and Glob leave them out.
+
 Names are compared case-insensitively where the file system is (macOS, Windows), since
 there ``.GIT/hooks`` is ``.git/hooks``.
 """
@@ -33,6 +39,11 @@ SAFETY_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bas
 #: Folders under ``~/.config`` that hold start-up code or git's own configuration.
 CONFIG_DIRS = ("git", "fish", "direnv")
 SITE_DIRS = ("site-packages", "dist-packages")
+
+CREDENTIAL_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube")
+CREDENTIAL_FILES = (".netrc", "_netrc", ".pgpass", ".git-credentials", ".pypirc")
+#: ssh's private key files (their ``.pub`` halves are public and not matched)
+PRIVATE_KEY_NAMES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk")
 
 #: Compare names without case: True on file systems that ignore it (tests may flip it).
 CASE_INSENSITIVE = sys.platform in ("darwin", "win32")
@@ -91,6 +102,37 @@ def safety_hit(path: ResolvedPath) -> SafetyHit | None:
     home = Path(os.path.realpath(os.path.expanduser("~")))
     for candidate in (path.lexical, path.real):
         hit = _check(candidate, home)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _check_credentials(path: Path, home: Path) -> SafetyHit | None:
+    parts = [_fold(p) for p in path.parts]
+    for name in CREDENTIAL_DIRS:
+        if _fold(name) in parts[:-1] or (parts and parts[-1] == _fold(name)):
+            return SafetyHit(f"it is inside {name}/, which holds credentials", (name,))
+    last = parts[-1] if parts else ""
+    if last in {_fold(n) for n in CREDENTIAL_FILES}:
+        return SafetyHit(f"{path.name} holds credentials", (path.name,))
+    if last in {_fold(n) for n in PRIVATE_KEY_NAMES}:
+        return SafetyHit(f"{path.name} is named like a private key", (path.name,))
+    home_parts = [_fold(p) for p in home.parts]
+    if len(parts) > len(home_parts) and parts[:len(home_parts)] == home_parts:
+        below = parts[len(home_parts):]
+        if len(below) >= 2 and below[:2] == [_fold(".config"), "gcloud"]:
+            return SafetyHit("it is inside ~/.config/gcloud/, which holds credentials", (".config", "gcloud"))
+        if below == [_fold(".docker"), _fold("config.json")]:
+            return SafetyHit("~/.docker/config.json holds registry credentials", (".docker", "config.json"))
+    return None
+
+
+def credential_hit(path: ResolvedPath) -> SafetyHit | None:
+    """The credential place ``path`` is (as named, or where its symlinks lead), or None:
+    reading it asks in every mode unless a rule names the place (:func:`rule_names_place`)."""
+    home = Path(os.path.realpath(os.path.expanduser("~")))
+    for candidate in (path.lexical, path.real):
+        hit = _check_credentials(candidate, home)
         if hit is not None:
             return hit
     return None

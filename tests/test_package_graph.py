@@ -13,9 +13,9 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
   reaches a screen: HTML, Markdown, terminal, invisible characters) imports only ``redact``;
 - ``model`` imports ``loop``; ``replay`` (the fake Messages API and ``ReplayModel``, product
   code: the offline demo runs on it) imports ``model`` (and ``prompts``, to read what the request
-  told the model); ``files`` (atomic writes, what is
-  at a path) imports ``loop``; ``notebook`` imports ``loop`` (and ``files``, ``redact``); ``tools``
-  imports those and ``notebook`` (the notebook tools and Read/Edit of a ``.ipynb`` work on
+  told the model; ``render``, through which the relay's command line prints a request); ``files``
+  (atomic writes, what is at a path) imports ``loop``; ``notebook`` imports ``loop`` (and ``files``,
+  ``redact``); ``tools`` imports those and ``notebook`` (the notebook tools and Read/Edit of a ``.ipynb`` work on
   ``NotebookDocument``; and ``changes``, whose records the tools fill); ``safety`` and
   ``permissions`` import ``loop`` and ``tools``
   (rules read a call's paths the way the tools resolve them: ``tools/paths.py``), and
@@ -63,7 +63,7 @@ ALLOWED: dict[str, set[str]] = {
     "redact": set(),
     "render": {"redact"},
     "model": {"loop"},
-    "replay": {"loop", "model", "prompts"},
+    "replay": {"loop", "model", "prompts", "render"},
     "files": {"loop"},
     "notebook": {"loop", "files", "redact"},
     "changes": set(),

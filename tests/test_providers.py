@@ -239,7 +239,9 @@ def _policy(tmp_path, monkeypatch, **settings):
 async def test_a_pinned_provider_and_region_apply_to_every_run(fake_api, clean_env, tmp_path):
     use(fake_api, "bedrock", clean_env)
     clean_env.delenv("JUPYTER_AGENT_PROVIDER")
-    admin = _policy(tmp_path, clean_env, provider="bedrock", provider_region="eu-central-1")
+    # (the fake stands for the region's address: a pinned policy ignores ANTHROPIC_BEDROCK_BASE_URL)
+    admin = _policy(tmp_path, clean_env, provider="bedrock", provider_region="eu-central-1",
+                    provider_base_url=fake_api.base_url)
     fake_api.add(response(text("hello")))
     terminal = await query("hi", model="claude-sonnet-4-5", cwd=tmp_path).wait()
     assert terminal.reason == "completed", terminal.message

@@ -69,7 +69,7 @@ class ApprovalCards:
             card = ApprovalCard(request.tool_name, request.input, request.message, request.diff,
                                 tuple(request.suggested_rules),
                                 on_decide=lambda _card, choice, feedback: request.answer(choice, feedback),
-                                cwd=self.model.cwd)
+                                cwd=self.model.cwd, asker=request.ask.asker)
             self.view.add_approval(card)
         self.cards[request.id] = (request, card)
         self.model.set_status("waiting for approval")

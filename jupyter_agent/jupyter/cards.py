@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
-from ..loop.permission_result import ask_parts
+from ..loop.permission_result import code_ask_parts
 from ..permissions import RULE_FAMILIES, Rule
 from ..view.labels import (
     STATE_COLORS, STATE_LINES, TODO_COLORS, compaction_text, end_explanation, end_reason_text, end_title, end_tone,
@@ -110,6 +110,8 @@ def code_html(source: str, language: str = "python") -> str:
         from pygments.lexers import get_lexer_by_name
 
         body = highlight(shown, get_lexer_by_name(language), HtmlFormatter(nowrap=True))
+        if body.endswith("\n") and not shown.endswith("\n"):  # (Pygments ends every text with one)
+            body = body[:-1]
     except Exception:  # no such lexer, or Pygments missing: plain, escaped
         log.debug("code_html: no highlighting for %s; shown plain", language, exc_info=True)
         body = html.escape(shown)
@@ -269,12 +271,21 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
     return f"{tools} of {pattern}"
 
 
+def asker_html(asker: str) -> str:
+    """Who asks, when it is an outside agent: its name as text (escaped, invisible characters
+    marked), on a line of its own, never part of the question."""
+    if not asker:
+        return ""
+    return (f'<div class="ja-asker" style="font-size:12px">Asked by <b>{esc(asker)}</b>, '
+            "an outside agent (MCP).</div>")
+
+
 def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None) -> str:
     """What the Allow side says about how much the card shows: all of it, and how long."""
     if tool_name == "NotebookRun":
-        shown, what = ask_parts(message)[1], "the cell's code"
+        shown, what = code_ask_parts(tool_name, input, message)[1], "the cell's code"
     elif tool_name == "Bash":
-        shown, what = ask_parts(message)[1], "the command"
+        shown, what = code_ask_parts(tool_name, input, message)[1], "the command"
     elif diff:
         shown, what = diff, "the change"
     else:
@@ -285,27 +296,29 @@ def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", di
 
 
 def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None,
-                  cwd: Path | str | None = None) -> str:
+                  cwd: Path | str | None = None, asker: str = "") -> str:
     """What an approval card shows, whole: the question; for ``NotebookRun`` the cell's
     code, highlighted, and its position; for ``Bash`` the whole command line and its
     description; for edits the diff; the raw input folded; a
-    warning when any of it holds invisible or reordering characters."""
+    warning when any of it holds invisible or reordering characters. ``asker``: an outside
+    agent's name, on a line of its own (:func:`asker_html`)."""
     raw_input = json.dumps(input, ensure_ascii=False, indent=1)
     raw = f"<details><summary>raw input</summary>{whole_pre(raw_input)}</details>"
     where = relative(str(input.get("file_path") or input.get("notebook_path") or ""), cwd)
     warning = ""
-    if has_invisible(raw_input) or has_invisible(message) or has_invisible(diff or ""):
+    if any(has_invisible(t) for t in (raw_input, message, diff or "", asker)):
         warning = (f'<div class="ja-invisible" style="color:{ERROR};font-weight:bold">{ICONS["warning"]} '
                    f"{esc(INVISIBLE_WARNING)}</div>")
+    warning = asker_html(asker) + warning
     if tool_name == "NotebookRun":
         # the tool's own question names the cell as the page numbers it (NotebookRun.check_permissions)
-        head, source = ask_parts(message)
+        head, source = code_ask_parts(tool_name, input, message)
         title = f"<b>{ICONS['ask']} {esc(relative(head, cwd))}?</b>"
         code = code_html(source) if source else whole_pre("(the cell's code could not be read)")
         return title + warning + code + raw
     if tool_name == "Bash":
         # the question (the description, why no rule covers it) then the whole command as it will run
-        head, command = ask_parts(message)
+        head, command = code_ask_parts(tool_name, input, message)
         title = f"<b>{ICONS['ask']} Allow <code>Bash</code> to run this command?</b>"
         return (title + warning + f'<div style="font-size:12px">{esc(relative(head, cwd))}</div>'
                 + code_html(command or str(input.get("command", "")), "bash") + raw)
@@ -337,11 +350,11 @@ class ApprovalCard(w.VBox):
     def __init__(self, tool_name: str, input: dict[str, Any], message: str = "",
                  diff: str | None = None, rules: tuple[str, ...] = (),
                  on_decide: Callable[[ApprovalCard, str, str], None] | None = None,
-                 cwd: Path | str | None = None) -> None:
+                 cwd: Path | str | None = None, asker: str = "") -> None:
         self.tool_name = tool_name
         self.rules = rules or (tool_name,)
         self._on_decide = on_decide
-        self.info = w.HTML(STYLE + approval_html(tool_name, input, message, diff, cwd))
+        self.info = w.HTML(STYLE + approval_html(tool_name, input, message, diff, cwd, asker))
         # continuous_update=False: the note reaches the kernel once, when the box loses focus
         # (a click on Deny blurs it first), so it goes before the click. Sent per keystroke,
         # ipywidgets holds the later values back while one is in flight, and the click (another

@@ -330,6 +330,9 @@ def register(shell: Any, session: Any) -> OutsideHub | None:
     hub = register_hub(shell, session, TARGET, "outside_hub", OutsideHub)
     if hub is not None:
         QUIET_OPENS.add(TARGET)  # the page re-renders on every busy/idle: none for these (bridge_status.py)
+        from .outside_redact import install
+
+        install(shell.kernel)  # the outside runs' outputs leave this kernel redacted (its secrets are here)
     return hub
 
 

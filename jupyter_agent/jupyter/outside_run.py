@@ -23,7 +23,7 @@ from typing import Any
 
 from ..changes import RunChanges, UndoReport
 from ..loop.events import ToolProgress, ToolResult
-from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionDeny, ask_parts
+from ..loop.permission_result import PermissionAsk, PermissionDeny
 from ..loop.services import Services
 from ..loop.tool import FileReadRecord, Tool, ToolContext, ToolOutput
 from ..redact import redact
@@ -43,11 +43,6 @@ NO_PANEL = ("This call needs the user's approval, and no JupyterLab page with ju
             "notebook's kernel to ask in (its side panel follows the notebook that is current in the page). "
             "Ask the user to bring the notebook to the front in JupyterLab (or to reload its page, if the page "
             "could not be told: an older jupyter-agent), then retry. Nothing was changed.")
-
-
-def asker_note(client: str) -> str:
-    """Who asks, as the approval card says it (the client's own name: shown as text)."""
-    return f"Asked by {client}, an outside agent (MCP)."
 
 
 class OutsideRun:
@@ -181,10 +176,11 @@ class OutsideRun:
                                     tools=[RestartApproval(names)])
 
     async def _ask(self, tool_name: str, tool_input: dict[str, Any], ask: PermissionAsk, page: str = "") -> Any:
-        """The broker's card, saying who asks (the question's end: the code after it stays
-        exactly what will run). With no side panel following this kernel, the page that shows
-        the notebook (``page``, in the background) is told by a notification until the ask is
-        settled (``outside_ask.py``); with no such page, the call is refused."""
+        """The broker's card, saying who asks (the ask's ``asker``, shown beside the question:
+        the code stays exactly what will run, whatever the client's name). With no side panel
+        following this kernel, the page that shows the notebook (``page``, in the background)
+        is told by a notification until the ask is settled (``outside_ask.py``); with no such
+        page, the call is refused."""
         notice = None
         hub = getattr(self.session, "panel_hub", None)
         if hub is None or not hub.comms:
@@ -193,10 +189,8 @@ class OutsideRun:
             notice = await BackgroundAsk.show(page, self.client, tool_name, tool_input)
             if notice is None:
                 return PermissionDeny(NO_PANEL)
-        question, code = ask_parts(ask.message)
-        message = f"{question} {asker_note(self.client)}" + (CONTENT_FOLLOWS + code if code else "")
-        try:
-            return await self.broker.can_use_tool(tool_name, tool_input, replace(ask, message=message))
+        try:  # (who asks: a field of its own, never in the message a front splits into question and code)
+            return await self.broker.can_use_tool(tool_name, tool_input, replace(ask, asker=self.client))
         finally:
             if notice is not None:
                 notice.end()

@@ -105,12 +105,12 @@ def approval_json(request: Any, run_id: str, cwd: Any = None, asker: str = "", p
     message = relative(request.message or "", cwd)
     diff = relative(request.diff or "", cwd)
     raw_input = json.dumps(request.input, ensure_ascii=False, indent=1, default=str)
-    warning = any(has_invisible(t) for t in (message, diff, raw_input))
+    warning = any(has_invisible(t) for t in (message, diff, raw_input, asker))
     question, code = "", ""
     if request.tool_name in CODE_ASKS:  # the code, shown as code (as the cell's card does), exactly as it runs
-        from ..loop.permission_result import ask_parts
+        from ..loop.permission_result import code_ask_parts
 
-        question, code = ask_parts(request.message or "")
+        question, code = code_ask_parts(request.tool_name, request.input, request.message or "")
         question = relative(question, cwd)
     return {"id": request.id, "tool_use_id": request.tool_use_id, "run": run_id, "tool": shown_text(request.tool_name),
             "message": shown_text(message), "question": shown_text(question), "code": shown_text(code),

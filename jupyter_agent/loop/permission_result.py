@@ -59,22 +59,49 @@ class PermissionDeny:
 
 
 #: In an ask's message, what separates the question from the whole content it is about
-#: (``NotebookRun``: the cell's code), when there is one.
+#: (``NotebookRun``: the cell's code), when there is one. The question never holds a line
+#: break (:func:`code_message`, :func:`ask_with_note`), so the first one is this separator,
+#: whatever a path, a rule or a name in the question says.
 CONTENT_FOLLOWS = ":\n"
+#: What a line break in the text of a question is shown as.
+LINE_BREAK = "⏎"
 
 
-def ask_parts(message: str) -> tuple[str, str]:
+def one_line(text: str) -> str:
+    """``text`` with its line breaks shown as :data:`LINE_BREAK`: a question's parts (a path,
+    a rule, a reason) can never move text into the content that follows it."""
+    return text.replace("\r\n", LINE_BREAK).replace("\n", LINE_BREAK).replace("\r", LINE_BREAK)
+
+
+def code_message(question: str, content: str) -> str:
+    """An ask's message: ``question`` (on one line), :data:`CONTENT_FOLLOWS`, then ``content``
+    exactly as it will run."""
+    return one_line(question) + CONTENT_FOLLOWS + content
+
+
+def ask_parts(message: str, content: str | None = None) -> tuple[str, str]:
     """An ask's message as its question and the content after :data:`CONTENT_FOLLOWS`
-    ("" when there is none), for a front that shows the content as code."""
-    question, follows, content = message.partition(CONTENT_FOLLOWS)
-    return (question, content) if follows else (message, "")
+    ("" when there is none), for a front that shows the content as code. ``content``: what
+    the content is known to be from elsewhere (a Bash call's command): the message is split
+    right before it when it ends with it."""
+    if content and message.endswith(CONTENT_FOLLOWS + content):
+        return message[: len(message) - len(CONTENT_FOLLOWS + content)], content
+    question, follows, rest = message.partition(CONTENT_FOLLOWS)
+    return (question, rest) if follows else (message, "")
+
+
+def code_ask_parts(tool_name: str, input: dict[str, Any], message: str) -> tuple[str, str]:
+    """The question and the whole code of a ``NotebookRun`` or ``Bash`` ask, as a card shows
+    them (a Bash call's command is known from its input: the message is split right before it)."""
+    command = input.get("command") if tool_name == "Bash" else None
+    return ask_parts(message, command if isinstance(command, str) else None)
 
 
 def ask_with_note(message: str, note: str) -> str:
     """``message`` with ``note`` (why it asks) added to its question: the content after
     the question stays exactly what will run."""
     question, content = ask_parts(message)
-    return f"{question} {note}" + (CONTENT_FOLLOWS + content if content else "")
+    return f"{question} {one_line(note)}" + (CONTENT_FOLLOWS + content if content else "")
 
 
 @dataclass(frozen=True)
@@ -90,6 +117,10 @@ class PermissionAsk:
     suggested_rules: tuple[str, ...] = ()
     tool_use_id: str = ""
     behavior: Literal["ask"] = "ask"
+    #: who asks when it is not the run's own model: an outside agent's name (and version), as
+    #: it gave them. A field of its own, shown escaped beside the question, never inside the
+    #: message (whose question and content a front splits).
+    asker: str = ""
 
 
 PermissionResult = PermissionAllow | PermissionDeny | PermissionAsk

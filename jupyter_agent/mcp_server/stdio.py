@@ -1,7 +1,8 @@
 """``jupyter agent mcp``: jupyter-agent's MCP server over stdio, for clients that start their
 servers as programs. It forwards every call to the streamable-HTTP endpoint of a running
-Jupyter server (``--url`` and ``--token``, else the running servers' runtime files: the one
-whose root holds the working folder, else the only one; the token it sends: ``--token``,
+Jupyter server (``--url`` and ``--token``, else the running servers' runtime files, only the
+user's own in a runtime folder only the user can write to: the one whose root holds the
+working folder, else the only one; the token it sends: ``--token``,
 else ``$JUPYTER_AGENT_MCP_TOKEN``, the endpoint's own, else the server's), where the call reaches the
 notebook's kernel as any other (``http.py``). The name the endpoint shows on approval cards
 is this program's client's own, from its ``initialize``.
@@ -12,8 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -38,22 +41,129 @@ def add_command(commands: Any) -> None:
 
 
 def find_server(url: str | None, token: str | None, cwd: Path | None = None) -> tuple[str, str]:
-    """The endpoint's URL and the token to send; raises OutsideError saying what to pass."""
+    """The endpoint's URL and the token to send; raises OutsideError saying what to pass.
+    Without ``url``, a running server is chosen only from runtime files this user owns, in a
+    runtime folder only this user can write to (:func:`trusted_servers`): a file someone else
+    planted never gets the token, the client's name or its calls."""
     if token is None and os.environ.get(ENV, "").strip():
         token = os.environ[ENV].strip()  # the endpoint's own token, when the client was given one
     if url:
         return url.rstrip("/") + "/" + PATH, token if token is not None else os.environ.get("JUPYTER_TOKEN", "")
-    from jupyter_server.serverapp import list_running_servers
+    from jupyter_core.paths import jupyter_runtime_dir
 
-    servers = list(list_running_servers())
+    folder = Path(jupyter_runtime_dir())
+    servers, skipped = trusted_servers(folder)
     here = (cwd or Path.cwd()).resolve()
     inside = [s for s in servers if here.is_relative_to(Path(s.get("root_dir") or "/").expanduser().resolve())]
     chosen = inside or servers
     if len(chosen) != 1:
-        found = ", ".join(s.get("url", "?") for s in servers) or "none"
-        raise OutsideError(f"Which Jupyter server? Running: {found}. Pass --url (and --token).")
+        found = ", ".join(str(s.get("url", "?")) for s in servers) or "none"
+        why = "".join(f" Not used: {reason}." for reason in skipped)
+        raise OutsideError(f"Which Jupyter server? Running (from {folder}): {found}.{why} Pass --url (and --token).")
+    for reason in skipped:
+        log.warning("not used: %s", reason)
     server = chosen[0]
     return str(server["url"]).rstrip("/") + "/" + PATH, token if token is not None else str(server.get("token") or "")
+
+
+def trusted_servers(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The running servers of ``folder``'s ``jpserver-*.json`` files that this user can be sure
+    of, and why each other file was not used. A folder that others can write to (or replace)
+    gives none: any file in it could be anyone's."""
+    if not folder.exists():
+        return [], []
+    problem = _not_private(folder)
+    if problem is not None:
+        raise OutsideError(f"The Jupyter runtime folder {folder} is not yours alone ({problem}), so a server's file "
+                           "there could be anyone's: no server is chosen from it, and nothing was sent. Pass --url "
+                           "and --token, or set JUPYTER_RUNTIME_DIR to a folder only you can write to.")
+    servers: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for path in sorted(folder.glob("jpserver-*.json")):
+        try:
+            info = _own_file(path)
+        except (OSError, ValueError) as exc:
+            skipped.append(f"{path.name} ({exc})")
+            continue
+        if info is not None:
+            servers.append(info)
+    return servers, skipped
+
+
+def _not_private(folder: Path) -> str | None:
+    """Why ``folder`` is not a folder only this user (or root) can change, or None: it and
+    every folder above it belong to them, and none is writable by others (above it: unless
+    sticky, as /tmp)."""
+    uid = os.getuid()
+    try:
+        real = folder.resolve(strict=True)
+    except OSError as exc:
+        return f"it cannot be read: {exc.strerror}"
+    for place in (real, *real.parents):
+        info = place.stat()
+        others_write = _others_write(info)
+        if place == real and (info.st_uid != uid or others_write):
+            return (f"it belongs to uid {info.st_uid}" if info.st_uid != uid
+                    else f"other users can write to it: mode {stat.S_IMODE(info.st_mode):o}")
+        if place != real and (info.st_uid not in (0, uid) or (others_write and not info.st_mode & stat.S_ISVTX)):
+            return f"{place}, above it, can be changed by other users"
+    return None
+
+
+def _others_write(info: os.stat_result) -> bool:
+    """Whether someone other than this user may write to what ``info`` describes: anyone, or
+    its group unless that group is the user's own (a user private group, as Debian and Fedora
+    give every user: named as the user, no other members; umask 002 makes folders 775 there)."""
+    if info.st_mode & 0o002:
+        return True
+    if not info.st_mode & 0o020:
+        return False
+    try:
+        import grp
+        import pwd
+
+        group, user = grp.getgrgid(info.st_gid), pwd.getpwuid(os.getuid())
+    except (ImportError, KeyError):
+        return True
+    return not (info.st_gid == os.getgid() and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name})
+
+
+def _own_file(path: Path) -> dict[str, Any] | None:
+    """A runtime file's contents if this user owns it (a regular file, not a link, writable by
+    no one else) and its server's process runs; None for a server that is gone. Raises
+    ValueError saying why a file is not used."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, encoding="utf-8") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_uid != os.getuid():
+            raise ValueError(f"it belongs to uid {info.st_uid}, not to you")
+        if _others_write(info):
+            raise ValueError(f"other users can write to it: mode {stat.S_IMODE(info.st_mode):o}")
+        data = json.load(file)
+    if not isinstance(data, dict) or not isinstance(data.get("url"), str):
+        raise ValueError("not a Jupyter server's runtime file")
+    pid = data.get("pid")
+    if not isinstance(pid, int) or not _runs(pid):
+        return None  # (a server that stopped without removing its file)
+    return data
+
+
+def _runs(pid: int) -> bool:
+    """Whether process ``pid`` runs, as this user (a pid reused by another user's process is not
+    the server that wrote the file)."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return False  # (someone else's)
+    except OSError:
+        return False
+    proc = Path(f"/proc/{pid}")
+    try:
+        return proc.stat().st_uid == os.getuid() if proc.exists() else True
+    except OSError:
+        return False
 
 
 class Forwarder:

@@ -96,7 +96,13 @@ class AnthropicModel:
         if stall_timeout_s is None:
             stall_timeout_s, self._setting_error = _stall_timeout_from_env()
         self.stall_timeout_s = stall_timeout_s
-        self.base_url = base_url or base_url_from_env(self.provider)
+        if self.provider_settings.pinned:  # the administrator's: no variable or argument moves it
+            if base_url and base_url != self.provider_settings.base_url:
+                raise ValueError("base_url cannot be set: the administrator's policy pins where requests go "
+                                 "(provider_base_url in jupyter_agent_policy.json).")
+            self.base_url = self.provider_settings.base_url or None
+        else:
+            self.base_url = base_url or base_url_from_env(self.provider)
         self.keep_alive = keep_alive if keep_alive is not None else not _is_loopback(self.base_url)
         self._client_loop: Any = None
         self._reader: ReaderThread | None = None

@@ -142,6 +142,12 @@ class ProviderSettings:
     region: str = ""
     project: str = ""
     resource: str = ""
+    #: the administrator's policy pins where requests go (``policy.py``): the base URL is
+    #: :attr:`base_url` (else the provider's own address), never an environment variable's
+    #: or one passed in code
+    pinned: bool = False
+    #: the pinned base URL (a proxy of the administrator's, say); "": the provider's own
+    base_url: str = ""
 
 
 def resolve_provider(value: str | Provider | None = None) -> Provider:
@@ -282,7 +288,7 @@ def credentials_problem(provider: Provider, settings: ProviderSettings = Provide
     if not (api_key or env.get("ANTHROPIC_FOUNDRY_API_KEY")):
         return NO_CREDENTIALS[provider]
     if not (settings.resource or base_url or env.get("ANTHROPIC_FOUNDRY_RESOURCE")
-            or env.get("ANTHROPIC_FOUNDRY_BASE_URL")):
+            or (not settings.pinned and env.get("ANTHROPIC_FOUNDRY_BASE_URL"))):
         return _NO_REGION[provider]
     return None
 
@@ -306,6 +312,8 @@ def make_client(provider: Provider, settings: ProviderSettings, *, api_key: str 
 
     env = os.environ
     kwargs = dict(common)
+    if settings.pinned:  # (given always: the SDK's client would read its variable otherwise)
+        base_url = settings.base_url or pinned_address(provider, settings, env)
     if base_url:
         kwargs["base_url"] = base_url
     if provider is Provider.ANTHROPIC:
@@ -333,6 +341,22 @@ def make_client(provider: Provider, settings: ProviderSettings, *, api_key: str 
     if settings.resource and not base_url:
         kwargs["resource"] = settings.resource
     return anthropic.AsyncAnthropicFoundry(**kwargs)
+
+
+def pinned_address(provider: Provider, settings: ProviderSettings, env: Mapping[str, str]) -> str:
+    """The provider's own address for pinned ``settings`` without a pinned base URL: what
+    its SDK client uses when no ``*_BASE_URL`` variable is set (the region's, the resource's)."""
+    if provider is Provider.ANTHROPIC:
+        return "https://api.anthropic.com"
+    if provider is Provider.BEDROCK:
+        return f"https://bedrock-runtime.{_aws_region(settings, env)}.amazonaws.com"
+    if provider is Provider.VERTEX:
+        region = settings.region or env.get("CLOUD_ML_REGION", "")
+        named = {"global": "https://aiplatform.googleapis.com/v1", "us": "https://aiplatform.us.rep.googleapis.com/v1",
+                 "eu": "https://aiplatform.eu.rep.googleapis.com/v1"}
+        return named.get(region) or f"https://{region}-aiplatform.googleapis.com/v1"
+    resource = settings.resource or env.get("ANTHROPIC_FOUNDRY_RESOURCE", "")
+    return f"https://{resource}.services.ai.azure.com/anthropic/"
 
 
 def credentials_error(provider: Provider, exc: BaseException) -> ModelError | None:

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from pydantic import Field
 
-from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionResult
+from ..loop.permission_result import PermissionAsk, PermissionResult, code_message, one_line
 from ..notebook import is_notebook_path
 from ..notebook.document import Cell, NotebookDocument, NotebookSnapshot, RunResult, check_cell_id_text
 from ..notebook.outputs import finish_outputs
@@ -108,9 +108,9 @@ class NotebookRun(PathTool):
         label = display_path(path, context.cwd)
         # The whole cell, never a part: what the person approves is what runs (the cards
         # scroll, the terminal prints every line).
+        question = f"NotebookRun wants to run {position} of {input.notebook_path}"
         return PermissionAsk(
-            message=f"NotebookRun wants to run {position} of {input.notebook_path}"
-            + (f"{CONTENT_FOLLOWS}{source}" if source else "."),
+            message=code_message(question, source) if source else one_line(question) + ".",
             suggested_rules=(f"NotebookRun({label})",),
         )
 

@@ -90,6 +90,16 @@ function approvalCard(ask: IApproval, answer: AnswerApproval, icons: ICardIcons)
   const title = el('div', 'jp-AgentPanel-approvalTitle');
   title.append(el('span', '', 'Allow '), el('b', '', str(ask.tool)), el('span', '', '?'));
   body.appendChild(title);
+  if (typeof ask.asker === 'string' && ask.asker) {
+    // who asks: a line of its own, as text; never part of the question (nor of the code below)
+    const who = el('div', 'jp-AgentPanel-muted jp-AgentPanel-asker');
+    who.append(
+      el('span', '', 'Asked by '),
+      el('span', 'jp-AgentPanel-askerName', ask.asker),
+      el('span', '', ', an outside agent (MCP).')
+    );
+    body.appendChild(who);
+  }
   const parts = approvalParts(ask);
   if (parts.line) {
     body.appendChild(el('div', 'jp-AgentPanel-muted', parts.line));

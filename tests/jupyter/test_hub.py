@@ -48,10 +48,11 @@ async def test_two_users_on_a_hub_each_agent_in_its_own_folder_under_the_admin_p
     admin = tmp_path / "admin"
     admin.mkdir()
     policy = admin / POLICY_FILE
+    api = FakeMessagesAPI([], strict=True).start()
+    # (the fake stands for the region's address: under a pin, ANTHROPIC_BEDROCK_BASE_URL is not read)
     policy.write_text(json.dumps({"allowed_models": ["claude-sonnet-*"], "permission_mode": "default",
                                   "max_budget_usd": 0.05, "provider": "bedrock",
-                                  "provider_region": "eu-central-1"}))
-    api = FakeMessagesAPI([], strict=True).start()
+                                  "provider_region": "eu-central-1", "provider_base_url": api.base_url}))
     marker = ""
     try:
         # the spawner gives each server AWS credentials (fake ones); no provider of their own

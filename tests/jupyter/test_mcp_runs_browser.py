@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from .lab import HAVE_BROWSER, cell, require_browser, run_and_wait, write_notebook
-from .test_mcp_server_browser import PANEL, OutsideClient, text_of
+from .test_mcp_server_browser import PANEL, OutsideClient, open_with_panel, text_of
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
@@ -43,6 +43,15 @@ def poll(client: OutsideClient, run_id: str, until: Any, timeout: float = 90) ->
         time.sleep(0.1)
 
 
+def run_allowed(client: OutsideClient, panel: Any, args: dict[str, Any], button: str = "Allow") -> Any:
+    """``run_cell`` with ``args``, allowed on its card in the side panel (``button``); its answer."""
+    pending = client.call("run_cell", args)
+    card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
+    card.wait_for(timeout=60000)
+    card.get_by_role("button", name=button, exact=True).click()
+    return pending.result(60)
+
+
 def run_id_of(text: str) -> str:
     found = re.search(r"run_id=(run-[0-9a-f]+)", text)
     assert found, text
@@ -67,11 +76,8 @@ def test_a_long_run_is_polled_and_interrupted(lab, page_of):
         assert not outside.now("read_cells", path).is_error
 
         # The slow cell: the answer comes back before it ends; polls show it run, then its end.
-        pending = outside.call("run_cell", {**path, "cell_id": "slow", "wait_seconds": 1})
-        card = panel.locator(".jp-AgentPanel-approval", has_text="NotebookRun")
-        card.wait_for(timeout=60000)
-        card.get_by_role("button", name="Always allow", exact=True).click()  # (the next runs ask no more)
-        first = pending.result(60)
+        # (Always allow: the next runs ask no more)
+        first = run_allowed(outside, panel, {**path, "cell_id": "slow", "wait_seconds": 1}, "Always allow")
         assert not first.is_error and "Still running after 1 s" in text_of(first), text_of(first)
         slow_id = run_id_of(text_of(first))
         running = poll(outside, slow_id, lambda t: "tick" in t)
@@ -162,5 +168,41 @@ def test_restart_kernel_asks_and_the_next_call_works(lab, page_of):
         card.get_by_role("button", name="Allow", exact=True).click()
         result = ran.result(120)
         assert not result.is_error and "fresh False" in text_of(result), text_of(result)
+    finally:
+        outside.close()
+
+
+#: fake, 33 characters; only the kernel has it (a cell of the user's sets it: the Jupyter
+#: server's environment never does), as a key a gateway host gives its kernels
+KERNEL_SECRET = "FAKE-kernelonly-s3cret-0123456789"
+SETS = f'import os; os.environ["KERNEL_ONLY_API_KEY"] = "{KERNEL_SECRET[:10]}" + "{KERNEL_SECRET[10:]}"'
+LEAKS = ("import os, pathlib, time\nprint('connecting with', os.environ['KERNEL_ONLY_API_KEY'], flush=True)\n"
+         "while not pathlib.Path('go3').exists():\n    time.sleep(0.05)\nprint('done')")
+
+
+def test_a_kernel_only_secret_stays_out_of_a_running_cells_answers(lab, page_of):
+    """Issue 42, finding 1: ``run_cell``'s "still running" answer and ``run_status`` showed the
+    outputs so far as the server saw them, redacted only of the server's secrets. The kernel
+    redacts its outside runs' outputs before they leave it: neither answer, nor the cell's
+    output in the page, holds the key."""
+    (lab.root / "go3").unlink(missing_ok=True)
+    write_notebook(lab.root / "secret.ipynb", ["%load_ext jupyter_agent", SETS, LEAKS], ids=["load", "sets", "leaks"])
+    page, panel = open_with_panel(page_of, "secret.ipynb")  # (cell 1 puts the key in the kernel's environment)
+    outside = OutsideClient(f"{lab.url}/jupyter-agent/mcp", name="leak-check")
+    try:
+        path = {"notebook_path": "secret.ipynb"}
+        assert not outside.now("read_cells", path).is_error
+        first = text_of(run_allowed(outside, panel, {**path, "cell_id": "leaks", "wait_seconds": 1}))
+        assert "Still running" in first and KERNEL_SECRET not in first, first
+        run_id = run_id_of(first)
+        running = poll(outside, run_id, lambda t: "connecting with" in t)
+        assert KERNEL_SECRET not in running, running
+        assert "Outputs so far:\nconnecting with [redacted KERNEL_ONLY_API_KEY]" in running, running
+        shown = cell(page, 2).locator(".jp-OutputArea-output", has_text="connecting with")
+        shown.wait_for(timeout=60000)
+        assert KERNEL_SECRET not in shown.inner_text() and "[redacted" in shown.inner_text(), shown.inner_text()
+        (lab.root / "go3").write_text("")
+        ended = poll(outside, run_id, lambda t: "ended after" in t)
+        assert "done" in ended and KERNEL_SECRET not in ended, ended
     finally:
         outside.close()
