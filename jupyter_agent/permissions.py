@@ -16,7 +16,10 @@ resolved paths, whether it only reads, edits files or runs code), planned once b
 
 ``Bash`` rules name commands, not paths: ``Bash(git status)`` exactly, ``Bash(git diff:*)``
 a prefix of whole words; a command line is allowed only when every simple command in it
-is (read by a real shell parse, :mod:`jupyter_agent.tools.shell_parse`).
+is (read by a real shell parse, :mod:`jupyter_agent.tools.shell_parse`). A prefix rule
+covers a command of the tables (:mod:`jupyter_agent.tools.shell_commands`) only in its
+forms that read: one that runs other code needs a rule naming all its words
+(``CommandParts.exact_only``), and a file an option writes is judged as an edit's path.
 
 Rules are ``Tool`` or ``Tool(glob)`` in ``allow``, ``ask`` and ``deny`` lists; deny beats
 ask beats allow. A rule naming any file-editing tool (Edit, Write, NotebookEdit) covers all three,
@@ -60,7 +63,7 @@ from .policy import load_policy
 from .safety import SafetyHit, credential_hit, rule_names_place, safety_hit
 from .loop.tool import CommandParts, PermissionPolicy, PreparedCall, Tool, ToolContext
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
-from .tools.shell_parse import rule_covers, rule_words
+from .tools.shell_parse import rule_allows, rule_covers, rule_words
 
 log = logging.getLogger(__name__)
 
@@ -105,15 +108,40 @@ class Rule:
     def __str__(self) -> str:
         return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
 
-    def names(self, tool_name: str) -> bool:
-        return (tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ())
-                or self.mcp_server is not None and tool_name.startswith(f"mcp__{self.mcp_server}__"))
+    def names(self, tool_name: str, server: str | None = None) -> bool:
+        """Does the rule name the tool ``tool_name`` (of the MCP server ``server``, when it is
+        one)? ``mcp__github`` names the tools of the server ``github`` only: its name is
+        compared whole, never as a prefix of ``github_``'s tools."""
+        if tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ()):
+            return True
+        if self.mcp_server is None:
+            return False
+        if server is not None:
+            return server == self.mcp_server and tool_name.startswith(f"mcp__{server}__")
+        return _mcp_servers_of(tool_name) == {self.mcp_server}
 
     @property
     def mcp_server(self) -> str | None:
         """``mcp__<server>`` names every tool of that MCP server: the server's name, else None."""
         server = self.tool[len("mcp__"):] if self.tool.startswith("mcp__") else ""
         return server if server and "__" not in server and self.pattern is None else None
+
+
+def _mcp_servers_of(tool_name: str) -> set[str]:
+    """The servers an MCP tool's name ``mcp__<server>__<tool>`` may belong to. A server's
+    name has no ``__`` but may end in ``_``, and a tool's may start with one, so
+    ``mcp__github___x`` is ``github_``'s ``x`` or ``github``'s ``_x``: both are returned, and
+    a rule naming one server names the tool only when its server is known for certain."""
+    if not tool_name.startswith("mcp__"):
+        return set()
+    rest = tool_name[len("mcp__"):]
+    first = rest.find("__")
+    servers = set()
+    while first > 0 and rest[first:first + 2] == "__":
+        if rest[first + 2:]:
+            servers.add(rest[:first])
+        first += 1  # `github___x`: the separator may start one `_` later
+    return servers
 
 
 class Permissions(PermissionPolicy):
@@ -169,7 +197,7 @@ class Permissions(PermissionPolicy):
 
     def _matches(self, rule: Rule, tool: Tool, input: Any, paths: list[ResolvedPath], ctx: ToolContext, *,
                  real_only: bool) -> bool:
-        if not rule.names(tool.name):
+        if not rule.names(tool.name, getattr(tool, "server_name", None)):
             return False
         if rule.pattern is None:
             return True
@@ -208,7 +236,9 @@ class Permissions(PermissionPolicy):
         if commands.unreadable or not commands.commands:
             return False
         rules = [r for r in allow_rules if r.names(tool.name) and r.pattern is not None]
-        if not all(any(rule_covers(r.pattern or "", words) for r in rules) for words in commands.commands):
+        exact_only = commands.exact_only or ("",) * len(commands.commands)
+        if not all(any(rule_allows(r.pattern or "", words, why) for r in rules)
+                   for words, why in zip(commands.commands, exact_only)):
             return False
         roots = self.allowed_roots(ctx)
         cwd = self._cwd(ctx)

@@ -25,6 +25,7 @@ import ipywidgets as w
 
 from ..loop.permission_result import code_ask_parts
 from ..permissions import RULE_FAMILIES, Rule
+from ..tools.shell_parse import prefix_is_judged
 from ..view.labels import (
     STATE_COLORS, STATE_LINES, TODO_COLORS, compaction_text, end_explanation, end_reason_text, end_title, end_tone,
     plan_title, todo_text,
@@ -263,8 +264,12 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
     if rule.pattern is None:
         return f"every {tools} call"
     if rule.tool == "Bash":  # words, not a path
-        return (f"commands that start with {rule.pattern[:-2]}" if rule.pattern.endswith(":*")
-                else f"exactly the command {rule.pattern}")
+        if not rule.pattern.endswith(":*"):
+            return f"exactly the command {rule.pattern}"
+        if prefix_is_judged(rule.pattern):
+            return (f"commands that start with {rule.pattern[:-2]} and only read (a file they write asks as an "
+                    "edit does; running other code, or an option the rules do not know, still asks)")
+        return f"commands that start with {rule.pattern[:-2]}"
     pattern = relative(rule.pattern, cwd)
     if pattern in ("./**", "**", "."):
         return f"{tools} of any file in this folder and below"

@@ -72,11 +72,14 @@ class CommandParts:
 
     ``commands`` holds every simple command of the line (after ``;``, ``&&``, in a pipe, a
     subshell, a ``$( )``...), each as its words; ``unreadable`` says why the line could not
-    be read for certain ("" when it was): then no rule can allow it.
+    be read for certain ("" when it was): then no rule can allow it. ``exact_only`` holds,
+    for each command, why only an allow rule naming all its words may allow it ("" when a
+    prefix rule may: it only reads, and writes only the files listed as the call's paths).
     """
 
     commands: tuple[tuple[str, ...], ...] = ()
     unreadable: str = ""
+    exact_only: tuple[str, ...] = ()
 
 
 @dataclass

@@ -4,11 +4,13 @@ Claude Code's schema and wording (Claude models are trained on them). The comman
 with ``bash -c`` in the working folder, with the kernel's environment minus its secrets
 (the removal kernels get: :func:`~jupyter_agent.redact.without_secrets`), stdin empty; its
 output streams to the card and comes back settled and bounded (:mod:`.shell_run`), with
-its exit code. Stop and the time limit end its whole process group.
+its exit code. Stop and the time limit end every process it started (:mod:`.shell_reaper`).
 
 Permission: running a command asks in every mode unless allow rules cover *every* simple
-command of the line, read by a real shell parse (:mod:`.shell_parse`), and every file its
-redirections write (the permission policy decides: ``jupyter_agent.permissions``). With
+command of the line, read by a real shell parse (:mod:`.shell_parse`) and judged by what
+its options do (:mod:`.shell_commands`: a prefix rule does not cover a form that runs other
+code), and every file its redirections and options write (the permission policy decides:
+``jupyter_agent.permissions``). With
 the sandbox on (:class:`BashSettings`, where ``bwrap`` works) a command runs with no
 network and can write only inside the working folder, and may then run without asking.
 """
@@ -34,7 +36,7 @@ from ..loop.tool_execution import private_results_dir
 from ..redact import redact, without_secrets
 from .common import clean_schema
 from .paths import resolve_path
-from .shell_parse import parse_command_line, suggested_prefix
+from .shell_parse import parse_command_line, suggested_rule
 from .shell_run import MODEL_OUTPUT_CHARS, run_shell
 
 log = logging.getLogger(__name__)
@@ -149,7 +151,7 @@ class Bash(Tool):
             except ToolError as exc:
                 log.debug("a redirection target cannot be resolved: %s", exc)
                 parsed = type(parsed)(parsed.commands, parsed.writes, f"it writes to {target!r}, which is not a "
-                                      "usable path")
+                                      "usable path", parsed.judged)
         return PreparedCall(paths=writes, runs_code=True, commands=parsed.parts(),
                             sandboxed=context.services.get(BashSettings).sandbox)
 
@@ -158,7 +160,10 @@ class Bash(Tool):
         parts = prepared.commands
         rules: tuple[str, ...] = ()
         if parts is not None and not parts.unreadable:
-            rules = tuple(dict.fromkeys(f"Bash({suggested_prefix(words)})" for words in parts.commands))
+            # no wider than this command needs: a prefix only where the tables judge what follows it
+            exact_only = parts.exact_only or ("",) * len(parts.commands)
+            rules = tuple(dict.fromkeys(f"Bash({suggested_rule(words, why)})"
+                                        for words, why in zip(parts.commands, exact_only)))
         else:  # no rule can cover an unreadable line: "Always allow" adds this exact command
             rules = (f"Bash({input.command.strip()})",)
         # one line each: the question must not be able to pass for the command that follows it
@@ -166,6 +171,9 @@ class Bash(Tool):
         about = f" ({description})" if description else ""
         unreadable = " ".join(parts.unreadable.split()) if parts is not None else ""
         why = f" The rules cannot judge it: {unreadable}." if unreadable else ""
+        exact = [" ".join(reason.split())[:200] for reason in (parts.exact_only if parts is not None else ()) if reason]
+        if exact and not why:  # why a prefix rule (`Bash(sort:*)`) does not cover it
+            why = f" Only a rule naming the whole command allows it: {'; '.join(dict.fromkeys(exact))}."
         # The whole command, never a part: what the person approves is what runs.
         return PermissionAsk(message=f"Bash wants to run a command{about}.{why}{CONTENT_FOLLOWS}{input.command}",
                              suggested_rules=rules)

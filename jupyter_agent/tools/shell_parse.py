@@ -18,11 +18,13 @@ here-document, a redirection to a path only known when it runs), makes the line
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from ..loop.tool import CommandParts
+from .shell_effects import Judgement, judge
 
 log = logging.getLogger(__name__)
 
@@ -37,21 +39,25 @@ _HIDDEN_COMMAND = ("$(", "`", "<(", ">(")
 #: Node kinds whose children are walked for commands (anything else makes the line unreadable).
 _CONTAINERS = {"list", "pipeline", "compound", "if", "for", "while", "until", "function"}
 _LEAVES = {"operator", "pipe", "reservedword"}
+#: Commands after which a relative path names a file in another folder.
+_CHANGES_FOLDER = frozenset({"cd", "pushd", "popd"})
 
 
 @dataclass(frozen=True)
 class ParsedLine:
     """A command line as :func:`parse_command_line` read it: its simple commands (each its
-    words), the files its redirections write (as written, ``~`` not expanded), and
-    ``unreadable``: why no rule can judge it ("" when it was read)."""
+    words), the files its redirections and its commands' own options write (as written,
+    ``~`` not expanded), ``unreadable``: why no rule can judge it ("" when it was read),
+    and each command as the tables of :mod:`.shell_commands` judge it."""
 
     commands: tuple[tuple[str, ...], ...] = ()
     writes: tuple[str, ...] = ()
     unreadable: str = ""
+    judged: tuple[Judgement, ...] = ()
 
     def parts(self) -> CommandParts:
         """The part the permission policy decides on (the loop's own type)."""
-        return CommandParts(self.commands, self.unreadable)
+        return CommandParts(self.commands, self.unreadable, tuple(j.exact_only for j in self.judged))
 
 
 class _Unreadable(Exception):
@@ -66,9 +72,9 @@ def parse_command_line(command: str) -> ParsedLine:
         return ParsedLine(unreadable="the command is empty")
     if len(command) > MAX_PARSED_CHARS:
         return ParsedLine(unreadable=f"it is longer than the {MAX_PARSED_CHARS:,} characters the rules judge")
-    for marker in ("$'", '$"'):
-        if marker in command:  # bashlex misreads ANSI-C and locale quoting
-            return ParsedLine(unreadable=f"the parser cannot read {marker}...' quoting")
+    if marker := _dollar_quote(command):  # bashlex misreads ANSI-C and locale quoting
+        return ParsedLine(unreadable=f"the parser cannot read {marker}...' quoting")
+    command = _for_bashlex(command)
     try:
         import bashlex
         import bashlex.errors
@@ -94,7 +100,29 @@ def parse_command_line(command: str) -> ParsedLine:
         return ParsedLine(unreadable="the command holds a construct the rules cannot judge")
     if not walker.commands:
         return ParsedLine(unreadable="no command was found in it")
-    return ParsedLine(tuple(walker.commands), tuple(walker.writes))
+    judged = tuple(judge(words, dynamic) for words, dynamic in zip(walker.commands, walker.dynamic))
+    writes = [*walker.writes, *(path for j in judged for path in j.writes if path not in _HARMLESS_TARGETS)]
+    if (any(words[0] in _CHANGES_FOLDER for words in walker.commands)
+            and any(not path.startswith(("/", "~")) for path in writes)):
+        return ParsedLine(unreadable="it changes folder, then writes to a path relative to where it went")
+    return ParsedLine(tuple(walker.commands), tuple(writes), "", judged)
+
+
+#: ``$((...))`` of numbers and operators only (a name may hold text that bash evaluates as
+#: code: ``x='a[$(cmd)]'; echo $((x))`` runs cmd).
+_PLAIN_ARITHMETIC = re.compile(r"\$\(\(([0-9\s+\-*/%()<>=!&|^~?:,]*)\)\)")
+#: A here-document with a quoted delimiter (``<<'EOF'``), which bashlex does not unquote.
+_QUOTED_HEREDOC = re.compile(r"<<(-?)(\s*)(['\"])([A-Za-z_][A-Za-z0-9_]*)\3")
+
+
+def _for_bashlex(command: str) -> str:
+    """The line with what bash reads but bashlex does not rewritten to what bashlex reads
+    the same way or more strictly, every position kept (the walker reads the source by
+    position): plain arithmetic ``$((40+2))`` becomes a parameter ``${______}`` (a word
+    known only when it runs); ``<<'EOF'`` becomes ``<<EOF``, whose body is then judged as
+    if bash expanded it."""
+    command = _PLAIN_ARITHMETIC.sub(lambda m: "${" + "_" * (len(m.group(0)) - 3) + "}", command)
+    return _QUOTED_HEREDOC.sub(lambda m: f"<<{m.group(1)}{m.group(2)}{m.group(4)}  ", command)
 
 
 class _Walker:
@@ -104,6 +132,7 @@ class _Walker:
     def __init__(self, source: str) -> None:
         self.source = source
         self.commands: list[tuple[str, ...]] = []
+        self.dynamic: list[frozenset[int]] = []  # per command: the words bash expands when it runs
         self.writes: list[str] = []
         self.visited = 0  # command nodes judged
 
@@ -124,9 +153,13 @@ class _Walker:
     def command(self, node: Any) -> None:
         self.visited += 1
         words: list[str] = []
+        dynamic: set[int] = set()
         for part in node.parts:
             if part.kind in ("word", "assignment"):
                 self.word(part)
+                if (any(p.kind != "tilde" for p in getattr(part, "parts", []))
+                        or _expands(self.source[part.pos[0]:part.pos[1]])):
+                    dynamic.add(len(words))
                 words.append(part.word)
             elif part.kind == "redirect":
                 self.redirect(part)
@@ -134,6 +167,7 @@ class _Walker:
                 self.node(part)
         if words:
             self.commands.append(tuple(words))
+            self.dynamic.append(frozenset(dynamic))
 
     def word(self, node: Any) -> None:
         """Commands inside a word (``$( )``, backticks, ``<( )``) are commands of the line."""
@@ -160,6 +194,44 @@ class _Walker:
             raise _Unreadable(f"it writes to {target.word!r}, a path only known when it runs")
         if target.word not in _HARMLESS_TARGETS:
             self.writes.append(target.word)
+
+
+def _expands(raw: str) -> bool:
+    """Does a word's source text hold, outside quotes, what bash expands into other words
+    (a glob ``*?[``, a brace ``{a,b}``)? (Variables and substitutions are parts of the parse.)"""
+    quote = ""
+    escaped = False
+    for c in raw:
+        if escaped:
+            escaped = False
+        elif c == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "*?[{":
+            return True
+    return False
+
+
+def _dollar_quote(command: str) -> str:
+    """``$'`` or ``$"`` where bash reads it as ANSI-C or locale quoting (not inside single
+    quotes, where ``grep '\\.py$'`` is plain text), or ""."""
+    quote = ""
+    escaped = False
+    for i, c in enumerate(command):
+        if escaped:
+            escaped = False
+        elif c == "\\" and quote != "'":
+            escaped = True
+        elif quote == "'":
+            quote = "" if c == "'" else quote
+        elif c == "$" and command[i + 1:i + 2] in ("'", '"'):
+            return c + command[i + 1]
+        elif c in "'\"":
+            quote = "" if quote == c else (c if not quote else quote)
+    return ""
 
 
 def _count_commands(node: Any, seen: set[int] | None = None) -> int:
@@ -192,8 +264,9 @@ def rule_words(pattern: str) -> tuple[tuple[str, ...], bool]:
 
 
 def rule_covers(pattern: str, words: tuple[str, ...]) -> bool:
-    """Does the rule pattern cover one simple command (its words)? Exact, or a prefix of
-    whole words: ``git diff:*`` covers ``git diff`` and ``git diff HEAD``, never ``git diffx``."""
+    """Does the rule pattern name one simple command (its words)? Exact, or a prefix of
+    whole words: ``git diff:*`` names ``git diff`` and ``git diff HEAD``, never ``git diffx``.
+    (Deny and ask rules name; an allow rule must also :func:`rule_allows`.)"""
     try:
         wanted, prefix = rule_words(pattern)
     except ValueError:
@@ -201,15 +274,41 @@ def rule_covers(pattern: str, words: tuple[str, ...]) -> bool:
     return words[: len(wanted)] == wanted if prefix else words == wanted
 
 
-def suggested_prefix(words: tuple[str, ...]) -> str:
-    """The rule "Always allow" suggests for a command: its leading words as a prefix
-    (``git diff HEAD`` gives ``git diff:*``; ``ls -la`` and ``touch a.txt`` give ``ls:*``
-    and ``touch:*``)."""
-    lead = [words[0]]
-    # a second word that reads as a subcommand (`diff`, `run`), not a file (`a.txt`) or an option
-    if len(words) > 1 and words[1][:1].isalpha() and all(c.isalnum() or c in "-_" for c in words[1]):
-        lead.append(words[1])
-    return " ".join(shlex.quote(w) for w in lead) + ":*"
+def rule_allows(pattern: str, words: tuple[str, ...], exact_only: str = "") -> bool:
+    """Does an allow rule cover one simple command? It must name it (:func:`rule_covers`),
+    and a prefix rule only covers a command that does nothing beyond reading and the files
+    it names (``exact_only``, from :func:`~.shell_effects.judge`: why only a rule naming
+    every word may allow it). ``Bash(sort:*)`` covers ``sort data.txt``, not
+    ``sort --compress-program=sh data.txt``."""
+    if not rule_covers(pattern, words):
+        return False
+    wanted, prefix = rule_words(pattern)
+    return not exact_only or not prefix or len(wanted) == len(words)
 
 
-__all__ = ["ParsedLine", "parse_command_line", "rule_covers", "rule_words", "suggested_prefix"]
+def suggested_rule(words: tuple[str, ...], exact_only: str = "") -> str:
+    """The rule "Always allow" offers for a command, no wider than the command needs: the
+    words that name a command of the tables as a prefix (``git diff HEAD`` gives
+    ``git diff:*``, ``sort data.txt`` gives ``sort:*``: the tables keep such a rule from
+    covering the forms that write or run code); for any other command, or one that only a
+    rule naming it whole may allow (``exact_only``, as :class:`ParsedLine` judged it), the
+    exact command (``python train.py``)."""
+    judged = judge(words)
+    if judged.known and judged.lead and not judged.exact_only and not exact_only:
+        return " ".join(shlex.quote(w) for w in words[:judged.lead]) + ":*"
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def prefix_is_judged(pattern: str) -> bool:
+    """Is a prefix rule's command one the tables judge, so that the rule covers only its
+    forms that read (``sort:*``, ``git diff:*``), not every command that starts so?"""
+    try:
+        words, prefix = rule_words(pattern)
+    except ValueError:
+        return False
+    judged = judge(words)
+    return prefix and judged.known and bool(judged.lead) and len(words) >= judged.lead
+
+
+__all__ = ["ParsedLine", "parse_command_line", "prefix_is_judged", "rule_allows", "rule_covers", "rule_words",
+           "suggested_rule"]

@@ -10,9 +10,11 @@ them, and:
 * reports the latest screenful to ``on_output`` at most every :data:`REPORT_EVERY_S`;
 * past the limit, writes the whole output (redacted) to a file in the private results
   folder, which the model can Read;
-* ends the whole group when the command exits (its background jobs go with it), when its
-  time limit passes, or when the call is cancelled (Stop): SIGTERM, then SIGKILL after
-  :data:`KILL_GRACE_S`, so nothing outlives the call by more than a second.
+* ends every process the command started when the command exits (its background jobs
+  go with it), when its time limit passes, or when the call is cancelled (Stop): SIGTERM,
+  then SIGKILL after :data:`KILL_GRACE_S`. The command runs under a supervisor
+  (:mod:`.shell_reaper`, a child subreaper) that also ends what left the process group or
+  session (``setsid cmd &``, a double-forked daemon), so nothing outlives the call.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +45,9 @@ REPORT_CHARS = 8_000
 REPORT_EVERY_S = 0.1
 #: Seconds between SIGTERM and SIGKILL when a command is ended.
 KILL_GRACE_S = 0.4
+#: Seconds the supervisor may take, after the grace, to end what is left below it.
+_SUPERVISOR_S = 6.0
+_REAPER = Path(__file__).with_name("shell_reaper.py")
 _READ_SIZE = 1 << 16
 #: Text held back from the spill file until a newline (a secret is redacted whole), at most.
 _SPILL_HOLD_CHARS = 1 << 20
@@ -114,8 +120,10 @@ async def run_shell(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_
                     on_output: Callable[[str], None], spill_dir: Callable[[], Path], spill_name: str,
                     limit: int = MODEL_OUTPUT_CHARS) -> ShellResult:
     """Run ``argv`` in ``cwd`` with ``env`` (stdin empty); see the module docstring."""
+    # under the supervisor that ends what left the group too (a `setsid` child, a daemon)
+    supervised = [sys.executable, "-I", "-S", str(_REAPER), str(KILL_GRACE_S), *argv]
     process = await asyncio.create_subprocess_exec(
-        *argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        *supervised, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, start_new_session=True)
     text = StreamText(limit=limit, redact=redact)
     spill = _Spill(spill_dir, spill_name)
@@ -192,13 +200,14 @@ async def run_shell(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_
 
 
 async def _end_group(process: asyncio.subprocess.Process) -> None:
-    """End the command's process group: SIGTERM, and SIGKILL to whatever is left after
-    :data:`KILL_GRACE_S` (a background job, a child that ignores SIGTERM)."""
+    """End the command: SIGTERM to its process group (the supervisor among it ends every
+    process below it, in the group or not, SIGKILL after :data:`KILL_GRACE_S`), then
+    SIGKILL to whatever of the group is left once the supervisor is gone or late."""
     pgid = process.pid  # the session leader: its pid is the group's id
     if process.returncode is None:
         _signal_group(pgid, signal.SIGTERM)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(process.wait()), timeout=KILL_GRACE_S)
+            await asyncio.wait_for(asyncio.shield(process.wait()), timeout=KILL_GRACE_S + _SUPERVISOR_S)
     _signal_group(pgid, signal.SIGKILL)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.shield(process.wait()), timeout=KILL_GRACE_S)

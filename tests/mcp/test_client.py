@@ -273,3 +273,21 @@ async def test_stop_while_a_project_server_waits_for_approval_ends_the_run_at_on
         assert fake_api.requests == [] and not (tmp_path / "pid").exists()
     finally:
         await conv.aclose()
+
+
+async def test_a_rule_for_one_server_does_not_allow_a_server_whose_name_extends_it(fake_api, tmp_path):
+    """``mcp__calc`` allows the server ``calc`` only: the tools of a server named ``calc_``
+    (``mcp__calc___touch``) still ask (issue 37.5)."""
+    call = tool_use("mcp__calc___touch", {"name": "made.txt"})
+    fake_api.add(response(call), response(text("asked")))
+    conv = Conversation(fake_api.model(), cwd=tmp_path, allow=("mcp__calc",),
+                        mcp_servers={"calc_": stdio_server(tmp_path)})
+    try:
+        seen: list[Any] = []
+        broker = ApprovalBroker(conv.permissions, on_request=lambda r: (seen.append(r), r.deny("no")))
+        run = conv.send("touch it", can_use_tool=broker)
+        await run.wait()
+        assert [r.tool_name for r in seen] == ["mcp__calc___touch"]
+        assert results_of(run)[call["id"]]["is_error"] and not (tmp_path / "made.txt").exists()
+    finally:
+        await conv.aclose()

@@ -203,8 +203,28 @@ def _group_members(pgid: int) -> list[int]:
     return members
 
 
+def _running(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if marker in cmdline and stat[stat.rindex(")") + 2] != "Z":
+                found.append(int(entry))
+    return found
+
+
+#: The command's process group, then a child that leaves the group and session, and one that stays.
+_DETACHING = "cut -d' ' -f5 /proc/$$/stat; setsid sleep {detached} & sleep 60 & wait"
+
+
 async def test_stop_ends_the_whole_process_group(workspace):
-    call = tool_use("Bash", {"command": "echo $$; sleep 60 & wait", "description": "wait"})
+    detached = f"{os.getpid() % 1000}7.71"  # a number of its own: `sleep 4127.71`
+    call = tool_use("Bash", {"command": _DETACHING.format(detached=detached), "description": "wait"})
     with FakeMessagesAPI([response(call)]) as api:
         run = query("go", model=api.model(), cwd=workspace, permissions=_allow_all(workspace))
         events: list[Any] = []
@@ -224,12 +244,17 @@ async def test_stop_ends_the_whole_process_group(workspace):
             await asyncio.sleep(0.01)
         assert progress and not reader.done()
         pgid = int(progress[0].data.split()[0])
-        assert _group_members(pgid)  # the shell and its sleep are running
+        for _ in range(3000):  # the detached sleep has started (its own session)
+            if _running(f"sleep {detached}"):
+                break
+            await asyncio.sleep(0.01)
+        assert _group_members(pgid) and _running(f"sleep {detached}")  # the shell and its sleeps run
         run.stop()
         await asyncio.wait_for(reader, 30)
     result = next(e for e in events if isinstance(e, ToolResult))
     assert run.terminal.reason == "aborted_tools" and result.outcome.value == "stopped"
     assert pgid is not None and _group_members(pgid) == []
+    assert _running(f"sleep {detached}") == []  # the child that left the session ended too (issue 37.6)
     paired = [b for m in run.state.messages if m["role"] == "user" and isinstance(m["content"], list)
               for b in m["content"] if b.get("type") == "tool_result"]
     assert [b["tool_use_id"] for b in paired] == [call["id"]]
@@ -237,10 +262,12 @@ async def test_stop_ends_the_whole_process_group(workspace):
 
 async def test_the_timeout_ends_the_whole_process_group(workspace):
     ctx = make_ctx(workspace, allow=["Bash"])
-    result = await bash(ctx, "echo $$; sleep 60 & wait", timeout=300)
+    detached = f"{os.getpid() % 1000}7.72"
+    result = await bash(ctx, _DETACHING.format(detached=detached), timeout=1500)
     content = text_of(result)
-    assert result["is_error"] and "timed out after 0.3 s" in content
+    assert result["is_error"] and "timed out after 1.5 s" in content
     assert _group_members(int(content.split()[0])) == []
+    assert _running(f"sleep {detached}") == []
     await asyncio.sleep(0)
     assert asyncio.all_tasks() == {asyncio.current_task()}  # no reader or waiter left behind
 
@@ -329,3 +356,61 @@ def test_the_schema_is_claude_codes():
     assert schema["required"] == ["command"] and schema["additionalProperties"] is False
     assert {k: v["type"] for k, v in schema["properties"].items()} == {
         "command": "string", "timeout": "integer", "description": "string"}
+
+
+async def test_a_command_that_ends_leaves_no_detached_process(workspace):
+    """Background jobs end with the command, also one in a session of its own, and one
+    whose parent exited first (an orphan: it is re-parented to the supervisor)."""
+    ctx = make_ctx(workspace, allow=["Bash"])
+    marker = f"{os.getpid() % 1000}7.73"
+    result = await bash(ctx, f"setsid sleep {marker} & (setsid sleep {marker} &); echo started")
+    assert text_of(result) == "started\nExit code 0"
+    assert _running(f"sleep {marker}") == []
+
+
+async def test_a_command_killed_by_a_signal_says_so(workspace):
+    result = await bash(make_ctx(workspace, allow=["Bash"]), "kill -9 $$")
+    assert result["is_error"] and text_of(result) == "Killed by signal 9"
+
+
+async def test_plain_arithmetic_and_a_quoted_here_document_are_read(workspace):
+    """Valid bash the parser used to refuse (issue 39): ``$((40+2))`` of numbers only, and a
+    here-document whose delimiter is quoted and ends the command."""
+    ctx = make_ctx(workspace, allow=["Bash(echo:*)", "Bash(cat:*)"])
+    asks = Asks()
+    assert text_of(await bash(ctx, "echo hello-$((40+2)) && echo second", asks)) == "hello-42\nsecond\nExit code 0"
+    assert text_of(await bash(ctx, "cat <<'EOF'\nline $HOME\nEOF", asks)) == "line $HOME\nExit code 0"
+    assert asks.asks == []
+
+
+@pytest.mark.parametrize("command", [
+    "x='a[$(touch PWNED)]'; echo $((x))",  # bash evaluates a name's text: it runs the substitution
+    "echo $(($(touch PWNED)))",
+    "cat <<'EOF'\n$(touch PWNED)\nEOF\ntouch PWNED",
+])
+async def test_arithmetic_with_names_or_commands_still_asks(workspace, command):
+    ctx = make_ctx(workspace, allow=["Bash(echo:*)", "Bash(cat:*)"])
+    asks = Asks()
+    await bash(ctx, command, asks)
+    assert len(asks.asks) == 1 and not (workspace / "PWNED").exists()
+
+
+@needs_bwrap
+async def test_the_timeout_ends_a_detached_process_in_the_sandbox_too(workspace):
+    ctx = make_ctx(workspace)
+    enable_sandbox(ctx)
+    detached = f"{os.getpid() % 1000}7.74"
+    result = await bash(ctx, f"setsid sleep {detached} & sleep 60", timeout=1500)
+    assert result["is_error"] and "timed out after 1.5 s" in text_of(result)
+    assert _running(f"sleep {detached}") == []
+
+
+async def test_a_write_after_a_change_of_folder_asks(workspace, tmp_path):
+    """``cd`` moves where a relative path points: ``cd ~ && echo x >> notes`` is not a
+    write into the working folder."""
+    ctx = make_ctx(workspace, "acceptEdits", allow=["Bash(cd:*)", "Bash(echo:*)", "Bash(tee:*)"])
+    for command in (f"cd {tmp_path} && echo x >> notes", f"cd {tmp_path}; echo x | tee notes"):
+        asks = Asks()
+        await bash(ctx, command, asks)
+        assert len(asks.asks) == 1 and not (tmp_path / "notes").exists(), command
+    assert text_of(await bash(ctx, "cd . && echo x > /dev/null && echo ok")) == "ok\nExit code 0"

@@ -84,5 +84,6 @@ def test_the_terminal_streams_the_output_inert_and_shows_the_exit_code():
 def test_always_allow_says_what_a_bash_rule_covers():
     from jupyter_agent.jupyter.cards import describe_rule
 
-    assert describe_rule("Bash(git diff:*)") == "commands that start with git diff"
+    assert describe_rule("Bash(git diff:*)").startswith("commands that start with git diff and only read")
+    assert describe_rule("Bash(npm test:*)") == "commands that start with npm test"
     assert describe_rule("Bash(git status)") == "exactly the command git status"
