@@ -160,11 +160,12 @@ export function checkShownOutputs(outputs: unknown): IDisplayOutput[] | string {
 /** A run of the `%%agent` cell `cell_id` goes on while this page loaded (a reload): show
  * its outputs (the live widget and its fallback) there instead of what the file held.
  * Left alone when the cell already shows them (this page showed the run live). */
-export function showOutputs(panel: NotebookPanel, req: { [key: string]: unknown }): JSONObject {
+export async function showOutputs(panel: NotebookPanel, req: { [key: string]: unknown }): Promise<JSONObject> {
   const outputs = checkShownOutputs(req.outputs);
   if (typeof outputs === 'string') {
     throw new BridgeError(CODES.badRequest, outputs);
   }
+  await panel.context.ready; // (the hello may come before the notebook's cells are loaded)
   const cells = panel.content.model?.cells;
   for (let c = 0; cells && c < cells.length; c++) {
     const cell = cells.get(c);

@@ -138,30 +138,33 @@ describe('showOutputs', () => {
       add: (o: object) => held.push(o)
     };
     const cell = { id: 'agent', type: 'code', outputs };
-    const panel = { content: { model: { cells: { length: 1, get: () => cell } } } };
+    const panel = {
+      context: { ready: Promise.resolve() },
+      content: { model: { cells: { length: 1, get: () => cell } } }
+    };
     return { panel, held };
   }
 
-  it("puts the run's outputs in place of what the file held (a reload)", () => {
+  it("puts the run's outputs in place of what the file held (a reload)", async () => {
     const finished = {
       output_type: 'display_data',
       data: { 'text/markdown': '✓ Finished' },
       metadata: ours('jupyter-agent-old')
     };
     const { panel, held } = panelOf([finished]);
-    expect(showOutputs(panel, { cell_id: 'agent', outputs: [widget, fallback] })).toEqual({ shown: true });
+    expect(await showOutputs(panel, { cell_id: 'agent', outputs: [widget, fallback] })).toEqual({ shown: true });
     expect(held).toEqual([widget, fallback]);
     // the page that showed the run live already holds them: left alone
-    expect(showOutputs(panel, { cell_id: 'agent', outputs: [widget, fallback] })).toEqual({ shown: false });
+    expect(await showOutputs(panel, { cell_id: 'agent', outputs: [widget, fallback] })).toEqual({ shown: false });
   });
 
-  it('takes only outputs of ours, for a cell that is there', () => {
+  it('takes only outputs of ours, for a cell that is there', async () => {
     expect(typeof checkShownOutputs([{ output_type: 'stream', text: 'x' }])).toBe('string');
     expect(typeof checkShownOutputs([{ output_type: 'display_data', data: {}, metadata: {} }])).toBe('string');
     expect(typeof checkShownOutputs([])).toBe('string');
     expect(checkShownOutputs([widget])).toEqual([widget]);
     const { panel } = panelOf([]);
-    expect(() => showOutputs(panel, { cell_id: 'elsewhere', outputs: [widget] })).toThrow(BridgeError);
-    expect(() => showOutputs(panel, { cell_id: 'agent', outputs: 'x' })).toThrow(BridgeError);
+    await expect(showOutputs(panel, { cell_id: 'elsewhere', outputs: [widget] })).rejects.toThrow(BridgeError);
+    await expect(showOutputs(panel, { cell_id: 'agent', outputs: 'x' })).rejects.toThrow(BridgeError);
   });
 });

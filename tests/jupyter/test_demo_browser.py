@@ -151,4 +151,5 @@ def reload_mid_run(page, path: Path, agent: int) -> None:
     page.reload()
     page.wait_for_selector(CELLS, timeout=120000)
     wait_idle(page)
-    cell(page, agent).locator(".jp-OutputArea-output", has_text="NotebookEdit").first.wait_for(timeout=90000)
+    # the run as it is: its NotebookEdit waits (the file's outputs say it was done)
+    cell(page, agent).locator(".jp-OutputArea-output", has_text="waiting for approval").first.wait_for(timeout=90000)
