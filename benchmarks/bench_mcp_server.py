@@ -38,13 +38,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_vs_mcp_server import (NAME, OPS, PAGE_WATCHER, _json_rpc, command_line, compare,  # noqa: E402
                                  measure_each, ratio_rows)
+
+#: Issue 38's operations beside the first four: scratch code in the notebook's kernel (ours
+#: ``execute_code``, the agent's KernelRun; theirs ``execute_code``) and the two code cells of a
+#: range run in order (ours one ``run_cells``, NotebookRunCells, asked once; theirs two
+#: ``execute_cell``: it has no range form).
+ALL_OPS = (*OPS, "scratch run", "run range")
 from tests.jupyter.lab import Lab, run_and_wait, write_notebook  # noqa: E402
 
 PAGE = 500
 
 
 def our_sources(cells: int) -> list[str]:
-    sources = ["%load_ext jupyter_agent", "%config AgentConfig.allow = ['NotebookEdit', 'NotebookRun']", "1 + 1"]
+    allow = "['NotebookEdit', 'NotebookRun', 'KernelRun', 'NotebookRunCells']"
+    sources = ["%load_ext jupyter_agent", f"%config AgentConfig.allow = {allow}", "1 + 1"]
     return sources + [f"# cell {i}\nvalue_{i} = {i} * 2" for i in range(cells - len(sources))]
 
 
@@ -112,6 +119,12 @@ class Ours:
                                             source=f"1 + 1  # bench_tok_{tok}"))
             if "2" not in self.call("run_cell", cell_id=self.last):
                 raise SystemExit("our run did not bring 2 back")
+        elif op == "scratch run":
+            if str(tok * 1000 + 7) not in self.call("execute_code", code=f"{tok} * 1000 + 7"):
+                raise SystemExit("our execute_code did not answer")
+        elif op == "run range":
+            if "Ran 2 of 2 code cells" not in self.call("run_cells", start_cell_id="c1", end_cell_id="c2"):
+                raise SystemExit("our run_cells did not run the two cells")
         elif "bench_tok_" not in self.read_all(self.cells + tok):
             raise SystemExit("our read did not show the cells")
         return (time.perf_counter() - t) * 1000, started, {}
@@ -129,7 +142,7 @@ def _inserted(text: str) -> str:
 
 
 def measure(cells: int, repeat: int, python: Path, settle: float) -> dict[str, dict[str, list[float]]]:
-    return compare(lambda folder: Ours(folder, cells), cells, python, repeat, settle, "bench-mcp-server-")
+    return compare(lambda folder: Ours(folder, cells), cells, python, repeat, settle, "bench-mcp-server-", ALL_OPS)
 
 
 def main() -> None:
@@ -140,7 +153,7 @@ def main() -> None:
     print(f"{'':26}{'ours (MCP)':>22}{'jupyter-mcp-server':>26}{'ratio':>8}")
     verdicts = []
     for cells, figures in results.items():
-        for op in OPS:
+        for op in ALL_OPS:
             verdicts += ratio_rows(cells, op, figures, "ours at least as fast", 1)
     for label, ok in verdicts:
         print(f"{'PASS' if ok else 'FAIL'}  {label}")

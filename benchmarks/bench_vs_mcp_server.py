@@ -57,6 +57,8 @@ from tests.jupyter.lab import Lab, cell, run_and_wait, run_cell, write_notebook 
 
 MCP_PACKAGES = ("jupyter-mcp-server==2.2.4", "jupyter-collaboration==5.0.4", "jupyterlab==4.6.6")
 OPS = ("insert", "replace", "insert + run", "read all")
+#: The operations whose change the page shows (the others' figures are the caller's only).
+PAGE_OPS = ("insert", "replace", "insert + run")
 NAME = "bench.ipynb"
 
 #: The kernel side of "ours": waits for a command file, runs the operation through the
@@ -303,6 +305,13 @@ class Theirs:
             result = self.call("insert_execute_code_cell", cell_index=3, cell_source=f"1 + 1  # bench_tok_{tok}")
             if "2" not in json.dumps(result):
                 raise SystemExit(f"jupyter-mcp-server's run did not bring 2 back: {json.dumps(result)[:300]}")
+        elif op == "scratch run":  # its execute_code: the notebook's kernel, no cell
+            result = self.call("execute_code", code=f"{tok} * 1000 + 7")
+            if str(tok * 1000 + 7) not in json.dumps(result):
+                raise SystemExit(f"jupyter-mcp-server's execute_code did not answer: {json.dumps(result)[:300]}")
+        elif op == "run range":  # the range's two code cells, one execute_cell each (it has no range form)
+            for index in (0, 2):
+                self.call("execute_cell", cell_index=index)
         else:
             result = self.call("read_notebook", notebook_name="bench", response_format="detailed",
                                start_index=0, limit=100_000)
@@ -330,9 +339,9 @@ def measure(cells: int, repeat: int, python: Path, churn: bool = False,
 
 
 def compare(open_ours: Callable[[Path], Any], cells: int, python: Path, repeat: int, settle: float,
-            prefix: str) -> dict[str, dict[str, list[float]]]:
+            prefix: str, ops: tuple[str, ...] = OPS) -> dict[str, dict[str, list[float]]]:
     """Ours (``open_ours(folder)``: a side with ``lab``, ``page``, ``do(op, tok)``, ``close()``)
-    beside theirs, on notebooks of ``cells`` cells: a warm-up round of OPS, then ``repeat``
+    beside theirs, on notebooks of ``cells`` cells: a warm-up round of ``ops``, then ``repeat``
     rounds, sides interleaved, each operation started with both sides idle (``settle``).
     The figures, by side then key: ``op`` (the caller's ms), ``op: part`` (ms of a part, as
     the side reports them), ``op @page`` (until the page showed it), ``op @page missed``."""
@@ -350,7 +359,7 @@ def compare(open_ours: Callable[[Path], Any], cells: int, python: Path, repeat: 
         pending: dict[str, list[tuple[str, int, float]]] = {name: [] for name in sides}
         tok = 0
         for rep in range(repeat + 1):  # the first round warms both sides up and is not counted
-            for op in OPS:
+            for op in ops:
                 for name, side in sides.items():
                     tok += 1
                     ms, started, parts = side.do(op, tok)
@@ -358,7 +367,7 @@ def compare(open_ours: Callable[[Path], Any], cells: int, python: Path, repeat: 
                         figures[name].setdefault(op, []).append(ms)
                         for part, value in parts.items():
                             figures[name].setdefault(f"{op}: {part}", []).append(value)
-                        if op != "read all":
+                        if op in PAGE_OPS:
                             pending[name].append((op, tok, started))
                     wait_quiet(settle)  # each operation starts with both sides idle
         time.sleep(3)

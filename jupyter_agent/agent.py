@@ -23,7 +23,7 @@ from .loop.run import QueryRun
 from .loop.state import State
 from .loop.tool_execution import CanUseTool
 from .policy import load_policy
-from .prompts import DEFAULT_SYSTEM_PROMPT, user_context
+from .prompts import DEFAULT_SYSTEM_PROMPT, permission_setup, permission_setup_text, user_context
 from .loop.tool import PermissionPolicy, Tool, ToolContext
 
 
@@ -112,12 +112,14 @@ def query(
         policy.check_permission_mode(permissions.mode)
     context = replace(context, permissions=permissions)  # the caller's context stays as it was
     system_text = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
-    note = permissions.system_prompt_note()
-    system = [{"type": "text", "text": system_text + (f"\n\n{note}" if note else "")}]
     if tools is None:
         from .tools import default_tools
 
         tools = default_tools()
+    # What runs, what asks, what cannot run: said once per run (byte-stable within it).
+    setup = permission_setup(permissions, tools, no_one_answers=no_one_answers(can_use_tool))
+    notes = [n for n in (permissions.system_prompt_note(), setup and permission_setup_text(setup)) if n]
+    system = [{"type": "text", "text": "\n\n".join([system_text, *notes])}]
     from .mcp import mcp_servers as servers_of
 
     servers = servers_of(context)  # also reads the working folder's .mcp.json when the run starts
@@ -145,6 +147,16 @@ def query(
         owns_tool_sources=owns_servers,
     )
     return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or permission_mode)
+
+
+#: The attribute a ``can_use_tool`` callback sets to say that no person answers it (it
+#: refuses every ask: a headless CLI run). The model is then told which calls cannot run.
+NO_ONE_ANSWERS = "no_one_answers"
+
+
+def no_one_answers(can_use_tool: Any) -> bool:
+    """No person can answer an ask in this run: no callback, or one that says so."""
+    return can_use_tool is None or getattr(can_use_tool, NO_ONE_ANSWERS, False) is True
 
 
 def _offline(model: Model) -> bool:

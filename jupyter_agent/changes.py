@@ -57,10 +57,12 @@ class UndoOutcome(str, Enum):
     ALREADY = "already"
     TOO_LARGE = "too_large"
     FAILED = "failed"
+    REFUSED = "refused"
 
 
 #: The outcomes that leave something of the run in place.
-LEFT_OUTCOMES = frozenset({UndoOutcome.LEFT_CHANGED, UndoOutcome.TOO_LARGE, UndoOutcome.FAILED})
+LEFT_OUTCOMES = frozenset({UndoOutcome.LEFT_CHANGED, UndoOutcome.TOO_LARGE, UndoOutcome.FAILED,
+                           UndoOutcome.REFUSED})
 
 
 @dataclass
@@ -182,6 +184,9 @@ class RunChanges:
         self.undo_report: UndoReport | None = None
         #: the conversation has told the model about the undo
         self.undo_told = False
+        #: read back from a saved conversation (not recorded by this kernel's tools): its
+        #: undo writes only inside the working folders and the open notebook (tools/undo.py)
+        self.saved = False
         self._kept = 0
 
     # -- recording (the tools) -----------------------------------------------------------

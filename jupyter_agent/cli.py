@@ -351,20 +351,27 @@ def terminal_approver(err: TextIO = sys.stderr, policy: Any = None, stdin: TextI
     return broker
 
 
-def no_terminal_denier() -> Any:
-    """``can_use_tool`` without a terminal: deny every ask, and tell the model (and so the
-    log) how the person running the command can allow such calls next time."""
-    from .loop.permission_result import PermissionDeny, ask_parts
+def no_terminal_denier(err: TextIO | None = None, permissions: Any = None, tools: Any = None) -> Any:
+    """``can_use_tool`` without a terminal: deny every ask. The model is told what was
+    refused and what it can do instead (``prompts.denial_for_model``); how the person running
+    the command can allow such calls next time goes to ``err`` only (``prompts.operator_hint``)."""
+    from .agent import NO_ONE_ANSWERS
+    from .loop.permission_result import PermissionDeny
+    from .prompts import denial_for_model, operator_hint, permission_setup
+    from .tools import default_tools
+
+    by_name = {t.name: t for t in (tools or default_tools())}
+    setup = permission_setup(permissions, by_name.values(), no_one_answers=True) if permissions else None
 
     async def deny(tool_name: str, input: dict[str, Any], ask: Any) -> Any:
-        rules = " ".join(f"--allow '{r}'" for r in (getattr(ask, "suggested_rules", ()) or (tool_name,)))
-        what = ask_parts(ask.message)[0]  # (a cell's whole code follows the question)
-        return PermissionDeny(
-            f"{tool_name} needs approval ({what}) and no one is at a terminal to give it, so it "
-            f"was not run. Whoever runs `jupyter agent run` can allow it with {rules}, or with "
-            "--permission-mode acceptEdits (edits) or --permission-mode bypassPermissions (everything), "
-            "or run it from a terminal to be asked.")
+        tool = by_name.get(tool_name)
+        if err is not None:
+            hint = operator_hint(tool_name, getattr(ask, "suggested_rules", ()) or (),
+                                 str(getattr(permissions, "mode", "") or ""), tool)
+            err.write(terminal_text(hint) + "\n")
+        return PermissionDeny(denial_for_model(tool_name, setup, tool, str(getattr(ask, "why", "") or "")))
 
+    setattr(deny, NO_ONE_ANSWERS, True)
     return deny
 
 
@@ -449,7 +456,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
                  + ("" if interactive else " · not a terminal: asks are denied (see --allow, --permission-mode)"))
     try:
         run = conv.send(prompt, can_use_tool=terminal_approver(err, conv.permissions) if interactive
-                        else no_terminal_denier())
+                        else no_terminal_denier(err, conv.permissions, conv.tools))
     except ValueError as exc:  # the administrator's policy refused the model or the spend limit
         err.write(f"jupyter agent run: {exc}\n")
         await conv.aclose()

@@ -62,6 +62,7 @@ from .loop.permission_result import (
 from .policy import load_policy
 from .safety import SafetyHit, credential_hit, rule_names_place, safety_hit
 from .loop.tool import CommandParts, PermissionPolicy, PreparedCall, Tool, ToolContext
+from .loop.tool_execution import results_dirs
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
 from .tools.shell_parse import rule_allows, rule_covers, rule_words
 
@@ -70,8 +71,13 @@ log = logging.getLogger(__name__)
 #: The file-editing tools are one family: a rule naming any of them covers them all
 #: (``Write(pyproject.toml)`` also stops an Edit of it), as in Claude Code.
 EDIT_FAMILY = ("Edit", "Write", "NotebookEdit")
+#: The tools that run code in a notebook's kernel: a ``NotebookRun`` rule covers the range run
+#: and the scratch run too (allowing NotebookRun under acceptEdits already lets any code run:
+#: the model can write it into a cell), and a ``NotebookRun`` deny stops them all.
+RUN_FAMILY = ("NotebookRun", "NotebookRunCells", "KernelRun")
 #: A rule naming the first tool also covers the others (a ``Grep`` rule stays a Grep rule).
-RULE_FAMILIES = {**{name: EDIT_FAMILY for name in EDIT_FAMILY}, "Read": ("Read", "Glob", "Grep")}
+RULE_FAMILIES = {**{name: EDIT_FAMILY for name in EDIT_FAMILY}, "Read": ("Read", "Glob", "Grep"),
+                 "NotebookRun": RUN_FAMILY}
 PLAN_MODE_NOTE = (
     "Plan mode is active. You may read files, search and think, but you must not change anything: do not "
     "edit or write files, do not edit or run notebook cells. Such calls will be refused. Research the task, "
@@ -295,7 +301,7 @@ class Permissions(PermissionPolicy):
         for rule in self.ask:
             if self._matches_call(rule, tool, input, paths, ctx, commands):
                 return PermissionAsk(ask_with_note(own_message, f"(The rule '{rule}' asks for approval.)"), diff,
-                                     own_rules)
+                                     own_rules, why=f"the rule '{rule}' asks for approval")
         allow_rules = [*self.allow, *self.session_allow]
         if not read_only:
             for path in paths:
@@ -308,7 +314,8 @@ class Permissions(PermissionPolicy):
                                    for r in allow_rules):
                     return PermissionAsk(ask_with_note(own_message, f"{path.real} is a protected path ({hit.reason}); "
                                                        "it always needs approval."),
-                                         diff, (f"{tool.name}({escape_glob(str(path.real))})",))
+                                         diff, (f"{tool.name}({escape_glob(str(path.real))})",),
+                                         why=f"{path.real} is a protected path ({hit.reason})")
         if commands is not None:  # a shell command line: every part must be allowed
             allowed_by_rule = self._command_allowed(tool, commands, paths, ctx, allow_rules)
             if not allowed_by_rule and prepared.sandboxed and not commands.unreadable:
@@ -328,12 +335,15 @@ class Permissions(PermissionPolicy):
             # Code that runs can write anything, safety paths included, and cannot be checked
             # path by path: it asks in every mode, bypassPermissions too, unless a rule allows it.
             return PermissionAsk(ask_with_note(own_message, f"({tool.always_asks_as} always asks unless an allow "
-                                               "rule covers it, in every permission mode.)"), diff, own_rules)
+                                               "rule covers it, in every permission mode.)"), diff, own_rules,
+                                 why=f"{tool.always_asks_as.lower()} needs a person's approval")
         if self.mode == "bypassPermissions" or allowed_by_rule:
             return PermissionAllow()
         roots = self.allowed_roots(ctx)
         # The notebook open in the page is the user's own, wherever the kernel runs (its
         # path may be the notebook server's, outside the kernel's folders or not on its disk).
+        if read_only:  # what the tools saved for this user (a whole traceback, an oversized result)
+            roots = [*roots, *results_dirs(ctx.tool_results_dir)]
         outside = [p for p in paths if not p.in_page and not any(is_within(p.real, root) for root in roots)]
         linked = [p for p in paths if not p.in_page and p not in outside and _hard_linked(p)]
         if outside or linked:
@@ -342,7 +352,7 @@ class Permissions(PermissionPolicy):
             rules = own_rules if not read_only else (f"Read({escape_glob(str(folder))}/**)",)
             why = (f"is outside the working folders ({', '.join(map(str, roots))})" if outside else
                    "has other hard links, which may be outside the working folders")
-            return PermissionAsk(ask_with_note(own_message, f"{place} {why}."), diff, rules)
+            return PermissionAsk(ask_with_note(own_message, f"{place} {why}."), diff, rules, why=f"{place} {why}")
         if read_only:
             return PermissionAllow()
         if self.mode == "acceptEdits" and prepared.edits_files:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import datetime
 import platform
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are jupyter-agent, a coding agent that works inside Jupyter notebooks. You help \
@@ -21,11 +21,17 @@ cells in the notebook's kernel, using the tools you are given.
 
 How to work:
 - Read before you edit: Edit, Write and NotebookEdit refuse files and notebooks you have \
-not read, or that changed since you read them. Read them again and retry.
+not read, or that changed since you read them. Read them again and retry. Your own edits \
+and runs keep your read current: after them, edit again without a new Read.
 - Address notebook cells by the ids that Read shows (`<cell id="...">`); `cell-N` (0-based \
 index) also works.
-- Every change and every cell run may need the user's approval. If a call is denied, do \
-not retry the same call: ask the user what they want instead, or take the feedback given.
+- To check something in the kernel (a shape, a value, an assert), use KernelRun: it adds no \
+cell. To run a notebook top to bottom, or a range of its cells, use NotebookRunCells. Several \
+NotebookRun calls in one answer run one after another, in the order given, each whatever the \
+previous one raised.
+- Which tools run without approval in this session, which ask the user and which cannot run \
+is stated under "Permissions" below. If a call is denied, do not retry the same call: take \
+the feedback given, or do the task another way with the tools that run.
 - Prefer small, reviewable edits. After running a cell, read its outputs before you go on.
 - Be concise. When you are done, say what you changed and what is left to do.
 """
@@ -52,9 +58,9 @@ def user_context(cwd: Path, notebook_path: str | None = None, agent_cell_id: str
         if notebook_remote:
             context["notebook"] += (
                 f" That notebook is open in the user's JupyterLab page and stored by the notebook server, not on "
-                f"the machine the kernel runs on: Read, NotebookEdit and NotebookRun with the path {notebook_path} "
-                f"reach it through the page (Glob, Grep, Edit and Write do not). Every other path is a file of the "
-                f"kernel's machine, whose working directory is {cwd}.")
+                f"the machine the kernel runs on: Read, NotebookEdit, NotebookRun, NotebookRunCells and KernelRun "
+                f"with the path {notebook_path} reach it through the page (Glob, Grep, Edit and Write do not). "
+                f"Every other path is a file of the kernel's machine, whose working directory is {cwd}.")
     return context
 
 
@@ -155,7 +161,7 @@ def error_help_prompt(action: ErrorHelp, cell: QuotedCell) -> str:
     if action == "fix":
         return (f"Fix the error raised by {_where(cell)}. Propose the fix as one NotebookEdit that "
                 f'replaces that cell\'s source (cell_id "{cell.id}"), then run the cell with NotebookRun '
-                "to check it.")
+                "to check it. That cell counts as read: replacing it needs no Read first.")
     return (f"Explain the error raised by {_where(cell)}: what went wrong, and how it could be fixed. "
             "Change nothing.")
 
@@ -199,3 +205,142 @@ def error_help_in_request(text: str) -> ErrorHelpRequest | None:
     quoted = re.search(re.escape(f'<cell id="{cell_id}">') + r"(.*?)" + re.escape(closing), text[said.end():], re.S)
     source = _BROKEN_CLOSING.sub("</", quoted.group(1)) if quoted else ""
     return ErrorHelpRequest("fix" if action == "fix" else "explain", cell_id, source)
+
+
+# -- the session's permissions, as the model is told them ------------------------------------
+# Duck-typed (``permissions.Permissions``: ``mode``, ``allow``/``deny``/``session_allow`` rules
+# with ``tool``, ``pattern``, ``names(tool)``; tools with ``name`` and the ``read_only`` /
+# ``edits_files`` / ``runs_code`` facts of ``tools.common.PathTool``): this module imports
+# nothing of ours.
+
+#: Tools that run code, whatever their class says (a Bash call's plan says so per call).
+_CODE_TOOLS = ("Bash",)
+#: Tools that change nothing outside the conversation (they never ask).
+_NEVER_ASK = ("TodoWrite",)
+
+
+@dataclass(frozen=True)
+class PermissionSetup:
+    """Which tools of a session run without approval, which ask, which cannot run."""
+
+    mode: str
+    unattended: tuple[str, ...] = ()
+    asks: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()
+    #: nobody can answer an ask in this run (headless, no approval UI): asks are refused
+    no_one_answers: bool = False
+
+    def runs_unattended(self) -> str:
+        """The tools that run without approval, as a list in words ("" when none)."""
+        return "; ".join(self.unattended)
+
+
+def _kind(tool: Any) -> str:
+    name = str(getattr(tool, "name", ""))
+    if name in _NEVER_ASK:
+        return "never"
+    if name in _CODE_TOOLS or getattr(tool, "runs_code", False):
+        return "code"
+    if getattr(tool, "edits_files", False):
+        return "edit"
+    if getattr(tool, "read_only", False):
+        return "read"
+    return "other"
+
+
+def _group(entries: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """("Edit", "inside the working folder"), ... -> ("Edit, Write (inside the working folder)", ...)."""
+    by_note: dict[str, list[str]] = {}
+    for name, note in entries:
+        by_note.setdefault(note, []).append(name)
+    return tuple(", ".join(names) + (f" ({note})" if note else "") for note, names in by_note.items())
+
+
+def permission_setup(permissions: Any, tools: Iterable[Any], *, no_one_answers: bool) -> PermissionSetup | None:
+    """What ``permissions`` let each of ``tools`` do without a person (None: a policy of
+    another kind, whose rules cannot be read)."""
+    mode = getattr(permissions, "mode", None)
+    allow = [*(getattr(permissions, "allow", None) or ()), *(getattr(permissions, "session_allow", None) or ())]
+    deny = getattr(permissions, "deny", None)
+    if mode is None or deny is None:
+        return None
+    unattended: list[tuple[str, str]] = []
+    asks: list[tuple[str, str]] = []
+    refused: list[tuple[str, str]] = []
+    for tool in tools:
+        name, kind = str(tool.name), _kind(tool)
+        if any(r.pattern is None and r.names(name) for r in deny):
+            refused.append((name, "a deny rule"))
+            continue
+        if kind == "never":
+            unattended.append((name, ""))
+            continue
+        if mode == "plan" and kind != "read":
+            refused.append((name, "plan mode"))
+            continue
+        if any(r.pattern is None and r.names(name) for r in allow):
+            unattended.append((name, "allowed by a rule"))
+            continue
+        partial = [str(r) for r in allow if r.pattern is not None and r.names(name)]
+        if kind == "read":
+            unattended.append((name, "inside the working folders"))
+        elif kind == "edit" and mode in ("acceptEdits", "bypassPermissions"):
+            unattended.append((name, "inside the working folder" if mode == "acceptEdits" else ""))
+        elif kind == "other" and mode == "bypassPermissions":
+            unattended.append((name, ""))
+        elif partial:
+            unattended.append((name, "only calls matching " + ", ".join(partial)))
+            (refused if no_one_answers else asks).append((name, "any other call"))
+        else:
+            (refused if no_one_answers else asks).append((name, ""))
+    return PermissionSetup(str(mode), _group(unattended), _group(asks), _group(refused), no_one_answers)
+
+
+def permission_setup_text(setup: PermissionSetup) -> str:
+    """The "Permissions" part of the system prompt: what runs, what asks, what cannot run."""
+    lines = [f"Permissions in this session (permission mode {setup.mode}):"]
+    if setup.unattended:
+        lines.append("- Run without approval: " + "; ".join(setup.unattended) + ".")
+    if setup.asks:
+        lines.append("- Ask the user, who may allow or deny: " + "; ".join(setup.asks) + ".")
+    if setup.refused:
+        why = (" No one can approve a call in this run (it runs unattended), so calls that would ask are "
+               "refused." if setup.no_one_answers else "")
+        lines.append("- Cannot run: " + "; ".join(setup.refused) + "." + why
+                     + " Do the task with the tools that run; if it cannot be done without them, say so "
+                       "in your answer.")
+    return "\n".join(lines)
+
+
+def denial_for_model(tool_name: str, setup: PermissionSetup | None, tool: Any = None, why: str = "") -> str:
+    """The tool_result of a call refused because it needs approval and no one can give it
+    (a headless run): what was refused, why (``why``, the ask's, else the tool's kind), what
+    the model can do instead. Never the operator's flags: they go to the operator (stderr)."""
+    why = why or {"code": "running code needs a person's approval",
+                  "edit": "changing a file or notebook needs a person's approval"}.get(
+        _kind(tool) if tool is not None else "", "it needs a person's approval")
+    instead = (f" Tools that run without approval here: {setup.runs_unattended()}." if setup and setup.unattended
+               else "")
+    return (f"{tool_name} was not run: {why}, and no one can approve it in this run.{instead} Do not call it "
+            "again the same way: do the task with the tools that run, or, if it cannot be done without this "
+            "call, say so in your final answer.")
+
+
+def operator_hint(tool_name: str, suggested_rules: Sequence[str], mode: str, tool: Any = None) -> str:
+    """What the person running a headless run can do so that such a call runs next time:
+    an ``--allow`` rule (quoted for the shell; one too long to type is described), and the
+    permission mode only when it would help and is not the mode in use. For the operator's
+    channel (stderr), never for the model."""
+    import shlex
+
+    rules = [r for r in suggested_rules or (tool_name,) if len(r) <= MAX_HINT_RULE_CHARS]
+    ways = [" ".join(f"--allow {shlex.quote(r)}" for r in rules)] if rules else [
+        f"an --allow rule for {tool_name} (e.g. --allow {shlex.quote(tool_name)})"]
+    if tool is not None and _kind(tool) == "edit" and mode in ("default", "plan"):
+        ways.append("--permission-mode acceptEdits")
+    return (f"{tool_name} was denied: it needs approval and no one is at a terminal to give it. "
+            f"To let such calls run: {' or '.join(ways)}; or run from a terminal to be asked.")
+
+
+#: A suggested rule longer than this is not echoed into a hint (a long script, quoted).
+MAX_HINT_RULE_CHARS = 120

@@ -30,20 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .tools.paths import ResolvedPath, glob_is_literal, unescape_glob
-
-SAFETY_DIRS = (".git", ".hg", ".husky", ".githooks", ".ipython", ".jupyter", ".ssh")
-SAFETY_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc",
-                ".zprofile", ".zshenv", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".inputrc",
-                ".gitconfig", ".gitmodules", ".ripgreprc", ".envrc", ".direnvrc", "sitecustomize.py",
-                "usercustomize.py")
-#: Folders under ``~/.config`` that hold start-up code or git's own configuration.
-CONFIG_DIRS = ("git", "fish", "direnv")
-SITE_DIRS = ("site-packages", "dist-packages")
-
-CREDENTIAL_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".kube")
-CREDENTIAL_FILES = (".netrc", "_netrc", ".pgpass", ".git-credentials", ".pypirc")
-#: ssh's private key files (their ``.pub`` halves are public and not matched)
-PRIVATE_KEY_NAMES = ("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk")
+from .tools.safety_names import (CONFIG_DIRS, CREDENTIAL_DIRS, CREDENTIAL_FILES, GIT_DIR_LAYOUT, PRIVATE_KEY_NAMES,
+                                 SAFETY_DIRS, SAFETY_FILES, SITE_DIRS)
 
 #: Compare names without case: True on file systems that ignore it (tests may flip it).
 CASE_INSENSITIVE = sys.platform in ("darwin", "win32")
@@ -64,8 +52,8 @@ def _fold(name: str) -> str:
 def _is_git_dir(folder: Path) -> bool:
     """A folder laid out as a git directory (bare repository, ``GIT_DIR``, a submodule's)."""
     try:
-        return ((folder / "HEAD").is_file() and (folder / "objects").is_dir()
-                and (folder / "refs").is_dir())
+        head, objects, refs = (folder / name for name in GIT_DIR_LAYOUT)
+        return head.is_file() and objects.is_dir() and refs.is_dir()
     except OSError:
         return False
 

@@ -174,7 +174,8 @@ class KernelBridge(BridgeRequests):
             client_id=client_id, comm=c, path=str(info.get("path") or ""),
             server_root=str(info.get("server_root") or ""), version=str(info.get("version") or ""),
             app=str(info.get("app") or ""), protocol=data.get("v"), notices=info.get("notices") is True,
-            kernel_runs=info.get("kernel_runs") is True, asks=info.get("asks") is True)
+            kernel_runs=info.get("kernel_runs") is True, asks=info.get("asks") is True,
+            focus=info.get("focus") is True, open=info.get("open") is True)
         for loop, event in list(self._hello_waiters):
             loop.call_soon_threadsafe(event.set)
         for listener in list(self.hello_listeners):

@@ -65,6 +65,10 @@ class Page:
     #: the page shows an outside agent's ask about its notebook in the background as a notification
     #: (``ask`` / ``ask_end``; ``outside_ask.py``)
     asks: bool = False
+    #: the page says which notebook is current and its active cell (``focus``; ``active_notebook``)
+    focus: bool = False
+    #: the page opens a notebook the kernel names (``open``; ``create_notebook``)
+    open: bool = False
     #: changes of the page's document this kernel knows of: notices, and the replies of
     #: requests that changed it (each reply carries the count as ``CHANGES_SEEN``)
     changes: int = 0

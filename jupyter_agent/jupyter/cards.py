@@ -276,6 +276,12 @@ def describe_rule(text: str, cwd: Path | str | None = None) -> str:
     return f"{tools} of {pattern}"
 
 
+#: The tools whose approval is a question then code to run (their ``PermissionAsk`` message):
+#: what the card calls that code.
+CELL_CODE_ASKS = {"NotebookRun": "the cell's code", "NotebookRunCells": "every cell's code",
+                  "KernelRun": "the code"}
+
+
 def asker_html(asker: str) -> str:
     """Who asks, when it is an outside agent: its name as text (escaped, invisible characters
     marked), on a line of its own, never part of the question."""
@@ -287,8 +293,8 @@ def asker_html(asker: str) -> str:
 
 def approval_extent(tool_name: str, input: dict[str, Any], message: str = "", diff: str | None = None) -> str:
     """What the Allow side says about how much the card shows: all of it, and how long."""
-    if tool_name == "NotebookRun":
-        shown, what = code_ask_parts(tool_name, input, message)[1], "the cell's code"
+    if tool_name in CELL_CODE_ASKS:
+        shown, what = code_ask_parts(tool_name, input, message)[1], CELL_CODE_ASKS[tool_name]
     elif tool_name == "Bash":
         shown, what = code_ask_parts(tool_name, input, message)[1], "the command"
     elif diff:
@@ -315,7 +321,7 @@ def approval_html(tool_name: str, input: dict[str, Any], message: str = "", diff
         warning = (f'<div class="ja-invisible" style="color:{ERROR};font-weight:bold">{ICONS["warning"]} '
                    f"{esc(INVISIBLE_WARNING)}</div>")
     warning = asker_html(asker) + warning
-    if tool_name == "NotebookRun":
+    if tool_name in CELL_CODE_ASKS:
         # the tool's own question names the cell as the page numbers it (NotebookRun.check_permissions)
         head, source = code_ask_parts(tool_name, input, message)
         title = f"<b>{ICONS['ask']} {esc(relative(head, cwd))}?</b>"

@@ -65,11 +65,12 @@ def traceback_text(error: Any) -> str:
     return redact(strip_ansi(text))
 
 
-def error_help_request(action: ErrorHelp, data: dict[str, Any]) -> tuple[str, str]:
-    """(the prompt shown, the note the model gets with it) for a ``fix`` or ``explain``
-    request; ValueError (said in the panel) when the page sent no cell."""
+def error_help_request(action: ErrorHelp, data: dict[str, Any]) -> tuple[str, str, QuotedCell]:
+    """(the prompt shown, the note the model gets with it, the cell) for a ``fix`` or
+    ``explain`` request; ValueError (said in the panel) when the page sent no cell."""
     cell = quoted_cell(data.get("cell"))
     if cell is None:
         raise ValueError("That error output's cell could not be read; nothing was started.")
     above = _cells(data.get("above"), MAX_CELLS_ABOVE)
-    return error_help_prompt(action, cell), error_help_context(action, cell, traceback_text(data.get("error")), above)
+    return (error_help_prompt(action, cell), error_help_context(action, cell, traceback_text(data.get("error")), above),
+            cell)

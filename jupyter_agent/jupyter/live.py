@@ -194,7 +194,16 @@ def live_notebook(shell: Any, bridge: Any, client_id: str, where: PageNotebook, 
         where.key, bridge, client_id, is_busy=tracker.busy if tracker else None, absent=absent,
         hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
         namespace=_namespace_of(shell), file_fallback=not where.remote, run_here=self_runner(shell),
-        successor=successor(bridge, session, client_id, where.key) if session is not None else None)
+        successor=successor(bridge, session, client_id, where.key) if session is not None else None,
+        history=_history_of(shell))
+
+
+def _history_of(shell: Any) -> Callable[[], list[str]] | None:
+    """This kernel's raw input history by execution count (what ran under each count)."""
+    manager = getattr(shell, "history_manager", None)
+    if manager is None or not hasattr(manager, "input_hist_raw"):
+        return None
+    return lambda: list(manager.input_hist_raw)
 
 
 def _namespace_of(shell: Any) -> Callable[[], dict[str, int]] | None:

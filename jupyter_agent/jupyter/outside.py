@@ -46,10 +46,12 @@ class OutsideHub:
     def __init__(self, session: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.session = session
         self.loop = loop or asyncio.get_event_loop()
-        #: client name -> its current run (a new one once the last was undone)
-        self.runs: dict[str, Any] = {}
-        #: client name -> the notebooks' versions it last read (the stale-edit check)
-        self.reads: dict[str, dict[str, FileReadRecord]] = {}
+        #: (client name, connection) -> its current run (a new one once the last was undone).
+        #: The connection is the client's MCP session ('' without one): two clients of the
+        #: same name (two Claude Code sessions) keep their own reads and undo.
+        self.runs: dict[tuple[str, str], Any] = {}
+        #: (client name, connection) -> the notebooks' versions it last read (the stale-edit check)
+        self.reads: dict[tuple[str, str], dict[str, FileReadRecord]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- comms (any thread) ----------------------------------------------------------------
@@ -104,14 +106,28 @@ class OutsideHub:
                           f"{version!r}: restart the kernel after installing the same jupyter-agent as the server.")
         op, path, args = data.get("op"), data.get("path"), data.get("args")
         client = str(data.get("client") or "an MCP client")[:200]
+        connection = str(data.get("connection") or "")[:200]
         if op not in OPS or not isinstance(path, str) or not isinstance(args, dict):
             raise Refused(f"Malformed call: op {op!r}.")
         if op == "variables":  # the kernel's own: no page needed
             return {"ok": True, "content": [{"type": "text", "text": self._variables()}]}
+        if op == "active":  # what the pages of this kernel say of their notebook (read-only)
+            from .outside_focus import focus_of_pages
+
+            return await focus_of_pages()
         page, where = self._page_for(path)
         if op == "page":  # (_page_for refused if none shows it)
             return {"ok": True, "content": []}
-        run = self.run_for(client)
+        run = self.run_for(client, connection)
+        if op == "create":  # a new notebook, written as the agent's Write, opened in this page
+            from .outside_create import CannotCreate, create_notebook
+
+            try:
+                result, said = await create_notebook(run, page, where, args, progress)
+            except CannotCreate as exc:
+                raise Refused(str(exc)) from None
+            content = [{"type": "text", "text": said}] if said else blocks_of(result.block.get("content"))
+            return {"ok": bool(said), "outcome": result.outcome.value, "content": content}
         if op == "restart":  # the user's decision only: the server restarts the kernel
             result = await run.ask_restart(where.key, self._names(), page.client_id)
             if not result.block.get("is_error"):
@@ -119,6 +135,8 @@ class OutsideHub:
             return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                     "content": blocks_of(result.block.get("content"))}
         document = self._document(run, page, where)
+        if op == "exec":  # scratch code: no cell, so no stale check (the card shows the whole code)
+            return await self._execute(run, where.key, args, progress, page.client_id)
         if op == "read":
             return await self._read(run, document, where.key, args)
         if op == "output":
@@ -126,14 +144,15 @@ class OutsideHub:
         await self._check_read(run, document, where.key, path)
         return await self._change(run, where.key, op, args, progress, page.client_id)
 
-    def run_for(self, client: str) -> Any:
-        """The client's current run (a new one, shown by the panel, when it has none or its
-        last was undone)."""
+    def run_for(self, client: str, connection: str = "") -> Any:
+        """The client's current run on ``connection`` (a new one, shown by the panel, when it
+        has none or its last was undone)."""
         from .outside_run import OutsideRun
 
-        run = self.runs.get(client)
+        key = (client, connection)
+        run = self.runs.get(key)
         if run is None or run.undone:
-            run = self.runs[client] = OutsideRun(self.session, client, self.reads.setdefault(client, {}))
+            run = self.runs[key] = OutsideRun(self.session, client, self.reads.setdefault(key, {}))
             self.session.runs.append(run)
             for listener in list(self.session.listeners):  # the panel shows it
                 try:
@@ -247,6 +266,8 @@ class OutsideHub:
 
     async def _change(self, run: Any, key: str, op: str, args: dict[str, Any], progress: Any = None,
                       page: str = "") -> dict[str, Any]:
+        if op == "run_range":
+            return await self._run_range(run, key, args, progress, page)
         if op == "run":
             name, tool_input = "NotebookRun", {"notebook_path": key, "cell_id": args.get("cell_id")}
         else:
@@ -259,7 +280,35 @@ class OutsideHub:
                 tool_input["cell_type"] = args["cell_type"]
         if tool_input.get("cell_id") is not None:
             self._check_cell(run, key, str(tool_input["cell_id"]))
-        result = await run.call_tool(name, tool_input, progress, page)
+        from ..tools.notebook_run import NotebookRun
+        from .outside_edit import OutsideNotebookEdit
+
+        result = await run.call_tool(name, tool_input, progress, page, tools=[OutsideNotebookEdit(), NotebookRun()])
+        return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
+                "content": blocks_of(result.block.get("content"))}
+
+    async def _execute(self, run: Any, key: str, args: dict[str, Any], progress: Any, page: str) -> dict[str, Any]:
+        """``execute_code``: scratch code in this kernel, as the agent's own KernelRun (its rules,
+        ``KernelRun(path)``, the policy, the card with the whole code; no cell, nothing saved)."""
+        from ..tools.kernel_run import KernelRun
+
+        tool_input = {"notebook_path": key, "code": str(args.get("code") or ""),
+                      "timeout": (_int(args.get("timeout_seconds"), 60) or 60) * 1000}
+        result = await run.call_tool("KernelRun", tool_input, progress, page, tools=[KernelRun()])
+        return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
+                "content": blocks_of(result.block.get("content"))}
+
+    async def _run_range(self, run: Any, key: str, args: dict[str, Any], progress: Any, page: str) -> dict[str, Any]:
+        """``run_cells``: the range's code cells in order, asked once, as the agent's own
+        NotebookRunCells (its rules, ``NotebookRunCells(path)``, the policy, the card with every cell)."""
+        from ..tools.notebook_run_cells import NotebookRunCells
+
+        tool_input: dict[str, Any] = {"notebook_path": key}
+        for ours, theirs in (("start_cell_id", "from_cell_id"), ("end_cell_id", "to_cell_id")):
+            if args.get(ours):
+                self._check_cell(run, key, str(args[ours]))
+                tool_input[theirs] = args[ours]
+        result = await run.call_tool("NotebookRunCells", tool_input, progress, page, tools=[NotebookRunCells()])
         return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
                 "content": blocks_of(result.block.get("content"))}
 

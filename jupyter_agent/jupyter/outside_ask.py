@@ -40,6 +40,10 @@ def asked_what(tool_name: str, tool_input: dict[str, Any]) -> str:
     """The call in a few words, as the notification says it ("... asks to run a cell in ...")."""
     if tool_name == "NotebookRun":
         return "run a cell"
+    if tool_name == "NotebookRunCells":
+        return "run cells"
+    if tool_name == "KernelRun":
+        return "run code in the kernel"
     if tool_name == "NotebookRestart":
         return "restart the kernel"
     if tool_name == "NotebookEdit":

@@ -63,6 +63,9 @@ class OutsideRun:
         #: "Always allow"s), this run's record of changes, the client's reads (stale checks)
         self.context = ToolContext(cwd=conv.context.cwd, permissions=conv.permissions, read_file_state=reads,
                                    services=Services(self.changes))
+        from ..notebook.session import tool_session
+
+        tool_session(self.context).save_full_tracebacks = False  # (its read_output gives the whole output)
         self.broker = ApprovalCards(None, self.model, conv.permissions)
         self.conversation = None  # no conversation of the model's (its history is the client's)
         self.run = self  # (the panel keeps runs by their loop run)

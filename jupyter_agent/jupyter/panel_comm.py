@@ -142,12 +142,15 @@ class PanelHub:
         self._error_help("explain", data)
 
     def _error_help(self, action: Any, data: dict[str, Any]) -> None:
+        from ..prompts import MAX_QUOTED_SOURCE
         from .cell_help import error_help_request
 
-        prompt, context = error_help_request(action, data)
+        prompt, context, cell = error_help_request(action, data)
+        shown_whole = len(cell.source) <= MAX_QUOTED_SOURCE  # (a longer source was quoted cut)
         with self.shown.started_from_panel():
             self.session.start(prompt, batch=False, view=False, context=context,
-                               permission_mode="plan" if action == "explain" else None)
+                               permission_mode="plan" if action == "explain" else None,
+                               clicked_cell=(cell.id, cell.source) if shown_whole else None)
 
     def _op_compact(self, comm: Any, data: dict[str, Any]) -> None:
         """Summarise the conversation now (the panel's Compact button, ``%agent compact``);

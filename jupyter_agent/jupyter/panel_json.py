@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 #: Longest text of one tool input or result part sent to the panel (cut in the middle).
 MAX_PART = 6000
 #: Tools whose ask carries code after its question (the cell, the command line).
-CODE_ASKS = ("NotebookRun", "Bash")
+CODE_ASKS = ("NotebookRun", "NotebookRunCells", "KernelRun", "Bash")
 
 
 def cut_text(text: str, limit: int = MAX_PART) -> str:

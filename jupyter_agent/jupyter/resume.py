@@ -11,7 +11,9 @@ its session rules, its runs' undo records (``%agent runs`` lists them, ``%agent 
 puts them back). When the file comes from another kernel process than this one
 (:data:`KERNEL_EPOCH`), the model is told, in the user context of every request of the
 resumed conversation (data, not the user's words), that the kernel restarted and which
-of the names it held are gone.
+of the names it held are gone. A file that is not the user's alone (another owner, or
+others may write it: ``saved_conversation.not_yours_alone``) is refused whole: its
+history, rules and runs could be someone else's words.
 """
 
 from __future__ import annotations
@@ -227,6 +229,11 @@ def resume(session: Any) -> tuple[SavedConversation, list[str]]:
         saved = load(path)
     except SavedConversationError as exc:
         raise ResumeRefused(str(exc)) from None
+    if saved.foreign:  # its history, rules and undo records could all be someone else's words
+        raise ResumeRefused(f"The saved conversation {path} was not resumed: {saved.foreign}, so another user could "
+                            "have written its history, rules and undo records, and nothing of it was taken. If "
+                            "the file is yours, make it yours alone (`chmod go-w`); otherwise delete it, or start "
+                            "afresh with `%agent new`.")
     if not saved.messages:
         raise ResumeRefused(f"The saved conversation {path} holds no usable history"
                             + (f" ({'; '.join(saved.notes)})" if saved.notes else "") + ".")

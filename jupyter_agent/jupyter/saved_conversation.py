@@ -10,10 +10,11 @@ model can be told which variables are gone.
 
 Reading it back treats it as data from anyone (docs/tools.md, "Resuming a conversation"):
 every field is checked for its type, unknown blocks are dropped, the history is repaired
-by the loop's pairing rule, rules are parsed (and taken only from a file no one else can
-write), names must be identifiers. What was dropped or repaired is listed in
-:attr:`SavedConversation.notes`; a file that cannot be read at all raises
-:class:`SavedConversationError`, which says what to do.
+by the loop's pairing rule, rules are parsed, names must be identifiers. A file that is not
+its reader's alone (:func:`not_yours_alone`: another owner, or others may write it) gives
+no rules and no undo records, and ``%agent resume`` refuses it whole (``resume.py``). What
+was dropped or repaired is listed in :attr:`SavedConversation.notes`; a file that cannot
+be read at all raises :class:`SavedConversationError`, which says what to do.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import keyword
 import logging
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +90,8 @@ class SavedConversation:
     notes: list[str] = field(default_factory=list)
     #: messages of the conversation the resume set aside (not in the file)
     replaced: int = 0
+    #: why the file is not its reader's alone ("" when it is): see :func:`not_yours_alone`
+    foreign: str = ""
 
 
 # -- where --------------------------------------------------------------------------------------
@@ -200,9 +204,21 @@ def _changes_json(changes: RunChanges, budget: list[int]) -> tuple[dict[str, Any
 
 # -- reading ------------------------------------------------------------------------------------
 
+def not_yours_alone(st: os.stat_result) -> str:
+    """Why a file someone else could have written is not its reader's alone ("" when it
+    is: owned by this user, writable by no one else). Rules, undo records and history are
+    taken only from such a file."""
+    if st.st_uid != os.getuid():
+        return f"it belongs to another user (uid {st.st_uid})"
+    if st.st_mode & 0o022:
+        return f"others may write it (mode {stat.S_IMODE(st.st_mode):o})"
+    return ""
+
+
 def load(path: Path, *, trust_rules: bool | None = None) -> SavedConversation:
-    """Read and check a saved conversation. ``trust_rules`` None: the rules are taken only
-    when the file is its reader's own and no one else can write it."""
+    """Read and check a saved conversation. ``trust_rules`` None: the rules and the undo
+    records are taken only when the file is its reader's alone (:func:`not_yours_alone`;
+    :attr:`SavedConversation.foreign` says why it is not)."""
     try:
         st = path.stat()
         if st.st_size > MAX_FILE_BYTES:
@@ -220,15 +236,16 @@ def load(path: Path, *, trust_rules: bool | None = None) -> SavedConversation:
     if raw.get("version") != VERSION:
         raise SavedConversationError(f"{path} was saved in format version {raw.get('version')!r}; this jupyter-agent "
                                      f"reads version {VERSION}. Start with `%agent new`.")
+    foreign = not_yours_alone(st)
     if trust_rules is None:
-        trust_rules = st.st_uid == os.getuid() and not st.st_mode & 0o022
+        trust_rules = not foreign
     notes: list[str] = []
     saved = SavedConversation(key=_text(raw.get("key")), kernel_epoch=_text(raw.get("kernel_epoch")),
                               saved_at=float(raw["saved_at"]) if isinstance(raw.get("saved_at"), int | float) else 0.0,
-                              notes=notes)
+                              notes=notes, foreign=foreign)
     saved.messages = check_messages(raw.get("messages"), notes)
     saved.rules = _check_rules(raw.get("rules"), notes, trusted=trust_rules)
-    saved.runs = _check_runs(raw.get("runs"), notes)
+    saved.runs = _check_runs(raw.get("runs"), notes, trusted=trust_rules)
     saved.variables = _names(raw.get("variables"))
     return saved
 
@@ -366,8 +383,9 @@ def _usage_of(value: Any) -> Usage | None:
     return usage
 
 
-def _check_runs(value: Any, notes: list[str]) -> list[SavedRun]:
+def _check_runs(value: Any, notes: list[str], *, trusted: bool) -> list[SavedRun]:
     runs: list[SavedRun] = []
+    dropped = 0
     for item in value if isinstance(value, list) else []:
         if not isinstance(item, dict) or not isinstance(item.get("prompt"), str):
             notes.append("left out a run record of an unknown shape")
@@ -377,12 +395,17 @@ def _check_runs(value: Any, notes: list[str]) -> list[SavedRun]:
         run = SavedRun(item["prompt"], str(reason), turns,
                        unsaved=item["unsaved"] if isinstance(item.get("unsaved"), int) else 0,
                        usage=_usage_of(item.get("usage")), offline=item.get("offline") is True)
-        if item.get("changes") is not None:
+        if item.get("changes") is not None and not trusted:
+            dropped += 1
+        elif item.get("changes") is not None:
             try:
                 run.changes = changes_from_json(item["changes"])
             except (KeyError, TypeError, ValueError) as exc:
                 notes.append(f"the undo record of run {len(runs) + 1} was not readable ({exc}): it cannot be undone")
         runs.append(run)
+    if dropped:
+        notes.append(f"the undo records of {dropped} run(s) were not taken back: the file is not yours alone "
+                     "(another user could have written them)")
     return runs
 
 
@@ -396,12 +419,14 @@ def changes_from_json(value: Any) -> RunChanges:
     """A run's undo record from its JSON (TypeError / ValueError / KeyError when it is not one)."""
     _typed(value, dict, "the record")
     changes = RunChanges()
+    changes.saved = True
     for item in _typed(value.get("files", []), list, "files"):
         data = item.get("data")
         record = FileRecord(
             path=_typed(item["path"], str, "a file's path"), existed=_typed(item["existed"], bool, "existed"),
             data=base64.b64decode(_typed(data, str, "data"), validate=True) if data is not None else None,
-            mode=_typed(item["mode"], int, "mode") if item.get("mode") is not None else None,
+            # (permission bits only: a record never makes a file set-user-id)
+            mode=_typed(item["mode"], int, "mode") & 0o777 if item.get("mode") is not None else None,
             before_hash=_typed(item["before_hash"], str, "a hash") if item.get("before_hash") is not None else None,
             after_hash=_typed(item.get("after_hash", ""), str, "a hash"))
         if not os.path.isabs(record.path):
@@ -437,4 +462,5 @@ def changes_from_json(value: Any) -> RunChanges:
 
 
 __all__ = ["FORMAT", "MAX_FILE_BYTES", "SavedConversation", "SavedConversationError", "SavedRun", "VERSION",
-           "changes_from_json", "check_messages", "conversation_key", "encode", "load", "saved_path", "write"]
+           "changes_from_json", "check_messages", "conversation_key", "encode", "load", "not_yours_alone", "saved_path",
+           "write"]

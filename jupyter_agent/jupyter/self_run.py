@@ -114,13 +114,13 @@ class SelfClient:
                 self.ready = True
 
     async def execute(self, code: str, msg_id: str, cell_id: str, *, timeout: float,
-                      abort: asyncio.Event | None) -> Execution:
+                      abort: asyncio.Event | None, store_history: bool = True) -> Execution:
         """Run ``code`` as request ``msg_id`` and collect its outputs (see the module)."""
         async with self.lock:
             await self.subscribe()
             collector = OutputCollector()
             message = self.session.msg("execute_request", {
-                "code": code, "silent": False, "store_history": True, "user_expressions": {},
+                "code": code, "silent": False, "store_history": store_history, "user_expressions": {},
                 "allow_stdin": False, "stop_on_error": False}, metadata={"cellId": cell_id})
             message["header"]["msg_id"] = msg_id
             message["msg_id"] = msg_id
@@ -212,11 +212,12 @@ def self_runner(shell: Any) -> Any:
         return None
 
     async def run(code: str, msg_id: str, cell_id: str, *, timeout: float,
-                  abort: asyncio.Event | None) -> Execution:
+                  abort: asyncio.Event | None, store_history: bool = True) -> Execution:
         global _client
         if _client is None:
             _client = SelfClient(info)
-        return await _client.execute(code, msg_id, cell_id, timeout=timeout, abort=abort)
+        return await _client.execute(code, msg_id, cell_id, timeout=timeout, abort=abort,
+                                     store_history=store_history)
 
     return run
 

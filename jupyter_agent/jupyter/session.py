@@ -212,13 +212,15 @@ class AgentSession:
     def start(self, prompt: str, *, model: str | None = None, permission_mode: str | None = None,
               max_turns: int | None = None, cwd: str | None = None, replay: str | None = None,
               batch: bool | None = None, show_prompt: bool = False, view: bool = True,
-              compact: str | None = None, context: str = "") -> Any:
+              compact: str | None = None, context: str = "", clicked_cell: tuple[str, str] | None = None) -> Any:
         """Start a run of the shared conversation; returns the :class:`AgentRun` at once.
         ``compact`` (an instruction, or ""): the run summarises the history instead (``%agent compact``).
         ``view=False``: no widget (the side panel draws the run and answers its asks).
         ``max_turns`` 0: no limit for this run, whatever the session's default.
         ``context``: a note the model gets before the prompt, not shown as the prompt (where
-        the user is in the notebook, the error a Fix with agent click is about)."""
+        the user is in the notebook, the error a Fix with agent click is about).
+        ``clicked_cell``: (id, source) of the cell such a click quoted: the tools count it as
+        read in the open notebook while its source is still that (``ToolSession.clicked_cell``)."""
         from ..view.runmodel import RunModel
         from .live import bind_notebook  # the live page for this kernel's notebook, or a guard
 
@@ -229,6 +231,7 @@ class AgentSession:
                              permission_mode=permission_mode or conv.permission_mode, cwd=conv.context.cwd)
         self._write_replay_files(conv, model, run_model)
         bound_to = bind_notebook(self, conv, run_model.notice, batch=batch)
+        _note_clicked_cell(conv, clicked_cell)
         run_view, broker = (None, None) if batch else self._approval_surface(run_model, conv, view, show_prompt)
         run = self._send(conv, prompt, broker, run_view, context, model=model, permission_mode=permission_mode,
                          max_turns=max_turns, **({} if compact is None else {"compact": compact}))
@@ -480,3 +483,12 @@ def get_session(shell: Any = None) -> AgentSession:
         if shell is not None and hasattr(shell, "configurables"):
             shell.configurables.append(session.config)
     return session
+
+
+def _note_clicked_cell(conv: Any, clicked: tuple[str, str] | None) -> None:
+    """Tell the tools which cell of the open notebook a click quoted (None: no click)."""
+    from ..notebook.session import tool_session
+
+    session = tool_session(conv.context)
+    page = session.page_notebook
+    session.clicked_cell = (page.key, *clicked) if clicked is not None and page is not None else None

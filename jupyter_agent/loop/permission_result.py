@@ -117,6 +117,9 @@ class PermissionAsk:
     suggested_rules: tuple[str, ...] = ()
     tool_use_id: str = ""
     behavior: Literal["ask"] = "ask"
+    #: why it asks, in a few words for the model ("it runs code", "/x is outside the working
+    #: folders"): what a refusal says when no one can answer ("": the tool's question says it)
+    why: str = ""
     #: who asks when it is not the run's own model: an outside agent's name (and version), as
     #: it gave them. A field of its own, shown escaped beside the question, never inside the
     #: message (whose question and content a front splits).

@@ -240,11 +240,16 @@ async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: T
     if not isinstance(decision, PermissionAsk):
         return decision
     if env.can_use_tool is None:
+        # Written for the model (what, why, what instead); the developer's ways to let such
+        # calls run (can_use_tool=, an allow rule) are in docs/tools.md and the log.
+        log.info("%s was denied: it asks and nothing answers (pass can_use_tool= or an allow rule)", tool.name)
+        why = decision.why or ("running code needs approval" if prepared.runs_code else
+                               "changing a file or notebook needs approval" if prepared.edits_files else
+                               "it needs approval")
         return PermissionDeny(
-            f"{tool.name} needs approval ({decision.message}) and no one is here to give it. "
-            "To let it run: use a front end that shows approval buttons (%%agent, the chat), "
-            "pass can_use_tool=, add an allow rule for it (e.g. allow=('"
-            f"{tool.name}',)), or pick a permission mode that allows it."
+            f"{tool.name} was not run: {why}, and no one is here to give it in this run. Do not call it again "
+            "the same way: do the task with the tools that run without approval (see Permissions in the system "
+            "prompt), or, if it cannot be done without this call, say so in your final answer."
         )
     decision = replace(decision, tool_use_id=context.tool_use_id)  # the UI's card knows its call
     answer = env.can_use_tool(tool.name, raw_input, decision)
@@ -328,3 +333,18 @@ def private_results_dir(wanted: Path | None = None) -> Path:
 
 
 _fallback_dir: Path | None = None
+
+
+def results_dirs(wanted: Path | None = None) -> list[Path]:
+    """The private results folders in use now (made by :func:`private_results_dir`, none
+    made here): a Read inside them reads what the tools wrote there for this user."""
+    folders = [wanted or Path(tempfile.gettempdir()) / f"jupyter-agent-{os.getuid()}", _fallback_dir]
+    found = []
+    for folder in [f for f in folders if f is not None]:
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            found.append(Path(os.path.realpath(folder)))
+    return found

@@ -10,6 +10,7 @@ other handler of the server asks the server's identity provider, which does not 
 
 from __future__ import annotations
 
+import enum
 import hmac
 import logging
 import os
@@ -23,11 +24,38 @@ from .protocol import TOKEN_ENV
 log = logging.getLogger(__name__)
 
 ENV = TOKEN_ENV
-#: What a refused request is told (the status stays the server's: 403).
-REFUSED = ("jupyter-agent's MCP endpoint: the token is missing or wrong. Send the header "
-           "'Authorization: token TOKEN' (or 'Bearer TOKEN') with the Jupyter server's token, or with the "
-           f"endpoint's own token ({ENV} or c.JupyterAgentMcp.token in the server's config). "
-           "docs/mcp-server.md says how.")
+
+
+class Refusal(enum.Enum):
+    """Why the endpoint refused a request."""
+
+    NO_TOKEN = "no-token"  # 401
+    WRONG_TOKEN = "wrong-token"  # 401
+    HOST = "host"  # 403: a Host header the server does not serve (DNS rebinding), whatever the token
+
+
+_WHAT_TO_SEND = ("Send the header 'Authorization: token TOKEN' (or 'Bearer TOKEN'), or ?token=TOKEN in the URL, "
+                 f"with the Jupyter server's token, or with the endpoint's own token ({ENV} or "
+                 "c.JupyterAgentMcp.token in the server's config). docs/mcp-server.md says how.")
+_MESSAGES = {
+    Refusal.NO_TOKEN: "jupyter-agent's MCP endpoint: no token was sent. " + _WHAT_TO_SEND,
+    Refusal.WRONG_TOKEN: "jupyter-agent's MCP endpoint: the token is wrong. " + _WHAT_TO_SEND,
+    Refusal.HOST: ("jupyter-agent's MCP endpoint: the request's Host header names a host this Jupyter server does "
+                   "not serve, so it is refused whatever the token (a guard against DNS rebinding). Connect to the "
+                   "server by the address it listens on (127.0.0.1 or localhost), or start it with "
+                   "--ServerApp.allow_remote_access=True (or add the name to ServerApp.local_hostnames)."),
+}
+#: The ``WWW-Authenticate`` challenge of a 401 (RFC 6750).
+CHALLENGE = {
+    Refusal.NO_TOKEN: 'Bearer realm="jupyter-agent-mcp"',
+    Refusal.WRONG_TOKEN: 'Bearer realm="jupyter-agent-mcp", error="invalid_token"',
+    Refusal.HOST: 'Bearer realm="jupyter-agent-mcp"',
+}
+
+
+def refusal_message(why: Refusal) -> str:
+    """What a refused request is told (its JSON ``message``): why, and what to send."""
+    return _MESSAGES[why]
 
 
 class JupyterAgentMcp(Configurable):

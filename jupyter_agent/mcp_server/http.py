@@ -20,7 +20,7 @@ from jupyter_server.auth import User
 from jupyter_server.base.handlers import APIHandler, JupyterHandler
 from tornado import web
 
-from .auth import REFUSED, matches, token_given
+from .auth import CHALLENGE, Refusal, matches, refusal_message, token_given
 from .protocol import PATH
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,8 @@ class McpHandler(APIHandler):
     def initialize(self, mcp_app: McpApp) -> None:
         self.mcp_app = mcp_app
         self._gone = asyncio.Event()
+        #: the Content-Type of the answer the SDK started (None: none started; '': no body)
+        self._content_type: str | None = None
 
     def check_xsrf_cookie(self) -> None:
         """An MCP client is no browser: a token-authenticated call needs no XSRF cookie (the
@@ -84,24 +86,53 @@ class McpHandler(APIHandler):
 
     async def prepare(self) -> None:  # type: ignore[override]
         """The endpoint's own token, else the server's authentication (never a redirect to the
-        login page: an MCP client is no browser; a refusal says what to send)."""
-        if matches(token_given(self.request.headers, self.get_query_argument("token", None)), self.mcp_app.token):
-            if not self.check_host():
-                raise web.HTTPError(403)
+        login page: an MCP client is no browser; a refusal says what to send). The Host is
+        checked first, so a refused Host is said as such whatever the token."""
+        #: why the request is refused (None: it is not)
+        self._refusal: Refusal | None = None
+        if not self.check_host():
+            self._refuse(Refusal.HOST, 403)
+        given = token_given(self.request.headers, self.get_query_argument("token", None))
+        if matches(given, self.mcp_app.token):
             self.current_user = self._jupyter_current_user = User(username="jupyter-agent-mcp")
             return
-        await JupyterHandler.prepare(self, _redirect_to_login=False)
+        try:
+            await JupyterHandler.prepare(self, _redirect_to_login=False)
+        except web.HTTPError:
+            if self.current_user is not None:  # (a browser's cookie without its XSRF token)
+                raise
         if self.current_user is None:
-            raise web.HTTPError(403)
+            self._refuse(Refusal.NO_TOKEN if given is None else Refusal.WRONG_TOKEN, 401)
         if not self.check_origin():
             raise web.HTTPError(404)
 
+    def _refuse(self, why: Refusal, status: int) -> None:
+        self._refusal = why
+        self.current_user = self._jupyter_current_user = None
+        raise web.HTTPError(status)
+
     def write_error(self, status_code: int, **kwargs: Any) -> None:
-        if status_code in (401, 403) and getattr(self, "_jupyter_current_user", None) is None:
-            self.set_header("Content-Type", "application/json")
-            self.finish({"message": REFUSED})
+        why = getattr(self, "_refusal", None)
+        if why is not None:
+            self.clear_header("Content-Type")
+            if status_code == 401:  # (RFC 6750: what to send, for a client that reads the challenge)
+                self.set_header("WWW-Authenticate", CHALLENGE[why])
+            self._content_type = "application/json"
+            self.finish({"message": refusal_message(why)})
             return
         super().write_error(status_code, **kwargs)
+
+    def finish(self, *args: Any, **kwargs: Any) -> Any:
+        """The response's end, its Content-Type the one the SDK gave (``APIHandler.finish``
+        would set ``application/json`` over a stream of server-sent events); none for an
+        answer without a body (a notification's 202)."""
+        content_type = getattr(self, "_content_type", None)
+        if content_type is None:
+            return super().finish(*args, **kwargs)
+        if content_type:
+            return super().finish(*args, set_content_type=content_type, **kwargs)
+        self.update_api_activity()
+        return web.RequestHandler.finish(self, *args, **kwargs)
 
     def on_connection_close(self) -> None:
         self._gone.set()
@@ -150,8 +181,20 @@ class McpHandler(APIHandler):
             if message["type"] == "http.response.start":
                 self.set_status(message["status"])
                 self.clear_header("Content-Type")
+                self._content_type = ""
                 for key, value in message.get("headers") or []:
-                    self.add_header(key.decode("latin-1"), value.decode("latin-1"))
+                    name, text = key.decode("latin-1"), value.decode("latin-1")
+                    if name.lower() == "content-type":
+                        self._content_type = text
+                    self.add_header(name, text)
+                if self._content_type.startswith("text/event-stream") and request.method == "GET":
+                    # The session's own stream (GET): its headers now, not with its first event,
+                    # which may come much later (or never).
+                    self.set_header("Content-Type", self._content_type)
+                    try:
+                        await self.flush()
+                    except Exception:  # the client went away
+                        self._gone.set()
             elif message["type"] == "http.response.body":
                 if self._finished:  # the stream's end, after the answer ended the response
                     return

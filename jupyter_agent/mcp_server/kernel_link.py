@@ -14,6 +14,7 @@ websocket to the gateway instead (``gateway.py``), its restarts told by its sess
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import posixpath
 import uuid
@@ -21,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from .gateway import GONE, GatewayChannels, is_gateway_kernel
-from .protocol import RUN_TAG_PREFIX, TARGET, VERSION, comm_of_run
+from .protocol import RUN_TAG_PREFIX, TARGET, VERSION, Caller, comm_of_run
 from .runs import DEFAULT_WAIT_S, MAX_WAIT_S, RunHandle, RunRegistry, RunState, status_reply, still_running
+from .focus import active_text
 from .tools import OutsideError
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,11 @@ ALIVE_EVERY_S = 2.0
 READY_TIMEOUT_S = 30.0
 #: Seconds ``interrupt`` waits for the interrupted run's answer (else it says "still running").
 INTERRUPT_WAIT_S = 20.0
+#: Seconds execute_code waits beyond its code's time limit (the user's approval) before it
+#: answers "still running" with a run_id.
+EXEC_APPROVAL_WAIT_S = 30.0
+#: Seconds active_notebook waits for each notebook's kernel (one busy with a cell is left out).
+ACTIVE_WAIT_S = 5.0
 #: After a restart's %load_ext: seconds between empty runs (the page's side panel and bridge
 #: connect again after a cell they see run), and the most seconds to wait for the page to be back.
 PANEL_NUDGE_EVERY_S, PAGE_BACK_S = 0.5, 30.0
@@ -282,35 +289,74 @@ class ServerBackend:
 
         return session, kernel_id, comms, alive
 
-    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
+    async def call(self, path: str, op: str, args: dict[str, Any], client: Caller,
                    progress: Any = None) -> dict[str, Any]:
         session, kernel_id, comms, alive = await self._reach(path)
-        if op == "run":
-            return await self._run(session, kernel_id, comms, alive, dict(args), client, progress)
-        data = {"v": VERSION, "op": op, "path": session["path"], "args": args, "client": client}
-        return await comms.call(data, alive, progress)
+        if op in ("run", "run_range", "exec"):
+            return await self._run(session, kernel_id, comms, alive, op, dict(args), client, progress)
+        return await comms.call(call_data(op, session["path"], args, client), alive, progress)
 
-    async def _run(self, session: dict[str, Any], kernel_id: str, comms: KernelComms, alive: Any,
-                   args: dict[str, Any], client: str, progress: Any) -> dict[str, Any]:
-        """A cell run, in a task of its own: its answer if it ends within ``wait_seconds``,
-        else "still running" with its id (``runs.py``)."""
-        wait_s = min(float(args.pop("wait_seconds", DEFAULT_WAIT_S)), MAX_WAIT_S)
-        handle = RunHandle(path=session["path"], cell_id=str(args.get("cell_id")), kernel_id=kernel_id, owner=client,
+    async def _run(self, session: dict[str, Any], kernel_id: str, comms: KernelComms, alive: Any, op: str,
+                   args: dict[str, Any], client: Caller, progress: Any) -> dict[str, Any]:
+        """A cell run (or scratch code: ``exec``), in a task of its own: its answer if it ends
+        within ``wait_seconds`` (scratch code: its time limit and the approval's time), else
+        "still running" with its id (``runs.py``)."""
+        if op == "exec":
+            wait_s = min(float(args.get("timeout_seconds", 60)) + EXEC_APPROVAL_WAIT_S, MAX_WAIT_S)
+        else:
+            wait_s = min(float(args.pop("wait_seconds", DEFAULT_WAIT_S)), MAX_WAIT_S)
+        cell_id = (str(args.get("cell_id")) if op == "run" else "(scratch code)" if op == "exec" else
+                   f"cells {args.get('start_cell_id') or 'first'}..{args.get('end_cell_id') or 'last'}")
+        handle = RunHandle(path=session["path"], cell_id=cell_id, kernel_id=kernel_id, owner=client,
                            progress=progress)
-        data = {"v": VERSION, "op": "run", "path": session["path"], "args": args, "client": client}
-        self.runs.start(handle, comms.call(data, alive, handle.report, watch=handle))
+        self.runs.start(handle, comms.call(call_data(op, session["path"], args, client), alive, handle.report,
+                                           watch=handle))
         assert handle.task is not None
         try:
             await asyncio.wait({handle.task}, timeout=wait_s)  # (not cancelled with this request)
         except asyncio.CancelledError:  # the client went away: the cell goes on (runs.py)
             handle.progress = None
             log.info("the client %r of %s went away; cell %s of %s goes on, shown in the page and the panel",
-                     client, handle.id, handle.cell_id, handle.path)
+                     client.name, handle.id, handle.cell_id, handle.path)
             raise
         if not handle.task.done():
             handle.progress = None
             return still_running(handle, wait_s)
         return handle.task.result()  # (an OutsideError: said as it is)
+
+    async def focus_pages(self, client: Caller) -> list[dict[str, Any]]:
+        """What each open notebook's pages say of it (``focus``, ``jupyter/outside_focus.py``),
+        with ``"unasked": True`` entries for the notebooks whose kernel did not answer (busy
+        with a cell, or without jupyter-agent) within ``ACTIVE_WAIT_S``."""
+        pages: list[dict[str, Any]] = []
+        for listed in await self._sessions():
+            try:
+                session, _, comms, alive = await self._reach(listed["path"])
+                reply = await asyncio.wait_for(comms.call(call_data("active", session["path"], {}, client), alive),
+                                               ACTIVE_WAIT_S)
+                said = json.loads(reply["content"][0]["text"]) if reply.get("ok") else []
+            except (TimeoutError, OutsideError, ValueError, KeyError, IndexError):
+                log.debug("%s did not say its focus", listed["path"], exc_info=True)
+                pages.append({"path": listed["path"], "unasked": True})
+                continue
+            pages.extend({**p, "path": session["path"]} for p in said if isinstance(p, dict))
+        return pages
+
+    async def active(self, client: Caller) -> dict[str, Any]:
+        """``active_notebook``: the current notebook the user worked in last, its active cell."""
+        pages = await self.focus_pages(client)
+        text = active_text([p for p in pages if not p.get("unasked")], [p["path"] for p in pages if p.get("unasked")])
+        return {"ok": True, "content": [{"type": "text", "text": text}]}
+
+    async def create(self, path: str, open_from: str | None, client: Caller) -> dict[str, Any]:
+        """``create_notebook`` (``create.py``)."""
+        from .create import create_notebook
+
+        return await create_notebook(self, path, open_from, client)
+
+    @staticmethod
+    def same_path(a: str, b: str) -> bool:
+        return _norm(a) == _norm(b)
 
     async def run_status(self, run_id: str) -> dict[str, Any]:
         """``run_status``: where the run is, its outputs so far, its result once ended."""
@@ -320,11 +366,11 @@ class ServerBackend:
                                "restart forgets them). run_cell gives a run_id when its cell runs long.")
         return status_reply(handle)
 
-    async def interrupt(self, path: str, run_id: str | None, client: str) -> dict[str, Any]:
+    async def interrupt(self, path: str, run_id: str | None, client: Caller) -> dict[str, Any]:
         """``interrupt``: the kernel's interrupt (as the page's Stop button), only while a cell
         ``client`` ran executes; the run's result once the cell has ended. Whose a run is: the
-        client as it names itself (the card's name; the kernel keys its undo run by it too),
-        as the protocol's newest HTTP transport keeps no session from one request to the next."""
+        caller's, its name and MCP session (the kernel keys its undo run by both too); on the
+        protocol's sessionless 2026-07-28 transport, its name alone."""
         _, kernel_id, _, _ = await self._reach(path)
         if run_id is not None:
             handle = self.runs.get(run_id)
@@ -365,17 +411,16 @@ class ServerBackend:
             await asyncio.wait({handle.task}, timeout=max(1.0, deadline - loop.time()))
         return status_reply(handle)
 
-    async def restart(self, path: str, client: str) -> dict[str, Any]:
+    async def restart(self, path: str, client: Caller) -> dict[str, Any]:
         """``restart_kernel``: the kernel asks the user (NotebookRestart's card, naming the
         client and what is lost); once allowed, the kernel's manager restarts it (the page
         follows, as when the user restarts) and jupyter-agent is loaded in the fresh kernel,
         so the client's next call works. Denied: the kernel's answer, nothing restarted."""
         session, kernel_id, comms, alive = await self._reach(path)
-        data = {"v": VERSION, "op": "restart", "path": session["path"], "args": {}, "client": client}
-        reply = await comms.call(data, alive)
+        reply = await comms.call(call_data("restart", session["path"], {}, client), alive)
         if not reply.get("ok"):
             return reply
-        log.info("restarting the kernel of %s for %s (allowed by the user)", path, client)
+        log.info("restarting the kernel of %s for %s (allowed by the user)", path, client.name)
         result = self.app.kernel_manager.restart_kernel(kernel_id)
         if asyncio.iscoroutine(result):
             await result
@@ -390,7 +435,7 @@ class ServerBackend:
                 "Call read_cells, then run the cells you need again, in order.")
         return {"ok": failed is None, "content": [{"type": "text", "text": text}]}
 
-    async def _page_back(self, path: str, client: str) -> bool:
+    async def _page_back(self, path: str, client: Caller) -> bool:
         """After a restart: whether the page showing ``path`` connected to the fresh kernel
         within ``PAGE_BACK_S``. Its side panel and bridge connect again after a cell they see
         run, and the page's websocket may still be reconnecting to the new kernel's IOPub when
@@ -399,8 +444,7 @@ class ServerBackend:
         while True:
             session, _, comms, alive = await self._reach(path)  # the fresh kernel's
             await comms.execute_quietly("")
-            data = {"v": VERSION, "op": "page", "path": session["path"], "args": {}, "client": client}
-            if (await comms.call(data, alive)).get("ok"):
+            if (await comms.call(call_data("page", session["path"], {}, client), alive)).get("ok"):
                 return True
             if asyncio.get_event_loop().time() > deadline:
                 return False
@@ -420,6 +464,12 @@ class ServerBackend:
         for comms in self.comms.values():
             comms.close()
         self.comms.clear()
+
+
+def call_data(op: str, path: str, args: dict[str, Any], client: Caller) -> dict[str, Any]:
+    """A call's comm-open data (``protocol.py``)."""
+    return {"v": VERSION, "op": op, "path": path, "args": args, "client": client.name,
+            "connection": client.connection}
 
 
 def _norm(path: str) -> str:

@@ -2,10 +2,11 @@
 
 The server opens a comm to :data:`TARGET` (registered at ``%load_ext jupyter_agent``:
 ``jupyter/outside.py``) with the call as the open's data, ``{"v", "op", "path", "args",
-"client"}``; the kernel answers with one comm message, ``{"v", "ok", "content": [blocks],
-"error"}`` (blocks: ``{"type": "text", "text"}`` or ``{"type": "image", "data",
-"mime_type"}``), then closes the comm; before it, a long call may send ``{"v", "progress":
-text}`` messages. A kernel without the target closes the comm at once.
+"client", "connection"}`` (the caller's name and MCP session: :class:`Caller`); the kernel
+answers with one comm message, ``{"v", "ok", "content": [blocks], "error"}`` (blocks:
+``{"type": "text", "text"}`` or ``{"type": "image", "data", "mime_type"}``), then closes
+the comm; before it, a long call may send ``{"v", "progress": text}`` messages. A kernel
+without the target closes the comm at once.
 
 A cell the call runs is sent to the kernel as an ``execute_request`` whose id starts with
 :func:`run_tag` of the call's comm id: the server, which reads the kernel's IOPub, knows
@@ -17,6 +18,8 @@ the run's outputs as they come (``run_status`` shows them while the cell still r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 #: The streamable-HTTP endpoint, under the Jupyter server's base URL.
 PATH = "jupyter-agent/mcp"
 TARGET = "jupyter_agent.outside"
@@ -25,11 +28,22 @@ VERSION = 1
 #: The environment variable with the endpoint's own token (``auth.py``; ``jupyter agent mcp``
 #: sends it). Here, not in ``auth.py``: the CLI reads it without importing traitlets.
 TOKEN_ENV = "JUPYTER_AGENT_MCP_TOKEN"
-OPS = ("read", "output", "variables", "insert", "replace", "delete", "run", "restart", "page")
+OPS = ("read", "output", "variables", "insert", "replace", "delete", "run", "run_range", "exec", "active", "create",
+       "restart", "page")
 #: ``page``: whether a page with jupyter-agent shows the notebook on this kernel (no tool: the
 #: server asks it after a restart, before it tells the client its next call works).
 #: What the execute requests of an outside call's cell runs start their id with (+ comm id + "-").
 RUN_TAG_PREFIX = "outside-"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who calls: the client's name as its ``initialize`` says it (shown on the cards) and its
+    connection, the MCP session id ('' for a request of the sessionless 2026-07-28 protocol).
+    Reads, runs, undo and interrupts are kept per caller: two clients of one name apart."""
+
+    name: str
+    connection: str = ""
 
 
 def run_tag(comm_id: str) -> str:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..redact import redact
+from .protocol import Caller
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class RunHandle:
     path: str
     cell_id: str
     kernel_id: str
-    owner: str  # the client that started it, by its name (only it may interrupt it)
+    owner: Caller  # the client that started it (only it may interrupt it)
     id: str = field(default_factory=lambda: "run-" + uuid.uuid4().hex[:12])
     started: float = field(default_factory=time.monotonic)
     ended: float | None = None
@@ -87,6 +88,7 @@ class RunHandle:
         if kind == "execute_input":  # (published right before the cell's code runs)
             self.executing = True
             self.executing_since = time.monotonic()
+            self.cell_over = False  # (run_cells: the range's next cell; an interrupt may reach it)
         elif kind == "status" and content.get("execution_state") == "idle" and self.executing_since is not None:
             self.cell_over = True  # (the call's answer follows: the kernel formats it first)
         elif kind == "stream":
@@ -137,7 +139,7 @@ class RunRegistry:
     def get(self, run_id: str) -> RunHandle | None:
         return self.runs.get(run_id)
 
-    def running(self, kernel_id: str, owner: str) -> list[RunHandle]:
+    def running(self, kernel_id: str, owner: Caller) -> list[RunHandle]:
         """``owner``'s runs on the kernel that have not ended."""
         return [h for h in self.runs.values() if h.kernel_id == kernel_id and h.owner == owner and h.ended is None]
 

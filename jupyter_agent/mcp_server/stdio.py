@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .protocol import TOKEN_ENV as ENV
-from .protocol import PATH
+from .protocol import PATH, Caller
 from .tools import OutsideError, build_server, error_result
 
 log = logging.getLogger(__name__)
@@ -193,7 +193,9 @@ class Forwarder:
         try:
             headers = {"Authorization": f"token {self.token}"} if self.token else None
             http = create_mcp_http_client(headers=headers)
-            async with Client(streamable_http_client(self.url, http_client=http),
+            # The initialize handshake ('legacy'): its MCP session keeps this program's reads and
+            # runs apart from another's of the same client name (the sessionless 2026 protocol cannot).
+            async with Client(streamable_http_client(self.url, http_client=http), mode="legacy",
                               client_info=Implementation(name=name, version="")) as client:
                 self._ready.set_result(client)
                 await self._stop.wait()
@@ -215,8 +217,8 @@ def build_forwarder(forwarder: Forwarder) -> Any:
     """The stdio server: the same tools and checks, each call made on the endpoint; the
     endpoint's progress notifications (a running cell) go on to the client that asked."""
 
-    async def forward(name: str, args: dict[str, Any], client_name: str, progress: Any = None) -> Any:
-        client = await forwarder.get(client_name)
+    async def forward(name: str, args: dict[str, Any], caller: Caller, progress: Any = None) -> Any:
+        client = await forwarder.get(caller.name)
 
         async def relay(done: float, total: float | None, message: str | None) -> None:
             await progress(message or "")  # the endpoint's notification, on to this program's client

@@ -19,6 +19,7 @@ import re
 from typing import Any, Protocol
 
 from ..redact import redact
+from .protocol import Caller
 from .runs import DEFAULT_WAIT_S, MAX_WAIT_S
 
 log = logging.getLogger(__name__)
@@ -47,19 +48,25 @@ class NotebookBackend(Protocol):
     async def notebooks(self) -> list[dict[str, Any]]:
         """The notebooks open in the server: ``{"path", "kernel_id", "kernel_state"}`` each."""
 
-    async def call(self, path: str, op: str, args: dict[str, Any], client: str,
+    async def call(self, path: str, op: str, args: dict[str, Any], client: Caller,
                    progress: Any = None) -> dict[str, Any]:
         """Run ``op`` in the kernel of notebook ``path``: ``{"ok", "content": [blocks], "error"}``.
         ``progress(text)``, if given, is called with what a long call reports as it goes.
         Raises :class:`OutsideError` when the notebook or its kernel cannot be reached."""
 
+    async def active(self, client: Caller) -> dict[str, Any]:
+        """The notebook the user works in (current in its JupyterLab page) and its active cell."""
+
+    async def create(self, path: str, open_from: str | None, client: Caller) -> dict[str, Any]:
+        """A new notebook at ``path``, asked for in the page of ``open_from``, then opened there."""
+
     async def run_status(self, run_id: str) -> dict[str, Any]:
         """A long run's state, outputs so far and result once ended (``runs.py``)."""
 
-    async def interrupt(self, path: str, run_id: str | None, client: str) -> dict[str, Any]:
+    async def interrupt(self, path: str, run_id: str | None, client: Caller) -> dict[str, Any]:
         """Interrupt the kernel while a cell ``client`` ran executes; that run's state after."""
 
-    async def restart(self, path: str, client: str) -> dict[str, Any]:
+    async def restart(self, path: str, client: Caller) -> dict[str, Any]:
         """Restart the notebook's kernel once the user allows it (the kernel asks)."""
 
 
@@ -69,7 +76,8 @@ _PATH = {"type": "string", "description": (
     "(%load_ext jupyter_agent).")}
 _CELL_ID = {"type": "string", "description": "The cell's id, as read_cells shows it (stable while the cell exists)."}
 _SOURCE = {"type": "string", "description": f"The cell's new source (at most {MAX_SOURCE_CHARS:,} characters)."}
-_TYPE = {"type": "string", "enum": ["code", "markdown"]}
+_TYPE = {"type": "string", "enum": ["code", "markdown", "raw"], "description": (
+    "code, markdown, or raw (text the notebook keeps as it is: never run, never rendered).")}
 _RUN_ID = {"type": "string", "description": "The run_id run_cell gave."}
 
 #: The annotations of the tools that only read (the same for every one of them).
@@ -81,6 +89,23 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
         "from here as notebook_path in the other tools.",
         {"type": "object", "properties": {}, "additionalProperties": False},
         _READ_ONLY),
+    "active_notebook": (
+        "The notebook the user is working in (the current one in their JupyterLab page) and its active cell "
+        "(id, index, type, source) and selected cells: for requests such as 'fix this cell'. Read-only; it "
+        "is not a read for the stale check (call read_cells before an edit).",
+        {"type": "object", "properties": {}, "additionalProperties": False},
+        _READ_ONLY),
+    "create_notebook": (
+        "Create a new notebook at notebook_path (relative to the Jupyter server's root; it must not exist) and "
+        "open it in the user's JupyterLab page, with jupyter-agent loaded in its kernel so the other tools work "
+        "on it at once. The user approves the new file (as a Write) in the page of open_from (default: the "
+        "notebook they are working in); undo deletes it again.",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
+         "properties": {"notebook_path": {"type": "string", "description": "The new notebook's path, e.g. "
+                                          "'analysis/new.ipynb'."},
+                        "open_from": {**_PATH, "description": "An open notebook whose page asks the user and opens "
+                                      "the new one (default: the notebook the user is working in)."}}},
+        {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": False, "open_world_hint": False}),
     "read_cells": (
         "Read cells of an open notebook as the user sees them (unsaved edits included): each cell's id, "
         "type and source, and its outputs by reference (index, kind, size, the start of the text; "
@@ -142,6 +167,35 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
                                              "Seconds to wait for the cell to end (approval included) before "
                                              "answering 'still running' with a run_id.")}}},
         {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}),
+    "run_cells": (
+        "Run the code cells from start_cell_id to end_cell_id (default: the first and the last: all of them) in "
+        "order, as Shift+Enter on each, stopping at the first that fails (an error, a timeout, an interrupt). "
+        "The user approves the whole range once, shown every cell's code. The answer says which cells ran, "
+        "where it stopped and why, and which did not run, with each run cell's outputs. A run still going "
+        "after wait_seconds answers with a run_id for run_status and interrupt.",
+        {"type": "object", "required": ["notebook_path"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH,
+                        "start_cell_id": {**_CELL_ID, "description": "The range's first cell (default: the first)."},
+                        "end_cell_id": {**_CELL_ID, "description": "The range's last cell (default: the last)."},
+                        "wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_S,
+                                         "default": DEFAULT_WAIT_S, "description": (
+                                             "Seconds to wait for the cells to end (approval included) before "
+                                             "answering 'still running' with a run_id.")}}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}),
+    "execute_code": (
+        "Run scratch code in the notebook's kernel (the user's, with its variables) and return its outputs, "
+        "without adding a cell: nothing is saved to the notebook. For checks such as 'is df unchanged' or "
+        "'what does f(3) give'. The user approves it as a cell run. Interrupted after timeout_seconds; a run "
+        "still waiting or running after that plus the approval's time answers with a run_id for run_status "
+        "and interrupt. Variables it sets stay in the kernel.",
+        {"type": "object", "required": ["notebook_path", "code"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH,
+                        "code": {"type": "string", "description": (
+                            f"The code to run (at most {MAX_SOURCE_CHARS:,} characters).")},
+                        "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_WAIT_S, "default": 60,
+                                            "description": "Seconds the code may run before the kernel is "
+                                                           "interrupted."}}},
+        {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": True}),
     "run_status": (
         "Where a long run_cell run is (by the run_id run_cell gave): waiting, running (with elapsed time and "
         "its outputs so far) or ended (with its result).",
@@ -166,11 +220,24 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
         {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": False, "open_world_hint": False}),
 }
 
+#: Each tool's title: what a client shows a person (the name is the model's).
+TITLES = {
+    "list_notebooks": "List open notebooks", "active_notebook": "The user's active notebook and cell",
+    "create_notebook": "Create and open a notebook", "read_cells": "Read notebook cells",
+    "read_output": "Read a cell's output", "list_variables": "List kernel variables",
+    "insert_cell": "Insert a cell", "replace_cell": "Replace a cell's source",
+    "delete_cell": "Delete a cell", "run_cell": "Run a cell", "run_cells": "Run a range of cells",
+    "execute_code": "Run scratch code in the kernel",
+    "run_status": "Status of a long run",
+    "interrupt": "Interrupt your running cell", "restart_kernel": "Restart the kernel",
+}
+
 #: The tools that run in the notebook's kernel (the others, list_notebooks, run_status, interrupt
 #: and restart_kernel, are the server's: ``NotebookBackend``'s methods).
 KERNEL_OPS = {"read_cells": "read", "read_output": "output",
               "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
-              "delete_cell": "delete", "run_cell": "run"}
+              "delete_cell": "delete", "run_cell": "run",
+              "run_cells": "run_range", "execute_code": "exec"}
 
 
 def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -195,15 +262,17 @@ def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
             raise OutsideError(f"{key} must be between {props[key]['minimum']} and {props[key].get('maximum', '…')}.")
         if "enum" in props[key] and value not in props[key]["enum"]:
             raise OutsideError(f"{key} must be one of {', '.join(props[key]['enum'])}.")
-    source = args.get("source")
-    if isinstance(source, str):
+    for field in ("source", "code"):
+        source = args.get(field)
+        if not isinstance(source, str):
+            continue
         if len(source) > MAX_SOURCE_CHARS:
-            raise OutsideError(f"source is {len(source):,} characters; the limit is {MAX_SOURCE_CHARS:,}. Nothing "
+            raise OutsideError(f"{field} is {len(source):,} characters; the limit is {MAX_SOURCE_CHARS:,}. Nothing "
                                "was changed. Split it into several cells, or have the cell read the data from a file.")
         if _BINARY.search(source):
-            raise OutsideError("source holds binary data (control characters or broken UTF-16): a cell's source "
+            raise OutsideError(f"{field} holds binary data (control characters or broken UTF-16): a cell's source "
                                "is text. Nothing was changed.")
-    for key in ("notebook_path", "cell_id", "after_cell_id", "run_id"):
+    for key in ("notebook_path", "open_from", "cell_id", "after_cell_id", "start_cell_id", "end_cell_id", "run_id"):
         value = args.get(key)
         if isinstance(value, str) and (not value.strip() or _BINARY.search(value) or len(value) > 4096):
             raise OutsideError(f"{key} {redact(value[:80])!r} is not a valid {key.replace('_', ' ')}.")
@@ -260,6 +329,14 @@ def client_name(ctx: Any) -> str:
     return f"{name} {version}".strip()[:200]
 
 
+def caller_of(ctx: Any) -> Caller:
+    """The caller of a request: its client's name and its MCP session (the HTTP request's
+    ``Mcp-Session-Id``; none over stdio or on the sessionless protocol)."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    session = str(headers.get("mcp-session-id") or "") if headers is not None else ""
+    return Caller(client_name(ctx), session[:200])
+
+
 def progress_sender(ctx: Any) -> Any:
     """``progress(text)`` sending MCP progress notifications for this request, when its
     client asked for them (a ``progressToken`` in its ``_meta``); else None."""
@@ -289,7 +366,8 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
     from mcp.server.lowlevel import Server
     from mcp_types import ListToolsResult, Tool, ToolAnnotations
 
-    tools = [Tool(name=name, description=desc, input_schema=schema, annotations=ToolAnnotations.model_validate(notes))
+    tools = [Tool(name=name, title=TITLES[name], description=desc, input_schema=schema,
+                  annotations=ToolAnnotations.model_validate({**notes, "title": TITLES[name]}))
              for name, (desc, schema, notes) in TOOLS.items()]
 
     async def list_tools(ctx: Any, params: Any) -> Any:
@@ -299,7 +377,7 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
         name, args = params.name, dict(params.arguments or {})
         try:
             check_arguments(name, args)
-            client = client_name(ctx)
+            client = caller_of(ctx)
             if forward is not None:
                 return await forward(name, args, client, progress_sender(ctx))
             assert backend is not None
@@ -308,6 +386,10 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
 
                 text = notebooks_text(await backend.notebooks())
                 return CallToolResult(content=[TextContent(type="text", text=text)])
+            if name == "create_notebook":
+                return result_of(await backend.create(args["notebook_path"], args.get("open_from"), client))
+            if name == "active_notebook":
+                return result_of(await backend.active(client))
             if name == "run_status":
                 return result_of(await backend.run_status(args["run_id"]))
             path = args.pop("notebook_path")

@@ -86,8 +86,8 @@ def not_found_message(path: Path | str, session: ToolSession) -> str | None:
                "kernel's disk.")
     if page.remote:
         message += (f" The kernel runs on another machine than the notebook server: the open notebook is "
-                    f"reached by its path {page.key} (Read, NotebookEdit, NotebookRun); other paths are "
-                    "files of the kernel's machine.")
+                    f"reached by its path {page.key} (Read, NotebookEdit, NotebookRun, NotebookRunCells, KernelRun); "
+                    "other paths are files of the kernel's machine.")
     return message
 
 

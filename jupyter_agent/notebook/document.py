@@ -93,6 +93,17 @@ class NotebookSnapshot:
 
 
 @dataclass(frozen=True)
+class KernelInfo:
+    """The kernel a notebook's cells run in, as a Read tells it: whether it is running, the
+    folder its code runs in, and (when known) the source it ran under each execution count
+    (a cell whose count names other source shows outputs older than its source)."""
+
+    running: bool
+    working_folder: str = ""
+    sources: Mapping[int, str] | None = None
+
+
+@dataclass(frozen=True)
 class EditResult:
     """What a mutation did: the cell touched (as it is now, or as it was if deleted)."""
 
@@ -231,6 +242,10 @@ class NotebookDocument(ABC):
         looks at, would number and show cells the user does not see."""
         return None
 
+    async def kernel_info(self) -> KernelInfo | None:
+        """The notebook's kernel as a Read tells it (None: not known here)."""
+        return None
+
     async def validation_problem(self) -> str | None:
         """Why nbformat would refuse the saved notebook, or None (a live or memory
         document is checked by whoever saves it: None)."""
@@ -270,3 +285,17 @@ class NotebookDocument(ABC):
     async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
                        expected_version: str | None = None) -> RunResult:
         """Execute one code cell and keep its outputs in the document."""
+
+    async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
+        """Execute ``code`` in the notebook's kernel and keep nothing in the document (KernelRun).
+        The result's ``cell`` is :func:`scratch_cell`; ``saved`` is False. By default refused."""
+        raise NotebookError("Code cannot run in this notebook's kernel here.")
+
+
+#: The id a scratch run's result names (no cell of the notebook has it: ids have no spaces).
+SCRATCH_ID = "(scratch)"
+
+
+def scratch_cell(code: str) -> Cell:
+    """The stand-in cell of a scratch run (``KernelRun``): its code, in no notebook."""
+    return Cell(id=SCRATCH_ID, index=-1, cell_type="code", source=code)

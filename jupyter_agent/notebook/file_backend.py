@@ -32,7 +32,7 @@ from ..files.atomic import atomic_write
 from ..files.filestat import read_regular_file, stat_file
 from .cells import (cell_view, cell_views, has_usable_ids, new_cell, prefers_lists, replaced_cell, restored_cell,
                     with_ids, with_outputs)
-from .document import (VALID_CELL_ID, Cell, CellRestore, EditResult, NotebookDocument, NotebookError,
+from .document import (VALID_CELL_ID, Cell, CellRestore, EditResult, KernelInfo, NotebookDocument, NotebookError,
                        NotebookSnapshot, RunResult, StaleNotebookError, index_from_position_id, new_cell_id)
 from .nbjson import NotebookText, parse
 
@@ -321,6 +321,16 @@ class FileNotebook(NotebookDocument):
 
         return await run_cell_in_kernel(self, self.kernels, cell_id, timeout=timeout, abort=abort,
                                         expected_version=expected_version)
+
+    async def kernel_info(self) -> KernelInfo | None:
+        from .pool_runs import pool_kernel_info
+
+        return pool_kernel_info(self.kernels, self.path)
+
+    async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
+        from .pool_runs import run_code_in_kernel
+
+        return await run_code_in_kernel(self, self.kernels, code, timeout=timeout, abort=abort)
 
     def _mutate(self, expected_version: str | None, edit: Callable) -> EditResult:
         loaded = load_notebook(self.path, verify=True)

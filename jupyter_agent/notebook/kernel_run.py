@@ -22,7 +22,7 @@ import logging
 from dataclasses import replace
 from typing import Any, Protocol
 
-from .document import Cell, RunResult
+from .document import Cell, RunResult, scratch_cell
 from .kernels import Execution
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ class RunHere(Protocol):
     """Runs ``code`` in this kernel as execute request ``msg_id`` (for cell ``cell_id``)."""
 
     async def __call__(self, code: str, msg_id: str, cell_id: str, *, timeout: float,
-                       abort: asyncio.Event | None) -> Execution: ...
+                       abort: asyncio.Event | None, store_history: bool = True) -> Execution: ...
 
 
 def run_result(cell: Cell, execution: Execution, timeout: float, version: str,
@@ -53,6 +53,15 @@ def run_result(cell: Cell, execution: Execution, timeout: float, version: str,
     ran = replace(cell, outputs=tuple(execution.outputs), execution_count=execution.execution_count)
     return RunResult(cell=ran, outputs=execution.outputs, execution_count=execution.execution_count,
                      status=status, version=version, saved=True, note=note, names_changed=names_changed)
+
+
+def run_result_of_code(code: str, execution: Execution, timeout: float, names_changed: tuple[str, ...]) -> RunResult:
+    """The tool's result of a scratch run made here (``KernelRun``): nothing was saved."""
+    note = {"timeout": f"The code was interrupted after {timeout:.0f} s (its time limit), in the user's kernel.",
+            "interrupted": "Stopped by the user while the code was running; the kernel was interrupted."}
+    text = "\n".join(n for n in (execution.note, note.get(execution.status, "")) if n)
+    return RunResult(cell=scratch_cell(code), outputs=execution.outputs, execution_count=None,
+                     status=execution.status, saved=False, note=text, names_changed=names_changed)
 
 
 def log_failure(task: asyncio.Future[Any]) -> None:

@@ -81,8 +81,11 @@ class NotebookKernel:
         self.lock = asyncio.Lock()
         #: the kernel process's session id, from its last reply (a restarted kernel has another)
         self.session_id: str | None = None
+        #: the code run under each execution count (a Read marks outputs older than a cell's source)
+        self.ran: dict[int, str] = {}
 
-    async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> Execution:
+    async def execute(self, code: str, *, timeout: float, abort: asyncio.Event | None = None,
+                      store_history: bool = True) -> Execution:
         """Run ``code``; on timeout or abort interrupt the kernel and return what came out so far.
 
         Done means the kernel's ``execute_reply`` (its verdict: ok, error, aborted) and the
@@ -92,7 +95,8 @@ class NotebookKernel:
         ``iopub_timeout`` does.
         """
         async with self.lock:
-            msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+            # store_history=False (a scratch run): no execution count taken, no In/Out entry
+            msg_id = self.client.execute(code, store_history=store_history, allow_stdin=False, stop_on_error=False)
             collector = OutputCollector()
             deadline = time.monotonic() + timeout
             status = "ok"
@@ -115,6 +119,8 @@ class NotebookKernel:
                 raise
             if status != "ok":
                 await self._interrupt_and_settle(msg_id, collector)
+            if store_history and isinstance(collector.execution_count, int):
+                self.ran[collector.execution_count] = code
             return collector.execution(status)
 
     @property
@@ -478,3 +484,4 @@ async def run_cell_in_kernel(doc: NotebookDocument, kernels: KernelPool | None, 
     return RunResult(cell=edited.cell, outputs=outputs, execution_count=execution.execution_count,
                      status=execution.status, version=edited.version, mtime_ns=edited.mtime_ns,
                      names_changed=names, note="\n".join(n for n in notes if n))
+

@@ -24,17 +24,18 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .cells import cell_view, cell_views
-from .document import (POSITION_ID, Cell, CellRestore, EditResult, NotebookDocument, NotebookError, NotebookSnapshot,
-                       RunResult, StaleNotebookError, find_cell_index)
+from .document import (POSITION_ID, Cell, CellRestore, EditResult, KernelInfo, NotebookDocument, NotebookError,
+                       NotebookSnapshot, RunResult, StaleNotebookError, find_cell_index)
 from .file_backend import FileNotebook
-from .kernel_run import SHOW_RUN, RunHere, log_failure, run_result
+from .kernel_run import SHOW_RUN, RunHere, log_failure, run_result, run_result_of_code
 from .namespace import changed_names
 
 log = logging.getLogger(__name__)
@@ -83,10 +84,14 @@ class LiveNotebook(NotebookDocument):
     def __init__(self, path: Path | str, bridge: Any, client_id: str, *, is_busy: Any = None,
                  absent: str = "", hello_wait: float = 2.0, describe_mismatch: Any = None,
                  namespace: Callable[[], dict[str, int]] | None = None, file_fallback: bool = True,
-                 run_here: RunHere | None = None, successor: Callable[[], str | None] | None = None) -> None:
+                 run_here: RunHere | None = None, history: Callable[[], Sequence[str]] | None = None,
+                 successor: Callable[[], str | None] | None = None) -> None:
         self.path = Path(path)
+        #: () -> this kernel's raw input history, indexed by execution count (IPython's
+        #: ``input_hist_raw``): what ran under each count, for a Read's stale marks
+        self.history = history
         #: () -> the client id of a page that took the place of this one once it is gone (a
-        #: reload of the same notebook: ``jupyter/rejoin.py``), or None
+        #: reload of the same notebook: ``jupyter/live.py``, ``successor``), or None
         self.successor = successor
         #: runs a cell in this kernel without the page (``jupyter/self_run.py``); used when
         #: the page says it shows such runs (``kernel_runs`` in its hello), else None
@@ -375,6 +380,29 @@ class LiveNotebook(NotebookDocument):
                          names_changed=changed_names(before, self.namespace()))
 
 
+    async def kernel_info(self) -> KernelInfo | None:
+        """This kernel (the agent runs in it): running, its folder, what ran under each count."""
+        history = list(self.history()) if self.history is not None else None
+        sources = {n: text for n, text in enumerate(history) if n > 0} if history is not None else None
+        return KernelInfo(running=True, working_folder=os.getcwd(), sources=sources)
+
+    async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
+        """Run ``code`` in this kernel as a request of its own, one no cell shows (the page
+        is not told of it, so it routes its outputs nowhere): nothing enters the notebook."""
+        if self.is_busy():
+            raise NotebookError(
+                "A cell is executing in this kernel right now, and code sent to it would wait behind that "
+                "cell forever. Code runs in the kernel only from an agent run started by a plain %%agent cell "
+                "or the side panel.")
+        if self.run_here is None:
+            raise NotebookError(
+                "This kernel cannot run code outside a cell (it has no connection file to reach itself). "
+                "Insert a cell with NotebookEdit and run it with NotebookRun instead.")
+        before = self.namespace()
+        msg_id = RUN_TAG.get() + uuid.uuid4().hex
+        execution = await self.run_here(code, msg_id, "", timeout=timeout, abort=abort, store_history=False)
+        return run_result_of_code(code, execution, timeout, changed_names(before, self.namespace()))
+
     async def _run_here(self, run_here: RunHere, cell_id: str, timeout: float, abort: asyncio.Event | None,
                         expected_version: str | None) -> RunResult:
         """Run the cell in this kernel; the page shows it as it comes (``kernel_run.py``)."""
@@ -408,6 +436,9 @@ class GuardedNotebook(FileNotebook):
     async def changes_refused(self) -> str | None:
         return self.reason
 
+    async def kernel_info(self) -> KernelInfo | None:
+        return KernelInfo(running=True, working_folder=os.getcwd())  # the kernel the agent runs in
+
     def _refuse(self) -> None:
         raise NotebookError(self.reason)
 
@@ -431,5 +462,9 @@ class GuardedNotebook(FileNotebook):
 
     async def run_cell(self, cell_id: str, *, timeout: float, abort: asyncio.Event | None = None,
                        expected_version: str | None = None) -> RunResult:
+        self._refuse()
+        raise AssertionError
+
+    async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
         self._refuse()
         raise AssertionError

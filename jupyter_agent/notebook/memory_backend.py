@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .cells import cell_view, cell_views, new_cell, prefers_lists, replaced_cell, with_ids, with_outputs
-from .document import (Cell, EditResult, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
+from .document import (Cell, EditResult, KernelInfo, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
                        StaleNotebookError, find_cell_index, new_cell_id)
 from .file_backend import validate_notebook
 
@@ -96,3 +96,13 @@ class MemoryNotebook(NotebookDocument):
 
         return await run_cell_in_kernel(self, self.kernels, cell_id, timeout=timeout, abort=abort,
                                         expected_version=expected_version)
+
+    async def kernel_info(self) -> KernelInfo | None:
+        from .pool_runs import pool_kernel_info
+
+        return pool_kernel_info(self.kernels, self.path)
+
+    async def run_code(self, code: str, *, timeout: float, abort: asyncio.Event | None = None) -> RunResult:
+        from .pool_runs import run_code_in_kernel
+
+        return await run_code_in_kernel(self, self.kernels, code, timeout=timeout, abort=abort)

@@ -58,6 +58,14 @@ class ToolSession:
     grep_use_ripgrep: bool | None = None
     #: NotebookRun: seconds a cell may run (None: the tool's default).
     cell_timeout_s: float | None = None
+    #: The cell a Fix with agent / Explain click quoted to the model: (notebook path, cell
+    #: id, source as quoted). An edit or run of that cell counts it as read while its source
+    #: is still what the model was shown (``tools.notebook_edit.notebook_for_change``).
+    clicked_cell: tuple[str, str, str] | None = None
+    #: A compact traceback's whole text is saved for a Read (``tools/saved_text.py``). False
+    #: for an outside agent (MCP): a file on the kernel's machine is not one Read away for it,
+    #: its read_output gives the whole output.
+    save_full_tracebacks: bool = True
 
 
 def page_notebook_named(session: ToolSession, raw: str) -> str | None:

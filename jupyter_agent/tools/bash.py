@@ -35,6 +35,7 @@ from ..loop.tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, T
 from ..loop.tool_execution import private_results_dir
 from ..redact import redact, without_secrets
 from .common import clean_schema
+from .sandbox import prepare_sandbox, probe_argv
 from .paths import resolve_path
 from .shell_parse import parse_command_line, suggested_rule
 from .shell_run import MODEL_OUTPUT_CHARS, run_shell
@@ -43,11 +44,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
-#: Folders of the working folder that stay read-only in the sandbox: what they hold runs
-#: later outside it (git hooks, start-up files; the list of jupyter_agent/safety.py).
-SANDBOX_READ_ONLY = (".git", ".hg", ".husky", ".githooks", ".ipython", ".jupyter", ".ssh", ".envrc", ".bashrc",
-                     ".profile", ".gitmodules", ".vscode")
-
 
 class BashInput(ToolInput):
     command: str = Field(description="The command to execute")
@@ -81,11 +77,10 @@ def _probe_bwrap(bwrap: str) -> str | None:
         return ("The Bash sandbox is unavailable: bwrap (bubblewrap) is not installed. Install it "
                 "(apt-get install bubblewrap, dnf install bubblewrap) or leave the sandbox off.")
     try:
-        done = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-net", "--", "true"],
-                              capture_output=True, timeout=10, check=False)
+        done = subprocess.run(probe_argv(bwrap), capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"The Bash sandbox is unavailable: {bwrap} could not run ({exc})."
-    if done.returncode != 0:
+    if done.returncode != 0:  # e.g. no user namespaces
         why = done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
         return f"The Bash sandbox is unavailable: {bwrap} cannot make a sandbox here ({why})."
     return None
@@ -97,22 +92,6 @@ def enable_sandbox(context: ToolContext, on: bool = True) -> None:
     if on and (why := sandbox_unavailable()):
         raise ValueError(why)
     context.services.get(BashSettings).sandbox = on
-
-
-def sandbox_argv(command: str, cwd: Path) -> list[str]:
-    """``bash -c command`` under bubblewrap: everything read-only but the working folder
-    (its safety folders stay read-only), a private /tmp, no network, its own process tree
-    that dies with the call."""
-    folder = str(cwd)
-    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-            "--bind", folder, folder]
-    for name in SANDBOX_READ_ONLY:
-        inside = os.path.join(folder, name)
-        if os.path.lexists(inside):
-            real = os.path.realpath(inside)
-            argv += ["--ro-bind", real, inside]
-    return [*argv, "--unshare-net", "--unshare-pid", "--die-with-parent", "--chdir", folder,
-            "--", "bash", "-c", command]
 
 
 class Bash(Tool):
@@ -185,7 +164,9 @@ class Bash(Tool):
             raise ToolError("The sandbox setting changed after this command was approved; run it again.")
         if sandboxed and (why := sandbox_unavailable()):
             raise ToolError(why)
-        argv = sandbox_argv(input.command, cwd) if sandboxed else ["bash", "-c", input.command]
+        # (in a thread: the check walks the working folder)
+        run = await asyncio.to_thread(prepare_sandbox, input.command, str(cwd)) if sandboxed else None
+        argv = run.argv if run is not None else ["bash", "-c", input.command]
         timeout_ms = input.timeout or DEFAULT_TIMEOUT_MS
         digest = hashlib.sha1(f"{context.tool_use_id}{id(input)}".encode()).hexdigest()[:12]
         try:
@@ -195,8 +176,10 @@ class Bash(Tool):
                                      spill_name=f"Bash-{digest}.txt")
         except FileNotFoundError as exc:
             raise ToolError(f"bash could not be started: {exc}") from None
+        finally:  # also after Stop: what the command made is checked once its processes are gone
+            blocked = await asyncio.shield(asyncio.to_thread(run.finish)) if run is not None else []
         output = redact(result.output).rstrip("\n")
-        notes = []
+        notes = list(blocked)
         if result.spill is not None:
             notes.append(f"[The output was {result.total_chars:,} characters; only its start and end are shown. "
                          f"The whole output is in {result.spill}: Read it in pages, or Grep it.]")
@@ -213,4 +196,4 @@ class Bash(Tool):
         return command if isinstance(command, str) else ""
 
 
-__all__ = ["Bash", "BashInput", "BashSettings", "enable_sandbox", "sandbox_argv", "sandbox_unavailable"]
+__all__ = ["Bash", "BashInput", "BashSettings", "enable_sandbox", "sandbox_unavailable"]

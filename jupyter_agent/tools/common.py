@@ -9,6 +9,7 @@ policy decides on.
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -82,6 +83,13 @@ class PathTool(Tool):
         page = session.page_notebook
         if page is not None and str(resolved.real) == page.key:
             return replace(resolved, in_page=True)
+        if page is not None and page.remote and not os.path.lexists(resolved.lexical):
+            # The path under the server's root, made absolute from the kernel's folder (as a
+            # model does, told that paths must be absolute): the page's notebook, when the
+            # kernel's disk has nothing there.
+            key = page_notebook_named(session, os.path.relpath(resolved.lexical, ctx.cwd))
+            if key is not None:
+                return ResolvedPath(raw=text, lexical=Path(key), real=Path(key), in_page=True)
         return resolved
 
     def permission_paths(self, input: Any, ctx: ToolContext) -> list[ResolvedPath]:

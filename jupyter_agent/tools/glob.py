@@ -15,7 +15,6 @@ from .ignore import VCS_DIRS
 from .paths import (
     ResolvedPath,
     compile_glob,
-    display_path,
     resolve_path,
     split_glob_base,
 )
@@ -98,7 +97,7 @@ class Glob(PathTool):
         if not matches:
             return ToolOutput("No files found")
         matches.sort(key=lambda item: (-item[0], item[1]))
-        shown = [display_path(p, context.cwd) for _, p in matches[:MAX_RESULTS]]
+        shown = [str(p) for _, p in matches[:MAX_RESULTS]]  # absolute: what Read and Edit take
         text = "\n".join(shown)
         if len(matches) > MAX_RESULTS or capped:
             text += "\n(Results are truncated. Consider using a more specific path or pattern.)"

@@ -1,4 +1,5 @@
-"""``NotebookEdit {notebook_path, cell_id?, new_source, cell_type?, edit_mode?}``, Claude Code's rules.
+"""``NotebookEdit {notebook_path, cell_id?, new_source?, cell_type?, edit_mode?}``, Claude Code's rules
+(``new_source`` may be left out for a delete).
 
 * ``cell_id`` is a cell's id, or ``cell-N`` for the cell at 0-based index N.
 * insert: without ``cell_id`` the cell goes first, with one it goes after that cell;
@@ -36,7 +37,8 @@ class NotebookEditInput(ToolInput):
     cell_id: str | None = Field(default=None, description=(
         "The ID of the cell to edit. When inserting a new cell, the new cell will be inserted after the cell "
         "with this ID, or at the beginning if not specified. cell-N (0-based index) is accepted too."))
-    new_source: str = Field(description="The new source for the cell")
+    new_source: str | None = Field(default=None, description="The new source for the cell (not needed for "
+                                                             "edit_mode=delete)")
     cell_type: Literal["code", "markdown"] | None = Field(default=None, description=(
         "The type of the cell (code or markdown). If not specified, it defaults to the current cell type. "
         "If using edit_mode=insert, this is required."))
@@ -44,22 +46,41 @@ class NotebookEditInput(ToolInput):
         "The type of edit to make (replace, insert, delete). Defaults to replace."))
 
 
-async def notebook_for_change(path_text: str, path, ctx: ToolContext, *,
-                              sources_only: bool = False) -> tuple[NotebookDocument, NotebookSnapshot]:
+async def notebook_for_change(path_text: str, path, ctx: ToolContext, *, sources_only: bool = False,
+                              cell_id: str | None = None) -> tuple[NotebookDocument, NotebookSnapshot]:
     """The notebook's document and snapshot, after checking it takes changes, was read and
     has not changed since. ``sources_only``: a snapshot whose outputs may be older (a run's
-    plan: ``NotebookDocument.sources_snapshot``)."""
+    plan: ``NotebookDocument.sources_snapshot``). ``cell_id``: the one cell the call changes
+    or runs; the cell a Fix with agent click quoted counts as read (:func:`_clicked_read`)."""
     doc = open_notebook(path, tool_session(ctx))
     refused = await doc.changes_refused()
     if refused:  # before anyone is asked: the snapshot would be the file, not the page
         raise ToolError(refused)
     snapshot = await (doc.sources_snapshot() if sources_only else doc.snapshot())
-    record = ctx.read_file_state.get(str(path))
+    record = ctx.read_file_state.get(str(path)) or _clicked_read(ctx, path, snapshot, cell_id)
     if record is None:
         raise ToolError(NOT_READ_YET.replace("File", "Notebook"))
     if record.content_hash != snapshot.version:
         raise StaleNotebookError()
     return doc, snapshot
+
+
+def _clicked_read(ctx: ToolContext, path, snapshot: NotebookSnapshot, cell_id: str | None) -> FileReadRecord | None:
+    """The read a Fix with agent / Explain click stands for: the model was shown the clicked
+    cell, so a change of that cell, while its source is still the one shown, needs no Read
+    first (the click's prompt asks for exactly that edit). Any other cell still needs one."""
+    clicked = tool_session(ctx).clicked_cell
+    if clicked is None or cell_id is None or clicked[0] != str(path):
+        return None
+    try:
+        cell = snapshot.find(cell_id)
+    except ToolError:
+        return None
+    if cell.id != clicked[1] or cell.source != clicked[2]:
+        return None
+    record = FileReadRecord(path=str(path), mtime_ns=snapshot.mtime_ns, content_hash=snapshot.version, partial=True)
+    ctx.read_file_state[str(path)] = record
+    return record
 
 
 def note_notebook_change(ctx: ToolContext, path, version: str, mtime_ns: int) -> None:
@@ -88,7 +109,10 @@ class NotebookEdit(PathTool):
         return input.edit_mode or "replace"
 
     async def validate_input(self, input: NotebookEditInput, context: ToolContext) -> str | None:
-        error = self.validate_path_text(input, context) or check_text_size(input.new_source, "new_source")
+        mode = self.mode(input)
+        if input.new_source is None and mode != "delete":
+            return f"new_source is required for edit_mode={mode}: give the cell's whole new source."
+        error = self.validate_path_text(input, context) or check_text_size(input.new_source or "", "new_source")
         if error:
             return error
         path = self.resolve(input, context)
@@ -96,7 +120,6 @@ class NotebookEdit(PathTool):
             return "File must be a Jupyter notebook (.ipynb file). For editing other file types, use the Edit tool."
         if input.cell_id is not None and (error := check_cell_id_text(input.cell_id)):
             return error
-        mode = self.mode(input)
         if mode == "insert" and input.cell_type is None:
             return "Cell type is required when using edit_mode=insert."
         if mode != "insert" and input.cell_id is None:
@@ -132,7 +155,8 @@ class NotebookEdit(PathTool):
     ) -> tuple[NotebookDocument, NotebookSnapshot, str, int | None]:
         """Check everything; return the document, its snapshot, the effective mode and cell index."""
         path = self.resolve(input, context).real
-        doc, snapshot = await notebook_for_change(input.notebook_path, path, context)
+        doc, snapshot = await notebook_for_change(input.notebook_path, path, context,
+                                                  cell_id=input.cell_id if self.mode(input) == "replace" else None)
         mode = self.mode(input)
         if input.cell_id is None:
             return doc, snapshot, mode, None
@@ -144,7 +168,7 @@ class NotebookEdit(PathTool):
         _, snapshot, mode, index = plan
         label = display_path(self.resolve(input, context).real, context.cwd)
         before = snapshot.cells[index].source if mode in ("replace", "delete") and index is not None else ""
-        after = "" if mode == "delete" else input.new_source
+        after = "" if mode == "delete" else input.new_source or ""
         where = snapshot.cells[index].id if mode in ("replace", "delete") and index is not None else "new cell"
         # A cell's source has no final newline: diff whole lines, without "No newline" noise.
         return unified_diff(_as_lines(before), _as_lines(after), f"{label} ({where})")
@@ -168,15 +192,15 @@ class NotebookEdit(PathTool):
             changes.after_cell_change(str(path), target.id if target else result.cell.id, None, None)
         elif mode in ("insert", "append"):
             position = 0 if index is None else index + 1 if mode == "insert" else index
-            result = await doc.insert_cell(position, input.cell_type or "code", input.new_source,
+            result = await doc.insert_cell(position, input.cell_type or "code", input.new_source or "",
                                            expected_version=version)
-            message = f"Inserted cell {result.cell.id} with {input.new_source}"
-            changes.after_cell_change(str(path), result.cell.id, input.new_source, result.cell.cell_type)
+            message = f"Inserted cell {result.cell.id} with {input.new_source or ''}"
+            changes.after_cell_change(str(path), result.cell.id, input.new_source or "", result.cell.cell_type)
         else:
-            result = await doc.replace_cell(input.cell_id or "", input.new_source, input.cell_type,
+            result = await doc.replace_cell(input.cell_id or "", input.new_source or "", input.cell_type,
                                             expected_version=version)
-            message = f"Updated cell {input.cell_id} with {input.new_source}"
-            changes.after_cell_change(str(path), result.cell.id, input.new_source, result.cell.cell_type,
+            message = f"Updated cell {input.cell_id} with {input.new_source or ''}"
+            changes.after_cell_change(str(path), result.cell.id, input.new_source or "", result.cell.cell_type,
                                       was_id=target.id if target else "")
         note_notebook_change(context, path, result.version, result.mtime_ns)
         return ToolOutput(message + (f"\n\n[{result.note}]" if result.note else ""))

@@ -66,11 +66,11 @@ class NotebookRestart(PathTool):
     timeout_s = 120.0
     description = (
         "Restarts the kernel that NotebookRun runs a notebook's cells in. Every variable, import and open "
-        "resource in that kernel is lost; the next NotebookRun runs in the fresh kernel, so run the cells "
-        "you need again, in order. Use it when the kernel's state is broken or stale (a module changed on "
-        "disk, memory is full, a cell left things half done). The user is asked first and shown the "
-        "variables that would be lost. The kernel the agent itself runs in (the open notebook of a "
-        "%%agent cell or of the side panel) cannot be restarted this way."
+        "resource in that kernel is lost; the next run is in the fresh kernel, so run the cells you need "
+        "again, in order (NotebookRunCells runs them all). Use it when the kernel's state is broken or stale "
+        "(a module changed on disk, memory is full, a cell left things half done). It needs approval unless "
+        "a rule allows it, and it refuses the kernel you yourself run in (the notebook the user is working "
+        "in, when you run inside its kernel): ask the user to restart that one."
     )
 
     async def validate_input(self, input: NotebookRestartInput, context: ToolContext) -> str | None:

@@ -29,13 +29,14 @@ from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOut
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
 from .paths import display_path, inside_roots
+from .saved_text import traceback_saver
 from .undo import run_changes
 
 log = logging.getLogger(__name__)
 
 #: Seconds a cell may run before it is interrupted (``tool_session(ctx).cell_timeout_s`` overrides).
 DEFAULT_CELL_TIMEOUT_S = 300.0
-_FAILED = ("timeout", "interrupted", "died")
+FAILED = ("timeout", "interrupted", "died")
 #: Seconds between "still running" progress reports while a cell runs.
 PROGRESS_EVERY_S = 1.0
 
@@ -85,7 +86,7 @@ class NotebookRun(PathTool):
     async def plan(self, input: NotebookRunInput, context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot]:
         """The document and its snapshot, once the cell is known to be a code cell in it."""
         doc, snapshot = await notebook_for_change(input.notebook_path, self.resolve(input, context).real, context,
-                                                  sources_only=True)
+                                                  sources_only=True, cell_id=input.cell_id)
         cell = snapshot.find(input.cell_id)
         if cell.cell_type != "code":
             raise ToolError(f"Cell {input.cell_id} is a {cell.cell_type} cell; only code cells can be run.")
@@ -118,29 +119,30 @@ class NotebookRun(PathTool):
         path = self.resolve(input, context).real
         doc, snapshot = await self.planned(input, context, prepared)
         timeout = float(tool_session(context).cell_timeout_s or DEFAULT_CELL_TIMEOUT_S)
-        result = await _with_progress(doc.run_cell(input.cell_id, timeout=timeout, abort=context.abort,
+        result = await with_progress(doc.run_cell(input.cell_id, timeout=timeout, abort=context.abort,
                                                    expected_version=snapshot.version),
-                                      input.cell_id, context)
+                                      f"Cell {input.cell_id}", context)
         if result.saved and result.version:
             note_notebook_change(context, path, result.version, result.mtime_ns)
         run_changes(context).ran_cell(result.names_changed)
-        if result.status == "error" and _exception_name(result) == "KeyboardInterrupt":
+        if result.status == "error" and exception_name(result) == "KeyboardInterrupt":
             # Interrupted (the kernel's interrupt, from the page or another client), not by
             # our Stop or time limit: an interrupt is Stop for the run (a STOPPED result ends it).
             result = replace(result, status="interrupted")
         # The file and memory backends have done this already; a backend that runs cells its
         # own way (a live page) may not have, and nothing unbounded or secret goes to the model.
         outputs = finish_outputs(result.outputs, redact)
-        content = render_run(result.cell, outputs, result.execution_count, result.status, result.note)
-        return ToolOutput(content, is_error=result.status in _FAILED, display=outputs,
-                          outcome=_OUTCOMES.get(result.status), exception=_exception_name(result))
+        content = render_run(result.cell, outputs, result.execution_count, result.status, result.note,
+                             traceback_saver(context))
+        return ToolOutput(content, is_error=result.status in FAILED, display=outputs,
+                          outcome=OUTCOMES.get(result.status), exception=exception_name(result))
 
 
 #: A run's status that is more than ok / error (a timeout or a dead kernel is an error).
-_OUTCOMES = {"error": ToolOutcome.RAISED, "interrupted": ToolOutcome.STOPPED}
+OUTCOMES = {"error": ToolOutcome.RAISED, "interrupted": ToolOutcome.STOPPED}
 
 
-def _exception_name(result: RunResult) -> str:
+def exception_name(result: RunResult) -> str:
     """The name of the exception the cell raised ("" if it raised none)."""
     if result.status != "error":
         return ""
@@ -155,7 +157,7 @@ def cell_position(snapshot: NotebookSnapshot, cell: Cell) -> str:
     return f"cell {cell.index + 1} of {len(snapshot.cells)} (id {cell.id})"
 
 
-async def _with_progress(run: Awaitable[RunResult], cell_id: str, context: ToolContext) -> RunResult:
+async def with_progress(run: Awaitable[RunResult], what: str, context: ToolContext) -> RunResult:
     """Await the run; while it lasts, tell the UI every second that the cell is still running
     (a ``ToolProgress`` event: the tool card shows the message)."""
     task = asyncio.ensure_future(run)
@@ -165,7 +167,7 @@ async def _with_progress(run: Awaitable[RunResult], cell_id: str, context: ToolC
             done, _ = await asyncio.wait({task}, timeout=PROGRESS_EVERY_S)
             if done:
                 return task.result()
-            context.progress(f"Cell {cell_id} is running ({time.monotonic() - started:.0f} s)")
+            context.progress(f"{what} is running ({time.monotonic() - started:.0f} s)")
     finally:
         if not task.done():  # the call was cancelled (Stop): the run interrupts its kernel
             task.cancel()

@@ -16,6 +16,7 @@ from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, To
 from .common import PathTool
 from ..files.filestat import stat_file
 from .fileio import MAX_TEXT_BYTES, content_hash, decode_bytes, looks_binary, record_read
+from .saved_text import traceback_saver
 from .pdf import PAGES_DESCRIPTION, READ_USAGE_LINE, check_pages_use, is_pdf_path, read_pdf
 
 DEFAULT_LIMIT = 2000
@@ -51,6 +52,10 @@ class ReadInput(ToolInput):
                     "large to read at once.",
     )
     pages: str | None = Field(default=None, description=PAGES_DESCRIPTION)
+    outputs: bool | None = Field(default=None, description="Notebooks only: false leaves cell outputs out "
+                                                           "(default true)")
+    images: bool | None = Field(default=None, description="Notebooks only: false leaves images out of the outputs "
+                                                          "(default true)")
 
 
 class Read(PathTool):
@@ -72,7 +77,10 @@ class Read(PathTool):
         "- This tool allows reading images (PNG, JPG, GIF, WEBP): their contents are presented visually\n"
         f"{READ_USAGE_LINE}\n"
         "- This tool reads Jupyter notebooks (.ipynb files) and returns all cells with their outputs, "
-        "combining code, text, and visualizations; offset/limit then count cells\n"
+        "combining code, text, and visualizations; offset/limit then count cells. Each cell is "
+        '<cell id="ID" type="code" execution_count="N">SOURCE<output>...</output></cell>; stale="true" marks '
+        'outputs older than the source, never_run="true" a code cell that has not run; the <notebook> element '
+        "says whether its kernel is running and the folder its code runs in\n"
         "- This tool can only read files, not directories. To list files, use Glob\n"
         "- You must Read a file (all of it) before you Write or Edit it"
     )
@@ -180,7 +188,9 @@ class Read(PathTool):
     async def _read_notebook(self, path, input: ReadInput, context: ToolContext) -> ToolOutput:
         doc = open_notebook(path, tool_session(context))
         snapshot = await doc.snapshot()
-        page = render_notebook(snapshot, offset=input.offset or 0, limit=input.limit)
+        page = render_notebook(snapshot, offset=input.offset or 0, limit=input.limit, save=traceback_saver(context),
+                               kernel=await doc.kernel_info(), outputs=input.outputs is not False,
+                               images=input.images is not False)
         context.read_file_state[str(path)] = FileReadRecord(
             path=str(path), mtime_ns=snapshot.mtime_ns, content_hash=snapshot.version, partial=page.partial)
         problem = await doc.validation_problem()

@@ -7,6 +7,13 @@ the cell changed in its kernel. :func:`undo_run` puts back what the run changed 
 nothing the user changed after it: a file whose bytes are no longer the ones the run
 left, or a cell whose source is no longer the run's, is left as it is, and the report
 says so (:class:`~jupyter_agent.changes.UndoOutcome`).
+
+Where it writes: only where the run wrote, never through a symbolic link put in the way
+since (the recorded path must still be its own real path). A record read back from a saved
+conversation (``RunChanges.saved``) is data anyone with the file could have written, so
+it puts back only files inside the conversation's working folders and cells of a notebook
+there or of the notebook open in the page; anything else is refused, and the report says
+why (``UndoOutcome.REFUSED``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from ..loop.tool import ToolContext, ToolError
 from ..notebook import open_notebook
 from ..notebook.document import Cell, CellRestore, NotebookSnapshot
 from ..notebook.session import tool_session
+from .paths import is_within
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +66,46 @@ async def undo_run(changes: RunChanges, context: ToolContext) -> UndoReport:
     run (left, and reported). A run is undone once: a second call returns the first report."""
     if changes.undo_report is not None:
         return changes.undo_report
-    steps = [_undo_file(record) for record in reversed(list(changes.files.values()))]
+    steps = []
+    for record in reversed(list(changes.files.values())):
+        why = _refusal(record.path, changes, context)
+        steps.append(UndoStep(record.kind, record.path, UndoOutcome.REFUSED, error=why) if why else
+                     _undo_file(record))
     for notebook in changes.notebooks.values():
+        why = _notebook_refusal(notebook, changes, context)
+        if why:
+            steps.extend(UndoStep(r.kind, notebook.path, UndoOutcome.REFUSED, r.cell_id, why)
+                         for r in notebook.cells.values() if not (r.before is None and r.after_source is None))
+            continue
         steps.extend(await _undo_notebook(notebook, context))
     report = UndoReport(tuple(steps), tuple(changes.variables))
     changes.undo_report = report
     return report
+
+
+def _refusal(path: str, changes: RunChanges, context: ToolContext) -> str:
+    """Why the undo may not write ``path`` ("" when it may): see the module docstring."""
+    real = os.path.realpath(path)
+    if real != os.path.normpath(path):
+        return f"a symbolic link now leads it to {real}; the undo writes only where the run wrote"
+    if not changes.saved:
+        return ""
+    roots = context.permissions.allowed_roots(context)
+    if any(is_within(real, root) for root in roots):
+        return ""
+    folders = ", ".join(str(root) for root in roots)
+    return (f"it is outside the working folders ({folders}); an undo record read from a saved conversation "
+            "puts back only files inside them")
+
+
+def _notebook_refusal(notebook: NotebookRecord, changes: RunChanges, context: ToolContext) -> str:
+    """Why the undo may not put back ``notebook``'s cells ("" when it may)."""
+    page = tool_session(context).page_notebook
+    if page is not None and page.key == notebook.path:
+        return ""  # the notebook open in the page: its cells go back through the page
+    if notebook.live and not changes.saved:
+        return ""  # this kernel's run changed them in its page, which it reaches by that key
+    return _refusal(notebook.path, changes, context)
 
 
 def _undo_file(record: FileRecord) -> UndoStep:

@@ -85,7 +85,7 @@ class FileEditTool(PathTool):
         """Carry out the plan; the model is told the file was created, or :meth:`updated`."""
         change = self.planned_change(input, context, prepared)
         change.apply(context)
-        shown = display_path(change.path, context.cwd)
+        shown = str(change.path)  # absolute, as every tool's input must be: the model can use it as it is
         if change.before is None:
             return ToolOutput(f"File created successfully at: {shown}")
         return ToolOutput(self.updated(input, change, shown))

@@ -32,9 +32,11 @@ OUTCOME_WORDS = {
     UndoOutcome.ALREADY: "already as it was before the run",
     UndoOutcome.TOO_LARGE: "too large to have been kept; left as it is",
     UndoOutcome.FAILED: "could not be put back; left as it is",
+    UndoOutcome.REFUSED: "refused; left as it is",
 }
 OUTCOME_ICONS = {UndoOutcome.RESTORED: "↩", UndoOutcome.REMOVED: "↩", UndoOutcome.ALREADY: "·",
-                 UndoOutcome.LEFT_CHANGED: "⚠", UndoOutcome.TOO_LARGE: "⚠", UndoOutcome.FAILED: "✗"}
+                 UndoOutcome.LEFT_CHANGED: "⚠", UndoOutcome.TOO_LARGE: "⚠", UndoOutcome.FAILED: "✗",
+                 UndoOutcome.REFUSED: "✗"}
 #: Why undoing cells leaves the kernel as it is, and what to do about it.
 KERNEL_KEPT = ("undoing cells does not undo what they did in the kernel: re-run the cells you need, "
                "or restart the kernel, to drop these")

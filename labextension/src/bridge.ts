@@ -69,10 +69,17 @@ class NotebookBridge implements IDisposable {
   /** An outside agent's asks while this notebook is in the background (bridgeAsks.ts). */
   private readonly asks: BackgroundAsks;
 
+  /** When this notebook last became the page's current one, or its active cell changed (ms). */
+  private focusedAt = 0;
+
   constructor(
     readonly panel: NotebookPanel,
-    bringToFront: () => void
+    bringToFront: () => void,
+    private readonly isCurrent: () => boolean = () => false,
+    private readonly openPath: (path: string) => Promise<void> = async () => undefined
   ) {
+    this.focusedAt = isCurrent() ? Date.now() : 0;
+    panel.content.activeCellChanged.connect(this.onFocus, this);
     this.doc = new BridgeDocument(panel, transaction => this.onDocUpdate(transaction));
     this.edits = new BridgeEdits(this.doc, () => this.sendNotices());
     // Say goodbye so the kernel fails a waiting request at once, not after a timeout.
@@ -103,7 +110,49 @@ class NotebookBridge implements IDisposable {
     this.doc.dispose();
     this.panel.sessionContext.kernelChanged.disconnect(this.onKernelChanged, this);
     this.panel.sessionContext.statusChanged.disconnect(this.onStatus, this);
+    this.panel.content.activeCellChanged.disconnect(this.onFocus, this);
     this.asks.dispose();
+  }
+
+  /** The user worked in this notebook now: a `focus` answer says when. */
+  onFocus(): void {
+    if (this.isCurrent()) {
+      this.focusedAt = Date.now();
+    }
+  }
+
+  /** `focus`: whether the notebook is the page's current one, its active cell and the
+   * cells selected (ids and indices; the kernel reads their sources itself). */
+  private focus(): JSONObject {
+    const notebook = this.panel.content;
+    const active = notebook.activeCell;
+    const selected: string[] = [];
+    notebook.widgets.forEach(cell => {
+      if (cell !== active && notebook.isSelectedOrActive(cell)) {
+        selected.push(cell.model.id);
+      }
+    });
+    return {
+      path: this.panel.context.path,
+      current: this.isCurrent(),
+      focused_at: this.focusedAt,
+      has_focus: document.hasFocus(),
+      active_cell_id: active ? active.model.id : null,
+      active_cell_type: active ? active.model.type : null,
+      active_source: active ? active.model.sharedModel.getSource().slice(0, 100000) : null,
+      active_index: notebook.activeCellIndex,
+      selected_ids: selected.slice(0, 50)
+    };
+  }
+
+  /** `open`: the notebook `path` (server-relative) opened in a tab of this page. */
+  private async open(req: IRequest): Promise<JSONObject> {
+    const path = req.path;
+    if (typeof path !== 'string' || !path.endsWith('.ipynb')) {
+      throw new BridgeError(CODES.badRequest, 'open needs the path of a notebook (.ipynb)');
+    }
+    await this.openPath(path);
+    return { path };
   }
 
   private onKernelChanged(): void {
@@ -274,6 +323,10 @@ class NotebookBridge implements IDisposable {
         return this.asks.show(req, comm);
       case 'ask_end':
         return this.asks.end(req);
+      case 'focus':
+        return this.focus();
+      case 'open':
+        return this.open(req);
       case 'show_outputs':
         return showOutputs(this.panel, req);
     }
@@ -291,7 +344,9 @@ class NotebookBridge implements IDisposable {
       protocol: PROTOCOL_VERSION,
       notices: true,
       kernel_runs: true,
-      asks: true
+      asks: true,
+      focus: true,
+      open: true
     };
   }
 }
@@ -304,7 +359,21 @@ export function activateBridge(app: JupyterFrontEnd, tracker: INotebookTracker):
   const registered = new WeakSet<Kernel.IKernelConnection>();
 
   const connect = (panel: NotebookPanel) => {
-    const bridge = new NotebookBridge(panel, () => app.shell.activateById(panel.id));
+    const bridge = new NotebookBridge(
+      panel,
+      () => app.shell.activateById(panel.id),
+      () => tracker.currentWidget === panel,
+      async path => {
+        await app.commands.execute('docmanager:open', { path, factory: 'Notebook' });
+      }
+    );
+    const onCurrent = (_: unknown, current: NotebookPanel | null) => {
+      if (current === panel) {
+        bridge.onFocus();
+      }
+    };
+    tracker.currentChanged.connect(onCurrent);
+    panel.disposed.connect(() => tracker.currentChanged.disconnect(onCurrent));
     forgetOnRestart(panel);
     const onKernel = () => {
       const kernel = panel.sessionContext.session?.kernel;

@@ -54,6 +54,8 @@ export const BRIDGE_OPS = [
   'show_run',
   'ask',
   'ask_end',
+  'focus',
+  'open',
   'show_outputs'
 ] as const;
 export type Op = (typeof BRIDGE_OPS)[number];

@@ -46,6 +46,7 @@ def test_nbclient_runs_each_agent_cell_to_its_end_and_saves_the_transcript(tmp_p
     # default mode, nobody to ask: the write is denied with a message that says why
     second = saved.cells[3].outputs[0]["data"]["text/markdown"]
     assert "needs approval" in second and "no one is here to give it" in second
+    assert "can_use_tool=" not in second and "allow=(" not in second  # the model's words, not the developer's
     assert "✓ *Finished*" in second and not blocked.exists()
     assert requests == 4
     assert api.api_key not in path.read_text()

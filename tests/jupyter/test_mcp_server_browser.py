@@ -53,9 +53,10 @@ CLIENT = "<img src=x onerror=window.__pwned=1>Outside<b>Agent</b>"
 class OutsideClient:
     """The SDK's client on a loop of its own (the test drives the page meanwhile)."""
 
-    def __init__(self, url: str, name: str = CLIENT, stdio: Any = None) -> None:
-        """``stdio``: the server parameters of ``jupyter agent mcp`` to talk to instead of ``url``."""
-        self.stdio = stdio
+    def __init__(self, url: str, name: str = CLIENT, stdio: Any = None, mode: str = "auto") -> None:
+        """``stdio``: the server parameters of ``jupyter agent mcp`` to talk to instead of ``url``;
+        ``mode``: the SDK's (``legacy``: the initialize handshake, an MCP session of its own)."""
+        self.stdio, self.mode = stdio, mode
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -74,7 +75,8 @@ class OutsideClient:
         self._stop = asyncio.Event()
         transport = stdio_client(self.stdio) if self.stdio is not None else streamable_http_client(self.url)
         try:
-            async with Client(transport, client_info=Implementation(name=self.name, version="9")) as client:
+            async with Client(transport, client_info=Implementation(name=self.name, version="9"),
+                              mode=self.mode) as client:
                 opened.set_result(client)
                 await self._stop.wait()
         except BaseException as exc:

@@ -233,16 +233,18 @@ def _said(request) -> str:
     return "\n".join(b.get("text", "") for b in content) if isinstance(content, list) else str(content)
 
 
-def fix_scenario(page, api, script, path, *, notebook7: bool = False) -> None:
+def fix_scenario(page, api, script, path, *, notebook7: bool = False, read_first: bool = True) -> None:
     """values; %load_ext; a cell that raises NameError; a cell that prints: the error output
     (only it) gets Fix with agent and Explain; Explain (pressed from the keyboard) answers in
     the panel and changes nothing; Fix with agent sends the cell and its traceback, the panel's
     approval shows the fix as a diff, and after Allow (twice) the cell holds the fixed code and
-    ran without error, its buttons gone."""
+    ran without error, its buttons gone. ``read_first`` False: the model edits the clicked cell
+    at once, as the click's prompt asks (the cell counts as read), and the edit lands."""
     from .lab import cell, cell_sources, run_and_wait, screenshot
 
     script(response(text("`vales` is a typo: the list is `values`.")),
-           response(text("A typo; I'll read the notebook."), tool_use("Read", {"file_path": str(path)})),
+           *([response(text("A typo; I'll read the notebook."), tool_use("Read", {"file_path": str(path)}))]
+             if read_first else []),
            response(tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "err", "edit_mode": "replace",
                                               "cell_type": "code", "new_source": FIXED})),
            response(tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "err"})),
@@ -304,6 +306,21 @@ def test_fix_with_agent_and_explain_on_an_error_output(lab, page_of, script, api
     page = page_of("fix.ipynb")
     page.click(f"li[data-id='{PANEL[1:]}']")
     fix_scenario(page, api, script, path)
+
+
+@pytest.mark.timeout(300)
+def test_fix_with_agent_edits_the_clicked_cell_without_a_read_first(lab, page_of, script, api):
+    """The click's prompt asks for one NotebookEdit of the cell: that first edit lands (the
+    clicked cell counts as read at the source the model was shown)."""
+    path = lab.root / "fix_unread.ipynb"
+    write_notebook(path, ["values = [3, 5, 8]", "%load_ext jupyter_agent", BROKEN, "print('fine')"],
+                   ids=["vals", "load", "err", "ok"])
+    page = page_of("fix_unread.ipynb")
+    page.click(f"li[data-id='{PANEL[1:]}']")
+    fix_scenario(page, api, script, path, read_first=False)
+    results = [b for m in api.requests[-1]["messages"] for b in (m["content"] if isinstance(m["content"], list)
+                                                                    else []) if b.get("type") == "tool_result"]
+    assert results and not any(b.get("is_error") for b in results), results
 
 
 #: The side panel's conversation box shows its end, and is longer than the box (so that the

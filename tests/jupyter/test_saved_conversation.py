@@ -99,6 +99,27 @@ def test_a_file_others_can_write_gives_no_rules(tmp_path):
     assert back.rules == [] and "not taken back" in back.notes[0]
 
 
+def test_a_file_of_another_user_gives_no_undo_records_nor_rules(tmp_path, jupyter_dirs):
+    path = tmp_path / "c.json"
+    saved = SavedConversation("folder:/x", messages=[{"role": "user", "content": "hi"}], rules=["Bash"],
+                              runs=[SavedRun("p", changes=_changes(tmp_path))])
+    write(path, encode(saved))
+    mine = load(path)
+    assert not mine.foreign and mine.rules == ["Bash"] and mine.runs[0].changes is not None
+    assert mine.runs[0].changes.saved  # read back: its undo keeps to the working folders
+    os.chown(path, 4242, 4242)  # (the tests run as root)
+    theirs = load(path)
+    assert theirs.foreign == "it belongs to another user (uid 4242)"
+    assert theirs.rules == [] and theirs.runs[0].changes is None
+    assert "the undo records of 1 run(s) were not taken back: the file is not yours alone" in theirs.notes[1]
+
+
+def test_a_saved_mode_is_permission_bits_only():
+    changes = sc.changes_from_json({"files": [{"path": "/w/a", "existed": True, "mode": 0o4755, "data": "",
+                                               "before_hash": None, "after_hash": ""}]})
+    assert changes.files["/w/a"].mode == 0o755
+
+
 @pytest.mark.parametrize("content, said", [
     (b"\xff\xfe not json", "cannot be read"),
     (b"[1, 2]", "is not a saved jupyter-agent conversation"),

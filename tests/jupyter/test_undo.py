@@ -127,6 +127,24 @@ async def test_undo_leaves_a_file_changed_after_the_run(kernel, script, module_t
     assert not kernel.buttons("Undo this run")  # once
 
 
+async def test_undo_does_not_write_through_a_link_put_in_the_way(kernel, script, module_tmp):
+    folder, elsewhere = module_tmp / "undo_link", module_tmp / "undo_link_elsewhere"
+    (folder / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    made = folder / "sub" / "made.txt"
+    script(response(tool_use("Write", {"file_path": str(made), "content": "agent\n"})), response(text("Made.")))
+    result = await kernel.execute("%%agent\nMake it")
+    await transcript(kernel, display_id_of(result))
+    assert made.read_text() == "agent\n"
+    # since the run, sub/ became a link to another folder holding a file of the same bytes
+    (folder / "sub").rename(folder / "sub.old")
+    (elsewhere / "made.txt").write_text("agent\n")
+    (folder / "sub").symlink_to(elsewhere)
+    report = await undo(kernel)
+    assert (elsewhere / "made.txt").read_text() == "agent\n"  # not removed through the link
+    assert "undo_link/sub/made.txt: refused; left as it is (a symbolic link now leads it to" in report
+
+
 async def test_a_run_that_ran_a_cell_says_which_variables_changed(kernel, script, module_tmp):
     folder = module_tmp / "undo_vars"
     folder.mkdir()

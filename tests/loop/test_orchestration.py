@@ -108,14 +108,18 @@ async def test_deny_without_feedback_ends_the_turn(tools):
     assert "denied an earlier tool call" in contents[1]
 
 
-async def test_ask_with_no_one_to_ask_is_a_clear_deny(tools):
+async def test_ask_with_no_one_to_ask_is_a_clear_deny(tools, caplog):
     call = tool_use("Change", {"seconds": 0, "label": "x"})
-    with FakeMessagesAPI([response(call), response(text("ok"))]) as api:
-        run = run_query(api, "go", tools)
-        await run.wait()
-        result = results_of(api)[call["id"]]
+    with caplog.at_level("INFO", logger="jupyter_agent.loop.tool_execution"):
+        with FakeMessagesAPI([response(call), response(text("ok"))]) as api:
+            run = run_query(api, "go", tools)
+            await run.wait()
+            result = results_of(api)[call["id"]]
     assert result["is_error"]
-    assert "needs approval" in result["content"] and "can_use_tool" in result["content"]
+    # for the model: what, why, what instead; the developer's options go to the log
+    assert result["content"].startswith("Change was not run:") and "needs approval" in result["content"]
+    assert "Do not call it again the same way" in result["content"] and "can_use_tool" not in result["content"]
+    assert any("can_use_tool=" in r.getMessage() for r in caplog.records)
 
 
 async def test_always_allow_adds_a_session_rule(tools):

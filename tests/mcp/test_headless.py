@@ -41,7 +41,9 @@ def test_the_cli_runs_a_servers_tool_a_rule_allows_and_no_other(tmp_path):
     assert {"mcp__calc__add", "mcp__calc__touch"} <= offered and not any("repo" in t for t in offered)
     assert results[add["id"]]["content"][0]["text"] == "sum=5" and not results[add["id"]].get("is_error")
     assert results[touch["id"]]["is_error"] and not (tmp_path / "made.txt").exists()
-    assert "--allow 'mcp__calc__touch'" in str(results[touch["id"]]["content"])  # how to allow it next time
+    # the model is told it cannot run; how to allow it next time goes to the operator, on stderr
+    assert "mcp__calc__touch was not run" in str(results[touch["id"]]["content"])
+    assert "--allow" not in str(results[touch["id"]]["content"]) and "--allow mcp__calc__touch" in proc.stderr
     assert "⊘ mcp__calc__touch" in proc.stderr
     # the .mcp.json server no one could approve: not started, and stderr says how to opt in
     assert not started.exists()

@@ -48,9 +48,12 @@ def test_the_endpoint_needs_the_servers_token(server):
 async def test_tools_carry_their_annotations(server):
     async with http_client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"list_notebooks", "read_cells", "read_output", "list_variables", "insert_cell",
-                          "replace_cell", "delete_cell", "run_cell", "run_status", "interrupt", "restart_kernel"}
-    for name in ("list_notebooks", "read_cells", "read_output", "list_variables", "run_status"):
+    assert all(t.title for t in tools.values())
+    assert set(tools) == {"list_notebooks", "active_notebook", "create_notebook", "read_cells", "read_output",
+                          "list_variables",
+                          "insert_cell", "execute_code", "run_cells", "replace_cell", "delete_cell", "run_cell",
+                          "run_status", "interrupt", "restart_kernel"}
+    for name in ("list_notebooks", "active_notebook", "read_cells", "read_output", "list_variables", "run_status"):
         assert tools[name].annotations.read_only_hint is True
     for name in ("replace_cell", "delete_cell", "run_cell", "interrupt", "restart_kernel"):
         assert tools[name].annotations.read_only_hint is False and tools[name].annotations.destructive_hint is True
@@ -87,7 +90,7 @@ async def test_calls_that_cannot_be_made_are_clear_errors(server):
             ("read_cells", {"notebook_path": "closed.ipynb"}, "not open in JupyterLab"),
             ("insert_cell", {**plain, "cell_type": "code", "source": "x" * 300_000}, "the limit is"),
             ("insert_cell", {**plain, "cell_type": "code", "source": "ok\x00\x07\x1b"}, "binary data"),
-            ("insert_cell", {**plain, "cell_type": "raw", "source": "x"}, "cell_type must be one of"),
+            ("insert_cell", {**plain, "cell_type": "python", "source": "x"}, "cell_type must be one of"),
             ("insert_cell", {**plain, "cell_type": "code", "source": "x", "mode": "y"}, "takes no argument"),
             ("insert_cell", plain, "needs cell_type, source"),
             ("replace_cell", {**plain, "cell_id": "a1\x00", "source": "x"}, "not a valid cell id"),

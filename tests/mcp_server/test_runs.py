@@ -56,3 +56,15 @@ def test_an_ended_run_gives_its_result_and_a_failed_one_its_reason():
         assert not reply["ok"] and "kernel restarted" in reply["error"]
 
     asyncio.run(go())
+
+
+def test_the_next_cell_of_a_range_can_be_interrupted_again():
+    """run_cells runs several cells under one run: between two cells no interrupt is sent (it
+    would hit the kernel's own work), and the next cell's start makes it interruptible again."""
+    run = RunHandle(path="a.ipynb", cell_id="cells first..last", kernel_id="k", owner="me")
+    run.saw("execute_input", {"code": "a = 1"})
+    assert not run.cell_over
+    run.saw("status", {"execution_state": "idle"})
+    assert run.cell_over  # between cells: nothing to interrupt
+    run.saw("execute_input", {"code": "while True: pass"})
+    assert not run.cell_over and run.state is RunState.RUNNING

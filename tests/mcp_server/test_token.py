@@ -52,9 +52,10 @@ async def test_the_mcp_token_opens_the_endpoint_and_nothing_else(token_server):
 def test_a_wrong_or_missing_token_is_refused_with_what_to_send(token_server):
     for token, method in [("wrong-token", "POST"), (None, "POST"), ("wrong-token", "GET"), ("", "DELETE")]:
         code, body = refused(token_server.mcp_url, token, method)
-        assert code == 403, (token, method, code)
+        assert code == 401, (token, method, code)
         message = json.loads(body)["message"]
-        assert "token is missing or wrong" in message and "JUPYTER_AGENT_MCP_TOKEN" in message, message
+        said = "no token was sent" if not token else "the token is wrong"
+        assert said in message and "JUPYTER_AGENT_MCP_TOKEN" in message, message
         assert "wrong-token" not in message
 
 

@@ -27,6 +27,14 @@ from jupyter_agent.mcp_server.tools import (MAX_SOURCE_CHARS, TOOLS, OutsideErro
     ("run_cell", {"notebook_path": "a.ipynb", "cell_id": "c1", "wait_seconds": 601}, "wait_seconds must be between 0"),
     ("run_status", {}, "needs run_id"),
     ("interrupt", {"notebook_path": "a.ipynb", "run_id": "r\x00"}, "not a valid run id"),
+    ("execute_code", {"notebook_path": "a.ipynb"}, "needs code"),
+    ("execute_code", {"notebook_path": "a.ipynb", "code": "x = 1\x00"}, "code holds binary data"),
+    ("execute_code", {"notebook_path": "a.ipynb", "code": "x" * (MAX_SOURCE_CHARS + 1)}, "the limit is"),
+    ("execute_code", {"notebook_path": "a.ipynb", "code": "1", "timeout_seconds": 0},
+     "timeout_seconds must be between 1"),
+    ("run_cells", {"notebook_path": "a.ipynb", "start_cell_id": "c\x00"}, "not a valid start cell id"),
+    ("insert_cell", {"notebook_path": "a.ipynb", "cell_type": "python", "source": "x"}, "cell_type must be one of"),
+    ("active_notebook", {"notebook_path": "a.ipynb"}, "takes no argument 'notebook_path'"),
 ])
 def test_bad_arguments_are_refused_before_any_kernel_hears_of_them(name, args, says):
     with pytest.raises(OutsideError) as refused:
@@ -71,3 +79,22 @@ def test_the_clients_name_comes_from_its_initialize():
 
     assert client_name(Ctx()) == "<b>claude-code</b> 2.1"  # as it says it: escaped where shown
     assert client_name(object()) == "an MCP client"
+
+
+def test_active_notebook_names_the_page_with_focus_then_the_latest():
+    from jupyter_agent.mcp_server.focus import active_text
+
+    pages = [{"path": "a.ipynb", "current": True, "focused_at": 200, "has_focus": False,
+              "active_cell_id": "ca", "active_index": 0, "active_cell_type": "code", "active_source": "a = 1"},
+             {"path": "b.ipynb", "current": True, "focused_at": 100, "has_focus": True, "active_cell_id": "cb",
+              "active_index": 4, "active_cell_type": "markdown", "active_source": "# B" * 3_000,
+              "selected_ids": ["c1", "c2"]},
+             {"path": "c.ipynb", "current": False, "focused_at": 900, "has_focus": True}]
+    said = active_text(pages, ["busy.ipynb"])
+    assert said.startswith("The notebook the user works in: b.ipynb\nActive cell: cb (index 4, markdown):\n# B")
+    assert "characters left out" in said and len(said) < 5_000  # a long source: its head and tail
+    assert "Also selected: c1, c2" in said and "Also current in other pages: a.ipynb" in said
+    assert "c.ipynb" not in said and "Not asked (jupyter-agent not loaded, or the kernel busy" in said
+    latest = active_text([{**pages[0], "has_focus": False}, {**pages[1], "has_focus": False}], [])
+    assert latest.startswith("The notebook the user works in: a.ipynb")  # no page has focus: the latest
+    assert active_text([], []).startswith("No JupyterLab page with jupyter-agent says which notebook is current")

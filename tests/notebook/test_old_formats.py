@@ -123,8 +123,8 @@ async def test_old_notebooks_are_read_and_edited_through_nbformats_upgrade(ctx, 
 
     read = await call_tool(ctx, "Read", {"file_path": str(path)})
     assert not read.get("is_error"), read["content"]
-    assert '<cell id="cell-0">' in read["content"] and SNOW in read["content"]
-    assert '<cell id="cell-1">x = 6 * 7\n' in read["content"]
+    assert '<cell id="cell-0" type="markdown">' in read["content"] and SNOW in read["content"]
+    assert '<cell id="cell-1" type="code" execution_count="1">x = 6 * 7\n' in read["content"]
     assert "not a readable notebook" not in read["content"]
 
     result = await call_tool(ctx, "NotebookEdit", {"notebook_path": str(path), "cell_id": "cell-2",

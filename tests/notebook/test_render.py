@@ -26,12 +26,13 @@ def texts(content) -> str:
 async def test_cells_render_as_claude_code_does(tmp_path):
     page = render_notebook(await snapshot_of(tmp_path, corpus()["lab_v45"]))
     body = texts(page.content)
-    assert body.startswith('<cell id="intro"><cell_type>markdown</cell_type># Analyse 📈\n')
-    assert "日本語のテキスト</cell id=\"intro\">" in body
-    assert ("<cell id=\"load\">import math\nprint('loaded', math.pi)</cell id=\"load\">\n"
-            "loaded 3.141592653589793") in body
-    assert '<cell id="raw-1"><cell_type>raw</cell_type>raw: keep {{ exactly }}</cell id="raw-1">' in body
-    assert '<cell id="empty_cell"></cell id="empty_cell">' in body
+    assert body.startswith(f'<notebook path="{tmp_path / "n.ipynb"}" cells="6">\n'
+                           '<cell id="intro" type="markdown"># Analyse 📈\n')
+    assert "日本語のテキスト</cell>\n" in body
+    assert ("<cell id=\"load\" type=\"code\" execution_count=\"1\">import math\nprint('loaded', math.pi)\n"
+            "<output>\nloaded 3.141592653589793\n</output>\n</cell>\n") in body
+    assert '<cell id="raw-1" type="raw">raw: keep {{ exactly }}</cell>' in body
+    assert body.endswith('<cell id="empty_cell" type="code" never_run="true"></cell>\n</notebook>')
     assert not page.partial
 
 
@@ -57,7 +58,7 @@ async def test_huge_outputs_keep_their_start_and_end(tmp_path):
     body = texts(render_notebook(await snapshot_of(tmp_path, nbformat.writes(nb))).content)
     assert "Outputs of cell loud had 50,008 characters of text; the middle was cut" in body
     assert "characters cut from the middle of this output" in body and "STARTxx" in body and "xxEND" in body
-    assert len(body) < 11_000 and '<cell id="quiet">' in body
+    assert len(body) < 11_000 and '<cell id="quiet" type="code" never_run="true">1</cell>' in body
 
 
 async def test_a_big_notebook_pages_by_cells(tmp_path):
@@ -69,7 +70,7 @@ async def test_a_big_notebook_pages_by_cells(tmp_path):
     assert len(first.content) < 110_000
     assert f"To see more, Read with offset={first.last + 1}" in first.content
     second = render_notebook(snapshot, offset=first.last + 1, limit=3)
-    assert second.content.startswith(f'<cell id="c{first.last + 1}">')
+    assert second.content.split("\n")[1].startswith(f'<cell id="c{first.last + 1}" type="code"')
     assert second.last == first.last + 3
     assert "offset 999 is past the last one" in render_notebook(snapshot, offset=999).content
 
@@ -84,4 +85,4 @@ async def test_images_per_read_are_capped_and_language_is_tagged():
     content = render_notebook(snapshot).content
     assert sum(1 for b in content if b["type"] == "image") == 20
     assert "over 20 images in one read" in texts(content)
-    assert '<cell id="p0"><language>r</language>plot(0)</cell id="p0">' in texts(content)
+    assert '<cell id="p0" type="code" language="r">plot(0)\n<output>' in texts(content)

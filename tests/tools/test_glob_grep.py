@@ -15,6 +15,12 @@ from .conftest import call_tool
 needs_rg = pytest.mark.skipif(ripgrep_path() is None, reason="ripgrep (rg) is not installed")
 
 
+def relative(lines: list[str], root: Path) -> list[str]:
+    """Glob's absolute paths, each checked to be under ``root`` and shown relative to it."""
+    assert all(line.startswith(f"{root}/") for line in lines), lines
+    return [line[len(str(root)) + 1:] for line in lines]
+
+
 def touch(path: Path, text: str = "", mtime: int | None = None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -31,23 +37,23 @@ async def test_glob_lists_newest_first(ctx, workspace):
     touch(workspace / "mid.py", mtime=2_000)
     touch(workspace / "notes.md", mtime=4_000)
     result = await call_tool(ctx, "Glob", {"pattern": "**/*.py"})
-    assert result["content"].splitlines() == ["pkg/new.py", "mid.py", "old.py"]
+    assert relative(result["content"].splitlines(), workspace) == ["pkg/new.py", "mid.py", "old.py"]
 
 
 async def test_glob_star_stays_in_one_folder_and_braces_expand(ctx, workspace):
     touch(workspace / "a.py")
     touch(workspace / "b.md")
     touch(workspace / "sub" / "c.py")
-    assert sorted((await call_tool(ctx, "Glob", {"pattern": "*.py"}))["content"].splitlines()) == ["a.py"]
+    assert (await call_tool(ctx, "Glob", {"pattern": "*.py"}))["content"].splitlines() == [str(workspace / "a.py")]
     got = (await call_tool(ctx, "Glob", {"pattern": "**/*.{py,md}"}))["content"].splitlines()
-    assert sorted(got) == ["a.py", "b.md", "sub/c.py"]
+    assert sorted(relative(got, workspace)) == ["a.py", "b.md", "sub/c.py"]
 
 
 async def test_glob_with_path_and_absolute_pattern(ctx, workspace):
     touch(workspace / "src" / "x.ts")
-    assert (await call_tool(ctx, "Glob", {"pattern": "*.ts", "path": "src"}))["content"] == "src/x.ts"
+    assert (await call_tool(ctx, "Glob", {"pattern": "*.ts", "path": "src"}))["content"] == str(workspace / "src/x.ts")
     got = await call_tool(ctx, "Glob", {"pattern": f"{workspace}/src/*.ts"})
-    assert got["content"] == "src/x.ts"
+    assert got["content"] == str(workspace / "src/x.ts")
 
 
 async def test_glob_caps_results_and_skips_git(ctx, workspace):
@@ -118,7 +124,7 @@ async def test_search_hides_files_a_deny_rule_forbids_reading(workspace, code_tr
     denied = make_ctx(workspace, deny=["Read(.env)"])
     body = (await call_tool(denied, "Grep", {"pattern": "main", "output_mode": "content"}))["content"]
     assert "main-secret" not in body and "app.py" in body
-    listed = (await call_tool(denied, "Glob", {"pattern": "*"}))["content"].splitlines()
+    listed = relative((await call_tool(denied, "Glob", {"pattern": "*"}))["content"].splitlines(), workspace)
     assert ".env" not in listed and "app.py" in listed
 
 

@@ -38,8 +38,9 @@ async def edit(ctx, **args):
 
 async def test_read_renders_cells_and_enables_edits(ctx, notebook):
     result = await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
-    assert result["content"].startswith('<cell id="md1"><cell_type>markdown</cell_type># Title</cell id="md1">\n'
-                                        '<cell id="code1">x = 1\nx</cell id="code1">\n1\n')
+    assert result["content"].split("\n", 1)[1].startswith(
+        '<cell id="md1" type="markdown"># Title</cell>\n'
+        '<cell id="code1" type="code" execution_count="4">x = 1\nx\n<output>\n1\n</output>\n</cell>\n')
     assert str(notebook) in ctx.read_file_state
 
 
@@ -107,7 +108,8 @@ async def test_a_registered_document_is_used_instead_of_the_file(ctx, workspace)
     doc = MemoryNotebook(workspace / "live.ipynb", new_notebook(cells=[new_code_cell("a = 1", id="only")]))
     register_document(tool_session(ctx), doc)
     read = await call_tool(ctx, "Read", {"file_path": "live.ipynb"})
-    assert read["content"] == '<cell id="only">a = 1</cell id="only">'
+    assert read["content"].split("\n")[1:] == ['<cell id="only" type="code" never_run="true">a = 1</cell>',
+                                               "</notebook>"]
     result = await call_tool(ctx, "NotebookEdit", {"notebook_path": "live.ipynb", "cell_id": "only",
                                                    "new_source": "a = 2"})
     assert not result.get("is_error") and doc.cells[0]["source"] == "a = 2"
@@ -263,3 +265,12 @@ async def test_a_run_approval_numbers_the_cell_as_the_open_page_shows_it(workspa
         assert question.startswith("NotebookRun wants to run cell 5 of 5 (id new1) of page.ipynb") and code == "x + 1"
         card = approval_html("NotebookRun", dict(input), ask.message, cwd=workspace)
         assert "cell 5 of 5 (id new1)" in card and "of 4" not in card
+
+
+async def test_a_delete_needs_no_new_source_and_a_replace_says_it_does(ctx, notebook):
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    assert (await edit(ctx, cell_id="code2", edit_mode="delete"))["content"] == "Deleted cell code2"
+    assert [c["id"] for c in cells(notebook)] == ["md1", "code1"]
+    refused = await edit(ctx, cell_id="code1")
+    assert refused["is_error"] and "new_source is required for edit_mode=replace" in refused["content"]
+    assert ["".join(c["source"]) for c in cells(notebook)] == ["# Title", "x = 1\nx"]

@@ -64,7 +64,19 @@ async def test_the_servers_path_and_the_page_path_reach_the_page_without_asking(
     for path in (key, "live.ipynb", "./live.ipynb"):
         read = await call_tool(ctx, "Read", {"file_path": path}, can_use_tool=_never_asked)
         assert not read.get("is_error"), read
-        assert '<cell id="setx">x = 41</cell id="setx">' in text_of(read)
+        assert '<cell id="setx" type="code" never_run="true">x = 41</cell>' in text_of(read)
+
+
+async def test_the_page_path_made_absolute_from_the_kernels_folder_reaches_the_page(page, workspace):
+    """A model told that paths must be absolute joins the kernel's folder and ``live.ipynb``:
+    with no such file on the kernel's disk, that is the page's notebook too."""
+    ctx, doc, key = page
+    read = await call_tool(ctx, "Read", {"file_path": str(workspace / "live.ipynb")}, can_use_tool=_never_asked)
+    assert not read.get("is_error") and "x = 41" in text_of(read), read
+    # a file of the kernel's own at that path is the kernel's file, not the page's
+    nbformat.write(new_notebook(cells=[new_code_cell("mine = 1", id="mine")]), workspace / "live.ipynb")
+    read = await call_tool(ctx, "Read", {"file_path": str(workspace / "live.ipynb")}, can_use_tool=_never_asked)
+    assert "mine = 1" in text_of(read) and "x = 41" not in text_of(read)
 
 
 async def test_edits_and_runs_go_to_the_page_and_nothing_is_written_on_the_kernels_disk(page, workspace, tmp_path):

@@ -55,8 +55,8 @@ async def test_read_then_edit_in_accept_edits_mode(workspace):
     edited = results_sent(api, 2)[edit["id"]]
     assert not edited.get("is_error") and "has been updated" in result_text(edited)
     assert [t["name"] for t in api.requests[0].body["tools"]] == [
-        "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "Bash", "TodoWrite",
-        "NotebookRestart"]
+        "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "NotebookRunCells", "KernelRun",
+        "Bash", "TodoWrite", "NotebookRestart"]
 
 
 async def test_edit_without_read_and_stale_edit_are_error_results(workspace):
@@ -152,7 +152,7 @@ async def test_parallel_searches_all_answer_paired_by_id(workspace):
     assert list(results) == [c["id"] for c in calls]
     for i in range(3):
         assert results[calls[i]["id"]]["content"] == f"m{i}.py:1:value_{i} = {i}"
-    assert sorted(results[calls[3]["id"]]["content"].splitlines()) == ["m0.py", "m1.py", "m2.py"]
+    assert sorted(results[calls[3]["id"]]["content"].splitlines()) == [str(workspace / f"m{i}.py") for i in range(3)]
 
 
 async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
@@ -173,7 +173,9 @@ async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
     finally:
         await close_session(tool_session(context))
     assert terminal.reason == "completed"
-    assert result_text(results_sent(api, 1)[read["id"]]) == '<cell id="load">data = [3, 1, 2]</cell id="load">'
+    assert result_text(results_sent(api, 1)[read["id"]]) == (
+        f'<notebook path="{path}" cells="1" kernel="not running" working_folder="{workspace}">\n'
+        '<cell id="load" type="code" never_run="true">data = [3, 1, 2]</cell>\n</notebook>')
     inserted = result_text(results_sent(api, 2)[insert["id"]])
     assert inserted.startswith("Inserted cell ") and inserted.endswith(" with print(sorted(data))")
     ran = results_sent(api, 3)

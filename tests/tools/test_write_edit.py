@@ -31,13 +31,13 @@ async def test_write_after_read_replaces_the_file(ctx, workspace):
     (workspace / "a.txt").write_text("old\n")
     await read(ctx, workspace / "a.txt")
     result = await call_tool(ctx, "Write", {"file_path": "a.txt", "content": "new\n"})
-    assert result["content"] == "The file a.txt has been updated."
+    assert result["content"] == f"The file {workspace / 'a.txt'} has been updated."
     assert (workspace / "a.txt").read_text() == "new\n"
 
 
 async def test_write_creates_new_files_and_folders_without_a_read(ctx, workspace):
     result = await call_tool(ctx, "Write", {"file_path": "deep/er/new.txt", "content": "hi\n"})
-    assert result["content"] == "File created successfully at: deep/er/new.txt"
+    assert result["content"] == f"File created successfully at: {workspace / 'deep/er/new.txt'}"
     assert (workspace / "deep/er/new.txt").read_text() == "hi\n"
     assert stat.S_IMODE((workspace / "deep/er/new.txt").stat().st_mode) == 0o666 & ~_umask()
 
