@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .environment import REPLAY_ENV, missing_key, no_key_message, prepare_replay_files, resolve_transcript, turn_limit
-from .loop.permission_result import DENIED, PERMISSION_MODES
+from .loop.permission_result import PERMISSION_MODES
 from .model.providers import PROVIDER_NAMES
 from .redact import redact, safe_prefix_length
 from .render.invisible import INVISIBLE_WARNING, has_invisible
@@ -203,13 +203,6 @@ class TerminalDisplay:
         else:
             # redacted before it is shortened: a key cut in two is no longer found
             text = tool.result if isinstance(tool.result, str) else json.dumps(tool.result, default=str)
-            if tool.state == "denied" and not text.startswith(DENIED.split(" STOP")[0]):
-                # whole: a rule's or the command's denial says how to allow the call (the
-                # rules, the flags); cut at 300 characters its most useful part was lost.
-                # (A person's own Deny was answered at this terminal: its first line does.)
-                content = redact(text).strip()
-                self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}: {content or tool.state}")
-                return
             content = redact(text)[:300]
             first = content.strip().splitlines()[0] if content and content.strip() else tool.state
             self.note(f"  {icon} {tool.name} {tool.summary} {tool.state}{exit_code}: {first}")
