@@ -148,7 +148,7 @@ class TerminalDisplay:
         model = self.model
         if kind == "header" and model.requests != self._requests and model.ended is None:
             self._requests = model.requests
-            meter = f" · {context_meter_text(model.context)}" if model.context is not None else ""
+            meter = f" · {context_meter_text(model.context, model.window_known)}" if model.context is not None else ""
             self.note(f"── turn {model.turn_count} · request {model.requests} · {model.model}{meter}")
         elif isinstance(item, CompactionItem) and kind == "add" and item.event is not None:
             self.note(f"⇊ {compaction_text(item.event)}")

@@ -1,6 +1,10 @@
-"""``./dev demo``: JupyterLab on ``notebooks/``, ready to use, online or offline.
+"""``./dev demo``: JupyterLab on a copy of ``notebooks/``, ready to use, online or offline.
 
-It opens the start-here notebook (``notebooks/*start*.ipynb``, else the folder). With
+JupyterLab's autosave writes every run into the notebooks it shows, so the demo shows a
+copy, ``demo-notebooks/`` (ignored by git), made afresh from ``notebooks/`` at each start
+(``--keep``: keep the copy as it was left): the tracked lessons stay as committed whatever
+the user does. ``--notebooks DIR`` opens DIR itself instead.
+It opens the start-here notebook (``*start*.ipynb``, else the folder). With
 ``ANTHROPIC_API_KEY`` set, the agent talks to Claude. Without a key it runs offline: every
 kernel the server starts gets ``JUPYTER_AGENT_REPLAY`` (the packaged demo transcript, or
 the one given with ``--replay``), so ``%%agent``, ``chat()`` and the side panel replay a
@@ -13,18 +17,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import textwrap
 from pathlib import Path
 
 from .environment import REPLAY_ENV, resolve_transcript
 
-DESCRIPTION = ("Set up, then open JupyterLab on notebooks/ (offline with the replay model when "
-               "ANTHROPIC_API_KEY is unset). Other options go to JupyterLab.")
+DESCRIPTION = ("Set up, then open JupyterLab on a fresh copy of notebooks/ in demo-notebooks/ (offline "
+               "with the replay model when ANTHROPIC_API_KEY is unset). Other options go to JupyterLab.")
+#: The tracked lessons, and the ignored copy the demo shows (.gitignore lists it).
+SOURCE_NOTEBOOKS = "notebooks"
+DEMO_NOTEBOOKS = "demo-notebooks"
+COPIED = ("A fresh copy of notebooks/ ({folder}): the demo's changes and JupyterLab's autosave stay "
+          "there, and the next ./dev demo starts from notebooks/ again (--keep keeps the copy).")
 OFFLINE = ("No ANTHROPIC_API_KEY: running OFFLINE with the replay model. Every agent run "
-           "replays a recorded session ({transcript}, or the one a cell names with --replay) "
-           "and says so; your prompts are not used and nothing goes to the network. "
-           "Set ANTHROPIC_API_KEY and run this again to use Claude.")
+           "replays a recorded session and names it: {transcript} by default; the one a cell "
+           "names with --replay (start-here's cell: live_cell.json), kept for that kernel's "
+           "later runs; the recorded fix or explanation for Fix with agent and Explain. Your "
+           "prompts are not used and nothing goes to the network. Set ANTHROPIC_API_KEY and "
+           "run this again to use Claude.")
 ONLINE = "ANTHROPIC_API_KEY is set: the agent talks to Claude ({model})."
 CLOUD = "JUPYTER_AGENT_PROVIDER={provider} and its credentials are set: the agent talks to Claude there ({model})."
 REPLAYING = "JUPYTER_AGENT_REPLAY is set: the agent replays {transcript} (offline)."
@@ -50,15 +62,19 @@ def lab_command(argv: list[str] | None = None, environ: dict[str, str] | None = 
     parser.add_argument("--no-browser", action="store_true", help="start JupyterLab without opening a browser")
     parser.add_argument("--terminal", action="store_true",
                         help="run the terminal demo instead (an agent edits and runs a notebook; no browser)")
-    parser.add_argument("--notebooks", help="folder to open (default: ./notebooks, made if missing)")
+    parser.add_argument("--notebooks", help="folder to open as it is (default: a fresh copy of ./notebooks "
+                        "in ./demo-notebooks)")
+    parser.add_argument("--keep", action="store_true",
+                        help="open ./demo-notebooks as the last demo left it, rather than a fresh copy")
     parser.add_argument("--port", type=int, help="port of the server (default: JupyterLab's)")
     parser.add_argument("--replay", help="offline transcript to replay when no API key is set "
                         "(default: the packaged demo)")
     args, rest = parser.parse_known_args(argv)
     env = dict(os.environ if environ is None else environ)
-    folder = Path(args.notebooks or "notebooks").expanduser().resolve()
+    folder = Path(args.notebooks or DEMO_NOTEBOOKS).expanduser().resolve()
+    copied = ""
     if args.notebooks is None:
-        folder.mkdir(exist_ok=True)
+        copied = copy_notebooks(Path(SOURCE_NOTEBOOKS), folder, fresh=not args.keep)
     if not folder.is_dir():
         parser.error(f"no folder {folder}: run ./dev demo from the repository, or give --notebooks DIR")
 
@@ -90,8 +106,25 @@ def lab_command(argv: list[str] | None = None, environ: dict[str, str] | None = 
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (str(DEMO_CONFIG), env.get("JUPYTER_CONFIG_PATH")) if p)
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in rest:
         cmd.append("--allow-root")  # containers run as root; JupyterLab refuses without it
-    note = f"jupyter-agent: JupyterLab on {folder}\n" + "\n".join(textwrap.wrap(note, 78))
+    note = f"jupyter-agent: JupyterLab on {folder}\n" + "\n".join(textwrap.wrap(" ".join((copied, note)).strip(), 78))
     return cmd + rest, env, note
+
+
+def copy_notebooks(source: Path, copy: Path, *, fresh: bool) -> str:
+    """Make ``copy`` the demo's folder: ``source``'s files copied over it (``fresh``), or
+    only those it lacks. Files the user added to the copy stay. Returns what to tell the
+    user ("" when there is no ``source``: the folder is made empty)."""
+    copy.mkdir(parents=True, exist_ok=True)
+    if not source.is_dir():
+        return ""
+    for path in sorted(source.rglob("*")):
+        if not path.is_file() or {".ipynb_checkpoints", "__pycache__"} & set(path.relative_to(source).parts):
+            continue
+        target = copy / path.relative_to(source)
+        if fresh or not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+    return COPIED.format(folder=copy.name + "/") if fresh else f"{copy.name}/ as the last demo left it (--keep)."
 
 
 def _cloud_ready(env: dict[str, str]) -> bool:

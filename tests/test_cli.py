@@ -290,6 +290,7 @@ def test_a_replay_that_no_longer_matches_stops_and_says_so(tmp_path):
     assert proc.returncode == 1, proc.stderr  # model_error
     assert "The replay stopped: it no longer matches this folder" in proc.stderr
     assert "In the recording, Edit succeeded; it failed here" in proc.stderr
+    assert "$" not in proc.stderr.splitlines()[-1]  # a replay costs nothing: no "≈ $0.0000"
     assert "Done: notes.txt now says" not in proc.stdout
     assert (tmp_path / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
 
@@ -350,3 +351,63 @@ def test_the_terminal_display_needs_no_widget_stack():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+# --- what the terminal shows its operator (issue 40) ------------------------------------------
+
+def test_a_local_models_window_is_unknown_in_the_terminal_meter(tmp_path):
+    """ANTHROPIC_BASE_URL at a local server and --model qwen3:8b: the meter says the window
+    is unknown, not a fraction of a guessed 200k."""
+    nb = make_notebook(tmp_path / "work.ipynb")
+    with FakeMessagesAPI([response(text("hello"))], ollama_like=True) as api:
+        proc = jupyter_agent("run", str(nb), "-p", "hi", "--model", "qwen3:8b",
+                             cwd=tmp_path, env=clean_env(tmp_path, **api.env()))
+    assert proc.returncode == 0, proc.stderr
+    assert "window unknown" in proc.stderr and "/ 200k" not in proc.stderr and "compacts at" not in proc.stderr
+    assert "cost unknown" in proc.stderr and "$0.0000" not in proc.stderr
+
+
+def test_without_a_terminal_the_hint_to_allow_a_call_is_printed_whole(tmp_path):
+    deep = tmp_path / ("a-rather-long-folder-name-" * 4) / "and-deeper-still"
+    deep.mkdir(parents=True)
+    nb = make_notebook(deep / "work.ipynb")
+    with FakeMessagesAPI([
+        response(tool_use("Read", {"file_path": str(nb)}),
+                 tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "c1", "new_source": "x = 3"})),
+    ]) as api:
+        proc = jupyter_agent("run", str(nb), "-p", "Set x to 3", "--max-turns", "1",
+                             cwd=deep, env=clean_env(tmp_path, **api.env()), stdin="")
+    hint = next(x for x in proc.stderr.splitlines() if x.startswith("NotebookEdit was denied"))
+    assert hint.endswith("; or run from a terminal to be asked.") and "--permission-mode acceptEdits" in hint
+
+
+def test_an_edit_outside_the_working_folder_is_asked_as_a_diff(tmp_path, monkeypatch):
+    """The file of an Edit outside the working folders is read only once allowed, so the ask
+    has no diff of the file: it carries the Edit's own strings as one (the terminal, the
+    cell's card and the panel show it), not JSON."""
+    from jupyter_agent.cli import approval_text
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("# demo settings\nvalue = 1\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    nb = make_notebook(work / "work.ipynb")
+    monkeypatch.chdir(work)
+    edit = {"file_path": str(outside / "notes.txt"), "old_string": "value = 1", "new_string": "value = 2"}
+    with FakeMessagesAPI([
+        response(tool_use("Read", {"file_path": str(outside / "notes.txt")})),
+        response(tool_use("Edit", edit)),
+        response(text("Done.")),
+    ]) as api:
+        for key, value in clean_env(tmp_path, **api.env()).items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setattr(sys, "stdin", _Tty("y\ny\n"))
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["run", str(nb), "-p", "Edit it"], out=out, err=err)
+    assert code == 0, err.getvalue()
+    shown = err.getvalue()
+    assert "? Edit wants approval" in shown
+    assert "\n-value = 1\n+value = 2\n" in shown and '"old_string"' not in shown
+    assert (outside / "notes.txt").read_text() == "# demo settings\nvalue = 2\n"
+    assert '"content": "y"' in approval_text("Write", {"file_path": "x", "content": "y"}, "Write x?", None)

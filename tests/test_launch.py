@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -65,6 +66,62 @@ def test_the_terminal_demo_is_still_reachable(tmp_path, monkeypatch, capsys):
         monkeypatch.setenv(var, str(tmp_path / var.lower()))
     assert main(["--terminal", "--workspace", str(tmp_path / "ws"), "--yes"]) == 0
     assert "average sale: 111.50" in capsys.readouterr().out
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def demo_repository(tmp_path: Path) -> Path:
+    """A git repository laid out as this one for ./dev demo: notebooks/ committed, this
+    repository's .gitignore."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    folder = notebooks(repo)
+    (folder / "data.csv").write_text("a,b\n1,2\n")
+    shutil.copy(REPO / ".gitignore", repo / ".gitignore")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "notebooks")
+    return repo
+
+
+def test_the_demo_opens_a_fresh_ignored_copy_of_the_notebooks(tmp_path, monkeypatch):
+    repo = demo_repository(tmp_path)
+    monkeypatch.chdir(repo)
+    cmd, _, note = lab_command([], environ={})
+    copy = repo / "demo-notebooks"
+    assert f"--ServerApp.root_dir={copy}" in cmd and "--LabApp.default_url=/lab/tree/start-here.ipynb" in cmd
+    assert "fresh copy of notebooks/" in " ".join(note.split())
+    assert (copy / "data.csv").read_text() == "a,b\n1,2\n"  # what the lessons read is there too
+    # the demo's runs land in the copy (as JupyterLab's autosave writes them): git sees nothing
+    nb = nbformat.read(copy / "start-here.ipynb", 4)
+    nb.cells.append(nbformat.v4.new_code_cell("x + 1"))
+    nbformat.write(nb, copy / "start-here.ipynb")
+    (copy / "mine.ipynb").write_text("{}")
+    assert git(repo, "status", "--porcelain") == ""
+    lab_command(["--keep"], environ={})  # as the last demo left it
+    assert len(nbformat.read(copy / "start-here.ipynb", 4).cells) == 1
+    lab_command([], environ={})  # the next demo starts from notebooks/ again; the user's own file stays
+    assert nbformat.read(copy / "start-here.ipynb", 4).cells == [] and (copy / "mine.ipynb").exists()
+
+
+def test_dev_demo_installs_only_what_the_demo_needs():
+    """chromium, bubblewrap and the hub's proxy are for the tests: ./dev demo's branch does not
+    install them (./dev test's and ./dev flaky's do)."""
+    script = (REPO / "dev").read_text()
+    branches = script.split("case \"${1:-}\" in", 1)[1]
+    demo = branches.split(";;")[0]
+    assert "setup" in demo and "setup_test_tools" not in demo
+    test, flaky = branches.split(";;")[1:3]
+    assert "setup_test_tools" in test and "setup_test_tools" in flaky
+    tools = script.split("setup_test_tools() {", 1)[1].split("\n}\n", 1)[0]
+    assert "chromium" in tools and "bubblewrap" in tools and "install_hub_proxy" in tools
+    setup = script.split("setup() {", 1)[1].split("\n}\n", 1)[0]
+    assert not any(word in setup for word in ("chromium", "bubblewrap", "install_hub_proxy"))
 
 
 def test_it_starts_jupyterlab_on_the_start_here_notebook_without_a_browser(tmp_path):

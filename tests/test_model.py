@@ -470,7 +470,8 @@ async def test_replay_model_plays_the_demo_through_a_real_loop_shape():
             ("Edit", {"file_path": f"{scratch}/notes.txt", "old_string": "value = 1", "new_string": "value = 2"})]
         assert "value = 2" in msg.text
         assert notices == [f"Offline replay — your prompt is not used; this replays demo_read_edit.json "
-                           f"({model.transcript['description']}). It works in a new scratch folder, {scratch}."]
+                           f"({model.transcript['description']}). It works in a new scratch folder, {scratch}. "
+                           "Set ANTHROPIC_API_KEY to have your own prompts answered."]
         # a next prompt is a new run: the recording starts over, in a new folder, with new ids
         again = final(await collect(model, req(*history, {"role": "user", "content": "more?"})))
         assert model.run.scratch != scratch and not scratch.exists()
@@ -558,14 +559,71 @@ async def test_the_live_cell_transcript_fills_the_notebook_and_cells_from_the_re
         assert run.tool_uses[0]["input"] == {"notebook_path": "/work/start.ipynb", "cell_id": "3f2a"}
     finally:
         model.close()
-    # without a notebook in the request, it says what it needs instead of guessing
-    bare = ReplayModel("live_cell")
+
+
+
+async def test_a_prompt_the_recording_cannot_play_from_replays_the_demo_instead_and_says_so():
+    """A prompt from the side panel (no %%agent cell) or with no notebook in its request, on
+    a replay of ``live_cell``: the packaged demo plays (it needs only its scratch folder),
+    and the notice says why; the next prompt from a cell plays live_cell again."""
+    from jupyter_agent.prompts import user_context
+    from jupyter_agent.loop.messages import prepend_user_context
+
+    model = ReplayModel("live_cell")
     try:
-        with pytest.raises(ModelError) as e:
-            await collect(bare, req({"role": "user", "content": "hi"}))
-        assert e.value.kind == "replay_mismatch" and "the notebook it works in" in str(e.value)
+        panel = prepend_user_context([{"role": "user", "content": "hi"}],
+                                     user_context(Path("/work"), "/work/start.ipynb", None))
+        events = await collect(model, req(*panel))
+        notice = next(e.text for e in events if isinstance(e, Notice))
+        assert notice.startswith("Offline replay — your prompt is not used; live_cell.json plays only from an "
+                                 "%%agent cell of a notebook open in JupyterLab (it needs the id of its %%agent "
+                                 "cell), so this replays demo_read_edit.json")
+        assert notice.endswith("Set ANTHROPIC_API_KEY to have your own prompts answered.")
+        read = final(events)
+        assert read.tool_uses[0]["input"] == {"file_path": f"{model.run.scratch}/notes.txt"}
+        # the same conversation, now from the %%agent cell: live_cell from its start
+        history = [*panel, read.message, {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": read.tool_uses[0]["id"], "content": "value = 1"}]},
+            {"role": "user", "content": "from the cell"}]
+        cell = prepend_user_context(history, user_context(Path("/work"), "/work/start.ipynb", "agent-cell-7"))
+        events = await collect(model, req(*cell))
+        assert "this replays live_cell.json" in next(e.text for e in events if isinstance(e, Notice))
+        assert final(events).tool_uses[0]["input"] == {"file_path": "/work/start.ipynb"}
+    finally:
+        model.close()
+    bare = ReplayModel("live_cell")  # no notebook named at all: the demo too
+    try:
+        assert final(await collect(bare, req({"role": "user", "content": "hi"}))).tool_uses[0]["name"] == "Read"
+        assert bare.playing == str(DEMO_TRANSCRIPT)
     finally:
         bare.close()
+
+
+async def test_after_a_stop_or_an_error_the_next_prompt_replays_from_the_start():
+    """A run stopped while its card waited (or ended by an error) leaves its calls answered
+    by the loop, not by a person; the next prompt is merged into that results message by the
+    API's rules. It is a new run: the recording plays from its start, not "no longer matches"."""
+    from jupyter_agent.loop.messages import normalize_messages_for_api
+
+    model = ReplayModel(DEMO_TRANSCRIPT)
+    try:
+        history = [{"role": "user", "content": "go"}]
+        for _ in range(2):  # the Read (allowed), then the Edit, whose card the Stop answers
+            msg = final(await collect(model, req(*history)))
+            tu = msg.tool_uses[0]
+            stopped = tu["name"] == "Edit"
+            history += [msg.message, {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": tu["id"], "is_error": stopped,
+                 "content": "Stopped by the user." if stopped else "value = 1"}]}]
+        first_scratch = model.run.scratch
+        history.append({"role": "user", "content": "again"})
+        events = await collect(model, req(*normalize_messages_for_api(history)))
+        assert any(isinstance(e, Notice) and "this replays demo_read_edit.json" in e.text for e in events)
+        again = final(events)
+        assert again.tool_uses[0]["name"] == "Read" and model.played == 1
+        assert model.run.scratch != first_scratch
+    finally:
+        model.close()
 
 
 async def test_demo_transcript_edits_the_file_through_the_public_query(tmp_path):

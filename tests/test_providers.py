@@ -416,3 +416,25 @@ async def test_a_foundry_client_made_by_hand_with_an_entra_id_token_provider(fak
     assert events[-1].message["content"][0]["text"] == "hi" and tokens
     assert fake_api.requests[0].path == "/anthropic/v1/messages" and fake_api.requests[0].outcome == "ok"
     await client.close()
+
+
+@pytest.mark.parametrize("provider, base_url, names", [
+    ("bedrock", "ANTHROPIC_BEDROCK_BASE_URL", "AWS_REGION"), ("vertex", "ANTHROPIC_VERTEX_BASE_URL", "CLOUD_ML_REGION"),
+    ("foundry", "ANTHROPIC_FOUNDRY_BASE_URL", "ANTHROPIC_FOUNDRY_RESOURCE")])
+async def test_a_cloud_endpoint_out_of_reach_says_what_to_check_there(provider, base_url, names, fake_api, clean_env):
+    """Not ANTHROPIC_BASE_URL, which a cloud provider's requests never use."""
+    import socket
+
+    use(fake_api, provider, clean_env)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    clean_env.setenv(base_url, f"http://127.0.0.1:{port}")
+    model = AnthropicModel("claude-sonnet-4-5", max_retries=0)
+    with pytest.raises(ModelError) as err:
+        await collect(model, request_of({"role": "user", "content": "hi"}))
+    message = str(err.value)
+    assert err.value.kind == "connection" and names in message and base_url in message
+    assert "ANTHROPIC_BASE_URL" not in message.replace(base_url, "")
+    assert model_error_advice("connection", message) == ""  # the view adds no Anthropic advice
+    await model.aclose()

@@ -31,6 +31,7 @@ import functools
 import logging
 import time
 from typing import Any
+from collections.abc import Callable
 
 from .bridge_errors import NOT_ANSWERING, BridgeError, PageGone, failure_message, mismatch_message
 from .bridge_page import (
@@ -64,6 +65,8 @@ class KernelBridge(BridgeRequests):
         self._hello_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self.mismatch_said = False
         self.started = False
+        #: called with each page on its hello, on the kernel's loop (``rejoin.py``)
+        self.hello_listeners: list[Callable[[Page], None]] = []
         #: the ipykernel instance whose status publishing start_bridge wrapped, if any
         self.kernel: Any = None
 
@@ -175,6 +178,11 @@ class KernelBridge(BridgeRequests):
             focus=info.get("focus") is True, open=info.get("open") is True)
         for loop, event in list(self._hello_waiters):
             loop.call_soon_threadsafe(event.set)
+        for listener in list(self.hello_listeners):
+            try:
+                listener(self.pages[client_id])
+            except Exception:  # a listener's failure must not refuse the page
+                log.warning("a hello listener failed", exc_info=True)
 
     def _changed(self, c: Any, client_id: str, sources: bool = True) -> None:
         """The page's document changed after its last reply to a request with ``notify``

@@ -25,7 +25,7 @@ PROTOCOL_VERSION = BRIDGE_VERSION
 #: counted them when the reply arrived (kernel side only: the page never sends it).
 CHANGES_SEEN = "_changes_seen"
 #: Requests whose success changed the page's document.
-CHANGING_OPS = frozenset({"insert", "replace", "delete", "restore", "run", "show_run"})
+CHANGING_OPS = frozenset({"insert", "replace", "delete", "restore", "run", "show_run", "show_outputs"})
 #: ... and the subset of them that change the cells' ids, types or sources (the version).
 SOURCE_OPS = frozenset({"insert", "replace", "delete", "restore"})
 #: The key under which a reply's result carries the page's ``source_changes`` likewise.

@@ -127,6 +127,12 @@ class Fallback:
         self._sent, self._sent_change = self.bundle(md), self._change(md)
         display(self._sent, raw=True, metadata=self.metadata(self._sent), display_id=self.display_id)
 
+    def output(self) -> dict[str, Any] | None:
+        """The output as last sent (nbformat JSON), or None before it was shown."""
+        if self._sent is None:
+            return None
+        return {"output_type": "display_data", "data": self._sent, "metadata": self.metadata(self._sent)}
+
     def update(self) -> None:
         if self.shown and not self.cleared:
             md = self._markdown()

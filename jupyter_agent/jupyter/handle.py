@@ -123,6 +123,10 @@ class AgentRun:
                                  lambda: transcript_plain(self.model),
                                  if_lost=(UNFINISHED_ELSEWHERE, UNFINISHED_AS_LOST),
                                  change=_without_header)
+        #: the %%agent cell that shows the run and its notebook's key (set by the session): a
+        #: page of that notebook that comes back while the run goes on is shown it (``rejoin.py``)
+        self.cell_id: str | None = None
+        self.notebook_key: str | None = None
         if view is not None:
             view.add_class(live_class(self.fallback.key))
         self.task: asyncio.Task | None = None
@@ -328,6 +332,15 @@ class AgentRun:
             # (seen where the widget is not drawn: its transcript follows in the next output)
             "text/plain": "jupyter-agent run (a live widget; its transcript so far is below)",
         }
+
+    def live_outputs(self) -> list[dict[str, Any]] | None:
+        """The cell's outputs while the run goes on, as nbformat JSON (the widget, then its
+        fallback), or None once it ended or when it was never shown in a cell."""
+        fallback = self.fallback.output()
+        if not self._live() or not self._displayed or fallback is None:
+            return None
+        return [{"output_type": "display_data", "data": self._bundle(), "metadata": display_metadata(self.display_id)},
+                fallback]
 
     def refresh_fallback(self, force: bool = False) -> None:
         """Bring the fallback output up to date (at most every 2 s unless ``force``);

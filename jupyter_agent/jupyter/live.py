@@ -165,7 +165,7 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
             where = PageNotebook(key=own)
         if where is not None:
             key = where.key
-            _register(tool_session, live_notebook(agent_session.shell, bridge, client_id, where))
+            _register(tool_session, live_notebook(agent_session.shell, bridge, client_id, where, agent_session))
             tool_session.page_notebook = where
             if conversation.notebook_path is None:
                 conversation.notebook_path = key
@@ -182,9 +182,10 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
     return "none"
 
 
-def live_notebook(shell: Any, bridge: Any, client_id: str, where: PageNotebook) -> Any:
+def live_notebook(shell: Any, bridge: Any, client_id: str, where: PageNotebook, session: Any = None) -> Any:
     """A :class:`LiveNotebook` for the notebook ``where`` that the page ``client_id`` shows
-    (a run's, or an outside agent's: ``outside.py``)."""
+    (a run's, or an outside agent's: ``outside.py``). With the run's ``session``, a page
+    of the same notebook takes the place of ``client_id`` once it is gone (``rejoin.py``)."""
     from ..notebook.live_backend import LiveNotebook
 
     tracker = tracker_for(shell)
@@ -193,6 +194,7 @@ def live_notebook(shell: Any, bridge: Any, client_id: str, where: PageNotebook) 
         where.key, bridge, client_id, is_busy=tracker.busy if tracker else None, absent=absent,
         hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
         namespace=_namespace_of(shell), file_fallback=not where.remote, run_here=self_runner(shell),
+        successor=successor(bridge, session, client_id, where.key) if session is not None else None,
         history=_history_of(shell))
 
 
@@ -212,3 +214,23 @@ def _namespace_of(shell: Any) -> Callable[[], dict[str, int]] | None:
     from ..notebook.namespace import namespace_ids
 
     return lambda: namespace_ids(shell.user_ns, getattr(shell, "user_ns_hidden", {}))
+
+
+def key_of(page: Page, session: Any) -> str | None:
+    """The key of the notebook ``page`` shows, as the tools know it (``PageNotebook.key``)."""
+    where = page_notebook(page, session.notebook_path(), _kernel_cwd())
+    return where.key if where is not None else None
+
+
+def successor(bridge: Any, session: Any, client_id: str, key: str) -> Callable[[], str | None]:
+    """For a run's live notebook: once the page ``client_id`` is gone (it said goodbye: a
+    reload, or the tab closed), the newest other page showing the notebook ``key``."""
+
+    def find() -> str | None:
+        if client_id in bridge.pages:
+            return None
+        pages = [p for p in bridge.pages.values()
+                 if not p.gone and p.compatible and key_of(p, session) == key]
+        return max(pages, key=lambda p: p.serial).client_id if pages else None
+
+    return find

@@ -351,7 +351,11 @@ def load_ipython_extension(ipython: Any) -> None:
     session = get_session(ipython)
     ipython.register_magics(AgentMagics(ipython, session))
     tracker_for(ipython)  # knows when a cell executes (a run through the page must not wait on it)
-    start_bridge(ipython)  # the live-notebook bridge to the JupyterLab page
+    bridge = start_bridge(ipython)  # the live-notebook bridge to the JupyterLab page
+    if bridge is not None:
+        from .rejoin import watch_pages
+
+        watch_pages(bridge, session)  # a reloaded page is shown the run still going in its cell
     register(ipython, session)  # the JupyterLab side panel's comm target
     register_outside(ipython, session)  # outside agents' calls, from the MCP server (docs/mcp-server.md)
     cleanup = ipython.input_transformers_cleanup

@@ -184,8 +184,7 @@ class PanelRuns:
         active = session.active
         if active is not None and not active.done:
             usage.add(active.model.total_usage)
-        replay = conv.replay or (None if conv.model_ready or isinstance(conv.model_spec, str)
-                                 else _env_replay())
+        replay = conv.replay or _replay_in_use(conv)
         return {"model": conv.model_name, "permission_mode": conv.permission_mode,
                 "modes": list(PERMISSION_MODES), "replay": redact(_name(replay)) if replay else "",
                 "busy": active is not None and not active.done,
@@ -336,6 +335,16 @@ def _outside(handle: Any) -> bool:
     from .outside_run import OutsideRun  # (here: it imports the loop, which %load_ext leaves to the warm-up)
 
     return isinstance(handle, OutsideRun)
+
+
+def _replay_in_use(conv: Any) -> str | None:
+    """The recording the conversation's model replays when no cell named one: the model
+    made from ``$JUPYTER_AGENT_REPLAY`` (a run made it already: it says what it plays,
+    also after an Explain or Fix click played another recording), or the one it will be."""
+    if conv.model_ready:
+        source = getattr(conv.model, "source", None)  # a ReplayModel's transcript (replay/model.py)
+        return source if isinstance(source, str) else None
+    return None if isinstance(conv.model_spec, str) else _env_replay()
 
 
 def _env_replay() -> str | None:

@@ -32,8 +32,10 @@ BRIDGE_VERSION = 2
 #: selected (an outside agent's ``active_notebook``; a page whose hello says ``focus: true``).
 #: ``open`` (``path``, server-relative): the page opens that notebook in a tab of its own (an outside
 #: agent's ``create_notebook``, once the user allowed the file; a page whose hello says ``open: true``).
+#: ``show_outputs`` (``cell_id``, ``outputs``): a page that loaded while a run of that cell goes on
+#: (a reload) shows the run's outputs there (``rejoin.py``); an older page refuses it (unknown_op).
 BRIDGE_OPS = ("hello", "version", "read", "insert", "replace", "delete", "run", "restore", "show_run", "ask",
-              "ask_end", "focus", "open")
+              "ask_end", "focus", "open", "show_outputs")
 #: The size one bridge message may have, in bytes of its JSON: well under the 10 MiB a
 #: Tornado websocket accepts (a larger message closes the page's kernel connection).
 BRIDGE_MAX_MESSAGE_BYTES = 4 * 1024 * 1024

@@ -115,7 +115,8 @@ class ConversationSaver:
             if getattr(h, "conversation", None) is conv or getattr(h, "resumed_into", None) is conv:
                 terminal = h.terminal
                 runs.append(SavedRun(h.prompt, terminal.reason.value if terminal is not None else "aborted_streaming",
-                                     h.model.turn_count, h.changes))
+                                     h.model.turn_count, h.changes, usage=h.model.total_usage,
+                                     offline=h.model.offline))
         permissions = conv.permissions
         variables = _user_names(self.session.shell)
         for r in runs:
@@ -170,7 +171,10 @@ class ResumedRun:
         self.model = RunModel(prompt=saved.prompt, model=conversation.model_name,
                               permission_mode=conversation.permission_mode, cwd=conversation.context.cwd)
         self.model.turn_count = saved.turns
-        self.terminal = Terminal(TerminalReason(saved.reason), saved.turns, "", None, Usage())
+        self.model.offline = saved.offline
+        # what the run spent, as saved (an older file has none: 0 then, as before)
+        self.terminal = Terminal(TerminalReason(saved.reason), saved.turns, "", None, saved.usage or Usage())
+        self.model.finish(self.terminal)
         self._undo: asyncio.Task[UndoReport] | None = None
 
     @property

@@ -36,6 +36,7 @@ from ..changes import CellRecord, CellState, FileRecord, NotebookRecord, RunChan
 from ..files.atomic import atomic_write
 from ..loop.messages import ensure_tool_result_pairing
 from ..loop.state import TerminalReason
+from ..loop.usage import Usage
 from ..redact import redact
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,10 @@ class SavedRun:
     changes: RunChanges | None = None
     #: changes the file did not keep (they held a secret, or were over the size bound)
     unsaved: int = 0
+    #: what the run spent (``%agent runs`` shows it after a resume, not 0), and whether it was
+    #: an offline replay (nothing paid: no cost shown)
+    usage: Usage | None = None
+    offline: bool = False
 
 
 @dataclass
@@ -126,6 +131,10 @@ def encode(saved: SavedConversation) -> bytes:
     runs: list[dict[str, Any]] = []
     for run in reversed(saved.runs):  # the newest runs keep their undo data first
         entry: dict[str, Any] = {"prompt": redact(run.prompt), "reason": run.reason, "turns": run.turns}
+        if run.usage is not None:
+            entry["usage"] = {name: getattr(run.usage, name) for name in USAGE_FIELDS}
+        if run.offline:
+            entry["offline"] = True
         if run.changes is not None:
             entry["changes"], entry["unsaved"] = _changes_json(run.changes, budget)
         runs.append(entry)
@@ -356,6 +365,24 @@ def _check_rules(value: Any, notes: list[str], *, trusted: bool) -> list[str]:
     return rules
 
 
+#: The figures of a run's usage the file keeps.
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                "cost_usd")
+
+
+def _usage_of(value: Any) -> Usage | None:
+    """A run's usage from the file: non-negative numbers only, else None (shown as unknown)."""
+    if not isinstance(value, dict):
+        return None
+    figures = {name: value.get(name, 0) for name in USAGE_FIELDS}
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in figures.values()):
+        return None
+    usage = Usage(cost_usd=float(figures.pop("cost_usd")))
+    for name, v in figures.items():
+        setattr(usage, name, int(v))
+    return usage
+
+
 def _check_runs(value: Any, notes: list[str], *, trusted: bool) -> list[SavedRun]:
     runs: list[SavedRun] = []
     dropped = 0
@@ -366,7 +393,8 @@ def _check_runs(value: Any, notes: list[str], *, trusted: bool) -> list[SavedRun
         reason = item.get("reason") if item.get("reason") in {r.value for r in TerminalReason} else "completed"
         turns = item["turns"] if isinstance(item.get("turns"), int) and item["turns"] >= 0 else 0
         run = SavedRun(item["prompt"], str(reason), turns,
-                       unsaved=item["unsaved"] if isinstance(item.get("unsaved"), int) else 0)
+                       unsaved=item["unsaved"] if isinstance(item.get("unsaved"), int) else 0,
+                       usage=_usage_of(item.get("usage")), offline=item.get("offline") is True)
         if item.get("changes") is not None and not trusted:
             dropped += 1
         elif item.get("changes") is not None:

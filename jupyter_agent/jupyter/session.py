@@ -230,12 +230,18 @@ class AgentSession:
         run_model = RunModel(prompt=prompt, model=model or conv.model_name,
                              permission_mode=permission_mode or conv.permission_mode, cwd=conv.context.cwd)
         self._write_replay_files(conv, model, run_model)
-        bind_notebook(self, conv, run_model.notice, batch=batch)
+        bound_to = bind_notebook(self, conv, run_model.notice, batch=batch)
         _note_clicked_cell(conv, clicked_cell)
         run_view, broker = (None, None) if batch else self._approval_surface(run_model, conv, view, show_prompt)
         run = self._send(conv, prompt, broker, run_view, context, model=model, permission_mode=permission_mode,
                          max_turns=max_turns, **({} if compact is None else {"compact": compact}))
         handle = self._track(run, run_model, run_view, broker, prompt=prompt, batch=batch, conv=conv)
+        from ..notebook.session import tool_session as tool_session_of
+
+        bound = tool_session_of(conv.context)
+        handle.cell_id = bound.agent_cell_id
+        if bound_to in ("live", "waiting") and bound.page_notebook is not None:
+            handle.notebook_key = bound.page_notebook.key
         handle.start()
         for listener in list(self.listeners):
             listener(handle)

@@ -28,8 +28,8 @@ from ..loop.usage import Usage
 from .accumulate import MessageAccumulator
 from .compat import EndpointFeatures
 from .pricing import cost_usd
-from .providers import (NO_API_KEY_MESSAGE, PROVIDER_CHECK, Provider, ProviderSettings, base_url_from_env,
-                        credentials_error, make_client, raw_events, resolve_provider, wire_model)
+from .providers import (NO_API_KEY_MESSAGE, PROVIDER_CHECK, PROVIDER_REACH, Provider, ProviderSettings,
+                        base_url_from_env, credentials_error, make_client, raw_events, resolve_provider, wire_model)
 from .reader import Inbox, ReadJob, ReaderThread
 from .request import build_params
 from .retry import Failure, backoff_delay, classify_exception, from_error_event, to_model_error
@@ -233,9 +233,10 @@ class AnthropicModel:
                 yield self.endpoint.notice(lacking)
                 params = self.endpoint.adapt(params)
                 continue
-            check = PROVIDER_CHECK.get(self.provider)  # a cloud provider's own advice (providers.py)
+            # a cloud provider's own advice (providers.py)
+            check, reach = PROVIDER_CHECK.get(self.provider), PROVIDER_REACH.get(self.provider)
             if not failure.retryable:
-                raise to_model_error(failure, model=model, attempts=attempt + 1, check=check)
+                raise to_model_error(failure, model=model, attempts=attempt + 1, check=check, reach=reach)
             overloaded_streak = overloaded_streak + 1 if failure.overloaded else 0
             if (self.fallback_model and model != self.fallback_model
                     and overloaded_streak >= self.fallback_after):
@@ -245,7 +246,7 @@ class AnthropicModel:
                 continue
             attempt += 1
             if attempt > self.max_retries:
-                raise to_model_error(failure, model=model, attempts=attempt, check=check)
+                raise to_model_error(failure, model=model, attempts=attempt, check=check, reach=reach)
             delay = backoff_delay(attempt, base_s=self.retry_base_delay_s, max_s=self.retry_max_delay_s,
                                   retry_after=failure.retry_after, rng=self._rng)
             yield ModelRetry(attempt=attempt, max_retries=self.max_retries, delay_s=delay,

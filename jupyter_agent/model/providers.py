@@ -104,6 +104,17 @@ PROVIDER_CHECK = {
                        "Foundry resource (docs/providers.md)."),
 }
 
+#: What to check when a cloud provider's endpoint could not be reached or broke off (the
+#: Anthropic API's own advice names ANTHROPIC_BASE_URL, which does not apply there).
+PROVIDER_REACH = {
+    Provider.BEDROCK: ("Check the network, the AWS region (AWS_REGION, or AgentConfig.provider_region) and "
+                       "ANTHROPIC_BEDROCK_BASE_URL if you set one (docs/providers.md)."),
+    Provider.VERTEX: ("Check the network, the region (CLOUD_ML_REGION, or AgentConfig.provider_region) and "
+                      "ANTHROPIC_VERTEX_BASE_URL if you set one (docs/providers.md)."),
+    Provider.FOUNDRY: ("Check the network and the resource (ANTHROPIC_FOUNDRY_RESOURCE or "
+                       "ANTHROPIC_FOUNDRY_BASE_URL) (docs/providers.md)."),
+}
+
 #: Each provider's base URL override in the environment (the SDK's own names).
 _BASE_URL_ENV = {Provider.ANTHROPIC: "ANTHROPIC_BASE_URL", Provider.BEDROCK: "ANTHROPIC_BEDROCK_BASE_URL",
                  Provider.VERTEX: "ANTHROPIC_VERTEX_BASE_URL", Provider.FOUNDRY: "ANTHROPIC_FOUNDRY_BASE_URL"}

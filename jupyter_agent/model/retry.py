@@ -155,10 +155,16 @@ _CREDENTIAL_KINDS = {"authentication": "Authentication failed", "permission": "P
                      "not_found": "Not found"}
 
 
-def to_model_error(f: Failure, *, model: str, attempts: int, check: str | None = None) -> ModelError:
+#: The kinds whose advice names where the requests go (the provider's ``reach``).
+_REACH_KINDS = frozenset({"connection", "stream_cut", "stream_stalled"})
+
+
+def to_model_error(f: Failure, *, model: str, attempts: int, check: str | None = None,
+                   reach: str | None = None) -> ModelError:
     """The ``ModelError`` to raise when ``f`` is final (not retryable, or retries spent).
     ``check``: what to check after an authentication, permission or not-found error when
-    the request went to another provider than the Anthropic API (providers.py)."""
+    the request went to another provider than the Anthropic API (providers.py); ``reach``:
+    what to check there when its endpoint could not be reached or broke off."""
     if f.kind == "prompt_too_long":
         return PromptTooLongError(f"The conversation is too long for {model}'s context window: {f.message}",
                                   status=f.status)
@@ -166,6 +172,8 @@ def to_model_error(f: Failure, *, model: str, attempts: int, check: str | None =
     text = _ADVICE.get(f.kind, _ADVICE["api_error"]).format(status=status, msg=f.message.rstrip("."), model=model)
     if check is not None and f.kind in _CREDENTIAL_KINDS:
         text = f"{_CREDENTIAL_KINDS[f.kind]}{status}: {f.message.rstrip('.')}. {check}"
+    if reach is not None and f.kind in _REACH_KINDS:
+        text = f"{text} {reach}"
     if f.retryable and attempts > 1:
         text += f" Gave up after {attempts} attempts."
     return ModelError(text, kind=f.kind, status=f.status, retryable=f.retryable)

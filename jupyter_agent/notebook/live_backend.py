@@ -84,11 +84,15 @@ class LiveNotebook(NotebookDocument):
     def __init__(self, path: Path | str, bridge: Any, client_id: str, *, is_busy: Any = None,
                  absent: str = "", hello_wait: float = 2.0, describe_mismatch: Any = None,
                  namespace: Callable[[], dict[str, int]] | None = None, file_fallback: bool = True,
-                 run_here: RunHere | None = None, history: Callable[[], Sequence[str]] | None = None) -> None:
+                 run_here: RunHere | None = None, history: Callable[[], Sequence[str]] | None = None,
+                 successor: Callable[[], str | None] | None = None) -> None:
         self.path = Path(path)
         #: () -> this kernel's raw input history, indexed by execution count (IPython's
         #: ``input_hist_raw``): what ran under each count, for a Read's stale marks
         self.history = history
+        #: () -> the client id of a page that took the place of this one once it is gone (a
+        #: reload of the same notebook: ``jupyter/live.py``, ``successor``), or None
+        self.successor = successor
         #: runs a cell in this kernel without the page (``jupyter/self_run.py``); used when
         #: the page says it shows such runs (``kernel_runs`` in its hello), else None
         self.run_here = run_here
@@ -122,6 +126,7 @@ class LiveNotebook(NotebookDocument):
 
     async def answering(self) -> bool:
         """Whether the page answers (waited for once: its hello may still be on its way)."""
+        self._follow_successor()
         if not self._checked:
             page = await self.bridge.wait_for_page(self.client_id, self.hello_wait)
             self._checked = True
@@ -130,6 +135,16 @@ class LiveNotebook(NotebookDocument):
             elif not page.compatible:
                 self.absent = self.describe_mismatch(page.protocol)
         return self.absent is None
+
+    def _follow_successor(self) -> None:
+        """The page said goodbye and another page of this notebook said hello (a reload):
+        go on with that one, from a whole read (its copy is the file as last saved)."""
+        new = self.successor() if self.successor is not None and self._checked else None
+        if new is not None and new != self.client_id:
+            log.info("the page %s is gone; going on with page %s of the same notebook", self.client_id, new)
+            self.client_id = new
+            self._checked, self.absent = False, None
+            self._last = self._last_state = self._seen = self._sources_seen = None
 
     async def changes_refused(self) -> str | None:
         return None if await self.answering() else (self.absent or "No notebook page answers for this notebook.")

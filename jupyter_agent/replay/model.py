@@ -50,6 +50,8 @@ _NEEDS = {
     "error_cell": "the cell a Fix with agent or Explain click is about",
     "scratch": 'a scratch folder (the transcript lacks "scratch": true)',
 }
+#: Said by every offline run: how to have one's own prompt answered.
+OWN_PROMPTS = "Set ANTHROPIC_API_KEY to have your own prompts answered."
 _NEEDS_HINT = ("Run it from an %%agent cell of a notebook open in JupyterLab or Notebook 7 with the "
                "jupyter-agent extension, so the request names the notebook and the cell.")
 
@@ -153,7 +155,8 @@ class ReplayModel:
                 recorded = "succeeded" if got == "error" else "failed"
                 return (f"The replay stopped: it no longer matches this folder. In the recording, "
                         f"{calls[tool_id]} {recorded}; it {happened}. Playing on would show recorded "
-                        f"answers that are not true here. Run the cell again to replay from the start.")
+                        f"answers that are not true here. Run it again (the %%agent cell, or the command) to "
+                        f"replay from the start.")
         return None
 
     def denied(self, request: ModelRequest) -> str | None:
@@ -182,14 +185,28 @@ class ReplayModel:
         self.played = 0
         self._choose_transcript(request)
         self.run = ReplayRun.begin(self.runs, self.transcript, request.messages)
+        unfit = self.run.unfillable(self.responses)
+        instead = ""
+        if unfit and self.playing != str(DEMO_TRANSCRIPT):
+            # A prompt from where this recording cannot play (the side panel, a notebook the
+            # request does not name): the packaged demo, which needs nothing but its own
+            # scratch folder, plays instead, rather than an error that leaves nothing to do.
+            instead = (f"{self._where()} plays only from an %%agent cell of a notebook open in JupyterLab "
+                       f"(it needs {', '.join(_NEEDS.get(m, m) for m in unfit)}), so ")
+            self.run.remove_scratch()
+            self.transcript, self.playing = load_transcript(DEMO_TRANSCRIPT), str(DEMO_TRANSCRIPT)
+            self.run = ReplayRun.begin(self.runs, self.transcript, request.messages)
         weakref.finalize(self, self.run.remove_scratch)  # a replay dropped without close()
-        where = Path(self.playing).name if isinstance(self.playing, str) else "a recorded transcript"
-        text = f"Offline replay — your prompt is not used; this replays {where}"
+        text = f"Offline replay — your prompt is not used; {instead}this replays {self._where()}"
         if self.transcript.get("description"):
             text += f" ({self.transcript['description']})"
         if self.run.scratch is not None:
             text += f". It works in a new scratch folder, {self.run.scratch}"
-        return Notice(OFFLINE_REPLAY, text + ".")
+        return Notice(OFFLINE_REPLAY, text + f". {OWN_PROMPTS}")
+
+    def _where(self) -> str:
+        """The name of the recording this run plays."""
+        return Path(self.playing).name if isinstance(self.playing, str) else "a recorded transcript"
 
     def _choose_transcript(self, request: ModelRequest) -> None:
         """What this run replays: a Fix with agent / Explain click gets the packaged
@@ -210,7 +227,8 @@ class ReplayModel:
         """The response to serve now: the next recorded one, filled in for this run, or
         the closing answer after a Deny. Raises ModelError when the replay cannot go on."""
         assert self.run is not None
-        tool = self.denied(request)
+        # (a new run's first request may carry the last run's unanswered calls: not a Deny here)
+        tool = self.denied(request) if self.played else None
         if tool is not None:
             self.played = len(self.responses)  # the recording ends with this answer
             return ScriptedResponse(blocks=(text_block(closing_answer(tool)),), stop_reason="end_turn",

@@ -65,11 +65,16 @@ def _result_text(block: dict[str, Any]) -> str:
 
 
 def starts_run(messages: list[dict[str, Any]]) -> bool:
-    """A request whose last message is the user's and answers no tool call: a new run."""
+    """A request whose last message is the user's and says something of its own (a block
+    that is not a tool result): a new run. Within a run the loop's user messages are tool
+    results only; a prompt sent after a run that ended with calls unanswered by a person (a
+    Stop, an error) is merged by the API's rules into the message of their results, and
+    still starts a run."""
     if not messages:
         return True
     last = messages[-1]
-    return last.get("role") == "user" and not any(b.get("type") == "tool_result" for b in _blocks(last))
+    return last.get("role") == "user" and (
+        isinstance(last.get("content"), str) or any(b.get("type") != "tool_result" for b in _blocks(last)))
 
 
 def run_prompt(messages: list[dict[str, Any]]) -> str:
@@ -87,7 +92,8 @@ def closing_answer(tool: str) -> str:
     """The replay's last answer after a Deny: a recording cannot take a new instruction."""
     return (f"(Offline replay) You denied {tool}, so this recorded run ends here: it cannot follow a "
             "new instruction, and nothing else was changed. Your answer is kept in the conversation. "
-            "Run the cell again to replay it from the start, or set ANTHROPIC_API_KEY to work with Claude.")
+            "Run it again (the %%agent cell, or the command) to replay it from the start, or set "
+            "ANTHROPIC_API_KEY to work with Claude.")
 
 
 @dataclass
@@ -135,6 +141,12 @@ class ReplayRun:
                 found = _INSERTED.match(_result_text(block))
                 if found:
                     self.values["inserted_cell"] = found.group(1)
+
+    def unfillable(self, responses: list[dict[str, Any]]) -> list[str]:
+        """The placeholders of a whole recording that this run can never fill: those the
+        request must give (the notebook, the cells), not those a call's result gives later."""
+        used = {m.group(1) for r in responses for m in _PLACEHOLDER.finditer(repr(r.get("content")))}
+        return sorted(used - {"inserted_cell", "scratch"} - set(self.values))
 
     def missing(self, content: list[dict[str, Any]]) -> list[str]:
         """The placeholders ``content`` uses that this run cannot fill."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
+import difflib
+from dataclasses import replace
 from pathlib import Path
 
 from ..loop.permission_result import PermissionResult
@@ -92,7 +94,15 @@ class Edit(FileEditTool):
 
     async def check_permissions(self, input: EditInput, context: ToolContext,
                                 prepared: PreparedCall) -> PermissionResult:
-        return self.ask("change", input, context, prepared)
+        ask = self.ask("change", input, context, prepared)
+        if ask.diff is None:
+            # Outside the working folders the file is read only once allowed (FileEditTool.prepare):
+            # the person approves the change asked for, as a diff of its own strings, not JSON.
+            label = f"{input.file_path}{' (every occurrence)' if input.replace_all else ''}"
+            lines = difflib.unified_diff(input.old_string.splitlines(), input.new_string.splitlines(),
+                                         label, label, n=0, lineterm="")
+            ask = replace(ask, diff="\n".join(lines) + "\n")
+        return ask
 
     def updated(self, input: EditInput, change: FileChange, shown: str) -> str:
         if input.replace_all:

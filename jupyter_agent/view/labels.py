@@ -111,8 +111,7 @@ MODEL_ERROR_ADVICE = {
     "request_too_large": "The request is too large: start a new conversation or read less at once.",
     "replay_exhausted": "The recorded run has no more answers: run live (with ANTHROPIC_API_KEY) "
                         "to go further.",
-    "replay_mismatch": "The replayed run no longer matches what happened here: run it in a fresh "
-                       "folder, or run live.",
+    "replay_mismatch": "Run it again to replay the recording from its start, or run live.",
 }
 
 
@@ -126,11 +125,14 @@ def cost_text(usd: float, *, offline: bool = False, known: bool = True) -> str:
 
 def model_error_advice(kind: str | None, message: str = "") -> str:
     """What to do after a model error of ``kind`` ("" when ``message`` already says it)."""
-    if kind in ("authentication", "permission", "not_found") and "(docs/providers.md)" in message:
+    if kind in ("authentication", "permission", "not_found", "connection", "stream_cut", "stream_stalled") \
+            and "(docs/providers.md)" in message:
         return ""  # a cloud provider's error already says what to check there
     if kind == "no_api_key" and "ANTHROPIC_API_KEY" not in message and message:
         # another provider's credentials (docs/providers.md): its message names what to set
         return "" if "--replay demo" in message else "Or use the offline replay model (--replay demo)."
+    if kind == "replay_mismatch" and "from the start" in message:
+        return ""  # the replay's message says it
     advice = MODEL_ERROR_ADVICE.get(kind or "", MODEL_ERROR_ADVICE["api_error"])
     if message and (advice in message or (kind == "authentication" and "ANTHROPIC_API_KEY" in message)):
         return ""

@@ -29,6 +29,7 @@ import { readNotebook } from './bridgeRead';
 import { BridgeRuns } from './bridgeRuns';
 import { sendBridgeMessage } from './bridgeSend';
 import { changesSources } from './changes';
+import { showOutputs } from './displays';
 import {
   BRIDGE_PAGE_CODES as CODES,
   BRIDGE_TARGET as TARGET,
@@ -326,6 +327,8 @@ class NotebookBridge implements IDisposable {
         return this.focus();
       case 'open':
         return this.open(req);
+      case 'show_outputs':
+        return showOutputs(this.panel, req);
     }
     throw new BridgeError(CODES.unknownOp, `unknown operation ${String(req.op)}`);
   }

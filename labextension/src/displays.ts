@@ -32,6 +32,7 @@
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { KernelMessage } from '@jupyterlab/services';
 import { JSONExt, JSONObject } from '@lumino/coreutils';
+import { BRIDGE_PAGE_CODES as CODES, BridgeError } from './protocol';
 
 /** The metadata key under which an output names its display id. */
 export const METADATA_KEY = 'jupyter_agent';
@@ -126,6 +127,64 @@ export function repeatedOutputs(outputs: ReadonlyArray<IOutputLike>): number[] {
     seen.add(id);
   });
   return repeated;
+}
+
+/** What `show_outputs` needs of a code cell's outputs (JupyterLab's IOutputAreaModel). */
+interface IShownOutputs {
+  readonly length: number;
+  get(index: number): { toJSON(): unknown };
+  clear(wait?: boolean): void;
+  add(output: JSONObject): number;
+}
+
+/** The outputs of a `show_outputs` request, checked: each one of ours (a display_data
+ * naming one of our display ids), or a string saying what is wrong. */
+export function checkShownOutputs(outputs: unknown): IDisplayOutput[] | string {
+  if (!Array.isArray(outputs) || outputs.length === 0) {
+    return 'show_outputs needs a list of "outputs"';
+  }
+  for (const output of outputs) {
+    if (
+      typeof output !== 'object' ||
+      output === null ||
+      output.output_type !== 'display_data' ||
+      typeof output.data !== 'object' ||
+      displayIdOf(output) === null
+    ) {
+      return 'show_outputs takes display_data outputs of the agent only (naming their display id)';
+    }
+  }
+  return outputs as IDisplayOutput[];
+}
+
+/** A run of the `%%agent` cell `cell_id` goes on while this page loaded (a reload): show
+ * its outputs (the live widget and its fallback) there instead of what the file held.
+ * Left alone when the cell already shows them (this page showed the run live). */
+export async function showOutputs(panel: NotebookPanel, req: { [key: string]: unknown }): Promise<JSONObject> {
+  const outputs = checkShownOutputs(req.outputs);
+  if (typeof outputs === 'string') {
+    throw new BridgeError(CODES.badRequest, outputs);
+  }
+  await panel.context.ready; // (the hello may come before the notebook's cells are loaded)
+  const cells = panel.content.model?.cells;
+  for (let c = 0; cells && c < cells.length; c++) {
+    const cell = cells.get(c);
+    if (cell.id !== req.cell_id || cell.type !== 'code') {
+      continue;
+    }
+    const area = (cell as unknown as { outputs: IShownOutputs }).outputs;
+    const shownIds: (string | null)[] = [];
+    for (let i = 0; i < area.length; i++) {
+      shownIds.push(displayIdOf(area.get(i).toJSON() as IOutputLike));
+    }
+    if (outputs.every(o => shownIds.includes(displayIdOf(o)))) {
+      return { shown: false };
+    }
+    area.clear();
+    outputs.forEach(o => area.add(o as unknown as JSONObject));
+    return { shown: true };
+  }
+  throw new BridgeError(CODES.notFound, `Cell with ID "${String(req.cell_id)}" not found in the open notebook.`);
 }
 
 /** The kernel statuses that mean its runs are gone. */

@@ -119,7 +119,10 @@ function approvalCard(ask: IApproval, answer: AnswerApproval, icons: ICardIcons)
   const actions = el('div', 'jp-AgentPanel-approvalActions');
   const feedback = el('input', 'jp-AgentPanel-feedback');
   feedback.type = 'text';
-  feedback.placeholder = 'Optional note for the agent (sent with Deny)';
+  // short: the panel's default width shows it whole; the title says the rest
+  feedback.placeholder = 'Note (sent with Deny)';
+  feedback.title = 'An optional note for the agent, sent with Deny';
+  feedback.setAttribute('aria-label', 'Note for the agent (sent with Deny)');
   const buttons = el('div', 'jp-AgentPanel-buttons');
   const allow = button('Allow', 'jp-mod-styled jp-AgentPanel-allow', icons.allow);
   const always = button('Always allow', 'jp-mod-styled jp-AgentPanel-always');

@@ -25,6 +25,8 @@
  * `ask` (`ask_id`, `asker`, `what`): an outside agent's call waits for the user's approval on
  * this page's notebook while it is not the current one; the page shows a notification until
  * `ask_end` (`ask_id`) (bridgeAsks.ts; its hello says `asks: true`).
+ * `show_outputs` (`cell_id`, `outputs`): a run of that `%%agent` cell goes on while this page
+ * loaded (a reload): the page shows the run's outputs there (displays.ts, showOutputs).
  * `run` takes `timeout_s`: past it the page interrupts the kernel and replies with status
  * "timeout".
  * `ms` is how long the page spent answering and `at` the wall-clock times (ms) it received
@@ -53,7 +55,8 @@ export const BRIDGE_OPS = [
   'ask',
   'ask_end',
   'focus',
-  'open'
+  'open',
+  'show_outputs'
 ] as const;
 export type Op = (typeof BRIDGE_OPS)[number];
 

@@ -5,7 +5,16 @@
  */
 
 import { KernelMessage } from '@jupyterlab/services';
-import { displayIdOf, displayUpdate, lostOutput, outputsToUpdate, repeatedOutputs } from '../src/displays';
+import {
+  checkShownOutputs,
+  displayIdOf,
+  displayUpdate,
+  lostOutput,
+  outputsToUpdate,
+  repeatedOutputs,
+  showOutputs
+} from '../src/displays';
+import { BridgeError } from '../src/protocol';
 
 const ID = 'jupyter-agent-0123abcd';
 const ours = (id: string) => ({ jupyter_agent: { display_id: id } });
@@ -107,5 +116,55 @@ describe('repeatedOutputs', () => {
 
   it('leaves alone outputs that are not ours, and ours that are each there once', () => {
     expect(repeatedOutputs([output(null), output(null), output(ID)])).toEqual([]);
+  });
+});
+
+describe('showOutputs', () => {
+  const widget = {
+    output_type: 'display_data',
+    data: { 'application/vnd.jupyter.widget-view+json': { model_id: 'm1' } },
+    metadata: ours(ID)
+  };
+  const fallback = { output_type: 'display_data', data: { 'text/markdown': 'so far' }, metadata: ours(`${ID}-fb`) };
+
+  /** A notebook panel of one code cell whose outputs are `held`. */
+  function panelOf(held: object[]): { panel: any; held: object[] } {
+    const outputs = {
+      get length() {
+        return held.length;
+      },
+      get: (i: number) => ({ toJSON: () => held[i] }),
+      clear: () => held.splice(0, held.length),
+      add: (o: object) => held.push(o)
+    };
+    const cell = { id: 'agent', type: 'code', outputs };
+    const panel = {
+      context: { ready: Promise.resolve() },
+      content: { model: { cells: { length: 1, get: () => cell } } }
+    };
+    return { panel, held };
+  }
+
+  it("puts the run's outputs in place of what the file held (a reload)", async () => {
+    const finished = {
+      output_type: 'display_data',
+      data: { 'text/markdown': '✓ Finished' },
+      metadata: ours('jupyter-agent-old')
+    };
+    const { panel, held } = panelOf([finished]);
+    expect(await showOutputs(panel, { cell_id: 'agent', outputs: [widget, fallback] })).toEqual({ shown: true });
+    expect(held).toEqual([widget, fallback]);
+    // the page that showed the run live already holds them: left alone
+    expect(await showOutputs(panel, { cell_id: 'agent', outputs: [widget, fallback] })).toEqual({ shown: false });
+  });
+
+  it('takes only outputs of ours, for a cell that is there', async () => {
+    expect(typeof checkShownOutputs([{ output_type: 'stream', text: 'x' }])).toBe('string');
+    expect(typeof checkShownOutputs([{ output_type: 'display_data', data: {}, metadata: {} }])).toBe('string');
+    expect(typeof checkShownOutputs([])).toBe('string');
+    expect(checkShownOutputs([widget])).toEqual([widget]);
+    const { panel } = panelOf([]);
+    await expect(showOutputs(panel, { cell_id: 'elsewhere', outputs: [widget] })).rejects.toThrow(BridgeError);
+    await expect(showOutputs(panel, { cell_id: 'agent', outputs: 'x' })).rejects.toThrow(BridgeError);
   });
 });

@@ -291,5 +291,10 @@ async def test_offline_as_dev_demo_starts_it_the_panel_replays_the_demo(module_t
         assert panel.headers()[0]["reason"] == "completed"
         assert not (work / "notes.txt").exists()  # the replay works in its own scratch folder
         assert "Offline replay — your prompt is not used" in str(panel.items("notice"))
+        # once a run made the model, the header still says it replays, and shows no cost
+        await offline.until(lambda: panel.view()["session"].get("busy") is False, 20, "the header's end")
+        session = panel.view()["session"]
+        assert session["replay"] == DEMO_TRANSCRIPT.name and session["usage"]["cost_usd"] is None, session
+        assert session["usage"]["input_tokens"] > 0
     finally:
         await offline.stop()

@@ -114,6 +114,8 @@ async def test_resume_after_a_restart_continues_the_conversation(kernel, script,
     # the resumed run's undo record: `%agent undo 1` removes the file it wrote
     runs = _printed(await _ok(kernel, "%agent runs"))
     assert "Write hello to out.txt" in runs and "What did you write?" in runs
+    resumed = next(line for line in runs.splitlines() if "Write hello to out.txt" in line).split()
+    assert resumed[1] == "completed" and int(resumed[3].replace(",", "")) > 0, runs  # its tokens, not 0
     await _ok(kernel, "%agent undo 1")
     await kernel.until(lambda: not target.exists(), 10, "the resumed run's undo")
 

@@ -10,6 +10,7 @@ import os
 import pytest
 
 from jupyter_agent.changes import CellState, RunChanges
+from jupyter_agent.loop.usage import Usage
 from jupyter_agent.jupyter import saved_conversation as sc
 from jupyter_agent.jupyter.saved_conversation import (SavedConversation, SavedConversationError, SavedRun, encode,
                                                       load, saved_path, write)
@@ -43,7 +44,9 @@ def test_written_without_secrets_paired_and_read_back(tmp_path, secret_env, jupy
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read",
                                                    "input": {"file_path": "/x"}}]}]  # cut: no result yet
     saved = SavedConversation(key="notebook:/nb.ipynb", messages=messages, rules=["Edit(src/**)"],
-                              runs=[SavedRun("first", "completed", 2, _changes(tmp_path))],
+                              runs=[SavedRun("first", "completed", 2, _changes(tmp_path),
+                                             usage=Usage(input_tokens=4000, output_tokens=60, cost_usd=0.0129)),
+                                    SavedRun("replayed", offline=True, usage=Usage(input_tokens=10))],
                               variables=["df", "x", "1bad"], kernel_epoch="e1")
     path = saved_path(saved.key)
     assert str(path).startswith(os.environ["JUPYTER_DATA_DIR"])
@@ -59,6 +62,9 @@ def test_written_without_secrets_paired_and_read_back(tmp_path, secret_env, jupy
     assert back.notes == []
     run = back.runs[0]
     assert (run.prompt, run.reason, run.turns, run.unsaved) == ("first", "completed", 2, 2)
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.usage.cost_usd, run.offline) == (4000, 60, 0.0129,
+                                                                                                  False)
+    assert back.runs[1].offline and back.runs[1].usage.input_tokens == 10
     files = run.changes.files
     assert files[str(tmp_path / "plain.txt")].data == b"before\n"
     assert files[str(tmp_path / "secret.txt")].data is None  # kept by hash only: undo says it cannot
