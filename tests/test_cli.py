@@ -90,6 +90,8 @@ def test_replay_of_the_demo_runs_offline_with_no_key(tmp_path, how):
     assert not (tmp_path / "notes.txt").exists()  # the replay works in its own scratch folder
     assert "Offline replay — your prompt is not used; this replays demo_read_edit.json" in proc.stdout + proc.stderr
     assert "Done: notes.txt now says `value = 2`." in proc.stdout
+    figures = next(line for line in proc.stderr.splitlines() if line.startswith("turns "))
+    assert "tokens in" in figures and "$" not in figures and "cost" not in figures  # offline spends nothing
 
 
 @pytest.mark.parametrize("args, message", [

@@ -23,7 +23,6 @@ from typing import Any
 from ..loop.events import OFFLINE_REPLAY, Notice
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..model import AnthropicModel
-from ..model.pricing import cost_usd
 from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
 from ..model.transcript import load_transcript, record_transcript, write_expected_files
 from ..prompts import error_help_in_request
@@ -63,6 +62,11 @@ def other_cell_answer(recorded: str) -> str:
             "changes nothing. Set ANTHROPIC_API_KEY to ask Claude about this error.")
 
 
+def no_cost(model: str, usage: Any) -> float:
+    """An offline replay's price: its recorded tokens were spent when it was recorded, not now."""
+    return 0.0
+
+
 class ReplayModel:
     """Plays a transcript (a path or a parsed dict) as a :class:`Model`.
 
@@ -73,8 +77,8 @@ class ReplayModel:
     The server starts on first use and stops on :meth:`close` (or when collected).
     """
 
-    #: What the run's usage meter charges for a response cut short (the real model's prices).
-    price = staticmethod(cost_usd)
+    #: What the run's usage meter charges for a response cut short: nothing, offline.
+    price = staticmethod(no_cost)
 
     def __init__(self, transcript: str | os.PathLike[str] | dict[str, Any], *, delay_s: float = 0.0) -> None:
         if not isinstance(transcript, dict):
@@ -124,6 +128,7 @@ class ReplayModel:
             weakref.finalize(self, api.close)
             self._model = AnthropicModel(self.name, api_key=FAKE_API_KEY, base_url=api.base_url,
                                          max_retries=0, stall_timeout_s=30)
+            self._model.price = no_cost  # type: ignore[method-assign]  # replayed responses cost nothing
         return self._model
 
     def mismatch(self, request: ModelRequest) -> str | None:
