@@ -128,7 +128,7 @@ class ReplayModel:
             weakref.finalize(self, api.close)
             self._model = AnthropicModel(self.name, api_key=FAKE_API_KEY, base_url=api.base_url,
                                          max_retries=0, stall_timeout_s=30)
-            self._model.price = no_cost  # type: ignore[method-assign]  # replayed responses cost nothing
+            self._model.price = no_cost  # replayed responses cost nothing
         return self._model
 
     def mismatch(self, request: ModelRequest) -> str | None:
