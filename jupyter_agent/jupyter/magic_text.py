@@ -151,7 +151,7 @@ def runs_table(session: AgentSession) -> str:
 
             reason = "running" if not handle.done else TerminalReason.COMPLETED.value
             turns, cost = "—", "—"
-            prompt = f"{calls} call{'' if calls == 1 else 's'} of {handle.client}"
+            prompt = f"{calls} call{'' if calls == 1 else 's'} of {' '.join(str(handle.client).split())}"
             prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
         lines.append(f"{i:>3}  {reason:<18} {turns:>5} {usage.total_tokens:>9,} "
                      f"{cost:>9}  {prompt}")
