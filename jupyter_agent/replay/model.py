@@ -27,7 +27,7 @@ from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
 from ..model.transcript import load_transcript, record_transcript, write_expected_files
 from ..prompts import error_help_in_request
 from .packaged import DEMO_TRANSCRIPT, ERROR_HELP_TRANSCRIPTS, TRANSCRIPTS_DIR, resolve_transcript
-from .runs import ReplayRun, closing_answer, denied_by_user, run_prompt, starts_run
+from .runs import ReplayRun, closing_answer, denied_by_user, denied_unattended, run_prompt, starts_run
 from .script import ScriptedResponse, text as text_block
 
 __all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript", "resolve_transcript",
@@ -138,7 +138,8 @@ class ReplayModel:
         it was recorded: each succeeded, unless the transcript's response says
         ``"tool_results": {"<tool_use id>": "error"}``. A result that differs (a file the
         transcript expects was changed by hand) means the next recorded answer would tell
-        the user something false. A Deny is not a mismatch: :meth:`denied` handles it.
+        the user something false. A Deny (a person's, or a headless run's refusal of a call
+        that asks) is not a mismatch: :meth:`denied` handles it.
         """
         if self.played == 0 or not request.messages or self.run is None:
             return None
@@ -166,13 +167,19 @@ class ReplayModel:
 
     def denied(self, request: ModelRequest) -> str | None:
         """The name of the call a person denied in the last tool results, or None."""
+        found = self._denial(request)
+        return found[0] if found else None
+
+    def _denial(self, request: ModelRequest) -> tuple[str, bool] | None:
+        """The denied call's name in the last tool results, and whether no one could answer
+        its ask (a headless run) rather than a person denying it; None if none was denied."""
         if self.run is None:
             return None
         names = {b.get("id"): b.get("name", "tool") for m in request.messages[-2:-1] for b in m.get("content") or []
                  if isinstance(b, dict) and b.get("type") == "tool_use"}
         for block in self._results(request):
-            if denied_by_user(block):
-                return str(names.get(block.get("tool_use_id"), "the call"))
+            if denied_by_user(block) or denied_unattended(block):
+                return str(names.get(block.get("tool_use_id"), "the call")), not denied_by_user(block)
         return None
 
     @staticmethod
@@ -233,10 +240,12 @@ class ReplayModel:
         the closing answer after a Deny. Raises ModelError when the replay cannot go on."""
         assert self.run is not None
         # (a new run's first request may carry the last run's unanswered calls: not a Deny here)
-        tool = self.denied(request) if self.played else None
-        if tool is not None:
+        denial = self._denial(request) if self.played else None
+        if denial is not None:
             self.played = len(self.responses)  # the recording ends with this answer
-            return ScriptedResponse(blocks=(text_block(closing_answer(tool)),), stop_reason="end_turn",
+            tool, unattended = denial
+            return ScriptedResponse(blocks=(text_block(closing_answer(tool, unattended=unattended)),),
+                                    stop_reason="end_turn",
                                     delay_s=self.delay_s, model=self.name)
         problem = self.mismatch(request)
         if problem:
