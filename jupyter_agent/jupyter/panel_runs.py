@@ -94,7 +94,8 @@ class WatchedRun:
             return {"variables": "", "undo": "", "undo_lines": []}
         task = handle._undo
         state = "done" if changes.undo_report is not None else "running" if task is not None else \
-            "" if changes.empty or (handle.conversation is None and not _outside(handle)) else "available"
+            "" if changes.empty or (handle.conversation is None and not _outside(handle)
+                                    and getattr(handle, "resumed_into", None) is None) else "available"
         report = changes.undo_report
         return {"variables": shown_text(variables_line(changes.variables)), "undo": state,
                 "undo_lines": [shown_text(line) for line in undo_lines(report, handle.model.cwd)] if report else []}
@@ -230,10 +231,17 @@ class PanelRuns:
         connected too); forget runs of an earlier conversation."""
         conv = self.session._conversation
         current = set(map(id, conv.runs)) if conv is not None else set()
+
+        def resumed(handle: Any) -> bool:  # (a resumed run has no loop run: it is of the conversation it came into)
+            return conv is not None and getattr(handle, "resumed_into", None) is conv
+
+        def shown(handle: Any) -> bool:
+            return id(handle.run) in current or _outside(handle) or resumed(handle)
+
         for handle in self.session.runs:
-            if (id(handle.run) in current or _outside(handle)) and handle.display_id not in self.runs:
-                self._watch(handle, "outside" if _outside(handle) else "cell")
-        for key in [k for k, w in self.runs.items() if id(w.handle.run) not in current and not _outside(w.handle)]:
+            if shown(handle) and handle.display_id not in self.runs:
+                self._watch(handle, "outside" if _outside(handle) else "resumed" if resumed(handle) else "cell")
+        for key in [k for k, w in self.runs.items() if not shown(w.handle)]:
             del self.runs[key]
 
     # -- what the session and the runs say ------------------------------------------------

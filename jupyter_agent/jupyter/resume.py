@@ -31,6 +31,7 @@ from ..loop.usage import Usage
 from ..notebook.epoch import names_shown
 from ..redact import redact
 from ..render.terminal import terminal_text
+from .resumed_history import fill_runs
 from .saved_conversation import (SavedConversation, SavedConversationError, SavedRun, conversation_key, encode, load,
                                  saved_path, write)
 
@@ -157,6 +158,7 @@ class ResumedRun:
     broker = None
     run = None
     undo_bar = None
+    error = None
     #: None: the chat panel and the status count only runs made in this kernel
     conversation = None
 
@@ -250,7 +252,9 @@ def resume(session: Any) -> tuple[SavedConversation, list[str]]:
         conv.context_notes[RESTART_CONTEXT_KEY] = restart_note(gone)
     session._conversation = conv
     session._close_later(old)
-    session.runs.extend(ResumedRun(run, conv, session) for run in saved.runs)
+    resumed = [ResumedRun(run, conv, session) for run in saved.runs]
+    fill_runs(saved.messages, resumed)  # what the side panels show of them
+    session.runs.extend(resumed)
     conv.resumed_changes = [run.changes for run in saved.runs if run.changes is not None]  # undo tells the model
     for listener in list(session.reset_listeners):  # the side panels start afresh
         listener()

@@ -216,10 +216,64 @@ async def test_the_side_panel_offers_resume_and_says_what_came_back(kernel, scri
     assert "Resumed the conversation" in said and "2 messages" in said
     assert "restarted" not in said  # the same kernel: nothing is gone
     assert panel.view()["session"]["resumable"] is False
+    # the panel shows the resumed conversation: the prompt and the answer, in a resumed run
+    await kernel.until(lambda: any("Panel answer." in i["text"] for i in panel.items("text")), 10, "the history")
+    assert [i["text"] for i in panel.items("prompt")] == ["Remember the panel"]
+    assert [h["origin"] for h in panel.headers()] == ["resumed"]
     status = _printed(await _ok(kernel, "%agent"))
     assert "conversation:    2 messages" in status and f"saved:           {saved}" in status
     again = _printed(await _ok(kernel, "%agent resume"))  # over a conversation that has messages
     assert "The conversation this kernel had (2 messages) was set aside" in again
+
+
+PAYLOAD = '<img src=x onerror="window.__pwned=1">'
+
+
+async def test_after_a_restart_the_panel_shows_the_resumed_history_as_text(kernel, script, module_tmp):
+    """Issue 40, item 9: `%agent resume` in a restarted kernel sends the panel the resumed
+    conversation (prompts, answers, tool calls); the file's words stay text, never markup."""
+    from .test_panel_comm import Panel
+
+    folder = module_tmp / "history"
+    folder.mkdir()
+    notebook, target = folder / "h.ipynb", folder / "h.txt"
+    await _settings(kernel, notebook)
+    await _ok(kernel, "%agent new --permission-mode default")
+    script(response(text("Writing it."), tool_use("Write", {"file_path": str(target), "content": "hi\n"})),
+           response(text(f"Wrote it. {PAYLOAD}")))
+    result = await kernel.execute(f"%%agent\nWrite hi to h.txt {PAYLOAD}")
+    kernel.click(await kernel.button("Always allow"))
+    await transcript(kernel, display_id_of(result), timeout=30)
+    script(response(text("Second answer.")))
+    result = await kernel.execute("%%agent\nAnd then?")
+    await transcript(kernel, display_id_of(result), timeout=30)
+    saved = await _saved_file(kernel)
+    await kernel.until(lambda: saved.is_file() and "Second answer." in saved.read_text(), 10, "the save")
+
+    await _restart(kernel)
+    await _settings(kernel, notebook)
+    panel = Panel(kernel).open()
+    await kernel.until(lambda: panel.view()["session"].get("resumable") is True, 10, "Resume offered")
+    assert panel.items() == []  # nothing shown before the resume
+    await _ok(kernel, "%agent resume")
+    await kernel.until(lambda: any("Second answer." in i["text"] for i in panel.items("text")), 10, "the history")
+
+    runs = list(panel.view()["runs"].values())
+    assert [r["header"]["origin"] for r in runs] == ["resumed", "resumed"]
+    assert all(r["header"]["ended"] and r["header"]["reason"] == "completed" for r in runs)
+    first = [run for run in runs if run["items"]][0]
+    kinds = [first["items"][k]["kind"] for k in first["order"]]
+    assert kinds == ["prompt", "text", "tool", "text"], kinds
+    prompt, said, tool, answer = (first["items"][k] for k in first["order"])
+    assert prompt["text"] == f"Write hi to h.txt {PAYLOAD}"  # drawn as text (textContent), as a live prompt
+    assert said["text"].strip() == "Writing it."
+    assert tool["name"] == "Write" and tool["state"] == "done" and str(target) in tool["input"]
+    assert tool["result"] and all(kind == "text" for kind, _ in tool["result"])
+    assert "Wrote it." in answer["text"] and "<img" not in answer["text"] and "&lt;img" in answer["text"]
+    assert first["header"]["undo"] == "available"  # the resumed run's undo record, offered in the panel too
+    second = runs[1]
+    assert [second["items"][k]["kind"] for k in second["order"]] == ["prompt", "text"]
+    assert second["items"][second["order"][0]]["text"] == "And then?"
 
 
 # -- a planted saved conversation (issue 37, item 3) -----------------------------------------------

@@ -1,7 +1,8 @@
 """``%agent resume`` in real JupyterLab in real Chromium: a live run inserts a cell into the
 open notebook, the user restarts the kernel from the page, then resumes; the resumed run's
 undo puts the page's cells back through the page (never into the file behind it), and the
-next run's request carries the earlier history and the restart notice."""
+next run's request carries the earlier history and the restart notice; the side panel shows
+the resumed conversation's history, its words as text (a hostile answer is never markup)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ import pytest
 from jupyter_agent.testing import response, text, tool_use
 
 from .lab import (HAVE_BROWSER, cell, cell_sources, require_browser, restart_from_page, run_and_wait, run_cell,
-                  wait_cell_count, wait_for_end, wait_prompt, write_notebook)
+                  screenshot, wait_cell_count, wait_for_end, wait_prompt, write_notebook)
 
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
+
+PANEL = "#jupyter-agent-panel"
+PAYLOAD = '<img src=x onerror="window.__pwned=1">'
 
 
 def test_resume_after_a_restart_from_the_page_undoes_through_the_page(lab, page_of, script, api):
@@ -28,7 +32,7 @@ def test_resume_after_a_restart_from_the_page_undoes_through_the_page(lab, page_
         response(tool_use("NotebookEdit", {"notebook_path": str(nb), "cell_id": "agent",
                                            "new_source": "resumed_value = 1", "cell_type": "code",
                                            "edit_mode": "insert"})),
-        response(text("Added a cell.")),
+        response(text(f"Added a cell. {PAYLOAD}")),
     )
     page = page_of("resume_live.ipynb")
     run_and_wait(page, 0)
@@ -43,6 +47,14 @@ def test_resume_after_a_restart_from_the_page_undoes_through_the_page(lab, page_
     wait_cell_count(page, 4)
     assert "resumed_value = 1" not in cell_sources(page)
     assert "Resumed the conversation" in cell(page, 2).inner_text()
+    page.click(f"li[data-id='{PANEL[1:]}']")  # the side panel shows the resumed history
+    panel = page.locator(PANEL)
+    panel.locator(".jp-AgentPanel-text", has_text="Added a cell.").wait_for(timeout=30000)
+    assert "add a cell" in panel.locator(".jp-AgentPanel-prompt").first.inner_text()
+    assert panel.locator(".jp-AgentPanel-state-done[data-tool='NotebookEdit']").count() == 1
+    assert PAYLOAD in panel.locator(".jp-AgentPanel-text", has_text="Added a cell.").inner_text()  # as text
+    assert panel.locator("img[src='x']").count() == 0 and page.evaluate("window.__pwned") is None
+    screenshot(page, "panel_resumed_history")
     script(response(text("I had added a cell; you undid it.")))
     run_cell(page, 3)
     page.get_by_text("I had added a cell; you undid it.").first.wait_for(timeout=60000)

@@ -163,3 +163,36 @@ def test_a_symlink_in_the_files_place_is_not_written_through(tmp_path):
     with pytest.raises(SavedConversationError, match="symbolic link"):
         write(path, encode(SavedConversation(key="k", messages=[{"role": "user", "content": "hi"}])))
     assert target.read_text() == "keep me\n"
+
+
+# -- what the side panel shows of a resumed conversation (issue 40, item 9) -----------------------
+
+def test_resumed_runs_get_their_part_of_the_history():
+    """Each resumed run gets the items of its turns; what precedes the first found prompt (a
+    compaction's summary) shows in the first run; a failed call shows as an error; the loop's
+    reminders are not shown; a run whose prompt is not in the history keeps its prompt only."""
+    from types import SimpleNamespace
+
+    from jupyter_agent.jupyter.resumed_history import fill_runs
+    from jupyter_agent.view.runmodel import RunModel
+
+    messages = [
+        {"role": "user", "content": "Summary of the earlier work."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nnames\n</system-reminder>\n"},
+                                     {"type": "text", "text": "Run the cell"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "x"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": True},
+                                     {"type": "text", "text": "Try again"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+    ]
+    runs = [SimpleNamespace(prompt=p, model=RunModel(prompt=p)) for p in ("Compacted away", "Run the cell", "Gone")]
+    fill_runs(messages, runs)
+    assert [type(i).__name__ for i in runs[0].model.items] == ["PromptItem"]
+    shown = [(type(i).__name__, getattr(i, "text", getattr(i, "state", ""))) for i in runs[1].model.items]
+    assert shown == [("NoticeItem", "User message: Summary of the earlier work."), ("TextItem", "Noted."),
+                     ("PromptItem", "Run the cell"), ("ToolItem", "error"), ("NoticeItem", "User message: Try again"),
+                     ("TextItem", "Done.")]
+    tool = runs[1].model.items[3]
+    assert tool.state == "error" and tool.result == "boom"
+    assert [type(i).__name__ for i in runs[2].model.items] == ["PromptItem"]
