@@ -321,6 +321,8 @@ def denial_for_model(tool_name: str, setup: PermissionSetup | None, tool: Any = 
         _kind(tool) if tool is not None else "", "it needs a person's approval")
     instead = (f" Tools that run without approval here: {setup.runs_unattended()}." if setup and setup.unattended
                else "")
+    # "and no one can approve it in this run": loop.permission_result.NO_ONE_APPROVES (prompts
+    # imports nothing of the package), by which an offline replay knows this refusal
     return (f"{tool_name} was not run: {why}, and no one can approve it in this run.{instead} Do not call it "
             "again the same way: do the task with the tools that run, or, if it cannot be done without this "
             "call, say so in your final answer.")

@@ -90,6 +90,24 @@ def test_replay_of_the_demo_runs_offline_with_no_key(tmp_path, how):
     assert not (tmp_path / "notes.txt").exists()  # the replay works in its own scratch folder
     assert "Offline replay — your prompt is not used; this replays demo_read_edit.json" in proc.stdout + proc.stderr
     assert "Done: notes.txt now says `value = 2`." in proc.stdout
+    figures = next(line for line in proc.stderr.splitlines() if line.startswith("turns "))
+    assert "tokens in" in figures and "$" not in figures and "cost" not in figures  # offline spends nothing
+
+
+def test_replay_of_the_demo_without_a_terminal_ends_cleanly_at_its_first_ask(tmp_path):
+    """No one to approve (stdin is not a terminal, default mode): the demo's first Read, in
+    its scratch folder outside the working folder, is refused; the replay ends with its
+    closing answer, as after a person's Deny, not a replay mismatch."""
+    from jupyter_agent.loop.permission_result import NO_ONE_APPROVES
+    from jupyter_agent.prompts import denial_for_model
+
+    assert NO_ONE_APPROVES in denial_for_model("Read", None)  # how the replay knows this refusal
+    make_notebook(tmp_path / "demo.ipynb")
+    proc = jupyter_agent("run", "demo.ipynb", "--replay", "demo", cwd=tmp_path, env=clean_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "Read needs a person's approval and no one can give it in this run" in proc.stdout, proc.stdout
+    assert "replay_mismatch" not in proc.stderr and "model_error" not in proc.stderr, proc.stderr
+    assert "--allow" in proc.stderr  # the operator's hint: how to let it run
 
 
 @pytest.mark.parametrize("args, message", [

@@ -21,7 +21,7 @@ from jupyter_agent.agent import resolve_model
 from jupyter_agent.loop.events import AssistantMessage, ModelFallback, ModelRetry, Notice, StreamEvent
 from jupyter_agent.loop.permission_result import DENIED
 from jupyter_agent.loop.model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
-from jupyter_agent.model import DEFAULT_MODEL, AnthropicModel
+from jupyter_agent.model import DEFAULT_MODEL, AnthropicModel, price_for
 from jupyter_agent.testing import (
     DEMO_TRANSCRIPT,
     FakeMessagesAPI,
@@ -482,25 +482,26 @@ async def test_replay_model_plays_the_demo_through_a_real_loop_shape():
     assert not model.run.scratch.exists()  # closing the replay removes its scratch folder
 
 
-async def test_a_replayed_run_completes_through_query_and_is_priced_like_the_real_model(tmp_path):
-    """The loop's usage meter prices each streamed response with ``model.price(model, usage)``:
-    the replay answers as the real model would (it once answered with a bound method, and
-    every replayed run ended ``model_error``)."""
+async def test_a_replayed_run_completes_through_query_and_costs_nothing(tmp_path):
+    """The loop's usage meter prices each streamed response with ``model.price(model, usage)``
+    (a static function: a bound method there once made every replayed run end model_error).
+    An offline replay spends nothing: its tokens are counted, its cost is 0 (it once ended
+    with the recorded model's list price, ~$0.0066, against the docs)."""
     from jupyter_agent import query
     from jupyter_agent.loop.permission_result import PermissionAllow
     from jupyter_agent.loop.usage import Usage
-    from jupyter_agent.model.pricing import cost_usd
 
     async def allow(name, input, ask):
         return PermissionAllow()
 
     model = ReplayModel(DEMO_TRANSCRIPT)
     try:
-        usage = Usage(input_tokens=1000, output_tokens=100)
-        assert model.price(model.name, usage) == cost_usd(model.name, usage) > 0
+        assert price_for(model.name) is not None  # the recorded model has a list price...
+        assert model.price(model.name, Usage(input_tokens=1000, output_tokens=100)) == 0.0  # ...not charged
         terminal = await query("anything", model=model, can_use_tool=allow, cwd=tmp_path).wait()
         assert terminal.reason == "completed", terminal.message
-        assert terminal.usage.cost_usd > 0
+        assert terminal.usage.total_tokens > 0 and terminal.usage.requests >= 2
+        assert terminal.usage.cost_usd == 0.0
     finally:
         model.close()
 

@@ -142,6 +142,17 @@ def runs_table(session: AgentSession) -> str:
         prompt = " ".join(handle.prompt.split())
         prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
         cost = "—" if handle.model.offline else f"${usage.cost_usd:.4f}" if handle.model.cost_known else "unknown"
-        lines.append(f"{i:>3}  {reason:<18} {handle.model.turn_count:>5} {usage.total_tokens:>9,} "
+        turns = str(handle.model.turn_count)
+        calls = getattr(handle, "calls_made", None)  # an outside agent's run (outside_run.py)
+        if calls is not None:
+            # as the panel shows it: running during a call, between calls its calls so far
+            # (completed); no model, so no turns nor cost of ours: its calls instead
+            from ..loop.state import TerminalReason
+
+            reason = "running" if not handle.done else TerminalReason.COMPLETED.value
+            turns, cost = "—", "—"
+            prompt = f"{calls} call{'' if calls == 1 else 's'} of {' '.join(str(handle.client).split())}"
+            prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
+        lines.append(f"{i:>3}  {reason:<18} {turns:>5} {usage.total_tokens:>9,} "
                      f"{cost:>9}  {prompt}")
     return redact("\n".join(lines))

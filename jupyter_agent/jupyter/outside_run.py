@@ -74,6 +74,9 @@ class OutsideRun:
         self.interactive = True
         self._undo: asyncio.Task[UndoReport] | None = None
         self._calls = 0
+        #: the client's calls carried out as the agent's tools (edits, runs, restarts; not its
+        #: reads): what the panel and ``%agent runs`` count for it, as turns for a model's run
+        self.calls_made = 0
         self._callbacks: list[Any] = []
         #: tool_use_id -> the client id of the page its call works on (where its card shows
         #: under the notebook too), while the call is carried out
@@ -153,6 +156,7 @@ class OutsideRun:
             result = await run_tool_call(block, env)
         finally:
             self._calls -= 1
+            self.calls_made += 1
             self._pages.pop(tool_use_id, None)
         self.model.handle(ToolResult(tool_use_id, name, result.block, time.perf_counter() - started, result.outcome,
                                      result.exception))

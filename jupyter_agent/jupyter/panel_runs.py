@@ -74,7 +74,9 @@ class WatchedRun:
                           title="Interrupted" if model.lost else end_title(term),
                           error=redact(getattr(term, "error", None) or self.handle.error or ""))
             header.update(self.undo())
-        elif _outside(self.handle) and self.handle.done:
+        if _outside(self.handle):  # no model, no turns: its calls are counted instead
+            header["calls"] = self.handle.calls_made
+        if model.ended is None and _outside(self.handle) and self.handle.done:
             # an outside agent's run has no end: between its calls it shows as one that
             # ended well, with its changes and Undo this run (its next call reopens it)
             header.update(reason="completed", title="Calls so far", ended=True)

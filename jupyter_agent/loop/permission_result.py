@@ -18,6 +18,10 @@ from .events import ToolOutcome
 DENIED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (if it was an edit, "
           "nothing was written). STOP what you are doing and wait for the user to tell you how to proceed.")
 
+#: Said by the tool_result of a call refused because it asks and no one can answer (a
+#: headless run): how an offline replay tells that refusal from a failure (replay/runs.py).
+NO_ONE_APPROVES = "and no one can approve it in this run"
+
 #: The permission modes, in the order a UI lists them (the one definition: the policy,
 #: the magic's and the CLI's ``--permission-mode``, the config and the chat's dropdown).
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")

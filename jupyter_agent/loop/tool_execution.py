@@ -28,7 +28,7 @@ from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolOutput
 from .events import Notice, ToolOutcome, ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
-from .permission_result import DENIED, PermissionAllow, PermissionAsk, PermissionDeny
+from .permission_result import DENIED, NO_ONE_APPROVES, PermissionAllow, PermissionAsk, PermissionDeny
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +247,7 @@ async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: T
                                "changing a file or notebook needs approval" if prepared.edits_files else
                                "it needs approval")
         return PermissionDeny(
-            f"{tool.name} was not run: {why}, and no one is here to give it in this run. Do not call it again "
+            f"{tool.name} was not run: {why}, {NO_ONE_APPROVES}. Do not call it again "
             "the same way: do the task with the tools that run without approval (see Permissions in the system "
             "prompt), or, if it cannot be done without this call, say so in your final answer."
         )

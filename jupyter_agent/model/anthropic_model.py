@@ -338,7 +338,7 @@ class AnthropicModel:
         usage = Usage.from_api(acc.usage)
         usage.requests = 1
         served = acc.snapshot.get("model") or model
-        usage.cost_usd = cost_usd(served, usage)
+        usage.cost_usd = self.price(served, usage)
         msg = AssistantMessage(message=acc.message(), usage=usage, model=served,
                                stop_reason=acc.stop_reason, request_id=request_id)
         if self.recorder is not None:

@@ -23,12 +23,11 @@ from typing import Any
 from ..loop.events import OFFLINE_REPLAY, Notice
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..model import AnthropicModel
-from ..model.pricing import cost_usd
 from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
 from ..model.transcript import load_transcript, record_transcript, write_expected_files
 from ..prompts import error_help_in_request
 from .packaged import DEMO_TRANSCRIPT, ERROR_HELP_TRANSCRIPTS, TRANSCRIPTS_DIR, resolve_transcript
-from .runs import ReplayRun, closing_answer, denied_by_user, run_prompt, starts_run
+from .runs import ReplayRun, closing_answer, denied_by_user, denied_unattended, run_prompt, starts_run
 from .script import ScriptedResponse, text as text_block
 
 __all__ = ["ReplayModel", "DEMO_TRANSCRIPT", "TRANSCRIPTS_DIR", "record_transcript", "resolve_transcript",
@@ -63,6 +62,11 @@ def other_cell_answer(recorded: str) -> str:
             "changes nothing. Set ANTHROPIC_API_KEY to ask Claude about this error.")
 
 
+def no_cost(model: str, usage: Any) -> float:
+    """An offline replay's price: its recorded tokens were spent when it was recorded, not now."""
+    return 0.0
+
+
 class ReplayModel:
     """Plays a transcript (a path or a parsed dict) as a :class:`Model`.
 
@@ -73,8 +77,8 @@ class ReplayModel:
     The server starts on first use and stops on :meth:`close` (or when collected).
     """
 
-    #: What the run's usage meter charges for a response cut short (the real model's prices).
-    price = staticmethod(cost_usd)
+    #: What the run's usage meter charges for a response cut short: nothing, offline.
+    price = staticmethod(no_cost)
 
     def __init__(self, transcript: str | os.PathLike[str] | dict[str, Any], *, delay_s: float = 0.0) -> None:
         if not isinstance(transcript, dict):
@@ -124,6 +128,7 @@ class ReplayModel:
             weakref.finalize(self, api.close)
             self._model = AnthropicModel(self.name, api_key=FAKE_API_KEY, base_url=api.base_url,
                                          max_retries=0, stall_timeout_s=30)
+            self._model.price = no_cost  # replayed responses cost nothing
         return self._model
 
     def mismatch(self, request: ModelRequest) -> str | None:
@@ -133,7 +138,8 @@ class ReplayModel:
         it was recorded: each succeeded, unless the transcript's response says
         ``"tool_results": {"<tool_use id>": "error"}``. A result that differs (a file the
         transcript expects was changed by hand) means the next recorded answer would tell
-        the user something false. A Deny is not a mismatch: :meth:`denied` handles it.
+        the user something false. A Deny (a person's, or a headless run's refusal of a call
+        that asks) is not a mismatch: :meth:`denied` handles it.
         """
         if self.played == 0 or not request.messages or self.run is None:
             return None
@@ -161,13 +167,19 @@ class ReplayModel:
 
     def denied(self, request: ModelRequest) -> str | None:
         """The name of the call a person denied in the last tool results, or None."""
+        found = self._denial(request)
+        return found[0] if found else None
+
+    def _denial(self, request: ModelRequest) -> tuple[str, bool] | None:
+        """The denied call's name in the last tool results, and whether no one could answer
+        its ask (a headless run) rather than a person denying it; None if none was denied."""
         if self.run is None:
             return None
         names = {b.get("id"): b.get("name", "tool") for m in request.messages[-2:-1] for b in m.get("content") or []
                  if isinstance(b, dict) and b.get("type") == "tool_use"}
         for block in self._results(request):
-            if denied_by_user(block):
-                return str(names.get(block.get("tool_use_id"), "the call"))
+            if denied_by_user(block) or denied_unattended(block):
+                return str(names.get(block.get("tool_use_id"), "the call")), not denied_by_user(block)
         return None
 
     @staticmethod
@@ -228,10 +240,12 @@ class ReplayModel:
         the closing answer after a Deny. Raises ModelError when the replay cannot go on."""
         assert self.run is not None
         # (a new run's first request may carry the last run's unanswered calls: not a Deny here)
-        tool = self.denied(request) if self.played else None
-        if tool is not None:
+        denial = self._denial(request) if self.played else None
+        if denial is not None:
             self.played = len(self.responses)  # the recording ends with this answer
-            return ScriptedResponse(blocks=(text_block(closing_answer(tool)),), stop_reason="end_turn",
+            tool, unattended = denial
+            return ScriptedResponse(blocks=(text_block(closing_answer(tool, unattended=unattended)),),
+                                    stop_reason="end_turn",
                                     delay_s=self.delay_s, model=self.name)
         problem = self.mismatch(request)
         if problem:

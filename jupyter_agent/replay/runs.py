@@ -36,13 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..loop.permission_result import DENIED
+from ..loop.permission_result import DENIED, NO_ONE_APPROVES
 from ..model.transcript import write_expected_files
 from ..prompts import error_help_in_request, notebook_in_context
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ReplayRun", "PLACEHOLDERS", "starts_run", "denied_by_user", "closing_answer", "run_prompt"]
+__all__ = ["ReplayRun", "PLACEHOLDERS", "starts_run", "denied_by_user", "denied_unattended", "closing_answer",
+           "run_prompt"]
 
 PLACEHOLDERS = ("scratch", "notebook", "agent_cell", "inserted_cell", "error_cell")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -88,8 +89,20 @@ def denied_by_user(block: dict[str, Any]) -> bool:
     return bool(block.get("is_error")) and _result_text(block).startswith(_DENIED_START)
 
 
-def closing_answer(tool: str) -> str:
-    """The replay's last answer after a Deny: a recording cannot take a new instruction."""
+def denied_unattended(block: dict[str, Any]) -> bool:
+    """A tool_result that says the call asked and no one could answer (a headless run:
+    ``jupyter agent run`` without a terminal, a notebook executed by nbclient)."""
+    return bool(block.get("is_error")) and NO_ONE_APPROVES in _result_text(block)
+
+
+def closing_answer(tool: str, *, unattended: bool = False) -> str:
+    """The replay's last answer after a Deny: a recording cannot take a new instruction.
+    ``unattended``: no person denied it; the call asked and no one could answer."""
+    if unattended:
+        return (f"(Offline replay) {tool} needs a person's approval and no one can give it in this run, so "
+                "this recorded run ends here; nothing else was changed. Run it where you can approve its "
+                "calls (the %%agent cell in JupyterLab, or jupyter agent run in a terminal) to see it all, "
+                "or set ANTHROPIC_API_KEY to work with Claude.")
     return (f"(Offline replay) You denied {tool}, so this recorded run ends here: it cannot follow a "
             "new instruction, and nothing else was changed. Your answer is kept in the conversation. "
             "Run it again (the %%agent cell, or the command) to replay it from the start, or set "

@@ -65,6 +65,8 @@ export interface IRunHeader {
   origin?: string;
   status?: string;
   turns?: number;
+  /** an outside agent's run (over MCP): its calls so far, shown instead of turns */
+  calls?: number;
   usage?: IUsage;
   ended?: boolean;
   reason?: string;
@@ -357,8 +359,11 @@ export function usageLine(usage: IUsage | undefined, context: string | undefined
   return [formatUsage(usage), context ?? ''].filter(part => part).join(' · ');
 }
 
-/** "3 turns" */
-export function turnsText(turns: number | undefined): string {
+/** "3 turns", or "2 calls" for an outside agent's run (it has no model, so no turns). */
+export function turnsText(turns: number | undefined, calls?: number): string {
+  if (typeof calls === 'number') {
+    return `${calls} call${calls === 1 ? '' : 's'}`;
+  }
   const n = turns ?? 0;
   return `${n} turn${n === 1 ? '' : 's'}`;
 }

@@ -197,7 +197,7 @@ export class TranscriptView {
     view.footer.textContent = '';
     view.footer.className = 'jp-AgentPanel-runFooter';
     if (!h.ended) {
-      view.footer.appendChild(el('span', 'jp-AgentPanel-status', `${str(h.status)} · ${turnsText(h.turns)}`));
+      view.footer.appendChild(el('span', 'jp-AgentPanel-status', `${str(h.status)} · ${turnsText(h.turns, h.calls)}`));
       return;
     }
     view.footer.classList.add(endedNormally(h) ? 'jp-AgentPanel-ok' : 'jp-AgentPanel-bad');
@@ -212,7 +212,7 @@ export class TranscriptView {
       view.footer.appendChild(el('div', 'jp-AgentPanel-error', h.error));
     }
     view.footer.appendChild(
-      el('div', 'jp-AgentPanel-status', `${turnsText(h.turns)} · ${usageLine(h.usage, h.context)}`)
+      el('div', 'jp-AgentPanel-status', `${turnsText(h.turns, h.calls)} · ${usageLine(h.usage, h.context)}`)
     );
     this.drawUndo(view, h);
   }

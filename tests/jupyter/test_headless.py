@@ -45,8 +45,22 @@ def test_nbclient_runs_each_agent_cell_to_its_end_and_saves_the_transcript(tmp_p
     assert "Writing it." in md and "Wrote headless.txt." in md and "✓ *Finished*" in md
     # default mode, nobody to ask: the write is denied with a message that says why
     second = saved.cells[3].outputs[0]["data"]["text/markdown"]
-    assert "needs approval" in second and "no one is here to give it" in second
+    assert "needs approval" in second and "no one can approve it" in second
     assert "can_use_tool=" not in second and "allow=(" not in second  # the model's words, not the developer's
     assert "✓ *Finished*" in second and not blocked.exists()
     assert requests == 4
     assert api.api_key not in path.read_text()
+
+
+def test_nbclient_replays_the_demo_offline_to_a_clean_end_at_its_first_ask(tmp_path, monkeypatch):
+    """Offline (JUPYTER_AGENT_REPLAY, no key), no one to approve: the demo's first Read (its
+    scratch folder is outside the working folder) is refused; the replay ends with its closing
+    answer, as after a person's Deny, rather than a replay mismatch (a model error)."""
+    for key, value in isolated_env(tmp_path, JUPYTER_AGENT_REPLAY="demo").items():
+        monkeypatch.setenv(key, value)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("%load_ext jupyter_agent"),
+                                         nbformat.v4.new_code_cell("%%agent\nShow me what you can do")])
+    NotebookClient(nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    md = nb.cells[1].outputs[0]["data"]["text/markdown"]
+    assert "Read needs a person's approval and no one can give it in this run" in md, md
+    assert "✓ *Finished*" in md and "replay_mismatch" not in md and "model_error" not in md, md

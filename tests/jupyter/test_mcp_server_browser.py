@@ -161,6 +161,10 @@ def test_outside_insert_run_and_undo(lab, page_of, outside):
     cell(page, 2).locator(".jp-OutputArea-output", has_text="42").wait_for(timeout=30000)  # in the user's kernel
 
     panel.locator(".jp-AgentPanel-undo").wait_for(timeout=30000)  # the panel offers to undo the outside run
+    # its calls counted, not "0 turns" (it has no model): the insert and the run
+    panel.locator(".jp-AgentPanel-status", has_text="2 calls").wait_for(timeout=30000)
+    assert "0 turns" not in panel.inner_text()
+    screenshot(page, "mcp_outside_run_calls")
     run_and_wait(page, 3)  # %agent undo: the outside run is the kernel's last run
     cell(page, 2).locator(".jp-OutputArea-output", has_text="removed (the run had created it)").wait_for(
         timeout=60000)  # the undo's report, once it is done

@@ -224,6 +224,41 @@ async def test_stop_new_conversation_and_mode_from_the_panel(kernel, panel, scri
     await kernel.until(lambda: panel.view()["session"]["permission_mode"] == "default", 5, "the mode back")
 
 
+def _outside_row(table: str) -> str:
+    """The ``%agent runs`` line of the outside agent's run."""
+    return next(line for line in table.splitlines() if "of Claude Code" in line)
+
+
+async def test_an_outside_agents_run_says_the_same_in_the_panel_and_in_agent_runs(module_tmp, api):
+    """An MCP client's run (no model, no turns): while its call waits, both say it runs;
+    after, both say its calls so far completed and count its calls, not "0 turns".
+    (A kernel of its own: an outside run stays in the panel through ``%agent new``.)"""
+    work = module_tmp / "outside"
+    work.mkdir()
+    own = await Frontend(work, isolated_env(work, **api.env())).start()
+    try:
+        await own.execute("%load_ext jupyter_agent")
+        panel = Panel(own).open()
+        await own.until(lambda: any(d["type"] == "state" for d in panel.received()), 10, "the state")
+        await own.execute("import asyncio\nfrom jupyter_agent.jupyter.session import get_session\n"
+                          "_outside = get_session().outside_hub.run_for('Claude Code')\n"
+                          "_call = asyncio.ensure_future(_outside.ask_restart('nb.ipynb', []))")
+        await own.until(lambda: panel.view()["approvals"], 10, "the outside call's approval")
+        (header,) = panel.headers()
+        assert header["origin"] == "outside" and not header["ended"] and header["calls"] == 0
+        assert "waiting for your approval" in header["status"]
+        table = (await own.execute("%agent runs"))["outputs"][0]["text"]
+        assert _outside_row(table).split()[1:3] == ["running", "—"], table
+        panel.send(op="approve", request=panel.view()["approvals"][0]["id"], choice="deny")
+        await own.until(lambda: panel.headers()[0]["ended"], 10, "the call's end")
+        (header,) = panel.headers()
+        assert header["reason"] == "completed" and header["calls"] == 1
+        row = _outside_row((await own.execute("%agent runs"))["outputs"][0]["text"])
+        assert row.split()[1:3] == ["completed", "—"] and row.endswith("1 call of Claude Code"), row
+    finally:
+        await own.stop()
+
+
 async def test_bad_requests_are_refused_and_secrets_never_sent(kernel, panel, script, module_tmp):
     panel.send(op="format_disk")
     kernel.comm_msg(panel.comm_id, {"v": 99, "op": "send", "prompt": "x"})
