@@ -20,6 +20,7 @@ import pytest
 from jupyter_agent.environment import REPLAY_ENV
 from jupyter_agent.launch import lab_command
 from jupyter_agent.replay.packaged import DEMO_TRANSCRIPT
+from tests.programs import system_program
 
 KEY = "sk-ant-api03-launchtestsecret0123456789"
 
@@ -69,10 +70,11 @@ def test_the_terminal_demo_is_still_reachable(tmp_path, monkeypatch, capsys):
 
 
 REPO = Path(__file__).resolve().parents[1]
+GIT = system_program("git") or "/usr/bin/git"  # the machine's own, by its path (tests/test_programs.py)
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+    return subprocess.run([GIT, "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 
 def demo_repository(tmp_path: Path) -> Path:

@@ -22,7 +22,6 @@ import logging
 from typing import Any
 
 from .bridge import KernelBridge, Page
-from .live import key_of
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +46,9 @@ class _Rejoin:
         handle = self.rejoins.active
         if handle is None or handle.done or not handle.cell_id or not handle.notebook_key:
             return
+        # why here: live.py loads the tools (pydantic), which %load_ext leaves to the warm-up
+        from .live import key_of
+
         if key_of(page, self.rejoins) != handle.notebook_key:
             return
         outputs = handle.live_outputs()

@@ -138,8 +138,11 @@ class LiveNotebook(NotebookDocument):
 
     def _follow_successor(self) -> None:
         """The page said goodbye and another page of this notebook said hello (a reload):
-        go on with that one, from a whole read (its copy is the file as last saved)."""
-        new = self.successor() if self.successor is not None and self._checked else None
+        go on with that one, from a whole read (its copy is the file as last saved). Only
+        for a page that answered: a run whose page never did (no extension there) is refused
+        as such, never handed to another person's page of the same notebook."""
+        answered = self._checked and self.absent is None
+        new = self.successor() if self.successor is not None and answered else None
         if new is not None and new != self.client_id:
             log.info("the page %s is gone; going on with page %s of the same notebook", self.client_id, new)
             self.client_id = new
