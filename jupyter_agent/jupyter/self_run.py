@@ -38,7 +38,7 @@ from ..notebook.kernels import INTERRUPT_GRACE_S, Execution, OutputCollector
 log = logging.getLogger(__name__)
 
 #: How long the IOPub subscription may take to be confirmed (the kernel's ``iopub_welcome``).
-SUBSCRIBE_TIMEOUT_S = 5.0
+SUBSCRIBE_TIMEOUT_S = 30.0  # a loaded machine's kernel greets late (5 s was seen to fall short)
 
 
 def _interrupt_this_process() -> None:

@@ -178,10 +178,15 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
                 return error_result(tool_use_id, problem)
 
     env.emit(ToolStart(tool_use_id, name, raw_input))
+    limit = asyncio.timeout(tool.timeout_s)
     try:
-        output = await asyncio.wait_for(tool.call(parsed, context, prepared), timeout=tool.timeout_s)
-    except TimeoutError:
-        return error_result(tool_use_id, f"{name} timed out after {tool.timeout_s:g} s and was cancelled.")
+        async with limit:
+            output = await tool.call(parsed, context, prepared)
+    except TimeoutError as exc:
+        if limit.expired():  # the call's own time limit
+            return error_result(tool_use_id, f"{name} timed out after {tool.timeout_s:g} s and was cancelled.")
+        # a TimeoutError the tool raised (a tool with no limit of ours, or a wait of its own)
+        return error_result(tool_use_id, f"{name} failed: TimeoutError: {exc or 'a wait timed out'}")
     except ToolError as exc:
         return error_result(tool_use_id, str(exc) or f"{name} failed.")
     except asyncio.CancelledError:

@@ -7,6 +7,7 @@ replays the recorded fix of that cell (``fix_error``), allowed and run."""
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,11 @@ START_HERE = Path(__file__).resolve().parents[2] / "notebooks" / "00-start-here.
 
 @pytest.mark.timeout(300)  # ~20 s on a quiet machine; 2 loaded cores take several times that
 def test_the_start_here_try_it_cells_insert_and_run_a_cell_in_the_open_notebook(lab, page_of):
-    shutil.copy(START_HERE, lab.root / "start.ipynb")
-    page = page_of("start.ipynb")
+    # a name of its own for each attempt: a re-run (tests/reruns.py) must not open the page
+    # the first attempt left with its inserted cell
+    name = f"start-{uuid.uuid4().hex[:8]}.ipynb"
+    shutil.copy(START_HERE, lab.root / name)
+    page = page_of(name)
     wait_idle(page)
     # opening it marks nothing changed (the file already holds what JupyterLab would add)
     assert page.locator(".jp-mod-dirty").count() == 0
