@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from typing import Any
 
 from pydantic import Field
 
@@ -75,13 +76,8 @@ class NotebookRun(PathTool):
         decides; the backend checks that version again when it runs the cell (the page in
         the same step), so a cell changed meanwhile is refused, never run unseen. Outside
         the working folders nothing is read before permission (see :meth:`planned`)."""
-        prepared = await super().prepare(input, context)
-        if prepared.paths and inside_roots(prepared.paths[0], context):
-            try:
-                prepared.change = await self.plan(input, context)
-            except ToolError as exc:
-                prepared.problem = str(exc)
-        return prepared
+        return await planned_inside(await super().prepare(input, context), context,
+                                    lambda: self.plan(input, context))
 
     async def plan(self, input: NotebookRunInput, context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot]:
         """The document and its snapshot, once the cell is known to be a code cell in it."""
@@ -155,6 +151,19 @@ def cell_position(snapshot: NotebookSnapshot, cell: Cell) -> str:
     them, in the document the tools use (the live page when it is open, not the file,
     which lags behind unsaved cells)."""
     return f"cell {cell.index + 1} of {len(snapshot.cells)} (id {cell.id})"
+
+
+async def planned_inside(prepared: PreparedCall, context: ToolContext,
+                         plan: Callable[[], Awaitable[Any]]) -> PreparedCall:
+    """``prepared`` with the run's plan (``plan()``, one read of the notebook) when its
+    notebook is inside the working folders, or the plan's problem; outside them nothing is
+    read before permission. Shared by NotebookRun and NotebookRunCells."""
+    if prepared.paths and inside_roots(prepared.paths[0], context):
+        try:
+            prepared.change = await plan()
+        except ToolError as exc:
+            prepared.problem = str(exc)
+    return prepared
 
 
 async def with_progress(run: Awaitable[RunResult], what: str, context: ToolContext) -> RunResult:

@@ -31,8 +31,9 @@ from ..notebook.session import tool_session
 from ..redact import redact
 from .common import PathTool
 from .notebook_edit import note_notebook_change, notebook_for_change
-from .notebook_run import DEFAULT_CELL_TIMEOUT_S, FAILED, cell_position, exception_name, with_progress
-from .paths import display_path, inside_roots
+from .notebook_run import (DEFAULT_CELL_TIMEOUT_S, FAILED, cell_position, exception_name, planned_inside,
+                           with_progress)
+from .paths import display_path
 from .saved_text import traceback_saver
 from .undo import run_changes
 
@@ -83,13 +84,8 @@ class NotebookRunCells(PathTool):
 
     async def prepare(self, input: NotebookRunCellsInput, context: ToolContext) -> PreparedCall:
         """Plan the range with one read of the notebook (the approval shows every cell of it)."""
-        prepared = await super().prepare(input, context)
-        if prepared.paths and inside_roots(prepared.paths[0], context):
-            try:
-                prepared.change = await self.plan(input, context)
-            except ToolError as exc:
-                prepared.problem = str(exc)
-        return prepared
+        return await planned_inside(await super().prepare(input, context), context,
+                                    lambda: self.plan(input, context))
 
     async def plan(self, input: NotebookRunCellsInput,
                    context: ToolContext) -> tuple[NotebookDocument, NotebookSnapshot, list[Cell]]:
