@@ -57,6 +57,10 @@ def judge(words: tuple[str, ...], dynamic: frozenset[int] = frozenset()) -> Judg
     if spec.always_runs:
         return Judgement(True, 1, (), f"{words[0]} runs other code")
     if spec.any_option:
+        runs = spec.runs.split()
+        if runs and any(w in runs or "$(" in w or "`" in w for w in words[1:]):  # (a substitution may print one)
+            why = f"{words[0]} {' '.join(runs)} evaluates a name's subscript, which can run code"
+            return Judgement(True, 1, (), why)
         return Judgement(True, 1)
     reader = _Reader(words, dynamic)
     try:

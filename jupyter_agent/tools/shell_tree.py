@@ -153,7 +153,7 @@ class Walker:
             elif child.type == "command_name":
                 (inner,) = child.named_children
                 self.add_word(command, inner)
-                if command.words[-1] in _RESERVED and inner.type == "word":
+                if command.words[-1] in _RESERVED - {"time"} and inner.type == "word":
                     raise Unreadable(f"{command.words[-1]!r} is a shell keyword the parser reads as a command")
             elif name == "argument" and child.is_named:
                 self.add_word(command, child)
@@ -168,8 +168,24 @@ class Walker:
         command.dynamic = {order.index(k) for k in command.dynamic}
         command.words = [command.words[k] for k in order]
         command.at = [command.at[k] for k in order]
+        self.without_time(command)
         self.commands.append(command)
         return command
+
+    @staticmethod
+    def without_time(command: Command) -> None:
+        """``time [-p] CMD``: bash's keyword times the command (tree-sitter reads ``time``
+        as a command name): the command is what follows."""
+        drop = 0
+        if command.words[:1] == ["time"] and 0 not in command.dynamic:
+            drop = 2 if command.words[1:2] == ["-p"] and 1 not in command.dynamic else 1
+        if not drop:
+            return
+        command.words = command.words[drop:]
+        command.at = command.at[drop:]
+        command.dynamic = {k - drop for k in command.dynamic if k >= drop}
+        if command.words and command.words[0] in _RESERVED and 0 not in command.dynamic:
+            raise Unreadable(f"{command.words[0]!r} after time is a shell keyword the parser reads as a word")
 
     def keyword_command(self, node: Any) -> None:
         """``export``, ``declare``, ``local``, ``readonly``, ``typeset``, ``unset``: commands."""
@@ -613,12 +629,16 @@ _HOLDS_STATEMENTS = _STATEMENTS | {"redirected_statement", "case_item", "command
 def scan(root: Any, source: bytes) -> int:
     """The command nodes anywhere in a tree (found by a plain walk, not the walker's way:
     statement-level assignments and ``(( ))`` included); ``Unreadable`` for a comment
-    where bash sees none (``#`` starts one only at the start of a word)."""
+    where bash sees none (``#`` starts one only at the start of a word), or for text of the
+    line that no token of the tree holds."""
     count = 0
+    covered = bytearray(len(source))
     stack = [(root, root)]
     while stack:
         node, parent = stack.pop()
         kind = node.type
+        if not node.child_count or kind in ("string", "heredoc_body"):  # (read from the source text)
+            covered[node.start_byte:node.end_byte] = b"\x01" * (node.end_byte - node.start_byte)
         if kind in COMMAND_NODES:
             count += 1
         elif kind == "variable_assignment" and parent.type in _HOLDS_STATEMENTS:
@@ -628,6 +648,11 @@ def scan(root: Any, source: bytes) -> int:
         elif kind == "comment" and node.start_byte and source[node.start_byte - 1:node.start_byte] not in _META:
             raise Unreadable("a # the parser reads as a comment where bash does not")
         stack.extend((child, node) for child in node.children)
+    # text no token holds must be blanks (tree-sitter can skip a word without an error node:
+    # the `-` of `python - <<'EOF'`)
+    skipped = bytes(c for c, seen in zip(source.replace(b"\\\n", b"  "), covered) if not seen)
+    if skipped.strip(b" \t\n"):
+        raise Unreadable("the parser skipped part of it")
     return count
 
 

@@ -104,6 +104,8 @@ ATTACKS = [
     "eval touch PWNED",
     "command touch PWNED",
     "printf -v PATH . ; sort data.txt",  # `./sort` is what runs then
+    "test -v 'a[$(touch PWNED)]'",  # the subscript of the name is evaluated
+    "[ -v 'a[$(touch PWNED)]' ]",
 ]
 #: Commands whose attacks need a tool this machine may lack, or a spelling this version
 #: refuses, or input nobody gives (they must still ask).
@@ -130,6 +132,8 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (work / "run.sh").write_text("#!/bin/sh\ntouch PWNED\ncat\n")
     (work / "run.sh").chmod(0o755)
     (work / "sort").write_text("#!/bin/sh\n: > PWNED\n")  # (no PATH needed)
+    (work / "subscript.txt").write_text("a[$(>PWNED)]\n")  # a name whose subscript runs a command
+    (work / "prompt.txt").write_text("$(>PWNED)\n")
     (work / "sort").chmod(0o755)
     env = _env(home)
     for argv in ([GIT, "init", "-q"], [GIT, "add", "data.txt", "payload.txt"], [GIT, "commit", "-qm", "one"]):
@@ -284,3 +288,69 @@ def test_every_write_and_run_entry_has_an_attack():
     missing |= {f"find {p}" for p in (*FIND_RUNS, *FIND_WRITES) if not attacked("find", p)}
     assert missing - WITHOUT_ATTACK == set()
     assert WITHOUT_ATTACK <= missing  # nothing listed there that has an attack after all
+
+
+#: Where tree-sitter's tree and bash part ways, or bash evaluates a value as code (issue 39):
+#: each must ask under the rules given, and bash must show it writing or running.
+PARSER_ATTACKS = [
+    ("echo $'\\\\'\ntouch PWNED\necho '", ["Bash(echo:*)"]),  # tree-sitter: one echo
+    ("cat <<EOF\n`touch PWNED`\nEOF", ["Bash(cat:*)"]),  # tree-sitter: text of the here-document
+    ("sort > /dev/null -o {home}/.bashrc payload.txt", ["Bash(sort:*)"]),  # tree-sitter: -o ... is a target
+    ("[ a > b ]", ["Bash([:*)"]),  # bash writes the file b
+    ("[[ $(cat subscript.txt) -eq 1 ]] && echo one", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("[[ -v $(cat subscript.txt) ]] && echo set", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("echo $(( $(cat subscript.txt) ))", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("(( $(cat subscript.txt) ))", ["Bash(cat:*)"]),
+    ("echo ${a[$(cat subscript.txt)]}", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("for x in $(cat subscript.txt); do echo ${!x}; done", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("for x in $(cat prompt.txt); do echo ${x@P}; done", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("let x=$(cat subscript.txt)", ["Bash(cat:*)", "Bash(let:*)"]),
+    ("[ -v $(cat subscript.txt) ]", ["Bash(cat:*)", "Bash([:*)"]),
+    ("coproc touch PWNED", ["Bash(coproc:*)"]),
+    ("trap 'touch PWNED' EXIT", ["Bash(trap:*)"]),
+    ("shopt -s expand_aliases\nalias ls='touch PWNED'\nls", ["Bash(shopt:*)", "Bash(alias:*)", "Bash(ls:*)"]),
+    ("f() { touch PWNED; }; f", ["Bash(f:*)"]),
+    ("case x in $(touch PWNED)) ;; esac", ["Bash(echo:*)"]),
+]
+
+
+def decide_under(command: str, rules: list[str], work: Path) -> bool:
+    permissions = Permissions(cwd=work, allow=rules)
+    ctx = ToolContext(cwd=work, permissions=permissions)
+    result = asyncio.run(permissions.check(Bash(), BashInput(command=command), ctx))
+    return isinstance(result, PermissionAllow)
+
+
+@pytest.mark.parametrize(("attack", "rules"), PARSER_ATTACKS)
+def test_each_parser_attack_asks_and_really_writes_or_runs(place, attack, rules):
+    work, home = place
+    command = attack.replace("{home}", str(home))
+    assert not decide_under(command, rules, work), f"{rules} allowed {command!r}"
+    assert run_for_real(command, work, home), f"{command!r} changed nothing under bash: the probe proves nothing"
+
+
+#: Corpus lines that run until stopped (each still goes through the decision above it).
+NEVER_ENDS = {"while true; do sleep 1; done"}
+
+
+def test_no_corpus_line_the_offered_prefix_rules_allow_writes_or_runs(place):
+    """Every line of the corpus of real commands (benchmarks/shell_parsers/corpus.sh, the
+    lines the bashlex parse refused included) under the prefix rules "Always allow" offers
+    for its commands (the ones the tables vouch for as reading): when they allow it, real
+    bash changes nothing."""
+    from tests.tools.test_shell_corpus import _entries
+
+    work, home = place
+    allowed = 0
+    for line in _entries():
+        parsed = parse_command_line(line)
+        if parsed.unreadable or line in NEVER_ENDS:
+            continue
+        rules = [f"Bash({rule})" for words, judged in zip(parsed.commands, parsed.judged)
+                 if (rule := suggested_rule(words, judged.exact_only)).endswith(":*")]
+        if not decide_under(line, rules, work):
+            continue
+        allowed += 1
+        changed = run_for_real(line, work, home)
+        assert not changed, f"{rules} allowed {line!r}, which changed {changed}"
+    assert allowed >= 80  # the check ran on many lines (93 when written)
