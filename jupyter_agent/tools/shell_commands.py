@@ -64,6 +64,9 @@ class Spec:
     assignments: bool = False
     #: runs other code whatever its words are (``xargs``, ``eval``, ``bash``)
     always_runs: bool = False
+    #: sets variables the rest of the line runs with (``export PATH=.``), and evaluates the
+    #: subscript of a name it is given (``read 'a[$(cmd)]'`` runs cmd)
+    sets_variables: bool = False
     #: ``-5`` is a number (``head -5``, ``git log -3``)
     numbers: bool = False
     #: the position of an operand that is written (``uniq IN OUT``)
@@ -245,6 +248,7 @@ COMMANDS: dict[str, Spec] = {
     # what these run comes from their words or their input; or later (`trap`, `alias` with
     # expand_aliases, a builtin `enable -f` loads, `mapfile -C`'s callback), or evaluate a
     # name's value as arithmetic (`let`), where `a[$(cmd)]` runs cmd
+    **{name: Spec(sets_variables=True) for name in "export declare typeset local readonly unset read".split()},
     **{name: Spec(always_runs=True) for name in "xargs bash sh zsh dash eval exec source . sudo su watch "
                                                 "parallel command builtin trap alias enable mapfile readarray "
                                                 "fc let".split()},

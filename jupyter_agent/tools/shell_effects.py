@@ -54,6 +54,9 @@ def judge(words: tuple[str, ...], dynamic: frozenset[int] = frozenset()) -> Judg
     spec = COMMANDS.get(words[0])
     if spec is None:
         return Judgement()
+    if spec.sets_variables:
+        return Judgement(True, 1, (), f"{words[0]} sets variables the rest of the line runs with, or evaluates "
+                                      "a name's subscript")
     if spec.always_runs:
         return Judgement(True, 1, (), f"{words[0]} runs other code")
     if spec.any_option:

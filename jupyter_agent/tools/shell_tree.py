@@ -158,6 +158,7 @@ class Walker:
             elif name == "argument" and child.is_named:
                 self.add_word(command, child)
             elif name == "argument":  # `==`, `=~`, a bare `$`: plain words to bash
+                self.check_separated(child)
                 command.words.append(child.type)
                 command.at.append(child.start_byte)
             else:
@@ -192,12 +193,12 @@ class Walker:
         self.visited += 1
         command = Command()
         for child in node.children:
-            if not child.is_named:
-                command.words.append(self.text(child))
-                command.at.append(child.start_byte)
-            elif child.type == "variable_assignment":
+            if child.type == "comment":
+                continue
+            if child.type == "variable_assignment":
                 self.assignment(child, command)
-            elif child.type == "variable_name":
+            elif child.type == "variable_name" or not child.is_named:
+                self.check_separated(child)
                 command.words.append(self.text(child))
                 command.at.append(child.start_byte)
             else:
@@ -368,6 +369,8 @@ class Walker:
         raw = self.text(node)
         if kind == "test_operator":
             return raw, False
+        if kind == "extglob_pattern":
+            self.plain_heredoc_text(raw.encode(errors="surrogateescape"), "a pattern")
         if kind in ("word", "number", "extglob_pattern"):
             if kind == "number" and node.named_children:
                 for child in node.named_children:
@@ -513,7 +516,9 @@ class Walker:
                     if operand is None or not re.fullmatch(r"-?[0-9]+", self.text(operand)):
                         raise Unreadable(f"[[ {text} ]] evaluates its operands as arithmetic, in which a name "
                                          "can run code")
-            if leaf.is_named and leaf.type not in ("test_operator", "regex", "extglob_pattern"):
+            if leaf.type in ("regex", "extglob_pattern"):  # bash expands these too
+                self.plain_heredoc_text(self.source[leaf.start_byte:leaf.end_byte], "a pattern")
+            elif leaf.is_named and leaf.type != "test_operator":
                 self.word(leaf)
 
     def test_leaves(self, node: Any, out: list[Any], top: bool = False) -> None:

@@ -311,6 +311,8 @@ PARSER_ATTACKS = [
     ("shopt -s expand_aliases\nalias ls='touch PWNED'\nls", ["Bash(shopt:*)", "Bash(alias:*)", "Bash(ls:*)"]),
     ("f() { touch PWNED; }; f", ["Bash(f:*)"]),
     ("case x in $(touch PWNED)) ;; esac", ["Bash(echo:*)"]),
+    ("export PATH=.:$PATH; sort data.txt", ["Bash(export:*)", "Bash(sort:*)"]),  # ./sort runs
+    ("read 'a[$(touch PWNED)]' < data.txt", ["Bash(read:*)"]),
 ]
 
 

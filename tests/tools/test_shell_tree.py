@@ -87,6 +87,8 @@ def test_what_the_walk_cannot_vouch_for_asks(line, why):
     ("let x=1", "runs other code"),
     ("trap 'touch PWNED' EXIT", "runs other code"),
     ("alias ls='touch PWNED'", "runs other code"),
+    ("export PATH=.:$PATH", "sets variables the rest of the line runs with"),
+    ("read 'a[$(touch PWNED)]'", "evaluates a name's subscript"),
 ])
 def test_builtins_that_run_code_later_or_in_a_subscript_need_an_exact_rule(line, why):
     parsed = parse_command_line(line)
