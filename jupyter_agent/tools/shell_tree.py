@@ -169,9 +169,19 @@ class Walker:
         command.dynamic = {order.index(k) for k in command.dynamic}
         command.words = [command.words[k] for k in order]
         command.at = [command.at[k] for k in order]
-        self.without_time(command)
+        if self.starts_pipeline(node):
+            self.without_time(command)
         self.commands.append(command)
         return command
+
+    @staticmethod
+    def starts_pipeline(node: Any) -> bool:
+        """Is the command first in its pipeline (where bash reads ``time`` as its keyword;
+        after a ``|`` it is the program ``time``)?"""
+        while node.parent is not None and node.parent.type == "redirected_statement":
+            node = node.parent
+        parent = node.parent
+        return parent is None or parent.type != "pipeline" or parent.named_children[0].start_byte == node.start_byte
 
     @staticmethod
     def without_time(command: Command) -> None:

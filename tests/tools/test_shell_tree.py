@@ -28,6 +28,7 @@ READ = [  # (command line, its simple commands, the files it writes)
     ("export PYTHONPATH=src && python -m app", [("export", "PYTHONPATH=src"), ("python", "-m", "app")], []),
     ("x=1", [("x=1",)], []),
     ("time -p python bench.py | tail -1", [("python", "bench.py"), ("tail", "-1")], []),
+    ("echo | time tr a b", [("echo",), ("time", "tr", "a", "b")], []),  # after `|`, the program time
     ("f() { ls; } > out; f", [("ls",), ("f",)], ["out"]),
     ("echo `ls` <(sort x) $(< f)", [("ls",), ("sort", "x"), ("echo", "`ls`", "<(sort x)", "$(< f)")], []),
     ("select opt in a b; do echo $opt; break; done", [("echo", "$opt"), ("break",)], []),
