@@ -29,7 +29,8 @@ from typing import Any
 
 from ..loop.tool import CommandParts
 from .shell_effects import Judgement, judge
-from .shell_tree import Unreadable, Walker, scan
+from .shell_tree import Walker
+from .shell_words import Unreadable, scan
 
 log = logging.getLogger(__name__)
 

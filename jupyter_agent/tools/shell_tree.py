@@ -20,11 +20,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .shell_words import META, STATEMENTS, Unreadable, ansi_c, expands, unescape, unescape_double
+
 #: Redirection operators that open a file for writing (``>&`` only when its target is a word).
 WRITES = (">", ">>", ">|", "&>", "&>>", ">&")
-#: Containers whose named children are statements (walked as they are).
-_STATEMENTS = {"program", "list", "pipeline", "subshell", "do_group", "if_statement", "elif_clause",
-               "else_clause", "while_statement", "negated_command", "compound_statement"}
 #: Expansions: a word holding one is known only when it runs.
 _EXPANSIONS = {"simple_expansion", "expansion", "command_substitution", "process_substitution",
                "arithmetic_expansion", "brace_expression", "translated_string"}
@@ -43,14 +42,6 @@ _SAFE_TRANSFORMS = set("QEAKakUuL")
 #: Words tree-sitter reads as a command name that bash reads as a reserved word it does not know.
 _RESERVED = {"{", "}", "!", "[[", "]]", "coproc", "time", "function", "in", "do", "done", "then", "fi", "esac",
              "elif", "else", "if", "case", "for", "while", "until", "select"}
-_ANSI_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
-                "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
-_BLANK = " \t\n"
-_META = frozenset(bytes([c]) for c in b" \t\n;&|()<>")
-
-
-class Unreadable(Exception):
-    """The line holds something the rules cannot judge (the message says what)."""
 
 
 @dataclass
@@ -78,7 +69,7 @@ class Walker:
 
     def statement(self, node: Any) -> None:
         kind = node.type
-        if kind in _STATEMENTS:
+        if kind in STATEMENTS:
             if kind == "compound_statement" and node.child_count and node.children[0].type == "((":
                 self.visited += 1
                 for child in node.named_children:  # `(( n + 1 ))`: runs nothing, evaluates arithmetic
@@ -318,7 +309,7 @@ class Walker:
         before = [c.end_byte for c in node.children if c.end_byte <= body.start_byte and c.type != "heredoc_body"]
         line_end = src.find(b"\n", max(before))
         rest = src[max(before):line_end] if line_end >= 0 else b"?"
-        if b"#" in rest and rest[:1] in _META:  # a comment ends the line
+        if b"#" in rest and rest[:1] in META:  # a comment ends the line
             rest = rest[:rest.index(b"#")]
         if line_end < 0 or rest.strip() or src[line_end + 1:body.start_byte].strip(b" \t\n"):
             raise Unreadable("a here-document that does not start on the line after its command")
@@ -386,16 +377,16 @@ class Walker:
                 for child in node.named_children:
                     self.word(child)
                 return raw, True
-            return _unescape(raw), _expands(raw)
+            return unescape(raw), expands(raw)
         if kind == "raw_string":
             return raw[1:-1], False
         if kind == "ansi_c_string":
-            return _ansi_c(raw[2:-1]), False
+            return ansi_c(raw[2:-1]), False
         if kind == "string":
             return self.string(node), any(c.type in _EXPANSIONS for c in node.named_children)
         if kind == "concatenation":
             parts: list[str] = []
-            dynamic = _expands(raw)
+            dynamic = expands(raw)
             last = node.start_byte
             for child in node.children:
                 gap = self.source[last:child.start_byte].replace(b"\\\n", b"")
@@ -442,10 +433,10 @@ class Walker:
             if child.type == "string_content":
                 continue
             self.word(child)
-            out.append(_unescape_double(self.source[last:child.start_byte].decode()))
+            out.append(unescape_double(self.source[last:child.start_byte].decode()))
             out.append(self.text(child))
             last = child.end_byte
-        out.append(_unescape_double(self.source[last:node.end_byte - 1].decode()))
+        out.append(unescape_double(self.source[last:node.end_byte - 1].decode()))
         return "".join(out)
 
     def expansion(self, node: Any) -> None:
@@ -561,7 +552,7 @@ class Walker:
             j += 2
         for at in ((i - 1,) if i > 0 else ()) + ((j,) if j < len(src) else ()):
             c = src[at:at + 1]
-            if c in _META:
+            if c in META:
                 continue
             token = self.root.descendant_for_byte_range(at, at + 1)
             outer = token.parent if token is not None else None
@@ -576,99 +567,4 @@ class Walker:
             raise Unreadable(f"the rules cannot judge a {node.type.replace('_', ' ')} here")
 
 
-def _unescape(raw: str) -> str:
-    """An unquoted word's value: ``\\x`` is ``x``, a line continuation is nothing."""
-    return re.sub(r"\\(\n|.)", lambda m: "" if m.group(1) == "\n" else m.group(1), raw, flags=re.S)
-
-
-def _unescape_double(raw: str) -> str:
-    return re.sub(r"\\([$`\"\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
-
-
-def _ansi_c(raw: str) -> str:
-    """``$'...'``'s value, for the escapes whose meaning is plain; any other asks."""
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        c = raw[i]
-        if c == "'":  # tree-sitter's token can run past the quote bash ends the word at
-            raise Unreadable("$'...' quoting whose end the parser and bash may see in different places")
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        nxt = raw[i + 1:i + 2]
-        if nxt in _ANSI_SIMPLE:
-            out.append(_ANSI_SIMPLE[nxt])
-            i += 2
-        elif m := re.match(r"x([0-9A-Fa-f]{1,2})", raw[i + 1:]):
-            out.append(chr(int(m.group(1), 16)))
-            i += 1 + len(m.group(0))
-        elif m := re.match(r"[0-7]{1,3}", raw[i + 1:]):
-            out.append(chr(int(m.group(0), 8) & 0xFF))
-            i += 1 + len(m.group(0))
-        else:
-            raise Unreadable(f"the rules cannot read the escape \\{nxt} in $'...'")
-    value = "".join(out)
-    if "\x00" in value:  # bash ends the word at a NUL
-        raise Unreadable("a NUL character in $'...'")
-    return value
-
-
-def _expands(raw: str) -> bool:
-    """Does a word's source text hold, outside quotes, what bash expands into other words
-    (a glob ``*?[``, a brace ``{a,b}``)? (Variables and substitutions are nodes of the tree.)"""
-    quote = ""
-    escaped = False
-    for c in raw:
-        if escaped:
-            escaped = False
-        elif c == "\\" and quote != "'":
-            escaped = True
-        elif quote:
-            quote = "" if c == quote else quote
-        elif c in "'\"":
-            quote = c
-        elif c in "*?[{":
-            return True
-    return False
-
-
-#: Node types that are commands (each must have been judged by the walk).
-COMMAND_NODES = {"command", "declaration_command", "unset_command", "test_command", "c_style_for_statement",
-                 "variable_assignments"}
-_HOLDS_STATEMENTS = _STATEMENTS | {"redirected_statement", "case_item", "command_substitution",
-                                   "process_substitution", "heredoc_redirect", "function_definition"}
-
-
-def scan(root: Any, source: bytes) -> int:
-    """The command nodes anywhere in a tree (found by a plain walk, not the walker's way:
-    statement-level assignments and ``(( ))`` included); ``Unreadable`` for a comment
-    where bash sees none (``#`` starts one only at the start of a word), or for text of the
-    line that no token of the tree holds."""
-    count = 0
-    covered = bytearray(len(source))
-    stack = [(root, root)]
-    while stack:
-        node, parent = stack.pop()
-        kind = node.type
-        if not node.child_count or kind in ("string", "heredoc_body"):  # (read from the source text)
-            covered[node.start_byte:node.end_byte] = b"\x01" * (node.end_byte - node.start_byte)
-        if kind in COMMAND_NODES:
-            count += 1
-        elif kind == "variable_assignment" and parent.type in _HOLDS_STATEMENTS:
-            count += 1
-        elif kind == "compound_statement" and node.child_count and node.children[0].type == "((":
-            count += 1
-        elif kind == "comment" and node.start_byte and source[node.start_byte - 1:node.start_byte] not in _META:
-            raise Unreadable("a # the parser reads as a comment where bash does not")
-        stack.extend((child, node) for child in node.children)
-    # text no token holds must be blanks (tree-sitter can skip a word without an error node:
-    # the `-` of `python - <<'EOF'`)
-    skipped = bytes(c for c, seen in zip(source.replace(b"\\\n", b"  "), covered) if not seen)
-    if skipped.strip(b" \t\n"):
-        raise Unreadable("the parser skipped part of it")
-    return count
-
-
-__all__ = ["COMMAND_NODES", "Command", "Unreadable", "WRITES", "Walker", "scan"]
+__all__ = ["Command", "WRITES", "Walker"]
