@@ -124,12 +124,11 @@ class Walker:
         substitutions run), then the statements."""
         for i, child in enumerate(node.named_children):
             name = node.field_name_for_named_child(i)
-            if name in ("value", "variable") or (node.type == "for_statement" and child.type == "variable_name"):
-                if child.type not in ("variable_name", "extglob_pattern"):
-                    self.word(child)
-            elif child.type in ("case_item", "do_group") or name == "body":
-                self.statement(child)
-            else:
+            if child.type == "variable_name":  # the loop's variable
+                continue
+            if name == "value":
+                self.word(child)
+            else:  # a case item, the loop's body, a comment
                 self.statement(child)
 
     def command(self, node: Any, extra: list[Any] | None = None) -> Command:
