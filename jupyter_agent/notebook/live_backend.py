@@ -309,7 +309,10 @@ class LiveNotebook(NotebookDocument):
         self._seen, self._sources_seen = reply.get(CHANGES_SEEN), reply.get(SOURCES_SEEN)
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
-                          expected_version: str | None = None) -> EditResult:
+                          expected_version: str | None = None, cell_id: str | None = None) -> EditResult:
+        if cell_id is not None:  # the page's model gives the new cell its id
+            raise NotebookError("A notebook open in JupyterLab gives a new cell its own id: leave new_cell_id "
+                                "out and address the new cell as cell-N.")
         return self._edit_result(await self._ask(
             "insert", index=index, cell_type=cell_type, source=source, expected_version=expected_version,
             **self._known(expected_version)),
@@ -446,7 +449,7 @@ class GuardedNotebook(FileNotebook):
         raise NotebookError(self.reason)
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
-                          expected_version: str | None = None) -> EditResult:
+                          expected_version: str | None = None, cell_id: str | None = None) -> EditResult:
         self._refuse()
         raise AssertionError
 
