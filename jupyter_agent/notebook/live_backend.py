@@ -310,12 +310,10 @@ class LiveNotebook(NotebookDocument):
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
                           expected_version: str | None = None, cell_id: str | None = None) -> EditResult:
-        if cell_id is not None:  # the page's model gives the new cell its id
-            raise NotebookError("A notebook open in JupyterLab gives a new cell its own id: leave new_cell_id "
-                                "out and address the new cell as cell-N.")
+        chosen = {} if cell_id is None else {"cell_id": cell_id}  # (an older page gives a fresh id)
         return self._edit_result(await self._ask(
             "insert", index=index, cell_type=cell_type, source=source, expected_version=expected_version,
-            **self._known(expected_version)),
+            **chosen, **self._known(expected_version)),
             "insert", expected_version)
 
     async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
