@@ -8,8 +8,7 @@
  * null, with the line to say instead).
  */
 
-import type { IPromptContext } from './cellContext';
-import { ApprovalChoice, PANEL_VERSION, PanelMessageType, PanelRequest } from './panelProtocol';
+import { ApprovalChoice, IPromptContext, PANEL_VERSION, PanelMessageType, PanelRequest } from './panelProtocol';
 import type { Disconnected } from './panelTransport';
 import type { IMcpServer } from './panelMcp';
 
