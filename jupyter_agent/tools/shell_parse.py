@@ -93,10 +93,12 @@ def parse_command_line(command: str) -> ParsedLine:
     try:
         # every command node anywhere in the tree must have been judged (a construct whose
         # commands sit where the walker does not look must ask, not pass unseen)
-        expected = scan(root, source)
+        expected, walker.skipped = scan(root, source)
         walker.statement(root)
         if walker.visited != expected:
             raise Unreadable("the command holds a construct the rules cannot judge")
+        if walker.skipped:  # (text of the line no token of the tree holds, and the walk did not place)
+            raise Unreadable("the parser skipped part of it")
     except Unreadable as exc:
         return ParsedLine(unreadable=str(exc))
     except RecursionError:

@@ -64,6 +64,7 @@ class Walker:
         self.commands: list[Command] = []
         self.writes: list[str] = []
         self.visited = 0  # command-like nodes judged (checked against a count of the whole tree)
+        self.skipped: set[tuple[int, int]] = set()  # text no token holds, until the walk places it
 
     # -- statements -----------------------------------------------------------------------
 
@@ -132,6 +133,8 @@ class Walker:
                 self.statement(child)
 
     def command(self, node: Any, extra: list[Any] | None = None) -> Command:
+        """A simple command (``extra``: its words tree-sitter put elsewhere, as nodes or the
+        offset of a dropped ``-``)."""
         self.visited += 1
         command = Command()
         for i, child in enumerate(node.children):
@@ -154,6 +157,10 @@ class Walker:
             else:
                 raise Unreadable(f"the rules cannot judge a {child.type} in a command")
         for child in extra or ():
+            if isinstance(child, int):  # a `-` tree-sitter dropped (lone_dash)
+                command.words.append("-")
+                command.at.append(child)
+                continue
             self.add_word(command, child)
         order = sorted(range(len(command.words)), key=lambda k: command.at[k])
         command.dynamic = {order.index(k) for k in command.dynamic}
@@ -218,6 +225,7 @@ class Walker:
                 extra += targets[1:]
             elif redirect.type == "heredoc_redirect":
                 extra += redirect.children_by_field_name("argument")
+                extra += self.lone_dash(body, redirect)
         if extra and (body is None or body.type != "command"):
             raise Unreadable("words follow a redirection of a statement that is not a simple command")
         command = self.command(body, extra) if body is not None and body.type == "command" else None
@@ -225,6 +233,20 @@ class Walker:
             self.statement(body)
         for redirect in redirects:
             self.redirect(redirect, command, words_taken=True)
+
+    def lone_dash(self, body: Any, redirect: Any) -> list[int]:
+        """tree-sitter drops a word ``-`` written just before a here-document
+        (``python - <<'EOF'``, where bash gives it to python): the offset of such a ``-``,
+        between the command and its here-document with only blanks around it."""
+        if body is None or body.type != "command":
+            return []
+        for start, end in sorted(self.skipped):
+            if (self.source[start:end] == b"-" and body.end_byte < start and end < redirect.start_byte
+                    and not self.source[body.end_byte:start].strip(b" \t")
+                    and not self.source[end:redirect.start_byte].strip(b" \t")):
+                self.skipped.discard((start, end))
+                return [start]
+        return []
 
     # -- redirections ---------------------------------------------------------------------
 

@@ -90,11 +90,11 @@ _HOLDSSTATEMENTS = STATEMENTS | {"redirected_statement", "case_item", "command_s
                                    "process_substitution", "heredoc_redirect", "function_definition"}
 
 
-def scan(root: Any, source: bytes) -> int:
+def scan(root: Any, source: bytes) -> tuple[int, set[tuple[int, int]]]:
     """The command nodes anywhere in a tree (found by a plain walk, not the walker's way:
-    statement-level assignments and ``(( ))`` included); ``Unreadable`` for a comment
-    where bash sees none (``#`` starts one only at the start of a word), or for text of the
-    line that no token of the tree holds."""
+    statement-level assignments and ``(( ))`` included), and the runs of text no token of
+    the tree holds (the walk must account for each, or the line asks); ``Unreadable`` for a
+    comment where bash sees none (``#`` starts one only at the start of a word)."""
     count = 0
     covered = bytearray(len(source))
     stack = [(root, root)]
@@ -114,10 +114,10 @@ def scan(root: Any, source: bytes) -> int:
         stack.extend((child, node) for child in node.children)
     # text no token holds must be blanks (tree-sitter can skip a word without an error node:
     # the `-` of `python - <<'EOF'`)
-    skipped = bytes(c for c, seen in zip(source.replace(b"\\\n", b"  "), covered) if not seen)
-    if skipped.strip(b" \t\n"):
-        raise Unreadable("the parser skipped part of it")
-    return count
+    text = source.replace(b"\\\n", b"  ")
+    skipped = {(m.start(), m.end()) for m in re.finditer(rb"[^ \t\n]+", bytes(
+        c if not seen else 32 for c, seen in zip(text, covered)))}
+    return count, skipped
 
 
 __all__ = ["COMMAND_NODES", "STATEMENTS", "META", "Unreadable", "ansi_c", "expands", "scan", "unescape",

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.tools.shell_parse import parse_command_line
+from jupyter_agent.tools.shell_parse import _parser, parse_command_line
+from jupyter_agent.tools.shell_tree import Walker
+from jupyter_agent.tools.shell_words import scan
 
 READ = [  # (command line, its simple commands, the files it writes)
     ("FOO=1 git st\"at\"us > out 2>&1", [("FOO=1", "git", "status")], ["out"]),
@@ -29,6 +31,8 @@ READ = [  # (command line, its simple commands, the files it writes)
     ("x=1", [("x=1",)], []),
     ("time -p python bench.py | tail -1", [("python", "bench.py"), ("tail", "-1")], []),
     ("echo | time tr a b", [("echo",), ("time", "tr", "a", "b")], []),  # after `|`, the program time
+    ("python - <<'EOF'\nprint(1)\nEOF", [("python", "-")], []),  # tree-sitter drops the `-`: put back
+    ("cat - - <<X >out\nx\nX", [("cat", "-", "-")], ["out"]),
     ("f() { ls; } > out; f", [("ls",), ("f",)], ["out"]),
     ("echo `ls` <(sort x) $(< f)", [("ls",), ("sort", "x"), ("echo", "`ls`", "<(sort x)", "$(< f)")], []),
     ("select opt in a b; do echo $opt; break; done", [("echo", "$opt"), ("break",)], []),
@@ -53,7 +57,6 @@ REFUSED = [  # (command line, what the refusal says)
     ("cat <<EOF\n`touch PWNED`\nEOF", "inside a here-document"),  # left as text by tree-sitter
     ("cat <<EOF\nx\n EOF\ntouch PWNED\nEOF", "here-document whose end"),  # tree-sitter ends at ` EOF`
     ("cat <<EOF\nx\nEOF \nls\nEOF", "here-document whose end"),
-    ("python - <<'EOF'\nprint(1)\nEOF", "skipped part of it"),  # tree-sitter drops the `-`
     ("echo a\\\nb", "reads as several"),  # one word `ab` to bash
     ("echo a`id`b", "reads as several"),  # tree-sitter: two words
     ("[ a > b ]", "shell operator"),  # bash writes the file b
@@ -94,3 +97,21 @@ def test_what_the_walk_cannot_vouch_for_asks(line, why):
 def test_builtins_that_run_code_later_or_in_a_subscript_need_an_exact_rule(line, why):
     parsed = parse_command_line(line)
     assert parsed.unreadable == "" and any(why in j.exact_only for j in parsed.judged), parsed
+
+
+def test_text_no_token_holds_is_found_and_must_be_placed():
+    """tree-sitter drops the `-` of ``python - <<'EOF'`` without an error node: the scan
+    finds that text, and only the walk's one known case (a lone ``-`` between a command and
+    its here-document) places it; anything else left over asks."""
+    source = b"python - <<'EOF'\nprint(1)\nEOF"
+    root = _parser().parse(source).root_node
+    _, skipped = scan(root, source)
+    assert skipped == {(7, 8)}
+    walker = Walker(source, root)
+    walker.skipped = set(skipped)
+    walker.statement(root)
+    assert walker.skipped == set() and [c.words for c in walker.commands] == [["python", "-"]]
+    walker = Walker(source, root)
+    walker.skipped = {*skipped, (0, 6)}  # text the walk has no case for stays, and the line asks
+    walker.statement(root)
+    assert walker.skipped == {(0, 6)}
