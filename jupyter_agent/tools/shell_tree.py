@@ -69,6 +69,7 @@ class Walker:
     # -- statements -----------------------------------------------------------------------
 
     def statement(self, node: Any) -> None:
+        """Walk one statement (a command, a list, a loop, ...): its commands, or Unreadable."""
         kind = node.type
         if kind in STATEMENTS:
             if kind == "compound_statement" and node.child_count and node.children[0].type == "((":
