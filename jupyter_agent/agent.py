@@ -25,10 +25,11 @@ from .loop.tool_execution import CanUseTool
 from .policy import load_policy
 from .prompts import DEFAULT_SYSTEM_PROMPT, permission_setup, permission_setup_text, user_context
 from .loop.tool import PermissionPolicy, Tool, ToolContext
+from .loop.wire import Message, SystemBlock, ThinkingConfig
 
 
 def query(
-    prompt: str | list[dict[str, Any]],
+    prompt: str | list[Message],
     *,
     model: Any = None,
     tools: list[Tool] | None = None,
@@ -44,7 +45,7 @@ def query(
     context: ToolContext | None = None,
     notebook_path: str | None = None,
     max_tokens: int = 8192,
-    thinking: dict[str, Any] | None = None,
+    thinking: ThinkingConfig | None = None,
     context_window: int | None = None,
     compact: str | None = None,
     max_budget_usd: float | None = None,
@@ -119,7 +120,7 @@ def query(
     # What runs, what asks, what cannot run: said once per run (byte-stable within it).
     setup = permission_setup(permissions, tools, no_one_answers=no_one_answers(can_use_tool))
     notes = [n for n in (permissions.system_prompt_note(), setup and permission_setup_text(setup)) if n]
-    system = [{"type": "text", "text": "\n\n".join([system_text, *notes])}]
+    system: list[SystemBlock] = [{"type": "text", "text": "\n\n".join([system_text, *notes])}]
     from .mcp import mcp_servers as servers_of
 
     servers = servers_of(context)  # also reads the working folder's .mcp.json when the run starts
@@ -192,7 +193,7 @@ def context_window_setting(value: int | None = None) -> int | None:
     return value
 
 
-def _initial_messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _initial_messages(prompt: str | list[Message]) -> list[Message]:
     if isinstance(prompt, str):
         if not prompt.strip():
             raise ValueError("The prompt is empty: say what the agent should do.")

@@ -40,14 +40,16 @@ from .messages import (
 from .model_protocol import ModelError, ModelRequest, PromptTooLongError
 from .orchestration import StreamingToolExecutor, run_tools
 from .stream import (
-    Aborted, completed_blocks, finished_part, model_moved_on, restart_error, stream_with_abort,
-    wait_before_retry, with_parsed_input,
+    Aborted, completed_blocks, finished_part, model_moved_on, parsed_call, restart_error, stream_with_abort,
+    wait_before_retry,
 )
 from .state import State, Terminal, TerminalReason, Transition
 from .tool_execution import ToolRunEnv
 from .tool_sources import load_tool_sources
 from .turn import CHECKPOINT_REASONS, NEW_TURN_REASONS, QueryParams, RunLoop, RunRecord, Turn, checkpoint
 from .usage import Usage
+from .wire import ContentBlock, Message, MessageSnapshot, ToolResultBlock, ToolUseBlock, blocks_of, is_text, \
+    is_tool_use
 
 __all__ = [
     "MAX_OUTPUT_TOKENS_RECOVERY_LIMIT", "MAX_STOP_HOOK_BLOCKS", "QueryParams", "RunRecord", "Turn",
@@ -210,7 +212,7 @@ async def collect_response(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, Non
     if request is None:
         raise RuntimeError("collect_response runs after build_request has made the request")
     executor = turn.executor = StreamingToolExecutor(loop.env, signal) if params.streaming_tools else None
-    snapshot: dict[str, Any] | None = None
+    snapshot: MessageSnapshot | None = None
     stopped_blocks: list[int] = []
     record.requests += 1
     record.phase = "streaming"
@@ -229,8 +231,8 @@ async def collect_response(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, Non
                         block = event.block
                         # Start (or hold) the tool before handing the event on: a slow
                         # consumer must not delay it.
-                        if executor and block and block.get("type") == "tool_use":
-                            executor.add_tool(with_parsed_input(block))
+                        if executor and block and is_tool_use(block):
+                            executor.add_tool(parsed_call(block))
                     yield event
                     if executor:
                         for tool_event in executor.completed_events():
@@ -290,7 +292,7 @@ async def collect_response(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, Non
     if turn.last_response is not None:
         loop.context.observe(turn.messages_for_query, turn.last_response.usage)
     for message in turn.assistant_messages:
-        blocks = [b for b in message["content"] if b.get("type") == "tool_use"]
+        blocks = [b for b in blocks_of(message) if is_tool_use(b)]
         if blocks:
             turn.tool_use_blocks.extend(blocks)
             turn.needs_follow_up = True
@@ -348,7 +350,7 @@ async def execute_tools(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     """Step 3: every call to its end (``run_tools``, or the executor that started them
     while the model streamed); then the results, in call order, as one user message."""
     loop.record.phase = "tools"
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, ToolResultBlock] = {}
     if turn.executor:
         turn.executor.release()  # the response is complete (or kept): every call may start
         async for update in turn.executor.remaining_events():
@@ -380,7 +382,7 @@ async def without_tools(turn: Turn, loop: RunLoop) -> None:
     Stop hook blocks; end if a Stop hook says so; else the run ``completed``."""
     if turn.executor:
         turn.executor.discard()
-    last = turn.assistant_messages[-1] if turn.assistant_messages else {"content": []}
+    last: Message = turn.assistant_messages[-1] if turn.assistant_messages else {"role": "assistant", "content": []}
     stop_reason = turn.last_response.stop_reason if turn.last_response else None
     history = [*turn.messages_for_query, *turn.assistant_messages]
     state = turn.state
@@ -426,23 +428,24 @@ def spend_limit_reached(loop: RunLoop) -> str | None:
     return f"Reached the spend limit of ${limit:g} for one run (${spent:.4f} spent)."
 
 
-def _answer_missing(blocks: list[dict[str, Any]], results: dict[str, dict[str, Any]],
+def _answer_missing(blocks: list[ToolUseBlock], results: dict[str, ToolResultBlock],
                     outcome: ToolOutcome) -> Iterator[ToolResult]:
     """Each call in ``blocks`` without a result gets one (added to ``results``), and its
     :class:`ToolResult` event says ``outcome``: ``stopped`` after Stop, else ``not_run``."""
-    names = {b["id"]: b.get("name", "") for b in blocks}
+    names = {b["id"]: b["name"] for b in blocks}
     message = INTERRUPTED_MESSAGE if outcome is ToolOutcome.STOPPED else MISSING_RESULT_MESSAGE
-    for block in list(yield_missing_tool_result_blocks([{"content": blocks}], results.keys(), message)):
+    calls: Message = {"role": "assistant", "content": list[ContentBlock](blocks)}
+    for block in list(yield_missing_tool_result_blocks([calls], results.keys(), message)):
         results[block["tool_use_id"]] = block
         yield ToolResult(block["tool_use_id"], names[block["tool_use_id"]], block, outcome=outcome)
 
 
-async def _close_turn(turn: Turn, partial: list[dict[str, Any]], signal: AbortSignal,
+async def _close_turn(turn: Turn, partial: list[ContentBlock], signal: AbortSignal,
                       cancel: bool = True) -> AsyncIterator[Any]:
     """End a turn that was cut short: keep the finished part of the response and give
     each of its tool calls a result (real if the executor finished it, else an error).
     ``cancel``: Stop cancels running calls; after a model error they run to their end."""
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, ToolResultBlock] = {}
     executor = turn.executor
     if executor:
         if cancel:
@@ -455,7 +458,7 @@ async def _close_turn(turn: Turn, partial: list[dict[str, Any]], signal: AbortSi
     history = list(turn.messages_for_query)
     if partial:
         history.append({"role": "assistant", "content": partial})
-        blocks = [b for b in partial if b.get("type") == "tool_use"]
+        blocks = [b for b in partial if is_tool_use(b)]
         for missing in _answer_missing(blocks, results, ToolOutcome.STOPPED if cancel else ToolOutcome.NOT_RUN):
             yield missing
         if blocks:
@@ -465,7 +468,7 @@ async def _close_turn(turn: Turn, partial: list[dict[str, Any]], signal: AbortSi
     turn.history = tuple(history)
 
 
-async def _run_stop_hooks(hooks: Hooks, last: dict[str, Any], history: list[dict[str, Any]],
+async def _run_stop_hooks(hooks: Hooks, last: Message, history: list[Message],
                          active: bool) -> HookResult | None:
     for hook in hooks.stop:
         verdict = await call_hook(hook, StopHookInput(_text_of(last), tuple(history), active))
@@ -474,5 +477,5 @@ async def _run_stop_hooks(hooks: Hooks, last: dict[str, Any], history: list[dict
     return None
 
 
-def _text_of(message: dict[str, Any]) -> str:
-    return "".join(b.get("text", "") for b in message.get("content", []) if b.get("type") == "text")
+def _text_of(message: Message) -> str:
+    return "".join(b["text"] for b in blocks_of(message) if is_text(b))

@@ -15,7 +15,8 @@ from .abort import CONSUMER_CLOSED, STOP_BUTTON, AbortSignal
 from .messages import ensure_tool_result_pairing
 from .query import QueryParams, RunRecord, next_state, query_loop
 from .state import State, Terminal, TerminalReason
-from .usage import StreamUsage, Usage
+from .meter import StreamUsage
+from .usage import Usage
 
 
 class QueryRun:

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING
+
+from .wire import Message
+
+if TYPE_CHECKING:
+    from .usage import Usage
 
 
 class TerminalReason(str, Enum):
@@ -76,7 +81,7 @@ class State:
     sends the loop round again (seed: ``turnCount``).
     """
 
-    messages: tuple[dict[str, Any], ...] = ()
+    messages: tuple[Message, ...] = ()
     turn_count: int = 1
     transition: Transition | None = None
     max_output_tokens_recovery_count: int = 0
@@ -91,7 +96,7 @@ class Terminal:
     turn_count: int
     message: str = ""
     error: str | None = None
-    usage: Any = None
+    usage: Usage | None = None
     #: For an aborted run, what aborted it (``loop.abort``: ``STOP_BUTTON``,
     #: ``CELL_INTERRUPTED``...); None otherwise.
     stopped_by: str | None = None

@@ -24,6 +24,11 @@ from pydantic import BaseModel, ConfigDict
 from .events import Notice, ToolOutcome
 from .permission_result import PermissionAllow, PermissionAsk, PermissionResult
 from .services import Services
+from .wire import JSONObject, ToolDefinition
+
+#: What a tool hands back: text, or the API's text and image blocks as the tool built them
+#: (plain dicts; :func:`~.messages.tool_result_block` takes them as the API's blocks).
+ToolOutputContent = str | list[JSONObject]
 
 
 class ToolInput(BaseModel):
@@ -45,9 +50,9 @@ class ToolOutput:
     :class:`PreparedCall`, where the approval card reads it.
     """
 
-    content: str | list[dict[str, Any]]
+    content: ToolOutputContent
     is_error: bool = False
-    display: Any = None
+    display: object = None
     #: How the call ended when that is more than ok / error: ``raised`` (the code it ran
     #: raised ``exception``) or ``stopped`` (the user interrupted it). None: from ``is_error``.
     outcome: ToolOutcome | None = None
@@ -200,14 +205,14 @@ class Tool:
     #: (its ``PreparedCall.runs_code``): "Running code always asks unless...".
     always_asks_as: ClassVar[str] = "Running code"
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> JSONObject:
         schema = self.Input.model_json_schema(by_alias=True)
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
         return schema
 
-    def to_api(self) -> dict[str, Any]:
+    def to_api(self) -> ToolDefinition:
         """The tool definition as the Messages API takes it."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema()}
 
@@ -244,7 +249,7 @@ class Tool:
         (a command, a URL). None, the default: a rule with a pattern never covers such a call."""
         return None
 
-    def reread_input(self, input: dict[str, Any]) -> dict[str, Any] | None:
+    def reread_input(self, input: JSONObject) -> JSONObject | None:
         """After a compaction, the input that reads again what this call read (so the
         model keeps the file, and the read-before-edit rule its record), or None: this
         tool reads nothing worth reading again. The default: None."""
@@ -255,7 +260,7 @@ class Tool:
         plan of ``TodoWrite``), as text for the model, or None (the default: nothing)."""
         return None
 
-    def summary(self, input: dict[str, Any]) -> str:
+    def summary(self, input: JSONObject) -> str:
         """A one-line description of a call for UIs (e.g. the file path)."""
         for key in ("file_path", "notebook_path", "pattern", "path"):
             if isinstance(value := input.get(key), str):

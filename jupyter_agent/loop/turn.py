@@ -24,7 +24,9 @@ from .orchestration import StreamingToolExecutor
 from .state import State, Terminal, TerminalReason, Transition
 from .tool import Tool, ToolContext, ToolSource
 from .tool_execution import CanUseTool, ToolRunEnv
-from .usage import StreamUsage, Usage
+from .meter import StreamUsage
+from .usage import Usage
+from .wire import Message, SystemBlock, ThinkingConfig, ToolDefinition, ToolResultBlock, ToolUseBlock
 
 #: The end message of a run stopped because the user interrupted the cell it was running.
 CELL_INTERRUPTED_MESSAGE = ("Stopped: the cell the agent was running was interrupted (the kernel's interrupt, "
@@ -38,7 +40,7 @@ class QueryParams:
     model: Model
     tools: list[Tool]
     context: ToolContext
-    system: list[dict[str, Any]] = field(default_factory=list)
+    system: list[SystemBlock] = field(default_factory=list)
     user_context: dict[str, str] = field(default_factory=dict)
     max_turns: int | None = None
     can_use_tool: CanUseTool | None = None
@@ -46,7 +48,7 @@ class QueryParams:
     streaming_tools: bool = True
     checkpoints: bool = False
     max_tokens: int = 8192
-    thinking: dict[str, Any] | None = None
+    thinking: ThinkingConfig | None = None
     budget: ToolResultBudget = field(default_factory=ToolResultBudget)
     #: The model's context window in tokens (None: from the table of known models).
     context_window: int | None = None
@@ -101,12 +103,12 @@ class Turn:
     """
 
     state: State
-    messages_for_query: list[dict[str, Any]] = field(default_factory=list)
+    messages_for_query: list[Message] = field(default_factory=list)
     request: ModelRequest | None = None
-    assistant_messages: list[dict[str, Any]] = field(default_factory=list)
-    tool_use_blocks: list[dict[str, Any]] = field(default_factory=list)
+    assistant_messages: list[Message] = field(default_factory=list)
+    tool_use_blocks: list[ToolUseBlock] = field(default_factory=list)
     needs_follow_up: bool = False
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[ToolResultBlock] = field(default_factory=list)
     last_response: AssistantMessage | None = None
     executor: StreamingToolExecutor | None = None
     #: A retry or fallback came after a call that changes something had started: the
@@ -114,7 +116,7 @@ class Turn:
     restart: ModelRetry | ModelFallback | None = None
     # -- what the iteration decided --------------------------------------------------
     #: The history after this iteration (None: the run ends with the history unchanged).
-    history: tuple[dict[str, Any], ...] | None = None
+    history: tuple[Message, ...] | None = None
     #: Why the loop goes round again; None while undecided or when the run ends.
     transition: Transition | None = None
     #: Events that say why the loop goes round, yielded once the next State is built.
@@ -147,7 +149,7 @@ class RunLoop:
     record: RunRecord
     signal: AbortSignal
     env: ToolRunEnv
-    tool_definitions: list[dict[str, Any]]
+    tool_definitions: list[ToolDefinition]
     context: RunContext
     stop_hook_blocks: int = 0  # Stop hook "block"s since the last new turn
 
