@@ -42,6 +42,7 @@ from .stream import stream_with_abort
 from .tool import Tool, ToolContext, ToolError
 from .tool_execution import ToolRunEnv, _validate_and_plan
 from .meter import StreamUsage
+from .state import TransitionReason
 from .usage import Usage
 from .wire import JSONObject, Message, SystemBlock, TextBlock, ToolDefinition, ToolUseBlock, is_text, is_tool_result, \
     is_tool_use
@@ -332,7 +333,7 @@ _MAXIMUM = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
 #: The densest a refusal may make the estimates (one token a character: four an estimate's token).
 MAX_DENSITY = 4.0
 #: Transitions into an iteration that starts from a freshly compacted history.
-COMPACTED_REASONS = ("auto_compact", "reactive_compact_retry")
+COMPACTED_REASONS = frozenset(r for r in TransitionReason if r.compacted)
 USER_WORDS_TOO_LONG_TEXT = (
     "Your message is about {tokens:,} tokens; with the system prompt and tools (about {fixed:,}) it "
     "leaves no room to work in this model's context window of {window:,} tokens (the loop compacts at "
@@ -463,7 +464,7 @@ class RunContext:
         request is built (``model/request.py``, ``fitted_thinking``)."""
         return self.env.budget.request_max_tokens(used)
 
-    def wants_compaction(self, used: int, transition_reason: str | None) -> bool:
+    def wants_compaction(self, used: int, transition_reason: TransitionReason | None) -> bool:
         """Past ``compact_at``, unless this iteration starts from a fresh compaction (it
         would only repeat it) or an automatic one already failed in this run."""
         return (used > self.env.budget.compact_at and not self.auto_blocked

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
 
-from .state import State, Transition
+from .state import State, Terminal, Transition
 from .usage import Usage
 from .wire import ContentBlock, JSONObject, Message, MessageSnapshot, ToolResultBlock, ToolResultContent, \
     ToolUseBlock, blocks_of, is_text, is_tool_use
@@ -308,3 +308,11 @@ class Checkpoint:
     transition: Transition | None
     #: What this step adds: ``request`` (step 1), ``tool_use_blocks`` (step 2).
     extra: dict[str, object] = field(default_factory=dict)
+
+
+#: Everything a run yields, in the order it happens. Model events (a request starting, the
+#: stream, the response, a retry or fallback), tool events (started, progress, result), the
+#: messages the loop added, notes for the user, compactions, the lessons' checkpoints
+#: (``checkpoints=True``); the last is always the :class:`Terminal`.
+LoopEvent = (RequestStart | StreamEvent | AssistantMessage | ModelRetry | ModelFallback | ToolStart | ToolProgress
+             | ToolResult | UserMessage | Notice | Compaction | Checkpoint | Terminal)

@@ -43,7 +43,7 @@ from .stream import (
     Aborted, completed_blocks, finished_part, model_moved_on, parsed_call, restart_error, stream_with_abort,
     wait_before_retry,
 )
-from .state import State, Terminal, TerminalReason, Transition
+from .state import State, Terminal, TerminalReason, Transition, TransitionReason
 from .tool_execution import ToolRunEnv
 from .tool_sources import load_tool_sources
 from .turn import CHECKPOINT_REASONS, NEW_TURN_REASONS, QueryParams, RunLoop, RunRecord, Turn, checkpoint
@@ -75,13 +75,13 @@ def next_state(state: State, messages: Any, transition: Transition | None = None
     """
     if transition is None:
         return State(messages=tuple(messages), turn_count=state.turn_count, transition=state.transition)
-    recovering = transition.reason == "max_output_tokens_recovery"
+    recovering = transition.reason is TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY
     return State(
         messages=tuple(messages),
         turn_count=state.turn_count + (1 if transition.reason in NEW_TURN_REASONS else 0),
         transition=transition,
         max_output_tokens_recovery_count=state.max_output_tokens_recovery_count + 1 if recovering else 0,
-        stop_hook_active=transition.reason == "stop_hook_blocking",
+        stop_hook_active=transition.reason is TransitionReason.STOP_HOOK_BLOCKING,
     )
 
 
@@ -191,8 +191,9 @@ async def build_request(turn: Turn, loop: RunLoop) -> AsyncGenerator[Any, None]:
     transition = turn.state.transition.reason if turn.state.transition else None
     if params.compact_now is not None or loop.context.wants_compaction(meter.used, transition):
         manual = params.compact_now is not None
-        async for event in _compact(turn, loop, CompactionTrigger.MANUAL if manual else CompactionTrigger.AUTO,
-                                    None if manual else Transition("auto_compact"), params.compact_now or ""):
+        trigger = CompactionTrigger.MANUAL if manual else CompactionTrigger.AUTO
+        then = None if manual else Transition(TransitionReason.AUTO_COMPACT)
+        async for event in _compact(turn, loop, trigger, then, params.compact_now or ""):
             yield event
         if turn.decided:
             return
@@ -304,7 +305,8 @@ async def _prompt_too_long(turn: Turn, loop: RunLoop, exc: PromptTooLongError) -
     """The API refused the prompt as too long: learn its window, then compact once and
     retry (``reactive_compact_retry``). The run ends ``prompt_too_long`` when the user's
     own words leave no room, on a second refusal, or when the compaction failed."""
-    retried = turn.state.transition is not None and turn.state.transition.reason == "reactive_compact_retry"
+    transition = turn.state.transition
+    retried = transition is not None and transition.reason is TransitionReason.REACTIVE_COMPACT_RETRY
     if not retried:
         context = loop.context
         refused, learned = context.learn_window(str(exc), loop.record.context.used if loop.record.context else 0)
@@ -316,7 +318,7 @@ async def _prompt_too_long(turn: Turn, loop: RunLoop, exc: PromptTooLongError) -
             _end_without_room(turn, no_room)
             return
         async for item in _compact(turn, loop, CompactionTrigger.REACTIVE,
-                                   Transition("reactive_compact_retry", str(exc)), used=refused):
+                                   Transition(TransitionReason.REACTIVE_COMPACT_RETRY, str(exc)), used=refused):
             yield item
     if not turn.decided:
         turn.finish(TerminalReason.PROMPT_TOO_LONG, str(exc) + PROMPT_TOO_LONG_ADVICE, error=str(exc))
@@ -388,7 +390,7 @@ async def without_tools(turn: Turn, loop: RunLoop) -> None:
     state = turn.state
     if stop_reason == "max_tokens" and state.max_output_tokens_recovery_count < MAX_OUTPUT_TOKENS_RECOVERY_LIMIT:
         turn.go_on((*history, create_user_message(MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE)),
-                   Transition("max_output_tokens_recovery"),
+                   Transition(TransitionReason.MAX_OUTPUT_TOKENS_RECOVERY),
                    Notice("max_output_tokens_recovery", "The answer hit the output limit; asking the model to go on."))
         return
     verdict = await _run_stop_hooks(loop.params.hooks, last, history, state.stop_hook_active)
@@ -398,7 +400,7 @@ async def without_tools(turn: Turn, loop: RunLoop) -> None:
     elif verdict is not None and verdict.decision == "block" and loop.stop_hook_blocks < MAX_STOP_HOOK_BLOCKS:
         loop.stop_hook_blocks += 1
         feedback = create_user_message(f"{STOP_HOOK_FEEDBACK_PREFIX}{verdict.message or ''}")
-        turn.go_on((*history, feedback), Transition("stop_hook_blocking", verdict.message),
+        turn.go_on((*history, feedback), Transition(TransitionReason.STOP_HOOK_BLOCKING, verdict.message),
                    UserMessage(feedback, synthetic=True))
     else:
         turn.finish(TerminalReason.COMPLETED, _text_of(last), history=history)
@@ -414,10 +416,10 @@ async def count_the_turn(turn: Turn, loop: RunLoop) -> None:
     elif max_turns is not None and turn.state.turn_count + 1 > max_turns:
         turn.finish(TerminalReason.MAX_TURNS, f"Reached the limit of {max_turns} turn(s).")
     elif turn.restart is not None:
-        turn.transition = Transition("partial_response_kept", restart_error(turn.restart))
+        turn.transition = Transition(TransitionReason.PARTIAL_RESPONSE_KEPT, restart_error(turn.restart))
         await wait_before_retry(turn.restart, loop.signal)
     else:
-        turn.transition = Transition("next_turn")
+        turn.transition = Transition(TransitionReason.NEXT_TURN)
 
 
 def spend_limit_reached(loop: RunLoop) -> str | None:

@@ -9,7 +9,7 @@ event and also keeps it on the run handle (``run.terminal``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from .wire import Message
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .usage import Usage
 
 
-class TerminalReason(str, Enum):
+class TerminalReason(StrEnum):
     """Why the loop ended. ``completed`` means the loop ended, not that the task is done."""
 
     COMPLETED = "completed"
@@ -30,9 +30,6 @@ class TerminalReason(str, Enum):
     HOOK_STOPPED = "hook_stopped"
     PROMPT_TOO_LONG = "prompt_too_long"
     MAX_BUDGET = "max_budget"
-
-    def __str__(self) -> str:  # so f"{reason}" prints "completed", not the enum repr
-        return self.value
 
 
 #: What each end reason means, in words a user can act on (shown by UIs and lessons).
@@ -57,6 +54,27 @@ TERMINAL_EXPLANATIONS: dict[str, str] = {
 }
 
 
+class TransitionReason(StrEnum):
+    """Why the loop went round again (see :class:`Transition`)."""
+
+    NEXT_TURN = "next_turn"
+    MAX_OUTPUT_TOKENS_RECOVERY = "max_output_tokens_recovery"
+    STOP_HOOK_BLOCKING = "stop_hook_blocking"
+    PARTIAL_RESPONSE_KEPT = "partial_response_kept"
+    AUTO_COMPACT = "auto_compact"
+    REACTIVE_COMPACT_RETRY = "reactive_compact_retry"
+
+    @property
+    def new_turn(self) -> bool:
+        """Tool results went back to the model: the turn count grows by one."""
+        return self in (TransitionReason.NEXT_TURN, TransitionReason.PARTIAL_RESPONSE_KEPT)
+
+    @property
+    def compacted(self) -> bool:
+        """The iteration starts from a history the loop just summarised."""
+        return self in (TransitionReason.AUTO_COMPACT, TransitionReason.REACTIVE_COMPACT_RETRY)
+
+
 @dataclass(frozen=True)
 class Transition:
     """Why the loop continued into the current iteration (``None`` on the first).
@@ -66,11 +84,14 @@ class Transition:
     change things had started), ``auto_compact`` (the prompt passed its threshold and the
     history was summarised) or ``reactive_compact_retry`` (the API said the prompt is too
     long: summarised once, the request goes again). ``detail`` says more where there is
-    more to say.
+    more to say. A string naming one is taken as that reason.
     """
 
-    reason: str
+    reason: TransitionReason
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", TransitionReason(self.reason))
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,26 @@ class CommandParts:
     exact_only: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ResolvedPath:
+    """A path argument after resolution (``tools/paths.py`` resolves it).
+
+    ``lexical`` is absolute and normalised but keeps symlinks (what the model named);
+    ``real`` has every symlink resolved (what the disk will actually touch). Permission
+    checks look at both: an allow must hold for ``real``, a deny for either.
+    ``in_page``: the path names the notebook open in the page that started the run; the
+    tools reach it through that page, never the kernel's disk (both paths are its key).
+    """
+
+    raw: str
+    lexical: Path
+    real: Path
+    in_page: bool = False
+
+    def __str__(self) -> str:
+        return str(self.real)
+
+
 @dataclass
 class PreparedCall:
     """One call, planned once, before anyone decides about it.
@@ -101,7 +121,7 @@ class PreparedCall:
     working folders (nothing about the disk there is read before permission).
     """
 
-    paths: list[Any] = field(default_factory=list)  # ResolvedPath (tools/paths.py), in the order named
+    paths: list[ResolvedPath] = field(default_factory=list)  # in the order named
     read_only: bool = False
     edits_files: bool = False
     #: Runs code (a notebook cell): it can touch anything, so it asks in every mode.

@@ -21,7 +21,7 @@ from .events import AssistantMessage, Checkpoint, ContextUsage, ModelFallback, M
 from .hooks import Hooks
 from .model_protocol import Model, ModelRequest
 from .orchestration import StreamingToolExecutor
-from .state import State, Terminal, TerminalReason, Transition
+from .state import State, Terminal, TerminalReason, Transition, TransitionReason
 from .tool import Tool, ToolContext, ToolSource
 from .tool_execution import CanUseTool, ToolRunEnv
 from .meter import StreamUsage
@@ -88,10 +88,10 @@ class RunRecord:
 
 
 #: Transitions that sent tool results back to the model: they start a new turn.
-NEW_TURN_REASONS = ("next_turn", "partial_response_kept")
+NEW_TURN_REASONS = frozenset(r for r in TransitionReason if r.new_turn)
 #: Transitions a step-4 checkpoint shows: a new turn, and a history the loop compacted
 #: (the stepper then shows the summarised State the next iteration starts from).
-CHECKPOINT_REASONS = (*NEW_TURN_REASONS, "auto_compact", "reactive_compact_retry")
+CHECKPOINT_REASONS = NEW_TURN_REASONS | {r for r in TransitionReason if r.compacted}
 
 
 @dataclass
