@@ -10,12 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
-
+from .usage import Usage
 from .wire import Message
-
-if TYPE_CHECKING:
-    from .usage import Usage
 
 
 class TerminalReason(StrEnum):
