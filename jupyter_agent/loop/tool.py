@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from .events import Notice, ToolOutcome
-from .permission_result import PermissionAllow, PermissionAsk, PermissionResult
+from .permission_result import CanUseTool, PermissionAllow, PermissionAsk, PermissionResult
 from .services import Services
 from .wire import JSONObject, ToolDefinition
 
@@ -201,11 +201,11 @@ class ToolContext:
     read_file_state: dict[str, FileReadRecord] = field(default_factory=dict)
     services: Services = field(default_factory=Services)
     tool_use_id: str = ""
-    progress: Callable[[Any], None] = lambda data: None
+    progress: Callable[[object], None] = lambda data: None
     #: Where oversized results are saved (None: a private folder of this user's; tests set it).
     tool_results_dir: Path | None = None
 
-    def for_call(self, tool_use_id: str, progress: Callable[[Any], None]) -> ToolContext:
+    def for_call(self, tool_use_id: str, progress: Callable[[object], None]) -> ToolContext:
         """The same context, labelled for one call (shares every mutable part)."""
         return replace(self, tool_use_id=tool_use_id, progress=progress)
 
@@ -298,7 +298,7 @@ class ToolSource:
     """
 
     async def load_tools(self, context: ToolContext,
-                         can_use_tool: Callable[[str, dict[str, Any], PermissionAsk], Any] | None,
+                         can_use_tool: CanUseTool | None,
                          ) -> tuple[list[Tool], list[Notice]]:
         """The tools to offer now, and notices for the user (a server that failed to start)."""
         raise NotImplementedError(f"{type(self).__name__} must implement load_tools()")

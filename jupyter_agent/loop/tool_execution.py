@@ -19,7 +19,7 @@ import stat
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
@@ -27,7 +27,7 @@ from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, ToolOut
 from .events import Notice, ToolOutcome, ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
-from .permission_result import DENIED, NO_ONE_APPROVES, PermissionAllow, PermissionAsk, PermissionDeny
+from .permission_result import DENIED, NO_ONE_APPROVES, CanUseTool, PermissionAllow, PermissionAsk, PermissionDeny
 from .wire import JSONObject, ToolResultBlock, ToolUseBlock
 
 log = logging.getLogger(__name__)
@@ -42,10 +42,8 @@ WINDOW_CUT_NOTE = (
     "fit). Ask for a smaller part at a time: for a file, Read with offset and limit from where this stops.]"
 )
 
-#: What ``can_use_tool`` may answer: allow or deny, or a plain yes/no (now or awaited).
-CanUseToolAnswer = PermissionAllow | PermissionDeny | bool
-#: The approval callback: ``(tool name, input, the ask) -> answer``, sync or async.
-CanUseTool = Callable[[str, JSONObject, PermissionAsk], CanUseToolAnswer | Awaitable[CanUseToolAnswer]]
+__all__ = ["CanUseTool", "CallResult", "RunControl", "ToolRunEnv", "error_result", "execute_tool_call",
+           "format_validation_error", "private_results_dir", "results_dirs", "run_tool_call"]
 
 
 @dataclass
