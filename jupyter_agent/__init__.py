@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what a type checker sees: each lazily exported name as its real type
     from .agent import query
     from .conversation import Conversation
+    from .errors import Busy, JupyterAgentError, Refused
     from .loop.events import (
         AssistantMessage, Checkpoint, Compaction, ContextUsage, LoopEvent, ModelFallback, ModelRetry, Notice,
         RequestStart, StreamEvent, ToolProgress, ToolResult, ToolStart, UserMessage,
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # what a type checker sees: each lazily exported name as its 
 # Names are imported on first use, so `%load_ext jupyter_agent` stays fast (pydantic,
 # the loop and the tools load when a run starts, anthropic when a model is first used).
 _EXPORTS = {
-    "Conversation": ".conversation",
+    "Conversation": ".conversation", "Busy": ".errors", "JupyterAgentError": ".errors", "Refused": ".errors",
     "query": ".agent", "query_loop": ".loop.query", "QueryRun": ".loop.run",
     "State": ".loop.state", "Terminal": ".loop.state", "TerminalReason": ".loop.state",
     "Transition": ".loop.state", "TransitionReason": ".loop.state", "Usage": ".loop.usage",
@@ -56,13 +57,12 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 __all__ = [
-    "AssistantMessage", "Checkpoint", "Compaction", "ContextUsage", "Conversation", "HookResult", "Hooks", "LoopEvent",
-    "Model", "ModelError", "ModelFallback", "ModelRequest", "ModelRetry", "Notice", "PermissionAllow",
-    "PermissionAsk", "PermissionDeny", "Provider", "ProviderSettings", "QueryRun", "RequestStart", "State",
-    "StreamEvent",
-    "Terminal", "TerminalReason", "ToolProgress", "ToolResult", "ToolStart", "Transition", "TransitionReason",
-    "Usage", "UserMessage", "chat", "load_ipython_extension", "query", "query_loop",
-    "unload_ipython_extension",
+    "AssistantMessage", "Busy", "Checkpoint", "Compaction", "ContextUsage", "Conversation", "HookResult",
+    "Hooks", "JupyterAgentError", "LoopEvent", "Model", "ModelError", "ModelFallback", "ModelRequest",
+    "ModelRetry", "Notice", "PermissionAllow", "PermissionAsk", "PermissionDeny", "Provider",
+    "ProviderSettings", "QueryRun", "Refused", "RequestStart", "State", "StreamEvent", "Terminal",
+    "TerminalReason", "ToolProgress", "ToolResult", "ToolStart", "Transition", "TransitionReason", "Usage",
+    "UserMessage", "chat", "load_ipython_extension", "query", "query_loop", "unload_ipython_extension",
 ]
 
 

@@ -21,6 +21,7 @@ from .agent import query, resolve_model
 from .loop.model_protocol import Model
 from .loop.permission_result import check_permission_mode
 from .loop.run import QueryRun
+from .errors import Busy
 from .loop.usage import Usage
 from .loop.tool import ToolContext
 from .policy import load_policy
@@ -28,8 +29,8 @@ from .mcp import McpServers
 from .mcp import mcp_servers as servers_of
 
 
-class ConversationBusy(RuntimeError):
-    """``send()`` while a run of the conversation is still going (one run at a time)."""
+#: ``send()`` while a run of the conversation is still going (one run at a time).
+ConversationBusy = Busy
 
 
 class Conversation:

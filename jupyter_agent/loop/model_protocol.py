@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 from collections.abc import AsyncIterator
 
+from ..errors import JupyterAgentError
 from .events import AssistantMessage, ModelFallback, ModelRetry, Notice, StreamEvent
 from .wire import JSONObject, Message, SystemBlock, ThinkingConfig, ToolDefinition
 
@@ -54,7 +55,7 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
 
 
-class ModelError(Exception):
+class ModelError(JupyterAgentError):
     """A model request failed for good (after the model layer's retries and fallback).
 
     ``kind`` is a short machine-readable name (``overloaded``, ``rate_limit``,

@@ -21,6 +21,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from ..errors import JupyterAgentError
+
 from .events import Notice, ToolOutcome
 from .permission_result import CanUseTool, PermissionAllow, PermissionAsk, PermissionResult
 from .services import Services
@@ -37,7 +39,7 @@ class ToolInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class ToolError(Exception):
+class ToolError(JupyterAgentError):
     """Raise from ``call`` for an expected failure: the message goes to the model as-is."""
 
 
