@@ -22,10 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from collections.abc import Awaitable, Callable
 
-from .wire import JSONObject, Message
-
-#: What a tool hands back (text, or blocks), as ``tool.ToolOutputContent`` says.
-ToolOutputContent = str | list[JSONObject]
+from .wire import JSONObject, Message, ToolOutputContent
 
 #: A hook: called with what its kind sees, it answers now or when awaited (None: no opinion).
 Hook = Callable[..., "HookResult | None | Awaitable[HookResult | None]"]

@@ -26,11 +26,7 @@ from ..errors import JupyterAgentError
 from .events import Notice, ToolOutcome
 from .permission_result import CanUseTool, PermissionAllow, PermissionAsk, PermissionResult
 from .services import Services
-from .wire import JSONObject, ToolDefinition
-
-#: What a tool hands back: text, or the API's text and image blocks as the tool built them
-#: (plain dicts; :func:`~.messages.tool_result_block` takes them as the API's blocks).
-ToolOutputContent = str | list[JSONObject]
+from .wire import JSONObject, ToolDefinition, ToolOutputContent
 
 
 class ToolInput(BaseModel):

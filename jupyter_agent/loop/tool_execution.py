@@ -23,12 +23,12 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, ToolOutput, ToolOutputContent
+from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, ToolOutput
 from .events import Notice, ToolOutcome, ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
 from .permission_result import DENIED, NO_ONE_APPROVES, CanUseTool, PermissionAllow, PermissionAsk, PermissionDeny
-from .wire import JSONObject, ToolResultBlock, ToolUseBlock
+from .wire import JSONObject, ToolOutputContent, ToolResultBlock, ToolUseBlock
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from typing import Any, Literal, NotRequired, TypedDict, TypeGuard
 
 
 __all__ = [
-    "JSONObject", "CacheControl", "TextBlock", "ToolUseBlock", "ToolResultBlock", "ToolResultContent",
+    "JSONObject", "MediaSource", "ToolOutputContent", "CacheControl", "TextBlock", "ToolUseBlock", "ToolResultBlock",
+    "ToolResultContent",
     "ThinkingBlock", "RedactedThinkingBlock", "ImageBlock", "DocumentBlock", "OtherBlock", "ContentBlock",
     "Message", "Role", "SystemBlock", "ToolDefinition", "ThinkingConfig", "UsageRecord", "MessageSnapshot",
     "is_text", "is_tool_use", "is_tool_result", "blocks_of",
@@ -43,11 +44,22 @@ class TextBlock(TypedDict):
     cache_control: NotRequired[CacheControl]
 
 
+class MediaSource(TypedDict, total=False):
+    """Where an image's or a document's bytes are: ``{"type": "base64", "media_type",
+    "data"}``, ``{"type": "url", "url"}``, a text document's ``data``..."""
+
+    type: str
+    media_type: str
+    data: str
+    url: str
+    file_id: str
+
+
 class ImageBlock(TypedDict):
-    """An image: ``source`` is ``{"type": "base64", "media_type", "data"}`` or a URL."""
+    """An image, from its ``source``."""
 
     type: Literal["image"]
-    source: JSONObject
+    source: MediaSource
     cache_control: NotRequired[CacheControl]
 
 
@@ -55,7 +67,7 @@ class DocumentBlock(TypedDict):
     """A document (a PDF, plain text) with its ``source``."""
 
     type: Literal["document"]
-    source: JSONObject
+    source: MediaSource
     title: NotRequired[str]
     context: NotRequired[str]
     citations: NotRequired[JSONObject]
@@ -73,6 +85,10 @@ class ToolUseBlock(TypedDict):
     cache_control: NotRequired[CacheControl]
     invalid_input_json: NotRequired[str]
 
+
+#: What a tool hands back: text, or the API's text and image blocks as the tool built them
+#: (plain dicts; ``messages.tool_result_block`` takes them as the API's blocks).
+ToolOutputContent = str | list[JSONObject]
 
 #: What a ``tool_result`` may hold: text, or text, image and document blocks.
 ToolResultContent = str | list["TextBlock | ImageBlock | DocumentBlock"]
