@@ -33,10 +33,10 @@ def test_options_are_frozen_and_a_wrong_name_lists_the_right_ones():
 
 
 def test_every_keyword_of_the_public_contract_is_an_option():
-    # the keywords of query() and Conversation in the public contract (docs/design.md) and the docs' examples
+    # the keywords of query() and Conversation that docs/python-api.md and the other pages' examples use
     contract = {"model", "tools", "max_turns", "permission_mode", "can_use_tool", "hooks", "cwd", "system_prompt",
                 "permissions", "allow", "deny", "ask", "context_window", "mcp_servers", "max_budget_usd",
-                "provider", "provider_settings", "replay", "bash_sandbox", "notebook_path"}
+                "provider", "provider_settings", "replay", "bash_sandbox", "notebook_path", "checkpoints"}
     assert contract <= OPTION_NAMES
 
 

@@ -114,12 +114,8 @@ class AgentSession:
             conv.model_name = new or None  # empty: back to the default (env or Sonnet)
         elif name == "permission_mode":
             conv.permission_mode = new
-        elif name == "max_turns":
-            conv.max_turns = new or None
-        elif name == "context_window":
-            conv.context_window = new or None
-        elif name == "max_budget_usd":
-            conv.max_budget_usd = new or None
+        elif name in ("max_turns", "context_window", "max_budget_usd"):  # (0: not set, as options() says)
+            setattr(conv, name, getattr(self.config.options(), name))
         elif name == "notebook_path":
             conv.notebook_path = self.notebook_path()
         elif name == "bash_sandbox":
