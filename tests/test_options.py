@@ -98,3 +98,20 @@ async def test_compact_is_a_function_of_the_history(tmp_path: Path):
     assert "Summary: echoed a." in kept and "my-words-7" in kept
     with pytest.raises(TypeError, match="list of messages"):
         compact("not a history")  # type: ignore[arg-type]
+
+
+def test_the_fronts_flags_are_options_or_say_what_the_front_does():
+    """A flag of the magic or the CLI sets an option of the same name, unless it is about the
+    front itself (which notebook, waiting, what to print): no option hides under another name."""
+    import argparse
+
+    from jupyter_agent.cli import build_parser
+    from jupyter_agent.jupyter.magic import cell_parser, line_parser
+
+    run = next(action.choices["run"] for action in build_parser()._actions
+               if isinstance(action, argparse._SubParsersAction))
+    fronts = {"help", "wait", "action", "words", "remove", "notebook", "prompt", "quiet", "mcp_config"}
+    for parser in (cell_parser(), line_parser(), run):
+        dests = {action.dest for action in parser._actions}
+        assert dests - fronts <= OPTION_NAMES, (parser.prog, sorted(dests - fronts - OPTION_NAMES))
+        assert {"model", "max_turns", "permission_mode", "cwd", "replay"} <= dests
