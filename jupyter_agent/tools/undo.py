@@ -144,44 +144,83 @@ async def _undo_notebook(notebook: NotebookRecord, context: ToolContext) -> list
     except ToolError as exc:
         return [UndoStep(r.kind, notebook.path, UndoOutcome.FAILED, r.cell_id, str(exc)) for r in records]
     now = {cell.id: cell for cell in snapshot.cells}
-    plan: list[tuple[CellRecord, CellRestore | None, UndoOutcome]] = []
+    place = _places(snapshot.cells, notebook)
+    plan: list[tuple[CellRecord, list[CellRestore], UndoOutcome]] = []
     for record in reversed(records):
-        plan.append(_plan_cell(record, now.get(record.cell_id)))
-    restores = [restore for _, restore, _ in plan if restore is not None]
+        plan.append(_plan_cell(record, now.get(record.cell_id), place))
+    restores = [step for _, steps, _ in plan for step in steps]
     error = ""
     if restores:
         try:
             await doc.restore_cells(restores, expected_version=snapshot.version)
         except ToolError as exc:
             error = str(exc)
-    return [UndoStep(record.kind, notebook.path, UndoOutcome.FAILED if error and restore else outcome,
-                     record.cell_id, error if restore else "")
-            for record, restore, outcome in plan]
+    return [UndoStep(record.kind, notebook.path, UndoOutcome.FAILED if error and steps else outcome,
+                     record.cell_id, error if steps else "")
+            for record, steps, outcome in plan]
 
 
-def _plan_cell(record: CellRecord, now: Cell | None) -> tuple[CellRecord, CellRestore | None, UndoOutcome]:
-    """What to do with one cell the run changed, given the cell now (None: not there)."""
+def _places(cells: tuple[Cell, ...], notebook: NotebookRecord) -> dict[str, str | None]:
+    """Where each cell is now, as a move recorded it: the id of the cell before it ("" first),
+    not counting the cells the run inserted; None when the run deleted the cell it followed
+    (then no place can be told from the run's)."""
+    inserted = {r.cell_id for r in notebook.cells.values() if r.before is None}
+    deleted = {r.cell_id for r in notebook.cells.values() if r.before is not None and r.after_source is None}
+    places: dict[str, str | None] = {}
+    previous = ""
+    for cell in cells:
+        places[cell.id] = previous
+        if cell.id not in inserted:
+            previous = cell.id
+    for record in notebook.cells.values():
+        if record.moved_after in deleted:
+            places[record.cell_id] = None
+    return places
+
+
+def _plan_cell(record: CellRecord, now: Cell | None,
+               place: dict[str, str | None]) -> tuple[CellRecord, list[CellRestore], UndoOutcome]:
+    """What to do with one cell the run changed, given the cell now (None: not there) and
+    where each cell is (:func:`_places`)."""
     before = record.before
     if before is None:  # the run inserted it
         if now is None:
-            return record, None, UndoOutcome.ALREADY
+            return record, [], UndoOutcome.ALREADY
         if (now.source, now.cell_type) != (record.after_source, record.after_type or now.cell_type):
-            return record, None, UndoOutcome.LEFT_CHANGED
-        return record, CellRestore("delete", record.cell_id), UndoOutcome.REMOVED
+            return record, [], UndoOutcome.LEFT_CHANGED
+        return record, [CellRestore("delete", record.cell_id)], UndoOutcome.REMOVED
     as_it_was = CellRestore("insert" if now is None else "restore", before.id if now is None else record.cell_id,
                             before.cell_type, before.source,
                             before.outputs, before.execution_count, before.metadata, before.after_id, before.index)
     if record.after_source is None:  # the run deleted it
         if now is not None:
-            return record, None, UndoOutcome.ALREADY
-        return record, as_it_was, UndoOutcome.RESTORED
+            return record, [], UndoOutcome.ALREADY
+        return record, [as_it_was], UndoOutcome.RESTORED
     if now is None:
-        return record, None, UndoOutcome.LEFT_CHANGED  # deleted since the run
-    if (now.source, now.cell_type) == (before.source, before.cell_type):
-        return record, None, UndoOutcome.ALREADY
+        return record, [], UndoOutcome.LEFT_CHANGED  # deleted since the run
+    moved = record.moved
+    if moved:
+        here = place.get(now.id)
+        if here == before.after_id and (now.source, now.cell_type) == (before.source, before.cell_type):
+            return record, [], UndoOutcome.ALREADY
+        if here is not None and here != record.moved_after:  # moved again since the run
+            return record, [], UndoOutcome.LEFT_CHANGED
+    if not moved and (now.source, now.cell_type) == (before.source, before.cell_type):
+        return record, [], UndoOutcome.ALREADY
     if (now.source, now.cell_type) != (record.after_source, record.after_type or now.cell_type):
-        return record, None, UndoOutcome.LEFT_CHANGED
-    return record, as_it_was, UndoOutcome.RESTORED
+        return record, [], UndoOutcome.LEFT_CHANGED
+    if not moved:
+        return record, [as_it_was], UndoOutcome.RESTORED
+    # Moved: taken out and put back after the cell it followed, in the same request (one
+    # undo step in a page, the id kept). A cell only moved keeps what it has now (its
+    # outputs of a later run too); one the run also changed goes back as it was.
+    kept = before if record.changed_text else CellState(
+        now.id, now.cell_type, now.source, tuple(dict(o) for o in now.outputs), now.execution_count,
+        dict(now.metadata))
+    return record, [CellRestore("delete", record.cell_id),
+                    CellRestore("insert", record.cell_id, kept.cell_type, kept.source, kept.outputs,
+                                kept.execution_count, kept.metadata, before.after_id, before.index)], \
+        UndoOutcome.RESTORED
 
 
 __all__ = ["cell_state", "current_bytes", "run_changes", "undo_run"]

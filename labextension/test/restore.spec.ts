@@ -18,6 +18,11 @@ class FakeShared {
     this.cells.splice(index, 0, cell);
     return cell;
   }
+  moveCell(from: number, to: number): void {
+    // (as @jupyter/ydoc's: the cell's JSON taken out and put in at `to` of the new list)
+    const [cell] = this.cells.splice(from, 1);
+    this.cells.splice(to, 0, { ...cell });
+  }
   ids(): string[] {
     return this.cells.map(c => c.id);
   }
@@ -58,10 +63,29 @@ describe('restore', () => {
     expect(shared.ids()).toEqual(['fresh1', 'x', 'y']);
   });
 
+  it('moves a cell as it is after a cell, first, or at its index when that cell is gone', () => {
+    const shared = new FakeShared(['a', 'b', 'c', 'd']);
+    shared.cells[1].outputs = [{ output_type: 'stream', name: 'stdout', text: 'kept' }];
+    const steps = [step('move', 'b', { after_id: 'd', index: 3, source: 'not used' })];
+    const placed = applySteps(shared, steps);
+    expect(shared.ids()).toEqual(['a', 'c', 'd', 'b']);
+    expect(shared.cells[3]).toMatchObject({ id: 'b', source: 'b', outputs: [{ text: 'kept' }] });
+    expect(stepsDone(shared, steps, placed)).toBe(true);
+    applySteps(shared, [step('move', 'd', { after_id: '' })]);
+    expect(shared.ids()).toEqual(['d', 'a', 'c', 'b']);
+    applySteps(shared, [step('move', 'b', { after_id: 'gone', index: 1 })]);
+    expect(shared.ids()).toEqual(['d', 'b', 'a', 'c']);
+    applySteps(shared, [step('move', 'b', { after_id: 'd' })]); // already there: untouched
+    expect(shared.ids()).toEqual(['d', 'b', 'a', 'c']);
+    expect(() => applySteps(shared, [step('move', 'gone', { after_id: 'a' })])).toThrow(CellGone);
+  });
+
   it('refuses a cell that is gone, and steps of the wrong shape', () => {
     expect(() => applySteps(new FakeShared(['a']), [step('restore', 'gone')])).toThrow(CellGone);
     expect(checkSteps('no')).toContain('list');
     expect(checkSteps([{ op: 'format', cell_id: 'a' }])).toContain('"op"');
     expect(checkSteps([{ op: 'insert', cell_id: 'a', cell_type: 'code' }])).toContain('"source"');
+    expect(checkSteps([{ op: 'move', cell_id: 'a' }])).toContain('"after_id"');
+    expect(checkSteps([{ op: 'move', cell_id: 'a', after_id: 'b' }])).not.toEqual(expect.any(String));
   });
 });
