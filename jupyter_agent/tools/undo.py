@@ -211,16 +211,11 @@ def _plan_cell(record: CellRecord, now: Cell | None,
         return record, [], UndoOutcome.LEFT_CHANGED
     if not moved:
         return record, [as_it_was], UndoOutcome.RESTORED
-    # Moved: taken out and put back after the cell it followed, in the same request (one
-    # undo step in a page, the id kept). A cell only moved keeps what it has now (its
-    # outputs of a later run too); one the run also changed goes back as it was.
-    kept = before if record.changed_text else CellState(
-        now.id, now.cell_type, now.source, tuple(dict(o) for o in now.outputs), now.execution_count,
-        dict(now.metadata))
-    return record, [CellRestore("delete", record.cell_id),
-                    CellRestore("insert", record.cell_id, kept.cell_type, kept.source, kept.outputs,
-                                kept.execution_count, kept.metadata, before.after_id, before.index)], \
-        UndoOutcome.RESTORED
+    # Moved: put back after the cell it followed, as it is (its id, and the outputs of a
+    # later run too; a page moves it whole, nothing of it sent); one the run also changed
+    # first goes back as it was.
+    back = CellRestore("move", record.cell_id, after_id=before.after_id, index=before.index)
+    return record, [as_it_was, back] if record.changed_text else [back], UndoOutcome.RESTORED
 
 
 __all__ = ["cell_state", "current_bytes", "run_changes", "undo_run"]

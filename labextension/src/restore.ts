@@ -75,11 +75,27 @@ function positionIn(now: string[], afterId: string, index: number): number {
   return !afterId ? 0 : after >= 0 ? after + 1 : Math.min(typeof index === 'number' ? index : now.length, now.length);
 }
 
+/**
+ * The cells as the steps find them: the document's own Yjs array. Inside the edit's
+ * transaction the shared model's `cells` list is not brought up to date until the
+ * transaction ends (its observers), so after a first step it names the cells at the wrong
+ * places: a second delete would take the cell after the one meant.
+ */
+function yCells(shared: any): any[] {
+  return shared.ydoc.getArray('cells').toArray();
+}
+
+/** A cell as it is now, whole (id, outputs, attachments), from its Yjs map. */
+function cellJson(shared: any, ymodel: any): JSONObject {
+  const model = (shared.cells as any[]).find(cell => cell.ymodel === ymodel);
+  return model ? model.toJSON() : ymodel.toJSON(); // (a cell a step before this one put in: its map)
+}
+
 /** Apply the steps to the shared model (call inside one transaction); returns the ids
  * of the cells put in place. Throws CellGone when a cell to delete, restore or move is gone. */
 export function applySteps(shared: any, steps: IRestoreStep[]): string[] {
   const placed: string[] = [];
-  const ids = (): string[] => (shared.cells as any[]).map(cell => cell.id);
+  const ids = (): string[] => yCells(shared).map(cell => cell.get('id'));
   for (const step of steps) {
     const at = ids().indexOf(step.cell_id);
     if (step.op !== 'insert' && at < 0) {
@@ -88,10 +104,17 @@ export function applySteps(shared: any, steps: IRestoreStep[]): string[] {
     if (step.op === 'delete') {
       shared.deleteCell(at);
     } else if (step.op === 'move') {
-      const others = ids().filter(id => id !== step.cell_id);
-      const to = positionIn(others, step.after_id, step.index);
+      // As the notebook's own move does: the cell's JSON (its id too) taken out and put in
+      // at its new place, within this transaction.
+      const json = cellJson(shared, yCells(shared)[at]);
+      const to = positionIn(
+        ids().filter(id => id !== step.cell_id),
+        step.after_id,
+        step.index
+      );
       if (to !== at) {
-        shared.moveCell(at, to); // (one cell's JSON cloned into place: the same id and outputs)
+        shared.deleteCell(at);
+        shared.insertCell(to, json);
       }
       placed.push(step.cell_id);
     } else if (step.op === 'restore') {
@@ -107,7 +130,7 @@ export function applySteps(shared: any, steps: IRestoreStep[]): string[] {
 
 /** Does the document show the steps done (deleted cells gone, the others in place)? */
 export function stepsDone(shared: any, steps: IRestoreStep[], placed: string[]): boolean {
-  const ids = new Set((shared.cells as any[]).map(cell => cell.id));
+  const ids = new Set(yCells(shared).map(cell => cell.get('id')));
   const deleted = steps.filter(step => step.op === 'delete').map(step => step.cell_id);
   return deleted.every(id => !ids.has(id) || placed.includes(id)) && placed.every(id => ids.has(id));
 }

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from .lab import HAVE_BROWSER, cell, menu, require_browser, screenshot, wait_theme, write_notebook
+from .lab import HAVE_BROWSER, cell, menu, require_browser, run_and_wait, screenshot, wait_theme, write_notebook
 from .test_contrast_browser import MEASURE
 from .test_contrast_browser import _report as contrast_report
 from .test_mcp_server_browser import OutsideClient, open_with_panel, text_of
@@ -19,8 +19,9 @@ from .test_mcp_server_browser import OutsideClient, open_with_panel, text_of
 require_browser()
 pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, playwright and Debian's chromium")
 
-SOURCES = ["%load_ext jupyter_agent", "one = 1\nprint('output of one')", "# Notes", "three = 3", "four = 4"]
-IDS = ["load", "one", "md", "three", "four"]
+SOURCES = ["%load_ext jupyter_agent", "one = 1\nprint('output of one')", "# Notes", "three = 3", "four = 4",
+           "%agent undo"]
+IDS = ["load", "one", "md", "three", "four", "undo"]
 
 
 def ids_in_order(client: OutsideClient, path: dict[str, str]) -> list[str]:
@@ -42,7 +43,7 @@ def test_move_cell_asks_moves_in_the_page_and_undoes_in_one_step(lab, page_of):
         card = panel.locator(".jp-AgentPanel-approval")
         card.wait_for(timeout=60000)
         shown = card.inner_text()
-        assert ("move cell one in order.ipynb from position 2 of 5 to just after cell three (position 4 of 5). "
+        assert ("move cell one in order.ipynb from position 2 of 6 to just after cell three (position 4 of 6). "
                 "Its source and outputs stay as they are.") in shown, shown
         assert "-[one] code: one = 1  (+1 lines)" in shown and "+[one] code: one = 1  (+1 lines)" in shown, shown
         assert "Asked by <b>mover</b> 9" in shown and card.locator("b", has_text="mover").count() == 0  # markup as text
@@ -71,7 +72,7 @@ def test_move_cell_asks_moves_in_the_page_and_undoes_in_one_step(lab, page_of):
         assert not moved.is_error and "Moved cell one after cell three" in text_of(moved), text_of(moved)
         # the page shows it at once, with its output; the same id
         cell(page, 3).locator(".jp-OutputArea-output", has_text="output of one").wait_for(timeout=30000)
-        assert ids_in_order(client, path) == ["load", "md", "three", "one", "four"]
+        assert ids_in_order(client, path) == ["load", "md", "three", "one", "four", "undo"]
 
         panel.locator(".jp-AgentPanel-undo").click()  # one undo step: back where it was
         cell(page, 1).locator(".jp-OutputArea-output", has_text="output of one").wait_for(timeout=30000)
@@ -114,5 +115,13 @@ def test_move_cell_asks_moves_in_the_page_and_undoes_in_one_step(lab, page_of):
         again = client.now("move_cell", {**path, "cell_id": "four", "after_cell_id": "three"})
         assert not again.is_error, text_of(again)
         assert ids_in_order(client, path) == IDS
+
+        # %agent undo (the outside run is the kernel's last): its moves put back in one step.
+        assert not client.now("move_cell", {**path, "cell_id": "md", "before_cell_id": "load"}).is_error
+        assert ids_in_order(client, path) == ["md", "load", "one", "three", "four", "undo"]
+        run_and_wait(page, 5)
+        cell(page, 5).locator(".jp-OutputArea-output", has_text="put back as it was").wait_for(timeout=60000)
+        now = ids_in_order(client, path)
+        assert now[:6] == IDS, (now, cell(page, 5).inner_text())  # (Shift+Enter on the last cell added one below it)
     finally:
         client.close()

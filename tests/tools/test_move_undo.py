@@ -131,3 +131,19 @@ async def test_a_saved_run_keeps_its_moves(ctx, workspace, undone):
         report = await undo_run(back, ctx)
         assert [s.outcome for s in report.steps] == [UndoOutcome.RESTORED]
         assert path.read_bytes() == before
+
+
+async def test_a_cell_moved_then_replaced_goes_back_where_it_was_as_it_was(ctx, workspace):
+    path = notebook(workspace)
+    before = path.read_bytes()
+    ctx.services.put(RunChanges())
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    assert not (await move(ctx, cell_id="c1", before_cell_id="c0")).get("is_error")
+    replaced = await call_tool(ctx, "NotebookEdit", {"notebook_path": "nb.ipynb", "cell_id": "c1",
+                                                     "new_source": "v1 = 'changed'"})
+    assert not replaced.get("is_error"), replaced
+    assert order(path) == ["c1", "c0", "c2", "c3", "md"]
+    assert [c.kind for c in run_changes(ctx).changes()] == [ChangeKind.CELL_REPLACED]
+    report = await undo_run(run_changes(ctx), ctx)
+    assert [s.outcome for s in report.steps] == [UndoOutcome.RESTORED]
+    assert path.read_bytes() == before
