@@ -281,8 +281,9 @@ class NotebookDocument(ABC):
 
     async def restore_cells(self, steps: list[CellRestore], *, expected_version: str | None = None) -> str:
         """Put cells back (an undo), in order; returns the new version. This default makes
-        one ordinary edit per step (outputs are not put back, an inserted or moved cell gets
-        a new id); a backend that can do better (the file, the page: one undo step) overrides it."""
+        one ordinary edit per step (outputs are not put back, an inserted cell gets a new id,
+        a moved one keeps its id but not its outputs); a backend that can do better (the file,
+        the page: one undo step) overrides it."""
         version = expected_version
         for step in steps:
             if step.op == "move":
@@ -290,7 +291,8 @@ class NotebookDocument(ABC):
                 cell = cells[find_cell_index(cells, step.cell_id)]
                 version = (await self.delete_cell(step.cell_id, expected_version=version)).version
                 position = step.position((await self.snapshot()).cells)
-                result = await self.insert_cell(position, cell.cell_type, cell.source, expected_version=version)
+                result = await self.insert_cell(position, cell.cell_type, cell.source, expected_version=version,
+                                                cell_id=cell.id)  # (its id is free again: deleted above)
             elif step.op == "delete":
                 result = await self.delete_cell(step.cell_id, expected_version=version)
             elif step.op == "restore":

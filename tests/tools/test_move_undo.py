@@ -15,6 +15,7 @@ from jupyter_agent.changes import ChangeKind, RunChanges, UndoOutcome
 from jupyter_agent.jupyter.outside_move import OutsideNotebookMove
 from jupyter_agent.jupyter.saved_conversation import _changes_json, changes_from_json
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
+from jupyter_agent.notebook import MemoryNotebook, register_document, tool_session
 from jupyter_agent.tools.undo import run_changes, undo_run
 from jupyter_agent.view.review import changes_lines
 
@@ -147,3 +148,16 @@ async def test_a_cell_moved_then_replaced_goes_back_where_it_was_as_it_was(ctx, 
     report = await undo_run(run_changes(ctx), ctx)
     assert [s.outcome for s in report.steps] == [UndoOutcome.RESTORED]
     assert path.read_bytes() == before
+
+
+async def test_a_document_without_its_own_restore_moves_by_a_delete_and_an_insert_keeping_the_id(ctx, workspace):
+    doc = MemoryNotebook(workspace / "nb.ipynb", new_notebook(cells=[new_code_cell(f"m{i}", id=f"m{i}")
+                                                                     for i in range(3)]))
+    register_document(tool_session(ctx), doc)
+    ctx.services.put(RunChanges())
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    assert not (await move(ctx, cell_id="m0", after_cell_id="m2")).get("is_error")
+    assert [c["id"] for c in doc.cells] == ["m1", "m2", "m0"]
+    report = await undo_run(run_changes(ctx), ctx)
+    assert [s.outcome for s in report.steps] == [UndoOutcome.RESTORED]
+    assert [c["id"] for c in doc.cells] == ["m0", "m1", "m2"]
