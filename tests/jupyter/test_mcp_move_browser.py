@@ -125,3 +125,43 @@ def test_move_cell_asks_moves_in_the_page_and_undoes_in_one_step(lab, page_of):
         assert now[:6] == IDS, (now, cell(page, 5).inner_text())  # (Shift+Enter on the last cell added one below it)
     finally:
         client.close()
+
+
+#: The page's restore with several steps, through the live backend: a page whose hello lacks
+#: ``moves`` refused a move; then two deletes and a move in one transaction.
+STEPS = """\
+from pathlib import Path
+from jupyter_agent.jupyter.bridge import get_bridge
+from jupyter_agent.notebook.document import CellRestore
+from jupyter_agent.notebook.live_backend import LiveNotebook
+client = get_ipython().kernel.get_parent()["header"]["session"]
+doc = LiveNotebook(Path("steps.ipynb").resolve(), get_bridge(), client)
+page = get_bridge().pages[client]
+page.moves = False  # as a page of an older jupyter-agent says hello
+try:
+    await doc.restore_cells([CellRestore("move", "z", after_id="x")], expected_version=(await doc.snapshot()).version)
+except Exception as exc:
+    print("OLD PAGE:", exc)
+page.moves = True
+steps = [CellRestore("delete", "a"), CellRestore("delete", "b"), CellRestore("move", "z", after_id="x")]
+await doc.restore_cells(steps, expected_version=(await doc.snapshot()).version)
+print("ORDER", " ".join(c.id for c in (await doc.snapshot()).cells))
+"""
+
+
+def test_the_pages_restore_finds_each_cell_where_the_steps_before_left_it(lab, page_of):
+    """In the page, a step of a restore finds its cell where the steps before it left it (the
+    shared model's list of cells is stale inside the transaction), a moved cell keeps its output,
+    and a page that does not say ``moves`` is refused a move, nothing changed."""
+    write_notebook(lab.root / "steps.ipynb", ["%load_ext jupyter_agent", "x = 1", "a = 1", "b = 1", "y = 1",
+                                              "print('zed')", STEPS], ids=["load", "x", "a", "b", "y", "z", "drv"])
+    page = page_of("steps.ipynb")
+    for index in (0, 5):
+        run_and_wait(page, index)
+    run_and_wait(page, 6)
+    said = page.locator(".jp-OutputArea-output", has_text="ORDER")
+    said.wait_for(timeout=60000)
+    assert "ORDER load x z y drv" in said.inner_text(), said.inner_text()
+    old = page.locator(".jp-OutputArea-output", has_text="OLD PAGE").inner_text()
+    assert "older jupyter-agent" in old and "reload the notebook's page" in old, old
+    cell(page, 2).locator(".jp-OutputArea-output", has_text="zed").wait_for(timeout=30000)  # its output moved too
