@@ -1,7 +1,8 @@
 """An outside agent's ``move_cell`` against real JupyterLab in real Chromium, through the ``mcp``
 SDK's client: the card says which cell moves from where to where (readable in light and dark);
-Deny leaves the notebook as it was; Allow moves the cell in the page with its id and outputs;
-the panel's Undo this run puts it back in one step; a cell the user edited since the client's
+Deny leaves the notebook as it was; Allow moves the cell in the page with its id and outputs, as
+one step of the notebook's own undo (z, then Shift+Z); the panel's Undo this run and ``%agent
+undo`` put it back in one step; a cell the user edited since the client's
 read is refused unasked; "Always allow" lets the next move through; bad calls are clear errors.
 """
 
@@ -71,6 +72,14 @@ def test_move_cell_asks_moves_in_the_page_and_undoes_in_one_step(lab, page_of):
         moved = pending.result(60)
         assert not moved.is_error and "Moved cell one after cell three" in text_of(moved), text_of(moved)
         # the page shows it at once, with its output; the same id
+        cell(page, 3).locator(".jp-OutputArea-output", has_text="output of one").wait_for(timeout=30000)
+        assert ids_in_order(client, path) == ["load", "md", "three", "one", "four", "undo"]
+        cell(page, 0).locator(".jp-InputPrompt").click()  # the notebook's own undo: one step, and redo
+        page.keyboard.press("Escape")
+        page.keyboard.press("z")
+        cell(page, 1).locator(".jp-OutputArea-output", has_text="output of one").wait_for(timeout=30000)
+        assert ids_in_order(client, path) == IDS
+        page.keyboard.press("Shift+z")
         cell(page, 3).locator(".jp-OutputArea-output", has_text="output of one").wait_for(timeout=30000)
         assert ids_in_order(client, path) == ["load", "md", "three", "one", "four", "undo"]
 
