@@ -144,7 +144,7 @@ async def _undo_notebook(notebook: NotebookRecord, context: ToolContext) -> list
     except ToolError as exc:
         return [UndoStep(r.kind, notebook.path, UndoOutcome.FAILED, r.cell_id, str(exc)) for r in records]
     now = {cell.id: cell for cell in snapshot.cells}
-    place = _places(snapshot.cells, notebook)
+    place = _Places(snapshot.cells, notebook)
     plan: list[tuple[CellRecord, list[CellRestore], UndoOutcome]] = []
     for record in reversed(records):
         plan.append(_plan_cell(record, now.get(record.cell_id), place))
@@ -160,28 +160,32 @@ async def _undo_notebook(notebook: NotebookRecord, context: ToolContext) -> list
             for record, steps, outcome in plan]
 
 
-def _places(cells: tuple[Cell, ...], notebook: NotebookRecord) -> dict[str, str | None]:
-    """Where each cell is now, as a move recorded it: the id of the cell before it ("" first),
-    not counting the cells the run inserted; None when the run deleted the cell it followed
-    (then no place can be told from the run's)."""
-    inserted = {r.cell_id for r in notebook.cells.values() if r.before is None}
-    deleted = {r.cell_id for r in notebook.cells.values() if r.before is not None and r.after_source is None}
-    places: dict[str, str | None] = {}
-    previous = ""
-    for cell in cells:
-        places[cell.id] = previous
-        if cell.id not in inserted:
-            previous = cell.id
-    for record in notebook.cells.values():
-        if record.moved_after in deleted:
-            places[record.cell_id] = None
-    return places
+class _Places:
+    """Where the cells are now, told as a move recorded where it left a cell: the id of the
+    cell just before it ("": first), the cells the run inserted passed over unless one is
+    the cell the move named."""
+
+    def __init__(self, cells: tuple[Cell, ...], notebook: NotebookRecord) -> None:
+        self.order = [cell.id for cell in cells]
+        self.at = {cell_id: i for i, cell_id in enumerate(self.order)}
+        self.inserted = {r.cell_id for r in notebook.cells.values() if r.before is None}
+        self.deleted = {r.cell_id for r in notebook.cells.values() if r.before is not None and r.after_source is None}
+
+    def after(self, cell_id: str, expected: str | None) -> str | None:
+        """The cell ``cell_id`` follows now; None when it cannot be told against ``expected``
+        (the run deleted the cell the move left it after)."""
+        if expected in self.deleted:
+            return None
+        for previous in reversed(self.order[:self.at.get(cell_id, 0)]):
+            if previous == expected or previous not in self.inserted:
+                return previous
+        return ""
 
 
 def _plan_cell(record: CellRecord, now: Cell | None,
-               place: dict[str, str | None]) -> tuple[CellRecord, list[CellRestore], UndoOutcome]:
+               place: _Places) -> tuple[CellRecord, list[CellRestore], UndoOutcome]:
     """What to do with one cell the run changed, given the cell now (None: not there) and
-    where each cell is (:func:`_places`)."""
+    where the cells are."""
     before = record.before
     if before is None:  # the run inserted it
         if now is None:
@@ -200,7 +204,7 @@ def _plan_cell(record: CellRecord, now: Cell | None,
         return record, [], UndoOutcome.LEFT_CHANGED  # deleted since the run
     moved = record.moved
     if moved:
-        here = place.get(now.id)
+        here = place.after(now.id, record.moved_after)
         if here == before.after_id and (now.source, now.cell_type) == (before.source, before.cell_type):
             return record, [], UndoOutcome.ALREADY
         if here is not None and here != record.moved_after:  # moved again since the run

@@ -161,3 +161,22 @@ async def test_a_document_without_its_own_restore_moves_by_a_delete_and_an_inser
     report = await undo_run(run_changes(ctx), ctx)
     assert [s.outcome for s in report.steps] == [UndoOutcome.RESTORED]
     assert [c["id"] for c in doc.cells] == ["m0", "m1", "m2"]
+
+
+async def test_a_cell_moved_after_a_cell_the_run_inserted_is_put_back(ctx, workspace):
+    path = notebook(workspace)
+    before = path.read_bytes()
+    ctx.services.put(RunChanges())
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    inserted = await call_tool(ctx, "NotebookEdit", {"notebook_path": "nb.ipynb", "cell_id": "c0", "new_source": "n",
+                                                     "cell_type": "code", "edit_mode": "insert", "new_cell_id": "nn"})
+    assert not inserted.get("is_error"), inserted
+    assert not (await move(ctx, cell_id="c3", after_cell_id="nn")).get("is_error")
+    more = await call_tool(ctx, "NotebookEdit", {"notebook_path": "nb.ipynb", "cell_id": "nn", "new_source": "m",
+                                                 "cell_type": "code", "edit_mode": "insert", "new_cell_id": "mm"})
+    assert not more.get("is_error"), more
+    assert order(path) == ["c0", "nn", "mm", "c3", "c1", "c2", "md"]  # (mm, the run's too, between)
+    report = await undo_run(run_changes(ctx), ctx)
+    assert {s.cell_id: s.outcome for s in report.steps} == {
+        "nn": UndoOutcome.REMOVED, "c3": UndoOutcome.RESTORED, "mm": UndoOutcome.REMOVED}
+    assert path.read_bytes() == before
