@@ -20,6 +20,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import Refused
 from ..mcp_server.protocol import OPS, TARGET, VERSION, run_tag
 from ..redact import redact
 from .bridge_status import QUIET_OPENS
@@ -34,10 +35,6 @@ log = logging.getLogger(__name__)
 READ_CHARS = 4_000
 #: Characters of a variables listing at most.
 VARIABLES_CHARS = 20_000
-
-
-class Refused(Exception):
-    """The call cannot be carried out; the message says why and what to do."""
 
 
 class OutsideHub:
