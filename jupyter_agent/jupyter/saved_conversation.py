@@ -193,7 +193,8 @@ def _changes_json(changes: RunChanges, budget: list[int]) -> tuple[dict[str, Any
             if before is not None:
                 budget[0] -= len(before.source)
             cells.append({"cell_id": cell.cell_id, "after_source": _redacted(cell.after_source),
-                          "after_type": cell.after_type, "before": None if before is None else {
+                          "after_type": cell.after_type, "moved_after": cell.moved_after,
+                          "before": None if before is None else {
                               "id": before.id, "cell_type": before.cell_type, "source": before.source,
                               "outputs": _redacted(list(before.outputs)), "execution_count": before.execution_count,
                               "metadata": _redacted(before.metadata), "index": before.index,
@@ -452,9 +453,11 @@ def changes_from_json(value: Any) -> RunChanges:
                                   _typed(before.get("after_id", ""), str, "a cell id"))
             after = cell.get("after_source")
             cell_id = _typed(cell["cell_id"], str, "a cell id")
+            moved = cell.get("moved_after")
             notebook.cells[cell_id] = CellRecord(cell_id, state, _typed(after, str, "a source") if after is not None
                                                  else None, cell.get("after_type") if isinstance(
-                                                     cell.get("after_type"), str) else None)
+                                                     cell.get("after_type"), str) else None,
+                                                 _typed(moved, str, "a cell id") if moved is not None else None)
         changes.notebooks[notebook.path] = notebook
     changes.variables = _names(value.get("variables"))
     if value.get("undone") is True:  # undone before the save: a run is undone once
