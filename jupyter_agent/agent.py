@@ -12,6 +12,7 @@ history now, ``%agent compact``) is a run of the same loop that makes one summar
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,12 @@ def query(prompt: str | list[Message], *, options: AgentOptions | None = None, c
     return _start(_initial_messages(prompt), opts, context)
 
 
-def compact(history: list[Message], instruction: str = "", *, options: AgentOptions | None = None,
+def compact(history: Sequence[Message], instruction: str = "", *, options: AgentOptions | None = None,
             context: ToolContext | None = None, **kwargs: Any) -> QueryRun:
     """Summarise ``history`` now and end (``%agent compact``): one summary request, keeping the
     user's messages word for word; ``instruction`` says what the summary must keep. The run's
     history, when it ends, is the compacted one. Options as :func:`query`'s."""
-    if not isinstance(history, list):
+    if not isinstance(history, (list, tuple)):  # (a run's ``state.messages`` is a tuple)
         raise TypeError("compact() takes the history to compact: a list of messages.")
     return _start(list(history), AgentOptions.of(options, **kwargs), context, compact_now=instruction)
 

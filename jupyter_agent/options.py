@@ -45,9 +45,11 @@ class AgentOptions:
     tools: list[Tool] | None = None
     #: ``default``, ``acceptEdits``, ``plan`` or ``bypassPermissions`` (bounded by the policy).
     permission_mode: str = "default"
-    #: Permission rules, ``Tool`` or ``Tool(glob)``: allowed without asking, refused, always asked.
+    #: Permission rules (``Tool`` or ``Tool(glob)``) whose calls run without asking.
     allow: tuple[str, ...] = ()
+    #: Rules whose calls are refused (they win over ``allow``).
     deny: tuple[str, ...] = ()
+    #: Rules whose calls always ask, whatever the mode.
     ask: tuple[str, ...] = ()
     #: A permission policy object instead of the mode and rules above (``Permissions(...)``).
     permissions: PermissionPolicy | None = None

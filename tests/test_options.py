@@ -88,7 +88,7 @@ async def test_compact_is_a_function_of_the_history(tmp_path: Path):
                {"role": "user", "content": "Thanks."},
                {"role": "assistant", "content": [{"type": "text", "text": "You are welcome."}]}]
     with FakeMessagesAPI([response(text("Summary: echoed a."))]) as api:
-        run = compact(history, "keep the echo", model=api.model(), tools=[Echo()], cwd=tmp_path)
+        run = compact(tuple(history), "keep the echo", model=api.model(), tools=[Echo()], cwd=tmp_path)
         events = [e async for e in run]
         asked = json.dumps(api.messages_requests[0].body["messages"][-1])
     assert run.terminal is not None and run.terminal.reason == TerminalReason.COMPLETED
