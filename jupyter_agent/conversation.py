@@ -105,8 +105,10 @@ class Conversation:
         self.context = ToolContext(cwd=Path(opts.cwd or Path.cwd()).expanduser().resolve())
         if opts.bash_sandbox:
             self.bash_sandbox = True
-        self._permissions: Any = opts.permissions
-        self.permission_mode = opts.permission_mode
+        self._permissions: Any = None
+        given = opts.permissions  # a policy object: its mode is the conversation's
+        self.permission_mode = (given.mode if given is not None else None) or opts.permission_mode
+        self._permissions = given
         if opts.mcp_servers is not None:  # checked now; started by the first run, stopped by aclose()
             self.mcp_servers.configure(opts.mcp_servers)
 

@@ -115,3 +115,13 @@ def test_the_fronts_flags_are_options_or_say_what_the_front_does():
         dests = {action.dest for action in parser._actions}
         assert dests - fronts <= OPTION_NAMES, (parser.prog, sorted(dests - fronts - OPTION_NAMES))
         assert {"model", "max_turns", "permission_mode", "cwd", "replay"} <= dests
+
+
+def test_a_conversation_given_a_permission_policy_keeps_it_and_its_mode(tmp_path: Path):
+    from jupyter_agent.permissions import Permissions
+
+    policy = Permissions(mode="plan", allow=("Read",), cwd=tmp_path)
+    conv = Conversation(permissions=policy, cwd=tmp_path)
+    assert conv.permissions is policy and conv.permission_mode == "plan" and policy.mode == "plan"
+    conv.permission_mode = "acceptEdits"  # (as %agent --permission-mode): the policy follows
+    assert policy.mode == "acceptEdits" and conv.options.permission_mode == "acceptEdits"
