@@ -34,12 +34,16 @@ class McpApp:
     def __init__(self, backend: Any, token: str = "") -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+        from .resources import NotebookWatches, resource_handlers
         from .tools import build_server
 
         self.backend = backend
         #: the endpoint's own token ('' : only the server's authentication)
         self.token = token
-        self.manager = StreamableHTTPSessionManager(build_server(backend))
+        #: the notebooks watched for resource subscriptions (``resources.py``)
+        self.watches = NotebookWatches(backend)
+        self.manager = StreamableHTTPSessionManager(build_server(backend,
+                                                                 resources=resource_handlers(backend, self.watches)))
         self._started = asyncio.Event()
         self._stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
@@ -63,6 +67,7 @@ class McpApp:
 
     async def stop(self) -> None:
         self._stop.set()
+        self.watches.close()
         if self.task is not None:
             await asyncio.wait({self.task}, timeout=10)
         close = getattr(self.backend, "close", None)
