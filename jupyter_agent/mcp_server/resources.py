@@ -230,6 +230,15 @@ def _norm(path: str) -> str:
     return posixpath.normpath("/" + path.replace("\\", "/").lstrip("/"))
 
 
+def subscriber(ctx: Any) -> Any:
+    """Who subscribes: the request's MCP connection (the SDK makes a ``ServerSession`` per
+    request, over the connection that lasts), which sends ``notifications/resources/updated``
+    on its own stream (HTTP: the session's GET stream; stdio: the pipe)."""
+    session = ctx.session
+    connection = getattr(session, "_connection", None)  # (the SDK has no public name for it)
+    return connection if callable(getattr(connection, "send_resource_updated", None)) else session
+
+
 def _error(exc: OutsideError) -> Exception:
     from mcp.shared.exceptions import MCPError
 
@@ -283,13 +292,13 @@ def resource_handlers(backend: Any, watches: NotebookWatches | None = None) -> d
 
     async def subscribe(ctx: Any, params: Any) -> Any:
         try:
-            await subscriptions.subscribe(ctx.session, params.uri)
+            await subscriptions.subscribe(subscriber(ctx), params.uri)
         except OutsideError as exc:
             raise _error(exc) from None
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: Any) -> Any:
-        subscriptions.unsubscribe(ctx.session, params.uri)
+        subscriptions.unsubscribe(subscriber(ctx), params.uri)
         return EmptyResult()
 
     return {"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
@@ -341,13 +350,13 @@ def forwarded_handlers(upstream: Callable[[str], Awaitable[Any]]) -> tuple[dict[
     async def subscribe(ctx: Any, params: Any) -> Any:
         await on(ctx)
         try:
-            await relayed(subscriptions.subscribe(ctx.session, params.uri))
+            await relayed(subscriptions.subscribe(subscriber(ctx), params.uri))
         except OutsideError as exc:
             raise _error(exc) from None
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: Any) -> Any:
-        subscriptions.unsubscribe(ctx.session, params.uri)
+        subscriptions.unsubscribe(subscriber(ctx), params.uri)
         return EmptyResult()
 
     async def listen(ctx: Any, params: Any) -> Any:
