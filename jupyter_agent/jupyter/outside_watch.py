@@ -5,8 +5,9 @@ The server opens the usual outside-call comm with ``op: "watch"`` (``mcp_server/
 and keeps it open while a client subscribes to the notebook or one of its cells. This
 module answers once, ``{"v", "ok": true, "content": []}`` (or ``ok`` false with why: no page
 shows the notebook), then sends ``{"v", "changed": [cell ids]}`` each time the notebook as
-the page shows it settled after a change: a cell's id, type, source, outputs or execution
-count differ from the last time it said (a deleted cell and a new one are named too).
+the page shows it settled after a change: the cells whose type, source, outputs or execution
+count differ from the last time it said (a deleted cell and a new one are named too); an
+empty list when only the cells' order changed (a move).
 
 What tells of a change is the live-notebook bridge (docs/bridge.md): the page's ``changed``
 notices (a person typing, running or deleting a cell; an ``%%agent`` transcript; outputs)
@@ -145,8 +146,9 @@ class NotebookWatch:
             log.debug("a watched notebook could not be read: %s", exc)
             marks = {}
         changed = sorted(k for k in marks.keys() | self._marks.keys() if marks.get(k) != self._marks.get(k))
+        moved = list(marks) != list(self._marks)  # (a move changes no cell: the notebook's order)
         self._marks = marks
-        if changed:
+        if changed or moved:
             self._send({"v": VERSION, "changed": changed})
 
     async def _snapshot(self) -> Any:

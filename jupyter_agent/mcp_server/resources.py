@@ -125,8 +125,9 @@ class Subscriptions:
             try:
                 parse_uri(uri)
                 await self._take(uri)
-            except OutsideError:
-                continue  # (honored, as the SDK honors any URI: nothing will come for it)
+            except OutsideError:  # not ours, or not watchable now: honored by the SDK, never told
+                log.debug("a listen stream's %s is not watched", redact(uri[:200]), exc_info=True)
+                continue
             except Exception:  # a notebook that cannot be watched now: the stream still opens
                 log.info("a listen stream's %s cannot be watched now", uri, exc_info=True)
                 continue

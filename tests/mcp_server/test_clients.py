@@ -26,7 +26,7 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 #: The conformance suite's server scenarios for what the endpoint offers: each must pass.
 #: docs/mcp-server.md ("The conformance suite") lists the others, and why they do not apply.
 REQUIRED_SCENARIOS = ("server-initialize", "ping", "tools-list", "tools-call-error",
-                      "server-sse-multiple-streams", "dns-rebinding-protection")
+                      "server-sse-multiple-streams", "dns-rebinding-protection", "resources-list")
 
 
 def body_of(response: httpx.Response) -> Any:
