@@ -44,9 +44,19 @@ class McpApp:
         self.watches = NotebookWatches(backend)
         self.manager = StreamableHTTPSessionManager(build_server(backend,
                                                                  resources=resource_handlers(backend, self.watches)))
+        self.watches.subscriptions.alive = self.session_open
         self._started = asyncio.Event()
         self._stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+
+    def session_open(self, session_id: str) -> bool:
+        """Whether MCP session ``session_id`` is still open ('' : a request without one, which
+        subscribes nothing). The SDK's manager keeps the open ones (no public name for them)."""
+        transports = getattr(self.manager, "_server_instances", None)
+        if not session_id or not isinstance(transports, dict):
+            return True
+        transport = transports.get(session_id)
+        return transport is not None and not getattr(transport, "is_terminated", False)
 
     def start(self) -> None:
         self.task = asyncio.get_event_loop().create_task(self._run())

@@ -78,8 +78,11 @@ class Subscriptions:
         self.hold, self.release = hold, release
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
-        #: uri -> the sessions subscribed to it (each once)
-        self.sessions: dict[str, list[Any]] = {}
+        #: uri -> the connections subscribed to it (each once), with their MCP session ids
+        self.sessions: dict[str, list[tuple[Any, str]]] = {}
+        #: ``alive(session id)``: whether that MCP session is still open (sending to one that
+        #: ended is silently dropped by the SDK, so an ended session is found this way)
+        self.alive: Callable[[str], bool] = lambda _: True
         #: uri -> how many holders it has (sessions and listen streams)
         self.holders: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -101,21 +104,29 @@ class Subscriptions:
         self.holders.pop(uri, None)
         self.release(uri)
 
-    async def subscribe(self, session: Any, uri: str) -> None:
+    async def subscribe(self, session: Any, uri: str, session_id: str = "") -> None:
         parse_uri(uri)
         subscribed = self.sessions.setdefault(uri, [])
-        if any(s is session for s in subscribed):
+        if any(s is session for s, _ in subscribed):
             return
         await self._take(uri)
-        subscribed.append(session)
+        subscribed.append((session, session_id))
 
     def unsubscribe(self, session: Any, uri: str) -> None:
         subscribed = self.sessions.get(uri, [])
-        if any(s is session for s in subscribed):
-            self.sessions[uri] = [s for s in subscribed if s is not session]
+        if any(s is session for s, _ in subscribed):
+            self.sessions[uri] = [(s, i) for s, i in subscribed if s is not session]
             if not self.sessions[uri]:
                 del self.sessions[uri]
             self._drop(uri)
+
+    def forget_ended(self) -> None:
+        """Drop the subscriptions of the sessions that ended (closed by their client, or timed out)."""
+        for uri, subscribed in list(self.sessions.items()):
+            for session, session_id in subscribed:
+                if not self.alive(session_id):
+                    log.debug("dropping a subscription of ended session %s", session_id[:16])
+                    self.unsubscribe(session, uri)
 
     async def listen(self, ctx: Any, params: Any) -> Any:
         """``subscriptions/listen`` (2026-07-28): the stream's URIs of ours are held while it is open."""
@@ -158,9 +169,10 @@ class Subscriptions:
     async def _publish(self, uris: list[str]) -> None:
         from mcp.server.subscriptions import ResourceUpdated
 
+        self.forget_ended()
         for uri in uris:
             await self.bus.publish(ResourceUpdated(uri=uri))
-            for session in list(self.sessions.get(uri, ())):
+            for session, _ in list(self.sessions.get(uri, ())):
                 try:
                     await session.send_resource_updated(uri)
                 except Exception:  # the session ended: its subscriptions go with it
@@ -293,7 +305,7 @@ def resource_handlers(backend: Any, watches: NotebookWatches | None = None) -> d
 
     async def subscribe(ctx: Any, params: Any) -> Any:
         try:
-            await subscriptions.subscribe(subscriber(ctx), params.uri)
+            await subscriptions.subscribe(subscriber(ctx), params.uri, caller_of(ctx).connection)
         except OutsideError as exc:
             raise _error(exc) from None
         return EmptyResult()
@@ -351,7 +363,7 @@ def forwarded_handlers(upstream: Callable[[str], Awaitable[Any]]) -> tuple[dict[
     async def subscribe(ctx: Any, params: Any) -> Any:
         await on(ctx)
         try:
-            await relayed(subscriptions.subscribe(subscriber(ctx), params.uri))
+            await relayed(subscriptions.subscribe(subscriber(ctx), params.uri, caller_of(ctx).connection))
         except OutsideError as exc:
             raise _error(exc) from None
         return EmptyResult()

@@ -28,6 +28,8 @@ pytestmark = [pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, pla
 SECRET = "res0urce-s3cret-" + "value-9191"
 FIRST = (f'import os; os.environ["RESOURCE_API_KEY"] = "{SECRET[:8]}" + "{SECRET[8:]}"; '
          'print(os.environ["RESOURCE_API_KEY"])')
+#: How many watches the kernel keeps (each subscribed notebook's: ``jupyter/outside_watch.py``).
+PROBE = "from jupyter_agent.jupyter.bridge import get_bridge; print('watches:', len(get_bridge().change_listeners))"
 MARKUP = '# Notes <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>'
 
 
@@ -95,8 +97,8 @@ def listen_in(client: OutsideClient, uri: str, heard: queue.Queue[str]) -> Any:
 
 
 def test_a_person_typing_notifies_the_subscribed_client_which_can_then_edit(lab, page_of):
-    write_notebook(lab.root / "watched.ipynb", [FIRST, "%load_ext jupyter_agent", "y = 1", MARKUP],
-                   ids=["secret", "load", "typed", "notes"])
+    write_notebook(lab.root / "watched.ipynb", [FIRST, "%load_ext jupyter_agent", "y = 1", MARKUP, PROBE],
+                   ids=["secret", "load", "typed", "notes", "probe"])
     page, panel = open_with_panel(page_of, "watched.ipynb")
     url = f"{lab.url}/jupyter-agent/mcp"
     nb, typed = notebook_uri("watched.ipynb"), cell_uri("watched.ipynb", "typed")
@@ -164,3 +166,11 @@ def test_a_person_typing_notifies_the_subscribed_client_which_can_then_edit(lab,
             listening.cancel()
         for c in (client, stdio, modern):
             c.close()
+    # The clients went (their sessions ended): the next change finds no one to tell, and the
+    # kernel's watch is closed (each run of the probe is that change; the one after sees it).
+    for _ in range(5):
+        run_and_wait(page, 4)
+        said = page.locator(".jp-Cell").nth(4).locator(".jp-OutputArea-output").inner_text()
+        if "watches: 0" in said:
+            break
+    assert "watches: 0" in said, said
