@@ -153,7 +153,7 @@ class Subscriptions:
         """Tell the holders of each of ``uris`` that it changed (from the server's loop)."""
         self.publish_later(self._publish(uris))
 
-    def publish_later(self, work: Awaitable[Any]) -> None:
+    def publish_later(self, work: Awaitable[Any]) -> asyncio.Task[None]:
         """Run ``work`` in a task of the loop's (kept until it ends; its failure logged)."""
 
         async def run() -> None:
@@ -165,6 +165,7 @@ class Subscriptions:
         task = asyncio.get_event_loop().create_task(run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _publish(self, uris: list[str]) -> None:
         from mcp.server.subscriptions import ResourceUpdated
@@ -189,6 +190,8 @@ class NotebookWatches:
         #: path -> (URIs held in it, how to close its watch or None while it has none)
         self.held: dict[str, set[str]] = {}
         self.closers: dict[str, Callable[[], None]] = {}
+        #: path -> held while its watch opens (two subscriptions at once open one watch)
+        self._opening: dict[str, asyncio.Lock] = {}
 
     async def hold(self, uri: str) -> None:
         path = self._key(uri)
@@ -211,6 +214,13 @@ class NotebookWatches:
 
     async def ensure(self, path: str) -> None:
         """Watch ``path`` if it is held and not watched (again, after its kernel restarted)."""
+        lock = self._opening.setdefault(path, asyncio.Lock())
+        async with lock:
+            await self._open(path)
+        if not lock.locked() and self._opening.get(path) is lock:
+            del self._opening[path]
+
+    async def _open(self, path: str) -> None:
         if path not in self.held or path in self.closers:
             return
         from .watch import open_watch
@@ -332,9 +342,12 @@ def forwarded_handlers(upstream: Callable[[str], Awaitable[Any]]) -> tuple[dict[
     async def hold(uri: str) -> None:
         await client.session.subscribe_resource(uri)
 
+    #: uri -> the endpoint's unsubscribe in flight (the client's own unsubscribe waits for it)
+    releasing: dict[str, asyncio.Task[None]] = {}
+
     def release(uri: str) -> None:
         if client is not None:
-            subscriptions.publish_later(client.session.unsubscribe_resource(uri))
+            releasing[uri] = subscriptions.publish_later(client.session.unsubscribe_resource(uri))
 
     subscriptions = Subscriptions(hold, release)
 
@@ -370,6 +383,9 @@ def forwarded_handlers(upstream: Callable[[str], Awaitable[Any]]) -> tuple[dict[
 
     async def unsubscribe(ctx: Any, params: Any) -> Any:
         subscriptions.unsubscribe(subscriber(ctx), params.uri)
+        done = releasing.pop(params.uri, None)
+        if done is not None:
+            await done  # (answered once the endpoint holds it no more)
         return EmptyResult()
 
     async def listen(ctx: Any, params: Any) -> Any:
