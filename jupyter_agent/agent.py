@@ -119,6 +119,11 @@ def query(
     # What runs, what asks, what cannot run: said once per run (byte-stable within it).
     setup = permission_setup(permissions, tools, no_one_answers=no_one_answers(can_use_tool))
     notes = [n for n in (permissions.system_prompt_note(), setup and permission_setup_text(setup)) if n]
+    hooks = Hooks.coerce(hooks)
+    # A tool no call of which can run here is named in the prompt ("Cannot run") and its
+    # definition is not sent: it would cost every request its tokens for nothing. (A PreToolUse
+    # hook may allow a call: then every tool is sent.)
+    unsent = frozenset(setup.unavailable) if setup and not hooks.pre_tool_use else frozenset()
     system = [{"type": "text", "text": "\n\n".join([system_text, *notes])}]
     from .mcp import mcp_servers as servers_of
 
@@ -134,7 +139,7 @@ def query(
         user_context={**_user_context(context, notebook_path), **(user_notes or {})},
         max_turns=max_turns,
         can_use_tool=can_use_tool,
-        hooks=Hooks.coerce(hooks),
+        hooks=hooks,
         streaming_tools=streaming_tools,
         checkpoints=checkpoints,
         max_tokens=max_tokens,
@@ -145,6 +150,7 @@ def query(
         owns_model=model is None or isinstance(model, str),
         tool_sources=[servers],
         owns_tool_sources=owns_servers,
+        unsent_tools=unsent,
     )
     return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or permission_mode)
 

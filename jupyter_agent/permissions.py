@@ -512,27 +512,55 @@ class ApprovalRequest:
 
 
 class ApprovalBroker:
-    """A ``can_use_tool`` callback that turns each ask into an :class:`ApprovalRequest`.
+    """A ``can_use_tool`` callback that turns each ask into an :class:`ApprovalRequest`, and
+    the one registry of the requests still waiting for an answer.
 
-    ``listeners`` are called with every new request (a UI shows its card and may watch
-    ``request.future`` to learn the outcome, which is cancelled if the wait is); ``pending``
-    lists the unanswered ones. When one is answered "always", the new rules go to the
-    policy at once and every other pending request the policy's ``would_allow`` now
-    covers is allowed too (without a policy, only the answered one is).
+    ``listeners`` are called with every new request (a UI shows its card and watches
+    ``request.future`` to learn the outcome, which is cancelled if the wait is); every face
+    of an approval (a cell's card, the side panel, the lessons' widget, a terminal) reads
+    what is pending here and keeps no list of its own. ``pending`` lists the unanswered
+    ones in the order they were asked; :meth:`get` and :meth:`for_call` find one by its
+    id or its call's ``tool_use_id``. A request leaves the registry the moment it is
+    answered, released or cancelled (before any listener's callback on its future runs).
+    When one is answered "always", the new rules go to the policy at once and every other
+    pending request the policy's ``would_allow`` now covers is allowed too (without a
+    policy, only the answered one is).
     """
 
     def __init__(self, policy: PermissionPolicy | None = None,
                  on_request: Callable[[ApprovalRequest], Any] | None = None):
         self.policy = policy
         self.listeners: list[Callable[[ApprovalRequest], Any]] = [on_request] if on_request else []
-        self.pending: list[ApprovalRequest] = []
+        #: request id -> the request, while it waits (dicts keep the order they were asked in)
+        self._waiting: dict[int, ApprovalRequest] = {}
+        #: the call's ``tool_use_id`` -> its request, for the requests that carry one
+        self._by_call: dict[str, ApprovalRequest] = {}
         self._tasks: set[asyncio.Task] = set()
+
+    @property
+    def pending(self) -> list[ApprovalRequest]:
+        """The requests waiting for an answer, in the order they were asked (a new list)."""
+        return [r for r in self._waiting.values() if not r.done]
+
+    def get(self, request_id: int) -> ApprovalRequest | None:
+        """The waiting request of this id (None: answered, cancelled, or never this broker's)."""
+        request = self._waiting.get(request_id)
+        return request if request is not None and not request.done else None
+
+    def for_call(self, tool_use_id: str) -> ApprovalRequest | None:
+        """The waiting request about the call ``tool_use_id`` (None when there is none)."""
+        request = self._by_call.get(tool_use_id)
+        return request if request is not None and not request.done else None
 
     async def __call__(
         self, tool_name: str, input: dict[str, Any], ask: PermissionAsk
     ) -> PermissionAllow | PermissionDeny:
         request = ApprovalRequest(tool_name, dict(input), ask, asyncio.get_running_loop(), on_always=self._always)
-        self.pending.append(request)
+        self._waiting[request.id] = request
+        if request.tool_use_id:
+            self._by_call[request.tool_use_id] = request
+        # first of the future's callbacks: a listener's own sees the registry without it
+        request.future.add_done_callback(lambda _f: self._forget(request))
         try:
             for listener in list(self.listeners):
                 outcome = listener(request)
@@ -540,9 +568,12 @@ class ApprovalBroker:
                     await outcome
             return await request
         finally:
-            if request in self.pending:
-                self.pending.remove(request)
             request.future.cancel()  # no-op once answered; tells listeners a cancelled wait ended
+
+    def _forget(self, request: ApprovalRequest) -> None:
+        self._waiting.pop(request.id, None)
+        if self._by_call.get(request.tool_use_id) is request:
+            del self._by_call[request.tool_use_id]
 
     async def drain(self) -> None:
         """Wait until the releases started by "Always allow" answers have run."""

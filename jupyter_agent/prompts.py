@@ -26,9 +26,11 @@ and runs keep your read current: after them, edit again without a new Read.
 - Address notebook cells by the ids that Read shows (`<cell id="...">`); `cell-N` (0-based \
 index) also works.
 - To check something in the kernel (a shape, a value, an assert), use KernelRun: it adds no \
-cell. To run a notebook top to bottom, or a range of its cells, use NotebookRunCells. Several \
-NotebookRun calls in one answer run one after another, in the order given, each whatever the \
-previous one raised.
+cell. To run a notebook top to bottom, or a range of its cells, use NotebookRunCells.
+- All tool calls in one answer run in the order given: each starts once the calls before it have \
+finished (consecutive calls that only read run together), whatever an earlier cell raised. So put \
+what does not depend on a result in the same answer: a Read with the run it leads to, an edit \
+with its run and the check after it.
 - Which tools run without approval in this session, which ask the user and which cannot run \
 is stated under "Permissions" below. If a call is denied, do not retry the same call: take \
 the feedback given, or do the task another way with the tools that run.
@@ -229,6 +231,9 @@ class PermissionSetup:
     refused: tuple[str, ...] = ()
     #: nobody can answer an ask in this run (headless, no approval UI): asks are refused
     no_one_answers: bool = False
+    #: the tools no call of which can run in this session (a deny rule, or asks no one can
+    #: answer): named in the prompt, their definitions not sent
+    unavailable: tuple[str, ...] = ()
 
     def runs_unattended(self) -> str:
         """The tools that run without approval, as a list in words ("" when none)."""
@@ -293,7 +298,10 @@ def permission_setup(permissions: Any, tools: Iterable[Any], *, no_one_answers: 
             (refused if no_one_answers else asks).append((name, "any other call"))
         else:
             (refused if no_one_answers else asks).append((name, ""))
-    return PermissionSetup(str(mode), _group(unattended), _group(asks), _group(refused), no_one_answers)
+    # Plan mode is left out: the mode may change within a session, a rule or a person cannot.
+    unavailable = tuple(name for name, note in refused if note in ("", "a deny rule"))
+    return PermissionSetup(str(mode), _group(unattended), _group(asks), _group(refused), no_one_answers,
+                           unavailable)
 
 
 def permission_setup_text(setup: PermissionSetup) -> str:

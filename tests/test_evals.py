@@ -83,4 +83,30 @@ def test_the_table_puts_before_and_after_side_by_side(tmp_path):
     rows = table.table(results).splitlines()
     assert rows[0] == "| task | before | after | date (before / after) |"
     assert "| fix_error | ✓ · 4 req · 6 calls · 1 err · 0 ref · ~16k tok | not run | 2026-12-06 17:30 UTC / – |" in rows
-    assert len(rows) == 2 + len(task_names())
+    assert len(rows) == 3 + len(task_names())
+    assert rows[-1] == "| all | 1/1 ✓ · 4 req · 6 calls · 1 err · 0 ref · ~16k tok | not run | |"
+
+
+def test_the_table_compares_any_two_labels_and_is_rewritten_between_its_markers(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    for label, requests, tokens in (("blind-before", 5, 22_000), ("after", 3, 15_500)):
+        measures = {"requests": requests, "tool_calls": 4, "tool_errors": 0, "refusals": 0, "input_tokens": tokens,
+                    "tools_used": {}}
+        (results / f"kernel_state.{label}.json").write_text(json.dumps(
+            {"task": "kernel_state", "label": label, "success": True, "problems": [], "exit_code": 0,
+             "measures": measures, "date": f"date of {label}", "command": "jupyter agent run ..."}))
+    rows = table.table(results, before="blind-before", after="after").splitlines()
+    assert rows[0] == "| task | blind-before | after | date (blind-before / after) |"
+    assert ("| kernel_state | ✓ · 5 req · 4 calls · 0 err · 0 ref · ~22k tok | ✓ · 3 req · 4 calls · 0 err · 0 ref "
+            "· ~15k tok | date of blind-before / date of after |") in rows
+    page = tmp_path / "EVALS.md"
+    page.write_text("intro\n" + table.start_marker() + "\nold\n" + table.END + "\nmiddle\n"
+                    + table.start_marker("blind-before", "after") + "\nold\n" + table.END + "\nend\n")
+    assert not table.write_table(page, "before", "blind-before", results)  # no such markers: nothing written
+    assert table.write_table(page, "blind-before", "after", results)
+    text = page.read_text()
+    assert text.startswith("intro\n<!-- table: written by python -m benchmarks.evals.run --table -->\nold\n")
+    assert "--table --before blind-before --after after -->\n| task | blind-before | after |" in text
+    assert text.endswith("| all | 1/1 ✓ · 5 req · 4 calls · 0 err · 0 ref · ~22k tok | 1/1 ✓ · 3 req · 4 calls · 0 err "
+                         "· 0 ref · ~15k tok | |\n<!-- end of table -->\nend\n")

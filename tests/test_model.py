@@ -555,7 +555,7 @@ async def test_the_live_cell_transcript_fills_the_notebook_and_cells_from_the_re
         assert edit.tool_uses[0]["input"]["cell_id"] == "agent-cell-7"
         history += [edit.message, {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": edit.tool_uses[0]["id"],
-             "content": "Inserted cell 3f2a with x + 1"}]}]
+             "content": "Inserted cell 3f2a (code, 1 line) at cell-1."}]}]
         run = final(await collect(model, req(*history)))
         assert run.tool_uses[0]["input"] == {"notebook_path": "/work/start.ipynb", "cell_id": "3f2a"}
     finally:

@@ -390,6 +390,34 @@ async def test_allow_always_without_a_policy_answers_only_that_request():
     assert (await asyncio.wait_for(asks[1], 2)).interrupt
 
 
+
+async def test_the_broker_is_the_one_registry_keyed_by_id_and_by_call():
+    """Every face of an approval (a cell's card, the panel) reads what waits from the broker:
+    found by its id or its call's id without a search, and gone from there the moment it is
+    answered or cancelled, already when a face's own callback on its future runs."""
+    seen, registry_at_settle = [], []
+    broker = ApprovalBroker(on_request=seen.append)
+    asks = [asyncio.ensure_future(broker("Write", {"file_path": n}, PermissionAsk("w", tool_use_id=call)))
+            for n, call in (("a", "toolu_a"), ("b", "toolu_b"), ("c", ""))]
+    for _ in range(100):
+        if len(seen) == 3:
+            break
+        await asyncio.sleep(0.01)
+    a, b, c = seen
+    assert broker.pending == [a, b, c] and len({a.id, b.id, c.id}) == 3
+    assert broker.get(b.id) is b and broker.for_call("toolu_b") is b and broker.get(c.id) is c
+    assert broker.for_call("") is None and broker.get(max(a.id, b.id, c.id) + 1) is None
+    b.future.add_done_callback(lambda _f: registry_at_settle.append((broker.get(b.id), broker.pending)))
+    b.answer("deny", "not b")
+    assert "not b" in (await asyncio.wait_for(asks[1], 2)).message
+    assert registry_at_settle == [(None, [a, c])]
+    assert broker.get(b.id) is None and broker.for_call("toolu_b") is None and broker.pending == [a, c]
+    asks[0].cancel()  # the loop's Stop cancels the wait
+    await asyncio.gather(asks[0], return_exceptions=True)
+    assert broker.for_call("toolu_a") is None and broker.pending == [c]
+    c.allow()
+    assert await asyncio.wait_for(asks[2], 2) == PermissionAllow() and broker.pending == []
+
 # --- safety paths (findings 8.2 and 8.6) ---------------------------------------------------
 
 async def test_a_rule_whose_text_merely_contains_a_safety_name_does_not_release_it(ws):

@@ -3,6 +3,7 @@
     python -m benchmarks.evals.run TASK [--label before] [--scripted] [--run-dir DIR] [--no-save]
     python -m benchmarks.evals.run --list
     python -m benchmarks.evals.run --table        # rewrite EVALS.md's table from results/
+    python -m benchmarks.evals.run --table --before blind-before --after after   # any two labels
 
 Without ``--scripted``, play the model from another terminal while it waits::
 
@@ -21,18 +22,21 @@ import tempfile
 from pathlib import Path
 
 from .harness import RESULTS, load_task, recheck, run_task, scripted_answerer, task_names
-from .table import write_table
+from .table import END, start_marker, table, write_table
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.evals.run")
     parser.add_argument("task", nargs="?")
-    parser.add_argument("--label", default="before", help="the EVALS.md column: before or after")
+    parser.add_argument("--label", default="before", help="saved as results/TASK.LABEL.json")
     parser.add_argument("--scripted", action="store_true", help="answer from the task's scripted.json")
     parser.add_argument("--run-dir", type=Path, help="where the run's work and relay folders go")
     parser.add_argument("--no-save", action="store_true", help="do not write results/")
     parser.add_argument("--list", action="store_true")
-    parser.add_argument("--table", action="store_true")
+    parser.add_argument("--table", action="store_true",
+                        help="print the table of two labels and rewrite it in EVALS.md where its markers are")
+    parser.add_argument("--before", default="before", help="with --table: the left column's label")
+    parser.add_argument("--after", default="after", help="with --table: the right column's label")
     parser.add_argument("--recheck", action="store_true",
                         help="judge the finished run in --run-dir again (after a fix to the check)")
     args = parser.parse_args(argv)
@@ -40,7 +44,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(task_names()))
         return 0
     if args.table:
-        print(f"wrote {write_table()}")
+        print(table(before=args.before, after=args.after))
+        if write_table(before=args.before, after=args.after):
+            print("(rewritten in EVALS.md)")
+        else:
+            print(f"(EVALS.md has no such table: put these two lines where it should go, then run again)\n"
+                  f"{start_marker(args.before, args.after)}\n{END}")
         return 0
     if not args.task:
         parser.error("name a task (--list lists them)")

@@ -6,7 +6,9 @@ Future, the thread-safe answer (in JupyterLab a click may arrive on a subshell t
 docs/design.md, "Comms and threads": it is resolved with ``call_soon_threadsafe`` and awaited with no polling),
 the deny wording, and the release of other pending asks an "Always allow" now covers. This module is only the
 face of it: a card per request on the :class:`RunView` whose buttons answer the
-request, the tool card's state and the status line, and Stop (:meth:`cancel_all`).
+request, the tool card's state and the status line, and Stop (:meth:`cancel_all`). What
+is pending is the broker's to know (the side panel reads the same broker): this keeps no
+list of its own, and a card is found again through its view (``%agent approvals``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ CANCELLED = "Cancelled: the run was stopped."
 
 class ApprovalCards:
     """Shows each pending :class:`ApprovalRequest` of its :class:`ApprovalBroker`
-    (``requests``) as a card and settles the card when the request is answered.
+    (``requests``, the registry) as a card and settles the card when the request is answered.
 
     ``policy`` is the conversation's permission policy: with it, "Always allow" also
     releases the other pending cards it now allows; without one (no ``would_allow``)
@@ -39,9 +41,6 @@ class ApprovalCards:
         self.requests = ApprovalBroker(policy, on_request=self._show)
         #: request id -> what Stop said, so the card shows it instead of "Denied by you."
         self._stopped: dict[int, str] = {}
-        #: request id -> (request, card) of the cards showing: `%agent approvals` shows
-        #: them again where the user can reach them
-        self.cards: dict[int, tuple[ApprovalRequest, ApprovalCard | None]] = {}
         #: called (loop thread) when a card shows: the run waits, a good moment to bring
         #: the cell's saved fallback up to date (a save now keeps the transcript so far)
         self.on_show: Any = None
@@ -49,8 +48,17 @@ class ApprovalCards:
 
     @property
     def pending(self) -> list[ApprovalRequest]:
-        """The requests whose cards are showing (or about to)."""
-        return [r for r in self.requests.pending if not r.done]
+        """The requests whose cards are showing (or about to): the broker's."""
+        return self.requests.pending
+
+    @property
+    def cards(self) -> dict[int, tuple[ApprovalRequest, Any]]:
+        """Request id -> (request, its card) for the pending requests whose card shows, in
+        the order they were asked: read from the broker and the view, never stored here
+        (``%agent approvals`` shows them again)."""
+        if self.view is None:
+            return {}
+        return {r.id: (r, card) for r in self.pending if (card := self.view.approval_card(r.id)) is not None}
 
     async def can_use_tool(self, tool_name: str, input: dict[str, Any],
                            ask: PermissionAsk) -> PermissionAllow | PermissionDeny:
@@ -70,8 +78,7 @@ class ApprovalCards:
                                 tuple(request.suggested_rules),
                                 on_decide=lambda _card, choice, feedback: request.answer(choice, feedback),
                                 cwd=self.model.cwd, asker=request.ask.asker)
-            self.view.add_approval(card)
-        self.cards[request.id] = (request, card)
+            self.view.add_approval(card, request.id)
         self.model.set_status("waiting for approval")
         if self.on_show is not None:
             self.on_show()
@@ -86,9 +93,8 @@ class ApprovalCards:
         stopped = result is None or self._stopped.pop(request.id, None) is not None
         if card is not None and self.view is not None:
             card.settle(text)
-            self.view.remove_approval(card)
+            self.view.remove_approval(request.id)
             card.close()
-        self.cards.pop(request.id, None)
         if tool is not None:
             state = "pending" if isinstance(result, PermissionAllow) else "stopped" if stopped else "denied"
             self.model.set_tool_state(tool, state, decision=text)

@@ -273,7 +273,7 @@ def show_approvals(session: AgentSession) -> None:
 
     active = session.active
     broker = getattr(active, "broker", None) if active is not None and not active.done else None
-    cards = [(r, c) for r, c in broker.cards.values() if c is not None] if broker is not None else []
+    cards = list(broker.cards.values()) if broker is not None else []
     if not cards:
         print("No approvals are waiting.")
         return

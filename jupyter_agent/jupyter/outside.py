@@ -318,7 +318,8 @@ class OutsideHub:
         NotebookRunCells (its rules, ``NotebookRunCells(path)``, the policy, the card with every cell)."""
         from ..tools.notebook_run_cells import NotebookRunCells
 
-        tool_input: dict[str, Any] = {"notebook_path": key}
+        # every cell's outputs, as this server's run_cells has always answered
+        tool_input: dict[str, Any] = {"notebook_path": key, "all_outputs": True}
         for ours, theirs in (("start_cell_id", "from_cell_id"), ("end_cell_id", "to_cell_id")):
             if args.get(ours):
                 self._check_cell(run, key, str(args[ours]))

@@ -12,10 +12,11 @@ else.
 
 Page -> kernel, ``{"v", "op": ...}``: ``hello`` (send the whole state), ``send``
 (``prompt``), ``stop``, ``new`` (a new conversation), ``mode`` (``mode``), ``approve``
-(``tool_use_id`` of the call, or the older ``request`` number; ``choice``: allow | always |
-deny; ``feedback``), ``fix`` / ``explain`` (an error output's ``cell``, ``error`` and the
-cells ``above``: ``cell_help.py``), ``resume`` (``resume.py``). ``send`` may carry ``context``:
-the cell the user is on.
+(``request``: the approval's id, which the page always sends; ``tool_use_id`` of its call,
+which decides when given; ``choice``: allow | always | deny; ``feedback``), ``fix`` /
+``explain`` (an error output's ``cell``, ``error`` and the cells ``above``:
+``cell_help.py``), ``resume`` (``resume.py``). ``send`` may carry ``context``: the cell
+the user is on.
 Each pending approval the kernel sends carries both ``id`` and ``tool_use_id``; an outside
 agent's also ``asker`` (the client's name) and ``page`` (the page whose notebook it is about:
 the page shows its card under that notebook too).

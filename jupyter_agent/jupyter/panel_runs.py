@@ -5,7 +5,9 @@ carries them is ``panel_comm.py``; the shapes of their parts, ``panel_json.py``)
 :class:`PanelRuns` listens to the session (a run started, a new conversation, a setting
 changed), to each run's :class:`~jupyter_agent.view.runmodel.RunModel` and to its approval
 broker, and coalesces what changed to one ``update`` per frame with a
-:class:`~.frames.FrameScheduler`, whatever the token rate.
+:class:`~.frames.FrameScheduler`, whatever the token rate. The pending approvals it shows
+and answers are read from the runs' brokers (:class:`~jupyter_agent.permissions.ApprovalBroker`,
+the one registry of them, keyed by id): the broker only tells it when to send them again.
 
 ``panel_json`` (and through it the run model and the Markdown renderer) is imported where a
 message is built, not here: ``%load_ext`` imports this module to watch runs before a panel
@@ -140,7 +142,6 @@ class PanelRuns:
         self._connected = connected
         self.frames = FrameScheduler(session.config.frame_interval, loop)
         self.runs: dict[str, WatchedRun] = {}
-        self.approvals: dict[int, tuple[Any, Any]] = {}  # request id -> (request, handle)
         self._approvals_changed = False
         self._session_changed = False
         self._from_panel = False
@@ -168,10 +169,17 @@ class PanelRuns:
 
     def pending_approval(self, tool_use_id: Any, request: Any) -> tuple[Any, Any] | None:
         """The (request, handle) an ``approve`` message answers: by its call's ``tool_use_id``,
-        or by the request's ``request`` number (what panels before ``tool_use_id`` sent)."""
-        if isinstance(tool_use_id, str) and tool_use_id:
-            return next((e for e in self.approvals.values() if e[0].tool_use_id == tool_use_id), None)
-        return self.approvals.get(request) if isinstance(request, int) else None
+        else by the request's id (``request``: the page sends it always, and it is the only
+        key of an approval that names no call). Looked up in each shown run's broker."""
+        by_call = isinstance(tool_use_id, str) and bool(tool_use_id)
+        if not by_call and not isinstance(request, int):
+            return None
+        for watched in self.runs.values():
+            broker = _broker(watched.handle)
+            found = None if broker is None else broker.for_call(tool_use_id) if by_call else broker.get(request)
+            if found is not None:
+                return found, watched.handle
+        return None
 
     # -- what the panels show -------------------------------------------------------------
     def session_header(self) -> dict[str, Any]:
@@ -213,13 +221,13 @@ class PanelRuns:
                 "approvals": self.approvals_json()}
 
     def approvals_json(self) -> list[dict[str, Any]]:
-        """The approvals still waiting for an answer."""
+        """The approvals still waiting for an answer, in the order they were asked."""
         from .panel_json import approval_json
 
+        waiting = [(request, watched.handle) for watched in self.runs.values()
+                   if (broker := _broker(watched.handle)) is not None for request in broker.pending]
         out = []
-        for request, handle in self.approvals.values():
-            if request.done:
-                continue
+        for request, handle in sorted(waiting, key=lambda entry: entry[0].id):  # (ids count up)
             # paths as the cell's approval card shows them; an outside agent's names who asks
             # and the page of its notebook (the card shows under that notebook too)
             asker, page = (handle.client, handle.page_of(request.tool_use_id)) if _outside(handle) else ("", "")
@@ -255,7 +263,6 @@ class PanelRuns:
     def _conversation_reset(self) -> None:
         """A new conversation (from a panel, ``%agent new`` or ``chat()``): panels clear."""
         self.runs.clear()
-        self.approvals.clear()
         self._broadcast(self.state())
 
     def _settings_changed(self, _change: Any) -> None:
@@ -267,11 +274,11 @@ class PanelRuns:
             watched.dirty[id(item)] = item
         handle.model.listen(lambda kind, item: self._model_changed(watched, kind, item))
         handle.add_done_callback(lambda _h: self._run_ended(watched))
-        broker = getattr(handle.broker, "requests", None)
+        broker = _broker(handle)
         if broker is not None:
-            broker.listeners.append(lambda request: self._approval_asked(request, handle))
-            for request in list(broker.pending):
-                self._approval_asked(request, handle)
+            broker.listeners.append(self._approval_asked)
+            for request in broker.pending:  # asked before we listened: shown, and watched to its end
+                self._approval_asked(request)
 
     def _model_changed(self, watched: WatchedRun, kind: str, item: Any) -> None:
         if kind in ("add", "remove"):
@@ -286,14 +293,12 @@ class PanelRuns:
         self._mark_session()
         self.frames.flush()  # the end is shown at once
 
-    def _approval_asked(self, request: Any, handle: Any) -> None:
-        self.approvals[request.id] = (request, handle)
-        self._approvals_changed = True
-        request.future.add_done_callback(lambda _f: self._approval_settled(request))
-        self._mark()
+    def _approval_asked(self, request: Any) -> None:
+        """A run's broker has a new request: send the approvals again, and again at its end."""
+        request.future.add_done_callback(self._approvals_moved)
+        self._approvals_moved()
 
-    def _approval_settled(self, request: Any) -> None:
-        self.approvals.pop(request.id, None)
+    def _approvals_moved(self, _future: Any = None) -> None:
         self._approvals_changed = True
         self._mark()
 
@@ -330,6 +335,11 @@ class PanelRuns:
                 listeners.remove(fn)
         self.session.config.unobserve(self._settings_changed, names=list(SETTINGS))
         self.frames.close()
+
+
+def _broker(handle: Any) -> Any:
+    """The run's :class:`~jupyter_agent.permissions.ApprovalBroker` (None: it asks nobody)."""
+    return getattr(getattr(handle, "broker", None), "requests", None)
 
 
 def _saved(session: Any) -> bool:

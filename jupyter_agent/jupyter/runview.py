@@ -93,6 +93,8 @@ class RunView(w.VBox):
         self.stop_button.add_class("ja-button")  # readable colours: the stylesheet is in the footer
         self.body = w.VBox([])
         self.approvals = w.VBox([])
+        #: the approval cards showing, by their request's id (``approvals`` draws them)
+        self._approval_cards: dict[int, w.Widget] = {}
         self.footer = w.HTML(STYLE)  # (replaced by the end, when Stop is gone)
         self.top = top = w.HBox([self.header, self.stop_button],
                      layout=w.Layout(justify_content="space-between", align_items="center"))
@@ -166,11 +168,18 @@ class RunView(w.VBox):
         the view it shows in)."""
         self._on_stop = self._on_close = stop
 
-    def add_approval(self, card: w.Widget) -> None:
-        self.approvals.children = (*self.approvals.children, card)
+    def add_approval(self, card: w.Widget, request_id: int) -> None:
+        """Show the card of the approval request ``request_id`` (the broker's id), below the others."""
+        self._approval_cards[request_id] = card
+        self.approvals.children = tuple(self._approval_cards.values())
 
-    def remove_approval(self, card: w.Widget) -> None:
-        self.approvals.children = tuple(c for c in self.approvals.children if c is not card)
+    def approval_card(self, request_id: int) -> w.Widget | None:
+        """The card showing for the request ``request_id`` (None once it is removed)."""
+        return self._approval_cards.get(request_id)
+
+    def remove_approval(self, request_id: int) -> None:
+        self._approval_cards.pop(request_id, None)
+        self.approvals.children = tuple(self._approval_cards.values())
 
     # -- stop, end, close --------------------------------------------------------------
     def _stop_clicked(self) -> None:

@@ -158,7 +158,7 @@ async def open_loop(params: QueryParams, record: RunRecord, signal: AbortSignal)
         tools_by_name={t.name: t for t in tools}, context=params.context,
         can_use_tool=params.can_use_tool, hooks=params.hooks,
     )
-    definitions = [t.to_api() for t in tools]
+    definitions = [t.to_api() for t in tools if t.name not in params.unsent_tools]
     context = run_context(params.model, params.system, definitions, env, params.hooks, params.user_context,
                           record.meter, signal, context_window=params.context_window, max_tokens=params.max_tokens,
                           result_budget=params.budget)

@@ -60,6 +60,9 @@ class QueryParams:
     tool_sources: list[ToolSource] = field(default_factory=list)
     #: query() made the sources for this run alone, so the run closes them at its end.
     owns_tool_sources: bool = False
+    #: Tools whose definitions are not sent (no call of theirs can run in this session); a call
+    #: the model makes anyway still gets the permission system's answer.
+    unsent_tools: frozenset[str] = frozenset()
 
 
 @dataclass

@@ -193,6 +193,16 @@ def check_cell_id_text(cell_id: str) -> str | None:
     return None
 
 
+def chosen_cell_id(wanted: str | None, taken: set[str]) -> str:
+    """``wanted`` when no cell has it (else ``NotebookError``); without one, a fresh id."""
+    if wanted is None:
+        return new_cell_id(taken)
+    if wanted in taken:
+        raise NotebookError(f"A cell with id {wanted!r} is already in the notebook: choose another new_cell_id, "
+                            "or leave it out for a fresh one.")
+    return wanted
+
+
 def new_cell_id(taken: set[str]) -> str:
     """A fresh id made the way nbformat makes them (8 hex characters), not already in the notebook."""
     while True:
@@ -253,8 +263,10 @@ class NotebookDocument(ABC):
 
     @abstractmethod
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
-                          expected_version: str | None = None) -> EditResult:
-        """Insert a new cell (fresh id) so that it ends up at ``index``."""
+                          expected_version: str | None = None, cell_id: str | None = None) -> EditResult:
+        """Insert a new cell so that it ends up at ``index``: with id ``cell_id`` (raise
+        ``NotebookError`` when a cell has it already, or the backend cannot choose ids),
+        else a fresh one."""
 
     @abstractmethod
     async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,

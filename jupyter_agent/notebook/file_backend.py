@@ -33,7 +33,8 @@ from ..files.filestat import read_regular_file, stat_file
 from .cells import (cell_view, cell_views, has_usable_ids, new_cell, prefers_lists, replaced_cell, restored_cell,
                     with_ids, with_outputs)
 from .document import (VALID_CELL_ID, Cell, CellRestore, EditResult, KernelInfo, NotebookDocument, NotebookError,
-                       NotebookSnapshot, RunResult, StaleNotebookError, index_from_position_id, new_cell_id)
+                       NotebookSnapshot, RunResult, StaleNotebookError, chosen_cell_id, index_from_position_id,
+                       new_cell_id)
 from .nbjson import NotebookText, parse
 
 #: Larger notebooks are refused (reading one would take seconds and flood the model).
@@ -254,12 +255,15 @@ class FileNotebook(NotebookDocument):
     # -- mutations --------------------------------------------------------------------------
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
-                          expected_version: str | None = None) -> EditResult:
+                          expected_version: str | None = None, cell_id: str | None = None) -> EditResult:
         def edit(loaded: _Loaded, cells: list[dict[str, Any]]):
             if not 0 <= index <= len(cells):
                 raise NotebookError(f"Insert position {index} is out of range (0 to {len(cells)}).")
+            if cell_id is not None and not loaded.use_ids:
+                raise NotebookError("This notebook's cells have no ids (an older nbformat): leave new_cell_id "
+                                    "out and address the new cell as cell-N.")
             taken = {str(c.get("id")) for c in cells}
-            cell = new_cell(cell_type, source, new_cell_id(taken), prefers_lists(cells))
+            cell = new_cell(cell_type, source, chosen_cell_id(cell_id, taken), prefers_lists(cells))
             return [*cells[:index], cell, *cells[index:]], index, lambda nt: nt.insert(index, cell)
 
         return await asyncio.to_thread(self._mutate, expected_version, edit)

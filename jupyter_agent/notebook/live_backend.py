@@ -309,10 +309,11 @@ class LiveNotebook(NotebookDocument):
         self._seen, self._sources_seen = reply.get(CHANGES_SEEN), reply.get(SOURCES_SEEN)
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
-                          expected_version: str | None = None) -> EditResult:
+                          expected_version: str | None = None, cell_id: str | None = None) -> EditResult:
+        chosen = {} if cell_id is None else {"cell_id": cell_id}  # (an older page gives a fresh id)
         return self._edit_result(await self._ask(
             "insert", index=index, cell_type=cell_type, source=source, expected_version=expected_version,
-            **self._known(expected_version)),
+            **chosen, **self._known(expected_version)),
             "insert", expected_version)
 
     async def replace_cell(self, cell_id: str, source: str, cell_type: str | None = None, *,
@@ -446,7 +447,7 @@ class GuardedNotebook(FileNotebook):
         raise NotebookError(self.reason)
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
-                          expected_version: str | None = None) -> EditResult:
+                          expected_version: str | None = None, cell_id: str | None = None) -> EditResult:
         self._refuse()
         raise AssertionError
 

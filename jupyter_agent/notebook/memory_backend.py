@@ -15,7 +15,7 @@ from typing import Any
 
 from .cells import cell_view, cell_views, new_cell, prefers_lists, replaced_cell, with_ids, with_outputs
 from .document import (Cell, EditResult, KernelInfo, NotebookDocument, NotebookError, NotebookSnapshot, RunResult,
-                       StaleNotebookError, find_cell_index, new_cell_id)
+                       StaleNotebookError, chosen_cell_id, find_cell_index)
 from .file_backend import validate_notebook
 
 _counter = itertools.count(1)
@@ -57,12 +57,13 @@ class MemoryNotebook(NotebookDocument):
         return cell_views(self.cells)
 
     async def insert_cell(self, index: int, cell_type: str, source: str, *,
-                          expected_version: str | None = None) -> EditResult:
+                          expected_version: str | None = None, cell_id: str | None = None) -> EditResult:
         self._check(expected_version)
         cells = self.cells
         if not 0 <= index <= len(cells):
             raise NotebookError(f"Insert position {index} is out of range (0 to {len(cells)}).")
-        cell = new_cell(cell_type, source, new_cell_id({c["id"] for c in cells}), prefers_lists(cells))
+        taken = {c["id"] for c in cells}
+        cell = new_cell(cell_type, source, chosen_cell_id(cell_id, taken), prefers_lists(cells))
         version = self._commit(expected_version, [*cells[:index], cell, *cells[index:]])
         return EditResult(cell=cell_view(cell, index, True), version=version)
 

@@ -54,8 +54,6 @@ class ToolSession:
     page_notebook: PageNotebook | None = None
     #: The id of the ``%%agent`` cell the request came from ("below this cell" means after it).
     agent_cell_id: str | None = None
-    #: Grep: force ripgrep (True) or the Python search (False); None picks ripgrep when found.
-    grep_use_ripgrep: bool | None = None
     #: NotebookRun: seconds a cell may run (None: the tool's default).
     cell_timeout_s: float | None = None
     #: The cell a Fix with agent / Explain click quoted to the model: (notebook path, cell

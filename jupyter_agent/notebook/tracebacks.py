@@ -120,8 +120,11 @@ def compact_traceback(ename: str, evalue: str, lines: Sequence[str], save: Trace
         return error + ("\n" + whole if whole else "")
     out = [error]
     for earlier in blocks[:-1]:
+        said = earlier.error[-1].strip()
+        if said in (error.strip(), blocks[-1].error[-1].strip()):
+            continue  # the same error raised again (pandas' get_loc): where it first rose is in the saved text
         where = earlier.frames[-1].folded().strip() if earlier.frames else ""
-        out.append(f"(chained from {earlier.error[-1].strip()}" + (f", raised at {where})" if where else ")"))
+        out.append(f"(chained from {said}" + (f", raised at {where})" if where else ")"))
     out.append("Traceback (most recent call last; library frames folded to one line):")
     folded = 0
     for frame in blocks[-1].frames:

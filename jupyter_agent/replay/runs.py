@@ -48,7 +48,7 @@ __all__ = ["ReplayRun", "PLACEHOLDERS", "starts_run", "denied_by_user", "denied_
 PLACEHOLDERS = ("scratch", "notebook", "agent_cell", "inserted_cell", "error_cell")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 #: what NotebookEdit answers for an insert (tools/notebook_edit.py): the new cell's id
-_INSERTED = re.compile(r"^Inserted cell (\S+) with")
+_INSERTED = re.compile(r"^Inserted cell (\S+) \(")
 #: how a Deny by a person starts, with or without a note (loop/permission_result.py)
 _DENIED_START = DENIED.split(" STOP")[0]
 

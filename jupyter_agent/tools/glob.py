@@ -11,8 +11,8 @@ from pydantic import Field
 
 from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
-from .ignore import VCS_DIRS
 from .paths import (
+    VCS_DIRS,
     ResolvedPath,
     compile_glob,
     resolve_path,

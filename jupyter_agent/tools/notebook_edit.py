@@ -3,7 +3,9 @@
 
 * ``cell_id`` is a cell's id, or ``cell-N`` for the cell at 0-based index N.
 * insert: without ``cell_id`` the cell goes first, with one it goes after that cell;
-  ``cell_type`` is required; the new cell gets a fresh id.
+  ``cell_type`` is required; the new cell gets ``new_cell_id`` (the model's choice, so that
+  a run in the same answer can name it) or a fresh id.
+* The result names the cell, its type and line count, never the source the model sent.
 * replace (default): a code cell loses its outputs and execution count.
 * The notebook must have been read, and must not have changed since.
 """
@@ -21,7 +23,7 @@ from ..notebook import (
     is_notebook_path,
     open_notebook,
 )
-from ..notebook.document import StaleNotebookError, check_cell_id_text
+from ..notebook.document import POSITION_ID, VALID_CELL_ID, StaleNotebookError, check_cell_id_text
 from ..notebook.session import tool_session
 from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool, check_text_size, unified_diff
@@ -44,6 +46,9 @@ class NotebookEditInput(ToolInput):
         "If using edit_mode=insert, this is required."))
     edit_mode: Literal["replace", "insert", "delete"] | None = Field(default=None, description=(
         "The type of edit to make (replace, insert, delete). Defaults to replace."))
+    new_cell_id: str | None = Field(default=None, description=(
+        "For edit_mode=insert: the new cell's id, of your choosing (1-64 letters, digits, - or _; not an id "
+        "in the notebook), so that later calls of the same answer can use it. Default: a fresh id."))
 
 
 async def notebook_for_change(path_text: str, path, ctx: ToolContext, *, sources_only: bool = False,
@@ -97,12 +102,12 @@ class NotebookEdit(PathTool):
     edits_files = True
     description = (
         "Completely replaces the contents of a specific cell in a Jupyter notebook (.ipynb file) with new "
-        "source. Jupyter notebooks are interactive documents that combine code, text, and visualizations, "
-        "commonly used for data analysis and scientific computing. The notebook_path parameter must be an "
-        "absolute path, not a relative path. The cell_id identifies the cell (its id as shown by Read, or "
-        "cell-N for the 0-based index N). Use edit_mode=insert to add a new cell after the cell with cell_id "
-        "(or at the beginning without cell_id). Use edit_mode=delete to delete the cell. Read the notebook "
-        "first: edits fail if it changed since it was read. Replacing a code cell clears its outputs."
+        "source. The notebook_path parameter must be an absolute path, not a relative path. The cell_id "
+        "identifies the cell (its id as shown by Read, or cell-N for the 0-based index N). Use edit_mode=insert "
+        "to add a new cell after the cell with cell_id (or at the beginning without cell_id); give it an id of "
+        "your own with new_cell_id to run it in the same answer. Use edit_mode=delete to delete the cell. Read "
+        "the notebook first: edits fail if it changed since it was read. Replacing a code cell clears its "
+        "outputs."
     )
 
     def mode(self, input: NotebookEditInput) -> str:
@@ -124,6 +129,16 @@ class NotebookEdit(PathTool):
             return "Cell type is required when using edit_mode=insert."
         if mode != "insert" and input.cell_id is None:
             return "Cell ID must be specified when not inserting a new cell."
+        if input.new_cell_id is not None:
+            if mode != "insert":
+                return "new_cell_id is for edit_mode=insert only: leave it out to replace or delete a cell."
+            if not VALID_CELL_ID.fullmatch(input.new_cell_id):
+                return (f"new_cell_id {input.new_cell_id[:80]!r} is not a valid cell id: use 1-64 letters, digits, "
+                        "'-' or '_'.")
+            if POSITION_ID.fullmatch(input.new_cell_id):
+                return (f"new_cell_id {input.new_cell_id!r} reads as a position (cell-N): choose an id of "
+                        "another form.")
+        return None
         return None
 
     async def prepare(self, input: NotebookEditInput, context: ToolContext) -> PreparedCall:
@@ -158,6 +173,9 @@ class NotebookEdit(PathTool):
         doc, snapshot = await notebook_for_change(input.notebook_path, path, context,
                                                   cell_id=input.cell_id if self.mode(input) == "replace" else None)
         mode = self.mode(input)
+        if input.new_cell_id is not None and any(c.id == input.new_cell_id for c in snapshot.cells):
+            raise ToolError(f"A cell with id {input.new_cell_id!r} is already in the notebook: choose another "
+                            "new_cell_id, or leave it out for a fresh one.")
         if input.cell_id is None:
             return doc, snapshot, mode, None
         if mode == "replace" and input.cell_id == f"cell-{len(snapshot.cells)}":
@@ -188,22 +206,29 @@ class NotebookEdit(PathTool):
         changes.before_cell_change(str(path), cell_state(snapshot, target.index) if target else None, live=live)
         if mode == "delete":
             result = await doc.delete_cell(input.cell_id or "", expected_version=version)
-            message = f"Deleted cell {input.cell_id}"
+            message = f"Deleted cell {input.cell_id}."
             changes.after_cell_change(str(path), target.id if target else result.cell.id, None, None)
         elif mode in ("insert", "append"):
             position = 0 if index is None else index + 1 if mode == "insert" else index
             result = await doc.insert_cell(position, input.cell_type or "code", input.new_source or "",
-                                           expected_version=version)
-            message = f"Inserted cell {result.cell.id} with {input.new_source or ''}"
+                                           expected_version=version, cell_id=input.new_cell_id)
+            what = _what(result.cell.cell_type, input.new_source)
+            message = f"Inserted cell {result.cell.id} ({what}) at cell-{position}."
             changes.after_cell_change(str(path), result.cell.id, input.new_source or "", result.cell.cell_type)
         else:
             result = await doc.replace_cell(input.cell_id or "", input.new_source or "", input.cell_type,
                                             expected_version=version)
-            message = f"Updated cell {input.cell_id} with {input.new_source or ''}"
+            message = f"Updated cell {input.cell_id} ({_what(result.cell.cell_type, input.new_source)})."
             changes.after_cell_change(str(path), result.cell.id, input.new_source or "", result.cell.cell_type,
                                       was_id=target.id if target else "")
         note_notebook_change(context, path, result.version, result.mtime_ns)
         return ToolOutput(message + (f"\n\n[{result.note}]" if result.note else ""))
+
+
+def _what(cell_type: str, source: str | None) -> str:
+    """"code, 3 lines": the model wrote the source itself; echoing it back costs tokens."""
+    lines = len((source or "").splitlines())
+    return f"{cell_type}, {lines} line{'' if lines == 1 else 's'}"
 
 
 def _as_lines(source: str) -> str:

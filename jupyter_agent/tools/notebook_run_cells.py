@@ -46,6 +46,8 @@ class NotebookRunCellsInput(ToolInput):
                                                                "default: the first cell")
     to_cell_id: str | None = Field(default=None, description="The last cell to run, included; default: the "
                                                              "last cell")
+    all_outputs: bool = Field(default=False, description="Return every run cell's outputs; default: only the "
+                                                         "last run cell's (and the error's)")
 
 
 def _joined(parts: list[Any]) -> str | list[dict[str, Any]]:
@@ -67,9 +69,10 @@ class NotebookRunCells(PathTool):
     description = (
         "Runs the code cells of a Jupyter notebook from from_cell_id to to_cell_id (both included; the whole "
         "notebook when both are omitted), in order, in the notebook's kernel, and stops at the first cell that "
-        "raises an error. Returns which cells ran, which raised and which did not run, and each run cell's "
-        "outputs; the outputs are saved into the notebook. Markdown and raw cells are skipped. Read the "
-        "notebook first; the run fails if the notebook changed since it was read."
+        "raises an error. Returns which cells ran, which raised and which did not run, and the last run "
+        "cell's outputs (all_outputs=true: every run cell's); all outputs are saved into the notebook. "
+        "Markdown and raw cells are skipped. Read the notebook first; the run fails if the notebook changed "
+        "since it was read."
     )
 
     async def validate_input(self, input: NotebookRunCellsInput, context: ToolContext) -> str | None:
@@ -159,10 +162,24 @@ class NotebookRunCells(PathTool):
                 break
         last = results[-1] if results else None
         summary = _summary(cells, results) + ("\nStopped by the user before the next cell." if stopped else "")
+        if not input.all_outputs and len(rendered) > 1:
+            rendered = _quiet(results, rendered)
         outcome = ToolOutcome.RAISED if last and last.status == "error" else (
             ToolOutcome.STOPPED if stopped or (last and last.status == "interrupted") else None)
         return ToolOutput(_joined([summary, *rendered]), is_error=bool(last and last.status in FAILED),
                           display=shown, outcome=outcome, exception=exception_name(last) if last else "")
+
+
+def _quiet(results: list[RunResult], rendered: list[Any]) -> list[Any]:
+    """Only the last rendered part (the last cell run, or the error that stopped the run, or
+    why the next cell could not run), and one line naming the earlier cells whose outputs are
+    left out (those that had any)."""
+    with_outputs = [r.cell.id for r in results[:len(rendered) - 1] if r.outputs]
+    if not with_outputs:
+        return rendered[-1:]
+    names = ", ".join(with_outputs) if len(with_outputs) <= 8 else f"{len(with_outputs)} cells"
+    return [f"(Outputs of {names} left out: Read the notebook to see them, or run with all_outputs=true.)",
+            *rendered[-1:]]
 
 
 def _summary(cells: list[Cell], results: list[RunResult]) -> str:

@@ -17,6 +17,8 @@ from pathlib import Path
 from ..loop.tool import ToolContext, ToolError
 from .globmatch import compile_glob, escape_glob, expand_braces, glob_is_literal, unescape_glob
 
+#: Folders never searched (version-control metadata), as Claude Code excludes them.
+VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 #: Longer than any real path (Linux PATH_MAX is 4096 bytes).
 MAX_PATH_CHARS = 4096
 

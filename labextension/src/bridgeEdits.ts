@@ -133,9 +133,18 @@ export class BridgeEdits {
     if (typeof req.source !== 'string') {
       throw new BridgeError(CODES.badRequest, 'insert needs a string "source"');
     }
+    // The new cell's id when the agent chose it (so that later calls of its answer can name it).
+    const id = req.cell_id;
+    if (id !== undefined && (typeof id !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(id))) {
+      throw new BridgeError(CODES.badRequest, 'a new cell\'s "cell_id" is 1-64 letters, digits, - or _');
+    }
+    if (id !== undefined && (shared.cells as any[]).some(cell => cell.id === id)) {
+      throw new BridgeError(CODES.badRequest, `A cell with id "${id}" is already in the notebook.`);
+    }
+    const chosen = id === undefined ? {} : { id };
     return this.applyEdit(
       req,
-      () => shared.insertCell(index, { cell_type: type, source: req.source, metadata: {} }),
+      () => shared.insertCell(index, { ...chosen, cell_type: type, source: req.source, metadata: {} }),
       cell => this.edited(cell, index),
       reply
     );

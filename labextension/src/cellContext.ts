@@ -5,7 +5,11 @@
  * cell_help.py) checks, cuts and quotes all of it: to the model it is data, not instructions.
  */
 
-import { PanelRequest } from './panelProtocol';
+// The shapes the kernel gets are the protocol's (panelProtocol.ts); this module builds them
+// and imports them from there, never the other way round.
+import type { IErrorOutput, IPromptContext, IQuotedCell, PanelRequest } from './panelProtocol';
+
+export type { IErrorOutput, IPromptContext, IQuotedCell };
 
 /** What of a cell is read here (a cell's model as JSON). */
 export interface ICellLike {
@@ -13,28 +17,6 @@ export interface ICellLike {
   cell_type: string;
   source: string;
   outputs?: unknown[];
-}
-
-/** A cell as the kernel gets it: `index` is its 0-based position in the notebook. */
-export interface IQuotedCell {
-  id: string;
-  cell_type: string;
-  source: string;
-  index: number;
-}
-
-/** Where the user is: `send`'s `context`. */
-export interface IPromptContext {
-  active: IQuotedCell;
-  selected?: IQuotedCell[];
-  selection?: string;
-}
-
-/** An error output, as nbformat saves it. */
-export interface IErrorOutput {
-  ename: string;
-  evalue: string;
-  traceback: string[];
 }
 
 /** Characters of one cell's source, of a selection, of a traceback the page sends (the

@@ -5,7 +5,8 @@
  * Page -> kernel: {v, op, ...arguments}: hello, send (prompt), stop, new, resume, mode (mode),
  * approve (request, choice, feedback; tool_use_id when the approval carried one), undo (run),
  * fix / explain (cell, error, above: an error output's buttons); send may carry context (the
- * cell the user is on: cellContext.ts).
+ * cell the user is on, built by cellContext.ts: the shapes are defined here, so that module
+ * imports this one and never the reverse).
  * Kernel -> page: {v, type, ...}: state (everything), update (what changed), error (text),
  * note (text: what a request did, e.g. what Resume brought back).
  *
@@ -14,12 +15,33 @@
  */
 
 export { PANEL_CHOICES, PANEL_MESSAGE_TYPES, PANEL_OPS, PANEL_TARGET, PANEL_VERSION } from './protocol';
-import type { IErrorOutput, IPromptContext, IQuotedCell } from './cellContext';
 import { PANEL_CHOICES, PANEL_MESSAGE_TYPES, PANEL_OPS } from './protocol';
 
 export type PanelOp = (typeof PANEL_OPS)[number];
 export type PanelMessageType = (typeof PANEL_MESSAGE_TYPES)[number];
 export type ApprovalChoice = (typeof PANEL_CHOICES)[number];
+
+/** A cell as the kernel gets it: `index` is its 0-based position in the notebook. */
+export interface IQuotedCell {
+  id: string;
+  cell_type: string;
+  source: string;
+  index: number;
+}
+
+/** Where the user is: `send`'s `context`. */
+export interface IPromptContext {
+  active: IQuotedCell;
+  selected?: IQuotedCell[];
+  selection?: string;
+}
+
+/** An error output, as nbformat saves it. */
+export interface IErrorOutput {
+  ename: string;
+  evalue: string;
+  traceback: string[];
+}
 
 /** A request from the page, without its version (PanelConnection.send adds it). */
 export type PanelRequest =

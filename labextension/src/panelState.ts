@@ -8,8 +8,7 @@
  * null, with the line to say instead).
  */
 
-import type { IPromptContext } from './cellContext';
-import { ApprovalChoice, PANEL_VERSION, PanelMessageType, PanelRequest } from './panelProtocol';
+import { ApprovalChoice, IPromptContext, PANEL_VERSION, PanelMessageType, PanelRequest } from './panelProtocol';
 import type { Disconnected } from './panelTransport';
 import type { IMcpServer } from './panelMcp';
 
@@ -344,9 +343,12 @@ export class PanelState {
 }
 
 // -- derived text ------------------------------------------------------------------------
-/** "1,234 in · 56 out · ≈ $0.0123"; no cost when the kernel sends none (an offline replay). */
+/**
+ * "1,234 in · 56 out · ≈ $0.0123"; no cost when the kernel sends none (an offline replay), and
+ * nothing when no token was spent (only an outside agent's calls, which use no model here).
+ */
 export function formatUsage(usage: IUsage | undefined): string {
-  if (!usage) {
+  if (!usage || (!usage.input_tokens && !usage.output_tokens && !usage.cost_usd)) {
     return '';
   }
   const n = (x: number | undefined) => (x || 0).toLocaleString('en-US');

@@ -212,7 +212,11 @@ export class TranscriptView {
       view.footer.appendChild(el('div', 'jp-AgentPanel-error', h.error));
     }
     view.footer.appendChild(
-      el('div', 'jp-AgentPanel-status', `${turnsText(h.turns, h.calls)} · ${usageLine(h.usage, h.context)}`)
+      el(
+        'div',
+        'jp-AgentPanel-status',
+        [turnsText(h.turns, h.calls), usageLine(h.usage, h.context)].filter(part => part).join(' · ')
+      )
     );
     this.drawUndo(view, h);
   }

@@ -239,6 +239,8 @@ describe('derived text', () => {
       '1,234 in · 5 out · ≈ $0.0123'
     );
     expect(formatUsage(undefined)).toBe('');
+    // An outside agent's calls spend no tokens here: no "0 in · 0 out · ≈ $0.0000".
+    expect(formatUsage({ input_tokens: 0, output_tokens: 0, cost_usd: 0 })).toBe('');
     // the context meter follows the usage once a request was sent
     expect(usageLine({ input_tokens: 10, output_tokens: 2, cost_usd: null }, 'context 3.1k / 30k (10%)')).toBe(
       '10 in · 2 out · context 3.1k / 30k (10%)'

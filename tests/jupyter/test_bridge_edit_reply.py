@@ -34,6 +34,21 @@ except Exception as exc:
     print("REFUSED", exc)
 """
 
+#: Two agent inserts naming the new cell's id (NotebookEdit's new_cell_id): the second, the same id.
+AGENT_INSERT_CHOSEN = """\
+from pathlib import Path
+from jupyter_agent.jupyter.bridge import get_bridge
+from jupyter_agent.notebook.live_backend import LiveNotebook
+doc = LiveNotebook(Path("NAME").resolve(), get_bridge(), get_ipython().kernel.get_parent()["header"]["session"])
+for at in (3, 4):
+    try:
+        result = await doc.insert_cell(at, "code", f"at_{at} = 1", expected_version=(await doc.snapshot()).version,
+                                       cell_id="agent-pick")
+        print("DONE", result.cell.id)
+    except Exception as exc:
+        print("REFUSED", exc)
+"""
+
 #: The notebook panel's shared model in the page.
 SHARED = "window.jupyterapp.shell.currentWidget.content.model.sharedModel"
 
@@ -176,7 +191,7 @@ def notebook(lab, request):
     name = f"{request.node.name[:40]}.ipynb"
     code = (AGENT_FOLLOWS if "follow" in request.node.name else AGENT_READS if "read" in request.node.name
             else AGENT_REQUESTS.replace("REQUESTS", str(REQUESTS)) if "futures" in request.node.name
-            else AGENT_INSERT)
+            else AGENT_INSERT_CHOSEN if "chosen" in request.node.name else AGENT_INSERT)
     write_notebook(lab.root / name, ["%load_ext jupyter_agent", code.replace("NAME", name), "user = 1"])
     page = lab.open(name)
     yield page
@@ -223,6 +238,15 @@ def test_an_insert_that_throws_in_the_page_is_refused_with_its_error(notebook):
     outcome = insert_and_read_outcome(page)
     assert outcome.startswith("REFUSED") and "the page could not insert" in outcome, outcome
     assert cell_sources(page)[2:] == ["user = 1"]
+
+
+def test_an_insert_takes_the_chosen_id_and_a_taken_id_is_refused_in_the_page(notebook):
+    page = notebook
+    outcome = insert_and_read_outcome(page).splitlines()
+    assert outcome[0] == "DONE agent-pick", outcome
+    assert outcome[1].startswith("REFUSED") and 'A cell with id "agent-pick" is already in the notebook' in outcome[1]
+    assert page.evaluate(f"() => {SHARED}.cells.map(c => c.id)")[3] == "agent-pick"
+    assert cell_sources(page)[2:] == ["user = 1", "at_3 = 1"]
 
 
 def test_a_reread_of_an_unchanged_notebook_reuses_the_read_and_any_change_is_read(lab, notebook):

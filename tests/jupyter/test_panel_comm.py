@@ -163,6 +163,26 @@ async def test_deny_with_feedback_and_always_allow_from_the_panel(kernel, panel,
     assert decisions[0] == "Denied by you: Use p_b.txt instead." and decisions[1].startswith("Always allowed")
 
 
+
+async def test_a_cell_runs_approval_is_one_entry_that_the_card_and_the_panel_both_read(kernel, panel, script,
+                                                                                        module_tmp):
+    """The cell's card and the panel show the same request of the run's broker: answered on
+    the card, it is gone from the panel at once, and the panel's answer to it is refused."""
+    target = module_tmp / "p_card.txt"
+    script(response(tool_use("Write", {"file_path": str(target), "content": "card"})), response(text("Done.")))
+    await kernel.execute("%%agent\nWrite p_card.txt")
+    allow = await kernel.button("Allow")
+    await kernel.until(lambda: panel.view()["approvals"], 10, "the card's approval in the panel")
+    (ask,) = panel.view()["approvals"]
+    assert ask["tool"] == "Write" and ask["tool_use_id"] == panel.items("tool")[0]["id"]
+    kernel.click(allow)
+    await kernel.until(lambda: panel.headers() and panel.headers()[0]["ended"], 10, "the end of the run")
+    assert target.read_text() == "card" and panel.view()["approvals"] == []
+    assert panel.items("tool")[0]["decision"] == "Allowed by you."
+    panel.send(op="approve", request=ask["id"], tool_use_id=ask["tool_use_id"], choice="deny")
+    await kernel.until(lambda: panel.view()["errors"], 10, "the refusal")
+    assert "already answered" in panel.view()["errors"][-1]
+
 async def test_undo_this_run_from_the_panel(kernel, panel, script, module_tmp):
     target = module_tmp / "p_undo.txt"
     script(response(tool_use("Write", {"file_path": str(target), "content": "1"})), response(text("Done.")))

@@ -110,7 +110,7 @@ async def test_run_cells_stops_at_the_first_error_and_says_what_did_not_run(work
     read = tool_use("Read", {"file_path": str(path)})
     run_all = tool_use("NotebookRunCells", {"notebook_path": str(path)})
     fix = tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "c2", "new_source": "b = a + 1"})
-    rest = tool_use("NotebookRunCells", {"notebook_path": str(path), "from_cell_id": "c2"})
+    rest = tool_use("NotebookRunCells", {"notebook_path": str(path), "from_cell_id": "c2", "all_outputs": True})
     asks: list = []
     script = [response(read), response(run_all), response(fix), response(rest), response(text("ok"))]
     api, _, _ = await _run(workspace, script, asks=asks)
@@ -118,14 +118,39 @@ async def test_run_cells_stops_at_the_first_error_and_says_what_did_not_run(work
     said = result_text(first)
     assert said.startswith("Ran 2 of 3 code cells: c1, c2.\nCell c2 raised NameError; the run stopped there.\n"
                            "Not run: c3.")
-    assert "Ran cell c1 [1].\na" in said and "NameError" in said and "never" not in said
+    # by default the earlier cells' outputs are left out, named; the error is whole
+    assert "(Outputs of c1 left out: Read the notebook to see them, or run with all_outputs=true.)" in said
+    assert "Ran cell c1" not in said and "Ran cell c2 [2]; it raised an error:\nNameError" in said
+    assert "never" not in said
     # one approval with every cell's code, whole
     ask = next(a for name, a in asks if name == "NotebookRunCells")
     assert "print('a')" in ask.message and "b = a + missing" in ask.message and "print('never')" in ask.message
     second = result_text(results_sent(api, 4)[rest["id"]])
-    assert second.startswith("Ran 2 of 2 code cells: c2, c3.") and "never" in second
+    assert second == "Ran 2 of 2 code cells: c2, c3.\n\nRan cell c2 [3].\n(no output)\n\nRan cell c3 [4].\nnever"
     saved = json.loads(path.read_text())
     assert [c.get("execution_count") for c in saved["cells"]] == [None, 1, 3, 4]
+
+
+async def test_an_inserted_cell_runs_by_its_chosen_id_in_the_same_answer_with_only_the_last_output(
+        workspace, jupyter_dirs):
+    path = workspace / "nb.ipynb"
+    _notebook(path, new_code_cell("x = 2\nprint('x set')", id="c1"), new_code_cell("print('y', x + 1)", id="c2"))
+    read = tool_use("Read", {"file_path": str(path)})
+    insert = tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "c1", "edit_mode": "insert",
+                                       "cell_type": "code", "new_source": "x = x * 10\nx", "new_cell_id": "scale"})
+    run = tool_use("NotebookRunCells", {"notebook_path": str(path), "to_cell_id": "scale"})
+    run_new = tool_use("NotebookRun", {"notebook_path": str(path), "cell_id": "scale"})
+    api, _, _ = await _run(workspace, [response(read), response(insert, run, run_new), response(text("ok"))])
+    sent = results_sent(api, 2)
+    assert result_text(sent[insert["id"]]) == "Inserted cell scale (code, 2 lines) at cell-1."
+    ran = result_text(sent[run["id"]])
+    assert ran == ("Ran 2 of 2 code cells: c1, scale.\n\n(Outputs of c1 left out: Read the notebook to see them, "
+                   "or run with all_outputs=true.)\n\nRan cell scale [2].\n20")
+    assert result_text(sent[run_new["id"]]) == "Ran cell scale [3].\n200"  # after the range: in order
+    saved = nbformat.read(path, as_version=4)
+    nbformat.validate(saved)
+    assert [c.id for c in saved.cells] == ["c1", "scale", "c2"]
+    assert saved.cells[0].outputs[0]["text"] == "x set\n"  # left out of the result, kept in the notebook
 
 
 async def test_read_tells_the_kernels_state_stale_and_never_run_cells_and_leaves_outputs_out(workspace, jupyter_dirs):

@@ -54,7 +54,7 @@ async def test_edit_before_read_is_refused(ctx, notebook):
 async def test_replace_answers_like_claude_code_and_clears_outputs(ctx, notebook):
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
     result = await edit(ctx, cell_id="code1", new_source="x = 10")
-    assert result["content"] == "Updated cell code1 with x = 10"
+    assert result["content"] == "Updated cell code1 (code, 1 line)."  # not the source the model sent
     changed = cells(notebook)[1]
     assert changed["source"] == ["x = 10"] and changed["outputs"] == [] and changed["execution_count"] is None
 
@@ -66,17 +66,35 @@ async def test_insert_goes_first_without_id_and_after_the_named_cell(ctx, notebo
     got = cells(notebook)
     assert [c["id"] for c in got][1:4] == ["md1", "code1", got[3]["id"]]
     assert got[0]["source"] == ["intro"] and got[3]["source"] == ["between"]
-    assert first["content"] == f"Inserted cell {got[0]['id']} with intro"
-    assert after["content"] == f"Inserted cell {got[3]['id']} with between"
+    assert first["content"] == f"Inserted cell {got[0]['id']} (markdown, 1 line) at cell-0."
+    assert after["content"] == f"Inserted cell {got[3]['id']} (code, 1 line) at cell-3."
     assert len({c["id"] for c in got}) == 5  # fresh, unique ids
+
+
+async def test_an_insert_takes_the_id_the_model_chose_and_refuses_one_it_cannot_have(ctx, notebook):
+    await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
+    made = await edit(ctx, edit_mode="insert", cell_type="code", cell_id="code1", new_source="a\nb",
+                      new_cell_id="my-check_1")
+    assert made["content"] == "Inserted cell my-check_1 (code, 2 lines) at cell-2."
+    assert [c["id"] for c in cells(notebook)] == ["md1", "code1", "my-check_1", "code2"]
+    before = notebook.read_bytes()
+    for wanted, said in [("code2", "A cell with id 'code2' is already in the notebook: choose another"),
+                         ("cell-7", "reads as a position (cell-N)"),
+                         ("has space", "is not a valid cell id: use 1-64 letters"),
+                         ("x" * 65, "is not a valid cell id")]:
+        refused = await edit(ctx, edit_mode="insert", cell_type="code", new_source="z", new_cell_id=wanted)
+        assert refused["is_error"] and said in refused["content"], refused
+    replace = await edit(ctx, cell_id="code1", new_source="z", new_cell_id="other")
+    assert replace["is_error"] and "new_cell_id is for edit_mode=insert only" in replace["content"]
+    assert notebook.read_bytes() == before  # nothing half-done
 
 
 async def test_index_ids_delete_and_type_change(ctx, notebook):
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
     assert (await edit(ctx, cell_id="cell-2", new_source="now text", cell_type="markdown"))["content"] == \
-        "Updated cell cell-2 with now text"
+        "Updated cell cell-2 (markdown, 1 line)."
     assert cells(notebook)[2]["cell_type"] == "markdown" and "outputs" not in cells(notebook)[2]
-    assert (await edit(ctx, cell_id="md1", new_source="", edit_mode="delete"))["content"] == "Deleted cell md1"
+    assert (await edit(ctx, cell_id="md1", new_source="", edit_mode="delete"))["content"] == "Deleted cell md1."
     assert [c["id"] for c in cells(notebook)] == ["code1", "code2"]
 
 
@@ -269,7 +287,7 @@ async def test_a_run_approval_numbers_the_cell_as_the_open_page_shows_it(workspa
 
 async def test_a_delete_needs_no_new_source_and_a_replace_says_it_does(ctx, notebook):
     await call_tool(ctx, "Read", {"file_path": "nb.ipynb"})
-    assert (await edit(ctx, cell_id="code2", edit_mode="delete"))["content"] == "Deleted cell code2"
+    assert (await edit(ctx, cell_id="code2", edit_mode="delete"))["content"] == "Deleted cell code2."
     assert [c["id"] for c in cells(notebook)] == ["md1", "code1"]
     refused = await edit(ctx, cell_id="code1")
     assert refused["is_error"] and "new_source is required for edit_mode=replace" in refused["content"]

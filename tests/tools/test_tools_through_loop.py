@@ -54,9 +54,44 @@ async def test_read_then_edit_in_accept_edits_mode(workspace):
     assert result_text(results_sent(api, 1)[read["id"]]) == "1\tdef greet():\n2\t    return 'hi'"
     edited = results_sent(api, 2)[edit["id"]]
     assert not edited.get("is_error") and "has been updated" in result_text(edited)
+    # no one can approve running code here: those tools are named in the prompt, not sent
     assert [t["name"] for t in api.requests[0].body["tools"]] == [
-        "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "NotebookRunCells", "KernelRun",
-        "Bash", "TodoWrite", "NotebookRestart"]
+        "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "TodoWrite"]
+    assert ("- Cannot run: NotebookRun, NotebookRunCells, KernelRun, Bash, NotebookRestart."
+            in api.requests[0].body["system"][0]["text"])
+
+
+def _answers(name, input, ask):
+    return PermissionAllow()
+
+
+async def test_a_tool_is_sent_unless_no_call_of_it_can_run_and_a_call_of_an_unsent_one_is_denied(workspace):
+    """Sent: what a rule, a person or a hook could let run. Not sent: what nothing can."""
+    from jupyter_agent.loop.hooks import Hooks
+    from jupyter_agent.permissions import Permissions
+
+    def sent(api) -> list[str]:
+        return [t["name"] for t in api.requests[0].body["tools"]]
+
+    every = ["Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "NotebookRun", "NotebookRunCells", "KernelRun",
+             "Bash", "TodoWrite", "NotebookRestart"]
+    bash = tool_use("Bash", {"command": "echo hi", "description": "say hi"})
+    runs = [dict(can_use_tool=_answers),  # a person answers
+            dict(hooks=Hooks(pre_tool_use=[lambda *args: None])),  # a hook could allow
+            dict(permissions=Permissions(mode="bypassPermissions", cwd=workspace, allow=("Bash(echo:*)",))),
+            dict(permissions=Permissions(mode="bypassPermissions", cwd=workspace, deny=("Bash",)))]
+    got = []
+    for kwargs in runs:
+        with FakeMessagesAPI([response(bash), response(text("done"))]) as api:
+            _, terminal = await run_script(api, "go", workspace, **kwargs)
+        assert terminal.reason == "completed"
+        got.append((sent(api), result_text(results_sent(api, 1)[bash["id"]])))
+    assert [names for names, _ in got[:2]] == [every, every]
+    assert "Bash" in got[2][0] and "NotebookRestart" not in got[2][0] and got[2][1].startswith("hi")
+    names, denied = got[3]
+    assert names == ["Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "TodoWrite"]
+    # the model calls it anyway (it knows the name from the prompt): the permission system answers
+    assert "No such tool" not in denied and "Bash" in denied, denied
 
 
 async def test_edit_without_read_and_stale_edit_are_error_results(workspace):
@@ -177,7 +212,7 @@ async def test_notebook_read_edit_run_through_the_loop(workspace, jupyter_dirs):
         f'<notebook path="{path}" cells="1" kernel="not running" working_folder="{workspace}">\n'
         '<cell id="load" type="code" never_run="true">data = [3, 1, 2]</cell>\n</notebook>')
     inserted = result_text(results_sent(api, 2)[insert["id"]])
-    assert inserted.startswith("Inserted cell ") and inserted.endswith(" with print(sorted(data))")
+    assert inserted.startswith("Inserted cell ") and inserted.endswith(" (code, 1 line) at cell-1.")
     ran = results_sent(api, 3)
     assert "[1, 2, 3]" in result_text(ran[run_new["id"]]) and not ran[run_new["id"]].get("is_error")
     saved = json.loads(path.read_text())

@@ -112,8 +112,8 @@ async def test_a_deep_library_error_comes_back_short_and_whole_one_read_away(wor
     assert lines[0] == "Ran cell calc [1]; it raised an error:"
     assert lines[1] == "KeyError: 'units'"  # the error first
     assert "Could not get source" not in said and "The above exception" not in said
-    assert said.count("KeyError: 'units'") == 2  # first, and the chained one's line: not two tracebacks
-    assert "(chained from KeyError: 'units', raised at index.pyx:8 in IndexEngine._lookup" in said
+    assert said.count("KeyError: 'units'") == 1  # the chained copy is the same error: not said again
+    assert "chained from" not in said
     # the user's frames whole, each library frame one line with its code
     assert "----> 5     return frame['units'] * frame['Price']" in said and "----> 6 revenue(df)" in said
     assert "  fakepd/frame.py:10 in DataFrame.__getitem__(self, key): return self._get_item(key)" in lines
@@ -132,6 +132,25 @@ async def test_a_deep_library_error_comes_back_short_and_whole_one_read_away(wor
 def test_a_traceback_not_in_ipythons_shape_is_left_whole():
     lines = ["Traceback (most recent call last):", '  File "x.py", line 1, in <module>', "ValueError: bad"]
     assert compact_traceback("ValueError", "bad", lines) == "ValueError: bad\n" + "\n".join(lines)
+
+
+def _chained(first: str, then: str) -> list[str]:
+    """An IPython traceback of ``then`` raised while handling ``first`` (a library frame each)."""
+    return ["-" * 75, "KeyError                                  Traceback (most recent call last)",
+            "File /lib/site-packages/lib/a.py:3, in look(key)\n----> 3 raise KeyError(key)\n", first,
+            "\nThe above exception was the direct cause of the following exception:\n",
+            "-" * 75, f"{then.split(':')[0]}                          Traceback (most recent call last)",
+            "Cell In[2], line 1\n----> 1 look('Units')\n",
+            "File /lib/site-packages/lib/a.py:5, in look(key)\n----> 5 raise err\n", then]
+
+
+def test_a_chained_error_is_named_once_when_it_is_the_same_error_and_kept_when_it_differs():
+    same = compact_traceback("KeyError", "'Units'", _chained("KeyError: 'Units'", "KeyError: 'Units'"))
+    assert same.count("KeyError: 'Units'") == 1 and "chained from" not in same
+    assert "[The full traceback" not in same  # (no saver given: nothing named)
+    other = compact_traceback("ValueError", "no such column", _chained("KeyError: 'Units'",
+                                                                       "ValueError: no such column"))
+    assert other.startswith("ValueError: no such column\n(chained from KeyError: 'Units', raised at lib/a.py:3")
 
 
 def test_a_short_user_traceback_gets_no_note():
