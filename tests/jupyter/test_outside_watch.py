@@ -6,7 +6,7 @@ test_mcp_resources_browser.py, drives the real page and server):
   key, each answered as the page answers the watch's ``version``) makes one read and one message
   naming the cell, after the pause, not one per key;
 * a move changes no cell: the message names none, and the notebook is told;
-* a change that leaves every cell as it was says nothing;
+* a change that leaves every cell as it was says nothing; a deleted cell is named;
 * the server's close ends the watch: the bridge keeps no listener of it.
 """
 
@@ -66,10 +66,18 @@ async def test_a_watch_tells_once_per_pause_which_cells_changed(kernel, module_t
     reply(kernel, bridge, me, asks_to(kernel, bridge, me, "version")[6], {"version": "same"})
     fourth = (await kernel.until(lambda: asks_to(kernel, bridge, me, "read")[3:], 20, "the read"))[0]
     reply(kernel, bridge, me, fourth, page_read([("b", "y = 2"), ("a", "x = 12345")], "s4"))
+
+    # The person deletes cell b: it is named (its URI is told: a read of it now says it is gone).
+    kernel.comm_msg(bridge, {"v": PROTOCOL_VERSION, "op": "changed", "from": me, "sources": True})
+    await kernel.until(lambda: asks_to(kernel, bridge, me, "version")[7:], 20, "a version request")
+    reply(kernel, bridge, me, asks_to(kernel, bridge, me, "version")[7], {"version": "deleted"})
+    fifth = (await kernel.until(lambda: asks_to(kernel, bridge, me, "read")[4:], 20, "the read"))[0]
+    reply(kernel, bridge, me, fifth, page_read([("a", "x = 12345")], "s5"))
+    assert await kernel.until(lambda: changed(kernel, watch)[2:], 20, "the deletion's message") == [["b"]]
     close_comm(kernel, watch)
     listening = "__import__('jupyter_agent.jupyter.bridge', fromlist=['x']).get_bridge().change_listeners"
     for _ in range(200):  # (the close reaches the watch's task a loop turn after the kernel handled it)
         if await kernel.value(f"len({listening})") == "0":
             break
     assert await kernel.value(f"len({listening})") == "0"
-    assert changed(kernel, watch) == [["a"], []]  # nothing for the unchanged read
+    assert changed(kernel, watch) == [["a"], [], ["b"]]  # nothing for the unchanged read
