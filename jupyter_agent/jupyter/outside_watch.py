@@ -187,7 +187,11 @@ async def watch_notebook(hub: Any, comm: Any, data: dict[str, Any]) -> None:
     """Serve a ``watch`` call (``OutsideHub._serve``): until the server closes ``comm``."""
     watch = NotebookWatch(hub, comm, str(data.get("path") or ""))
     comm.on_close(lambda _msg: watch.stop())
-    await watch.run()
+    try:
+        await watch.run()
+    except Exception:  # a bug here: the server hears the watch ended (its next read watches again)
+        log.warning("a resource watch failed", exc_info=True)
+        watch._close_comm()
 
 
 async def _first_of(*waits: Any) -> None:

@@ -187,8 +187,9 @@ class NotebookWatches:
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.subscriptions = Subscriptions(self.hold, self.release)
-        #: path -> (URIs held in it, how to close its watch or None while it has none)
+        #: path -> the URIs held in it (the notebook's, its cells')
         self.held: dict[str, set[str]] = {}
+        #: path -> how to close its watch (none while it has no watch: not yet, or it ended)
         self.closers: dict[str, Callable[[], None]] = {}
         #: path -> held while its watch opens (two subscriptions at once open one watch)
         self._opening: dict[str, asyncio.Lock] = {}
@@ -235,7 +236,7 @@ class NotebookWatches:
 
         self.closers[path] = await open_watch(self.backend, shown, changed)
         if path not in self.held:  # (released while it opened)
-            self.closers.pop(path)()
+            self.closers.pop(path, lambda: None)()
 
     @staticmethod
     def _key(uri: str) -> str:
