@@ -82,14 +82,22 @@ async def test_open_notebooks_are_listed_and_unreadable_ones_refused(server, tra
             await client.unsubscribe_resource(cell_uri(name, "a1"))  # (nothing held: nothing to do)
 
 
-async def test_the_sessionless_protocol_subscribes_by_listening(server):
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_the_sessionless_protocol_subscribes_by_listening(server, transport):
     """A 2026-07-28 client has no session to subscribe on: the capability says subscriptions come
-    on ``subscriptions/listen``, whose stream opens (and is acknowledged) for our URIs."""
+    on ``subscriptions/listen``, whose stream opens (and is acknowledged) for our URIs; it
+    cannot ``resources/subscribe``."""
     server.open_session("heard.ipynb", ["b = 2"], ["b1"])
-    async with client_of(server, mode="auto") as client:
+    async with client_of(server, mode="auto", stdio=transport == "stdio") as client:
         assert client.session.protocol_version == "2026-07-28"
         caps = client.server_capabilities.resources
         assert caps is not None and caps.subscribe is True
         uri = notebook_uri("heard.ipynb")
         async with client.listen(resource_subscriptions=[uri]) as subscription:
             assert list(subscription.honored.resource_subscriptions or []) == [uri]
+        from mcp.shared.exceptions import MCPError
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(MCPError):  # (removed in that protocol: no session to hold it)
+                await client.subscribe_resource(uri)
