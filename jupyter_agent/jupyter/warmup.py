@@ -51,8 +51,8 @@ MODULES = (
     "jupyter_agent.tools.read", "jupyter_agent.tools.write", "jupyter_agent.tools.edit",
     "jupyter_agent.tools.glob", "jupyter_agent.tools.grep",
     "jupyter_agent.tools.notebook_edit", "jupyter_agent.tools.notebook_run", "jupyter_agent.tools.bash",
-    # Bash's shell parser builds its grammar tables when imported (~0.3 s)
-    "bashlex",
+    # Bash's shell parser (a compiled grammar: a few milliseconds)
+    "tree_sitter", "tree_sitter_bash",
     "jupyter_agent.jupyter.handle", "jupyter_agent.view.runmodel",
     "jupyter_agent.jupyter.runview", "jupyter_agent.jupyter.approvals",
 )

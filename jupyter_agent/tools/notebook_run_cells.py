@@ -47,7 +47,8 @@ class NotebookRunCellsInput(ToolInput):
     to_cell_id: str | None = Field(default=None, description="The last cell to run, included; default: the "
                                                              "last cell")
     all_outputs: bool = Field(default=False, description="Return every run cell's outputs; default: only the "
-                                                         "last run cell's (and the error's)")
+                                                         "last run cell's (after an error: the error's and "
+                                                         "the cell's before it)")
 
 
 def _joined(parts: list[Any]) -> str | list[dict[str, Any]]:
@@ -70,7 +71,8 @@ class NotebookRunCells(PathTool):
         "Runs the code cells of a Jupyter notebook from from_cell_id to to_cell_id (both included; the whole "
         "notebook when both are omitted), in order, in the notebook's kernel, and stops at the first cell that "
         "raises an error. Returns which cells ran, which raised and which did not run, and the last run "
-        "cell's outputs (all_outputs=true: every run cell's); all outputs are saved into the notebook. "
+        "cell's outputs (after an error, the cell's before it too; all_outputs=true: every run cell's); "
+        "all outputs are saved into the notebook. "
         "Markdown and raw cells are skipped. Read the notebook first; the run fails if the notebook changed "
         "since it was read."
     )
@@ -163,23 +165,26 @@ class NotebookRunCells(PathTool):
         last = results[-1] if results else None
         summary = _summary(cells, results) + ("\nStopped by the user before the next cell." if stopped else "")
         if not input.all_outputs and len(rendered) > 1:
-            rendered = _quiet(results, rendered)
+            rendered = _quiet(results, rendered, keep=2 if last and last.status != "ok" else 1)
         outcome = ToolOutcome.RAISED if last and last.status == "error" else (
             ToolOutcome.STOPPED if stopped or (last and last.status == "interrupted") else None)
         return ToolOutput(_joined([summary, *rendered]), is_error=bool(last and last.status in FAILED),
                           display=shown, outcome=outcome, exception=exception_name(last) if last else "")
 
 
-def _quiet(results: list[RunResult], rendered: list[Any]) -> list[Any]:
-    """Only the last rendered part (the last cell run, or the error that stopped the run, or
-    why the next cell could not run), and one line naming the earlier cells whose outputs are
-    left out (those that had any)."""
-    with_outputs = [r.cell.id for r in results[:len(rendered) - 1] if r.outputs]
+def _quiet(results: list[RunResult], rendered: list[Any], keep: int = 1) -> list[Any]:
+    """Only the last ``keep`` rendered parts (the last cell run, or the error that stopped the
+    run, or why the next cell could not run; after a failure also the cell run just before it,
+    whose outputs often show what the error is about: a blind play lost a request to a
+    ``KeyError`` whose column names were in the cell before), and one line naming the earlier
+    cells whose outputs are left out (those that had any)."""
+    keep = min(keep, len(rendered))
+    with_outputs = [r.cell.id for r in results[:len(rendered) - keep] if r.outputs]
     if not with_outputs:
-        return rendered[-1:]
+        return rendered[-keep:]
     names = ", ".join(with_outputs) if len(with_outputs) <= 8 else f"{len(with_outputs)} cells"
     return [f"(Outputs of {names} left out: Read the notebook to see them, or run with all_outputs=true.)",
-            *rendered[-1:]]
+            *rendered[-keep:]]
 
 
 def _summary(cells: list[Cell], results: list[RunResult]) -> str:

@@ -64,6 +64,9 @@ class Spec:
     assignments: bool = False
     #: runs other code whatever its words are (``xargs``, ``eval``, ``bash``)
     always_runs: bool = False
+    #: sets variables the rest of the line runs with (``export PATH=.``), and evaluates the
+    #: subscript of a name it is given (``read 'a[$(cmd)]'`` runs cmd)
+    sets_variables: bool = False
     #: ``-5`` is a number (``head -5``, ``git log -3``)
     numbers: bool = False
     #: the position of an operand that is written (``uniq IN OUT``)
@@ -75,7 +78,7 @@ class Spec:
 # -- commands that read, with no option that writes or runs ------------------------------------
 
 _READERS = ("cat head tail wc ls pwd echo grep egrep fgrep basename dirname realpath readlink stat du "
-            "df which whoami id uname true false test [ cut tr nl rev tac paste comm join column fold fmt "
+            "df which whoami id uname true false cut tr nl rev tac paste comm join column fold fmt "
             "expand unexpand od hexdump base64 base32 md5sum sha1sum sha256sum sha512sum cksum diff cmp jq "
             "sleep seq nproc printenv groups locale tty expr numfmt")
 
@@ -182,6 +185,8 @@ COMMANDS: dict[str, Spec] = {
                  writes="-o --output=",
                  # a program it runs; a folder it writes temporary files into
                  runs="--compress-program= -T --temporary-directory="),
+    # `test -v 'a[$(cmd)]'` evaluates the subscript of the name it is given: it runs cmd
+    **{name: Spec(any_option=True, runs="-v") for name in ("test", "[")},
     # `printf -v PATH .` sets a variable the rest of the line runs with
     "printf": Spec(runs="-v"),
     "uniq": Spec(flags="-c --count -d --repeated -D -i --ignore-case -u --unique -z --zero-terminated "
@@ -240,9 +245,13 @@ COMMANDS: dict[str, Spec] = {
     "nice": Spec(args="-n --adjustment=", numbers=True, operands=Operands.COMMAND),
     "nohup": Spec(operands=Operands.COMMAND),
     "stdbuf": Spec(args="-i --input= -o --output= -e --error=", operands=Operands.COMMAND),
-    # what these run comes from their words or their input
+    # what these run comes from their words or their input; or later (`trap`, `alias` with
+    # expand_aliases, a builtin `enable -f` loads, `mapfile -C`'s callback), or evaluate a
+    # name's value as arithmetic (`let`), where `a[$(cmd)]` runs cmd
+    **{name: Spec(sets_variables=True) for name in "export declare typeset local readonly unset read".split()},
     **{name: Spec(always_runs=True) for name in "xargs bash sh zsh dash eval exec source . sudo su watch "
-                                                "parallel command builtin".split()},
+                                                "parallel command builtin trap alias enable mapfile readarray "
+                                                "fc let".split()},
 }
 
 #: find's expression: each primary with the number of words it takes.

@@ -54,9 +54,16 @@ def judge(words: tuple[str, ...], dynamic: frozenset[int] = frozenset()) -> Judg
     spec = COMMANDS.get(words[0])
     if spec is None:
         return Judgement()
+    if spec.sets_variables:
+        return Judgement(True, 1, (), f"{words[0]} sets variables the rest of the line runs with, or evaluates "
+                                      "a name's subscript")
     if spec.always_runs:
         return Judgement(True, 1, (), f"{words[0]} runs other code")
     if spec.any_option:
+        runs = spec.runs.split()
+        if runs and any(w in runs or "$(" in w or "`" in w for w in words[1:]):  # (a substitution may print one)
+            why = f"{words[0]} {' '.join(runs)} evaluates a name's subscript, which can run code"
+            return Judgement(True, 1, (), why)
         return Judgement(True, 1)
     reader = _Reader(words, dynamic)
     try:

@@ -2,43 +2,42 @@
 
 A rule such as ``Bash(git status)`` must never allow ``git status; touch PWNED``, so a
 command line is never judged by its text: :func:`parse_command_line` parses it with
-`bashlex <https://pypi.org/project/bashlex/>`_ (a port of bash's own grammar) and returns
-every simple command it holds, wherever it sits: after ``;``, ``&&``, ``||``, ``&`` or a
-newline, in a pipeline, a subshell ``( )``, a group ``{ }``, an ``if``/``for``/``while``,
-a function body, a command substitution ``$( )`` or backticks, a process substitution
-``<( )``. Each is its words as bash will see them after quote removal (``"a b"`` is one
-word ``a b``), assignments in front included (``FOO=1 git status`` is not ``git status``).
-Redirections that write files (``>``, ``>>``, ``>|``, ``&>``, ``<>``...) are listed apart,
-with their target. Whatever the parser cannot read, or reads without certainty (``case``,
-``[[ ]]``, arithmetic, ``$'...'``, a command substitution inside ``${...}`` or in a
-here-document, a redirection to a path only known when it runs), makes the line
-*unreadable*: no rule can allow it, so it asks.
+`tree-sitter-bash <https://pypi.org/project/tree-sitter-bash/>`_ and returns every simple
+command it holds, wherever it sits: after ``;``, ``&&``, ``||``, ``&`` or a newline, in a
+pipeline, a subshell ``( )``, a group ``{ }``, an ``if``/``for``/``while``/``case``, a
+function body, a command substitution ``$( )`` or backticks (also inside a here-document,
+``[[ ]]`` or ``${...}``), a process substitution ``<( )``. Each is its words as bash will
+see them after quote removal (``"a b"`` is one word ``a b``, ``$'\x41'`` is ``A``),
+assignments in front included (``FOO=1 git status`` is not ``git status``); ``[ ... ]``,
+``export``, ``local`` and a bare ``x=1`` are commands too. Redirections that write files
+(``>``, ``>>``, ``>|``, ``&>``...) are listed apart, with their target.
+
+The walk over the tree (:mod:`.shell_tree`) refuses what it does not know: whatever the
+parser cannot read (an error node), reads otherwise than bash may, or what bash evaluates
+in a way no rule can vouch for (arithmetic with names, ``[[ -v ]]``, ``${!x}``, a
+redirection to a path only known when it runs) makes the line *unreadable*: no rule can
+allow it, so it asks.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from ..loop.tool import CommandParts
 from .shell_effects import Judgement, judge
+from .shell_tree import Walker
+from .shell_words import Unreadable, scan
 
 log = logging.getLogger(__name__)
 
-#: Longer command lines are not parsed (the parser's time grows with the length): they ask.
+#: Longer command lines are not parsed: they ask.
 MAX_PARSED_CHARS = 20_000
-#: Redirections that open a file for writing (``>&`` only when its target is a word, not an fd).
-_WRITES = (">", ">>", ">|", "&>", "&>>", ">&", "<>")
 #: Targets that are not files anybody keeps.
 _HARMLESS_TARGETS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
-#: Text that starts a command inside something the parser keeps as plain text.
-_HIDDEN_COMMAND = ("$(", "`", "<(", ">(")
-#: Node kinds whose children are walked for commands (anything else makes the line unreadable).
-_CONTAINERS = {"list", "pipeline", "compound", "if", "for", "while", "until", "function"}
-_LEAVES = {"operator", "pipe", "reservedword"}
 #: Commands after which a relative path names a file in another folder.
 _CHANGES_FOLDER = frozenset({"cd", "pushd", "popd"})
 
@@ -60,8 +59,13 @@ class ParsedLine:
         return CommandParts(self.commands, self.unreadable, tuple(j.exact_only for j in self.judged))
 
 
-class _Unreadable(Exception):
-    """The line holds something the rules cannot judge."""
+@functools.cache
+def _parser() -> Any:
+    """tree-sitter's parser for bash (one per process: building it loads the grammar)."""
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
 def parse_command_line(command: str) -> ParsedLine:
@@ -72,181 +76,44 @@ def parse_command_line(command: str) -> ParsedLine:
         return ParsedLine(unreadable="the command is empty")
     if len(command) > MAX_PARSED_CHARS:
         return ParsedLine(unreadable=f"it is longer than the {MAX_PARSED_CHARS:,} characters the rules judge")
-    if marker := _dollar_quote(command):  # bashlex misreads ANSI-C and locale quoting
-        return ParsedLine(unreadable=f"the parser cannot read {marker}...' quoting")
-    command = _for_bashlex(command)
+    if "\r" in command:  # bash keeps a carriage return in the word; tree-sitter reads it as a blank
+        return ParsedLine(unreadable="the command holds a carriage return")
     try:
-        import bashlex
-        import bashlex.errors
-
-        trees = bashlex.parse(command)
+        source = command.encode("utf-8")
+    except UnicodeEncodeError:
+        return ParsedLine(unreadable="the command is not valid text")
+    try:
+        parser = _parser()
     except ImportError:
-        return ParsedLine(unreadable="bashlex, the shell parser, is not installed")
-    except (bashlex.errors.ParsingError, NotImplementedError) as exc:
-        return ParsedLine(unreadable=f"the shell parser cannot read it ({exc})")
-    except Exception as exc:  # the parser's own failure on odd input: nothing can be judged
-        log.debug("bashlex failed on a command line", exc_info=True)
-        return ParsedLine(unreadable=f"the shell parser failed ({type(exc).__name__})")
-    walker = _Walker(command)
+        return ParsedLine(unreadable="tree-sitter-bash, the shell parser, is not installed")
+    root = parser.parse(source).root_node
+    if root.has_error:
+        return ParsedLine(unreadable="the shell parser cannot read it (a syntax error, or a form it does not know)")
+    walker = Walker(source, root)
     try:
-        for tree in trees:
-            walker.node(tree)
-    except _Unreadable as exc:
+        # every command node anywhere in the tree must have been judged (a construct whose
+        # commands sit where the walker does not look must ask, not pass unseen)
+        expected, walker.skipped = scan(root, source)
+        walker.statement(root)
+        if walker.visited != expected:
+            raise Unreadable("the command holds a construct the rules cannot judge")
+        if walker.skipped:  # (text of the line no token of the tree holds, and the walk did not place)
+            raise Unreadable("the parser skipped part of it")
+    except Unreadable as exc:
         return ParsedLine(unreadable=str(exc))
-    # every command node anywhere in the trees must have been judged (a construct whose
-    # commands sit where the walker does not look must ask, not pass unseen)
-    seen: set[int] = set()
-    if walker.visited != sum(_count_commands(tree, seen) for tree in trees):
-        return ParsedLine(unreadable="the command holds a construct the rules cannot judge")
-    if not walker.commands:
+    except RecursionError:
+        return ParsedLine(unreadable="it is nested deeper than the rules judge")
+    commands = [c for c in walker.commands if c.words]
+    if not commands:
         return ParsedLine(unreadable="no command was found in it")
-    judged = tuple(judge(words, dynamic) for words, dynamic in zip(walker.commands, walker.dynamic))
-    writes = [*walker.writes, *(path for j in judged for path in j.writes if path not in _HARMLESS_TARGETS)]
-    if (any(words[0] in _CHANGES_FOLDER for words in walker.commands)
+    words_of = tuple(tuple(c.words) for c in commands)
+    judged = tuple(judge(words, frozenset(c.dynamic)) for words, c in zip(words_of, commands))
+    writes = [*(w for w in walker.writes if w not in _HARMLESS_TARGETS),
+              *(path for j in judged for path in j.writes if path not in _HARMLESS_TARGETS)]
+    if (any(words[0] in _CHANGES_FOLDER for words in words_of)
             and any(not path.startswith(("/", "~")) for path in writes)):
         return ParsedLine(unreadable="it changes folder, then writes to a path relative to where it went")
-    return ParsedLine(tuple(walker.commands), tuple(writes), "", judged)
-
-
-#: ``$((...))`` of numbers and operators only (a name may hold text that bash evaluates as
-#: code: ``x='a[$(cmd)]'; echo $((x))`` runs cmd).
-_PLAIN_ARITHMETIC = re.compile(r"\$\(\(([0-9\s+\-*/%()<>=!&|^~?:,]*)\)\)")
-#: A here-document with a quoted delimiter (``<<'EOF'``), which bashlex does not unquote.
-_QUOTED_HEREDOC = re.compile(r"<<(-?)(\s*)(['\"])([A-Za-z_][A-Za-z0-9_]*)\3")
-
-
-def _for_bashlex(command: str) -> str:
-    """The line with what bash reads but bashlex does not rewritten to what bashlex reads
-    the same way or more strictly, every position kept (the walker reads the source by
-    position): plain arithmetic ``$((40+2))`` becomes a parameter ``${______}`` (a word
-    known only when it runs); ``<<'EOF'`` becomes ``<<EOF``, whose body is then judged as
-    if bash expanded it."""
-    command = _PLAIN_ARITHMETIC.sub(lambda m: "${" + "_" * (len(m.group(0)) - 3) + "}", command)
-    return _QUOTED_HEREDOC.sub(lambda m: f"<<{m.group(1)}{m.group(2)}{m.group(4)}  ", command)
-
-
-class _Walker:
-    """Collects the simple commands and written files of parsed trees, refusing what it
-    does not know."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.commands: list[tuple[str, ...]] = []
-        self.dynamic: list[frozenset[int]] = []  # per command: the words bash expands when it runs
-        self.writes: list[str] = []
-        self.visited = 0  # command nodes judged
-
-    def node(self, node: Any) -> None:
-        kind = node.kind
-        if kind == "command":
-            self.command(node)
-        elif kind in _CONTAINERS:
-            for child in [*getattr(node, "parts", []), *getattr(node, "list", []), *getattr(node, "redirects", [])]:
-                self.node(child)
-        elif kind == "redirect":  # on a compound command: `{ ls; } > out`
-            self.redirect(node)
-        elif kind == "word":
-            self.word(node)
-        elif kind not in _LEAVES:
-            raise _Unreadable(f"the rules cannot judge a {kind} in a command")
-
-    def command(self, node: Any) -> None:
-        self.visited += 1
-        words: list[str] = []
-        dynamic: set[int] = set()
-        for part in node.parts:
-            if part.kind in ("word", "assignment"):
-                self.word(part)
-                if (any(p.kind != "tilde" for p in getattr(part, "parts", []))
-                        or _expands(self.source[part.pos[0]:part.pos[1]])):
-                    dynamic.add(len(words))
-                words.append(part.word)
-            elif part.kind == "redirect":
-                self.redirect(part)
-            else:
-                self.node(part)
-        if words:
-            self.commands.append(tuple(words))
-            self.dynamic.append(frozenset(dynamic))
-
-    def word(self, node: Any) -> None:
-        """Commands inside a word (``$( )``, backticks, ``<( )``) are commands of the line."""
-        for part in getattr(node, "parts", []):
-            if part.kind in ("commandsubstitution", "processsubstitution"):
-                self.node(part.command)
-            elif part.kind == "parameter":
-                if any(m in (part.value or "") for m in _HIDDEN_COMMAND):
-                    raise _Unreadable("a command inside ${...} cannot be judged")
-            elif part.kind != "tilde":
-                self.node(part)
-
-    def redirect(self, node: Any) -> None:
-        heredoc = getattr(node, "heredoc", None)
-        if heredoc is not None and any(m in (heredoc.value or "") for m in _HIDDEN_COMMAND):
-            raise _Unreadable("a command inside a here-document cannot be judged")
-        target = node.output
-        if not hasattr(target, "kind"):  # a file descriptor: `2>&1`, `>&2`
-            return
-        self.word(target)
-        if node.type not in _WRITES:
-            return
-        if any(p.kind != "tilde" for p in getattr(target, "parts", [])):
-            raise _Unreadable(f"it writes to {target.word!r}, a path only known when it runs")
-        if target.word not in _HARMLESS_TARGETS:
-            self.writes.append(target.word)
-
-
-def _expands(raw: str) -> bool:
-    """Does a word's source text hold, outside quotes, what bash expands into other words
-    (a glob ``*?[``, a brace ``{a,b}``)? (Variables and substitutions are parts of the parse.)"""
-    quote = ""
-    escaped = False
-    for c in raw:
-        if escaped:
-            escaped = False
-        elif c == "\\" and quote != "'":
-            escaped = True
-        elif quote:
-            quote = "" if c == quote else quote
-        elif c in "'\"":
-            quote = c
-        elif c in "*?[{":
-            return True
-    return False
-
-
-def _dollar_quote(command: str) -> str:
-    """``$'`` or ``$"`` where bash reads it as ANSI-C or locale quoting (not inside single
-    quotes, where ``grep '\\.py$'`` is plain text), or ""."""
-    quote = ""
-    escaped = False
-    for i, c in enumerate(command):
-        if escaped:
-            escaped = False
-        elif c == "\\" and quote != "'":
-            escaped = True
-        elif quote == "'":
-            quote = "" if c == "'" else quote
-        elif c == "$" and command[i + 1:i + 2] in ("'", '"'):
-            return c + command[i + 1]
-        elif c in "'\"":
-            quote = "" if quote == c else (c if not quote else quote)
-    return ""
-
-
-def _count_commands(node: Any, seen: set[int] | None = None) -> int:
-    """Command nodes in a parsed tree, found through every attribute (not the walker's way;
-    a node two attributes share counts once)."""
-    seen = set() if seen is None else seen
-    if id(node) in seen:
-        return 0
-    seen.add(id(node))
-    count = 1 if getattr(node, "kind", None) == "command" else 0
-    for value in vars(node).values():
-        for child in value if isinstance(value, list) else [value]:
-            if hasattr(child, "kind"):
-                count += _count_commands(child, seen)
-    return count
+    return ParsedLine(words_of, tuple(writes), "", judged)
 
 
 def rule_words(pattern: str) -> tuple[tuple[str, ...], bool]:

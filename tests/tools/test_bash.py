@@ -334,7 +334,7 @@ async def test_the_sandbox_still_asks_for_safety_paths_and_unreadable_lines(work
     enable_sandbox(ctx)
     asks = Asks()
     await bash(ctx, "echo x > .git/hooks/post-checkout", asks)
-    await bash(ctx, "case a in a) ls;; esac", asks)
+    await bash(ctx, "echo $((count + 1))", asks)  # (a name in arithmetic: the rules cannot judge it)
     assert len(asks.asks) == 2
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -38,7 +39,8 @@ GIT = system_program("git") or "/usr/bin/git"
 #: The ordinary use of each judged command whose "Always allow" rule the probes run under.
 ORDINARY = {"git": "git status", "find": "find . -name data.txt", "sed": "sed -n 1p data.txt",
             "awk": "awk '{print $1}' data.txt", "dd": "dd if=data.txt", "tee": "tee", "env": "env",
-            "timeout": "timeout", "nice": "nice", "nohup": "nohup", "stdbuf": "stdbuf", "tree": "tree ."}
+            "timeout": "timeout", "nice": "nice", "nohup": "nohup", "stdbuf": "stdbuf", "tree": "tree .",
+            "[": "[ data.txt ]"}  # (bash refuses `[` without its `]`, and so does the parser)
 #: How an option is tried: ``{opt}`` is the option (with its argument).
 TEMPLATES = {"sed": "sed {opt} -e p data.txt", "awk": "awk {opt} '{{print}}' data.txt", "tee": "tee {opt}",
              "tree": "tree {opt} .", "git": "git {opt} status", "find": "find . {opt}", "dd": "dd {opt}",
@@ -103,6 +105,8 @@ ATTACKS = [
     "eval touch PWNED",
     "command touch PWNED",
     "printf -v PATH . ; sort data.txt",  # `./sort` is what runs then
+    "test -v 'a[$(touch PWNED)]'",  # the subscript of the name is evaluated
+    "[ -v 'a[$(touch PWNED)]' ]",
 ]
 #: Commands whose attacks need a tool this machine may lack, or a spelling this version
 #: refuses, or input nobody gives (they must still ask).
@@ -129,6 +133,8 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (work / "run.sh").write_text("#!/bin/sh\ntouch PWNED\ncat\n")
     (work / "run.sh").chmod(0o755)
     (work / "sort").write_text("#!/bin/sh\n: > PWNED\n")  # (no PATH needed)
+    (work / "subscript.txt").write_text("a[$(>PWNED)]\n")  # a name whose subscript runs a command
+    (work / "prompt.txt").write_text("$(>PWNED)\n")
     (work / "sort").chmod(0o755)
     env = _env(home)
     for argv in ([GIT, "init", "-q"], [GIT, "add", "data.txt", "payload.txt"], [GIT, "commit", "-qm", "one"]):
@@ -205,7 +211,7 @@ def _option_probes(name: str, spec: Spec, template: str) -> list[tuple[str, str]
     return probes
 
 
-JUDGED = sorted(n for n, s in COMMANDS.items() if not s.any_option and not s.always_runs)
+JUDGED = sorted(n for n, s in COMMANDS.items() if not (s.any_option or s.always_runs or s.sets_variables))
 
 
 @pytest.mark.parametrize("name", JUDGED)
@@ -242,7 +248,7 @@ def test_no_option_of_the_tables_is_allowed_while_bash_shows_it_writing(place, n
 def test_commands_that_only_read_are_allowed_and_only_read(place, name):
     work, home = place
     rule = offered_rule(name)
-    command = f"{name} data.txt"
+    command = ORDINARY.get(name, f"{name} data.txt")
     assert decide(command, rule, work) and run_for_real(command, work, home) == []
 
 
@@ -283,3 +289,153 @@ def test_every_write_and_run_entry_has_an_attack():
     missing |= {f"find {p}" for p in (*FIND_RUNS, *FIND_WRITES) if not attacked("find", p)}
     assert missing - WITHOUT_ATTACK == set()
     assert WITHOUT_ATTACK <= missing  # nothing listed there that has an attack after all
+
+
+#: Where tree-sitter's tree and bash part ways, or bash evaluates a value as code (issue 39):
+#: each must ask under the rules given, and bash must show it writing or running.
+PARSER_ATTACKS = [
+    ("echo $'\\\\'\ntouch PWNED\necho '", ["Bash(echo:*)"]),  # tree-sitter: one echo
+    ("cat <<EOF\n`touch PWNED`\nEOF", ["Bash(cat:*)"]),  # tree-sitter: text of the here-document
+    ("sort > /dev/null -o {home}/.bashrc payload.txt", ["Bash(sort:*)"]),  # tree-sitter: -o ... is a target
+    ("[ a > b ]", ["Bash([:*)"]),  # bash writes the file b
+    ("[[ $(cat subscript.txt) -eq 1 ]] && echo one", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("[[ -v $(cat subscript.txt) ]] && echo set", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("echo $(( $(cat subscript.txt) ))", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("(( $(cat subscript.txt) ))", ["Bash(cat:*)"]),
+    ("echo ${a[$(cat subscript.txt)]}", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("for x in $(cat subscript.txt); do echo ${!x}; done", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("for x in $(cat prompt.txt); do echo ${x@P}; done", ["Bash(cat:*)", "Bash(echo:*)"]),
+    ("let x=$(cat subscript.txt)", ["Bash(cat:*)", "Bash(let:*)"]),
+    ("[ -v $(cat subscript.txt) ]", ["Bash(cat:*)", "Bash([:*)"]),
+    ("coproc touch PWNED", ["Bash(coproc:*)"]),
+    ("trap 'touch PWNED' EXIT", ["Bash(trap:*)"]),
+    ("shopt -s expand_aliases\nalias ls='touch PWNED'\nls", ["Bash(shopt:*)", "Bash(alias:*)", "Bash(ls:*)"]),
+    ("f() { touch PWNED; }; f", ["Bash(f:*)"]),
+    ("case x in $(touch PWNED)) ;; esac", ["Bash(echo:*)"]),
+    ("export PATH=.:$PATH; sort data.txt", ["Bash(export:*)", "Bash(sort:*)"]),  # ./sort runs
+    ("read 'a[$(touch PWNED)]' < data.txt", ["Bash(read:*)"]),
+]
+
+
+def decide_under(command: str, rules: list[str], work: Path) -> bool:
+    permissions = Permissions(cwd=work, allow=rules)
+    ctx = ToolContext(cwd=work, permissions=permissions)
+    result = asyncio.run(permissions.check(Bash(), BashInput(command=command), ctx))
+    return isinstance(result, PermissionAllow)
+
+
+@pytest.mark.parametrize(("attack", "rules"), PARSER_ATTACKS)
+def test_each_parser_attack_asks_and_really_writes_or_runs(place, attack, rules):
+    work, home = place
+    command = attack.replace("{home}", str(home))
+    assert not decide_under(command, rules, work), f"{rules} allowed {command!r}"
+    assert run_for_real(command, work, home), f"{command!r} changed nothing under bash: the probe proves nothing"
+
+
+#: Corpus lines that run until stopped (each still goes through the decision above it).
+NEVER_ENDS = {"while true; do sleep 1; done"}
+
+
+def test_no_corpus_line_the_offered_prefix_rules_allow_writes_or_runs(place):
+    """Every line of the corpus of real commands (benchmarks/shell_parsers/corpus.sh, the
+    lines the bashlex parse refused included) under the prefix rules "Always allow" offers
+    for its commands (the ones the tables vouch for as reading): when they allow it, real
+    bash changes nothing."""
+    from tests.tools.test_shell_corpus import _entries
+
+    work, home = place
+    allowed = 0
+    for line in _entries():
+        parsed = parse_command_line(line)
+        if parsed.unreadable or line in NEVER_ENDS:
+            continue
+        rules = [f"Bash({rule})" for words, judged in zip(parsed.commands, parsed.judged)
+                 if (rule := suggested_rule(words, judged.exact_only)).endswith(":*")]
+        if not decide_under(line, rules, work):
+            continue
+        allowed += 1
+        changed = run_for_real(line, work, home)
+        assert not changed, f"{rules} allowed {line!r}, which changed {changed}"
+    assert allowed >= 80  # the check ran on many lines (93 when written)
+
+
+#: Before the line: an external command bash cannot find (PATH leads nowhere) is traced and
+#: then does nothing, successfully, so `&&` chains go on; every simple command is traced.
+_TRACING = ('command_not_found_handle() { __not_run__=1; }\n'
+            'exec {__trace}>"$TRACE"; BASH_XTRACEFD=$__trace; set -x\n')
+#: What bash traces that is not a simple command of the line (keywords, the handler).
+_NOT_SIMPLE = ("__not_run__=", "[[ ", "(( ", "for ((", "for ", "select ", "case ")
+#: A parsed word whose value bash makes when it runs: it may become any number of words.
+_DYNAMIC = ("$", "`", "<(", ">(", "*", "?", "[", "{", "~")
+
+
+_RUNS_LATER = ("trap", "eval", "source", ".")
+
+
+def traced_commands(line: str, folder: Path) -> list[tuple[str, ...]] | None:
+    """The simple commands real bash runs for ``line`` (after expansion, as ``set -x``
+    shows them), with no program found (PATH leads nowhere): None when it does not end
+    within 5 s."""
+    trace = folder / "trace"
+    env = {"PATH": str(folder / "nowhere"), "HOME": str(folder), "TRACE": str(trace), "LC_ALL": "C"}
+    try:
+        subprocess.run([BASH, "-c", _TRACING + line], cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=5, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    entries: list[str] = []
+    for text in trace.read_text(errors="replace").split("\n"):
+        if text.startswith("+"):
+            entries.append(text.lstrip("+")[1:])
+        elif entries:  # a word that holds a newline goes on on the next line
+            entries[-1] += "\n" + text
+    return [tuple(shlex.split(e)) for e in entries if e and not e.startswith(_NOT_SIMPLE)]
+
+
+def _found(ran: tuple[str, ...], parsed: tuple[tuple[str, ...], ...]) -> bool:
+    """Is a command bash ran one the parse found? Assignments in front are traced apart;
+    a word only known when it runs may become any words."""
+    def bare(words: tuple[str, ...]) -> tuple[str, ...]:
+        k = 0
+        while k < len(words) and re.match(r"[A-Za-z_]\w*(\[[^]]*\])?\+?=", words[k]):
+            k += 1
+        return words[k:]
+
+    if any(" ".join(ran) in words for words in parsed):  # an array assignment, `a=(x y)`, traced unquoted
+        return True
+    if ran and not bare(ran):  # assignments alone: in front of a command, or a command
+        return all(any(w == r or any(m in w for m in _DYNAMIC) for c in parsed for w in c) for r in ran)
+    for words in parsed:
+        words = bare(words)
+        if any(any(m in w for m in _DYNAMIC) for w in words):
+            if words[:1] == ran[:1] or any(m in words[0] for m in _DYNAMIC):
+                return True
+        elif words == ran:
+            return True
+    return False
+
+
+def test_every_command_bash_runs_is_one_the_parse_found(tmp_path):
+    """A structural differential: every line the parse reads (the corpus and the lines of
+    tests/tools/test_shell_tree.py) runs under real bash with no program to find and
+    ``set -x`` on; each simple command bash runs (builtins too, inside substitutions,
+    functions and here-documents) must be among the commands the parse gave the rules. The
+    exceptions are commands that need an exact rule anyway: what ``trap`` runs later, what
+    ``source`` and ``eval`` run."""
+    from tests.tools.test_shell_corpus import _entries
+    from tests.tools.test_shell_tree import READ
+
+    checked = 0
+    for k, line in enumerate([*_entries(), *(line for line, _, _ in READ)]):
+        parsed = parse_command_line(line)
+        if parsed.unreadable or line in NEVER_ENDS or any(c[0] in _RUNS_LATER for c in parsed.commands):
+            continue
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        ran = traced_commands(line, folder)
+        if ran is None:
+            continue
+        checked += 1
+        for command in ran:
+            assert _found(command, parsed.commands), f"bash ran {command} for {line!r}; the parse: {parsed.commands}"
+    assert checked >= 220  # (255 when written)

@@ -105,8 +105,9 @@ async def test_kernel_run_asks_even_in_bypass_mode_unless_a_notebook_run_rule_al
 
 async def test_run_cells_stops_at_the_first_error_and_says_what_did_not_run(workspace, jupyter_dirs):
     path = workspace / "nb.ipynb"
-    _notebook(path, new_markdown_cell("# Title", id="title"), new_code_cell("a = 1\nprint('a')", id="c1"),
-              new_code_cell("b = a + missing", id="c2"), new_code_cell("print('never')", id="c3"))
+    _notebook(path, new_markdown_cell("# Title", id="title"), new_code_cell("print('zero')", id="c0"),
+              new_code_cell("a = 1\nprint('a')", id="c1"), new_code_cell("b = a + missing", id="c2"),
+              new_code_cell("print('never')", id="c3"))
     read = tool_use("Read", {"file_path": str(path)})
     run_all = tool_use("NotebookRunCells", {"notebook_path": str(path)})
     fix = tool_use("NotebookEdit", {"notebook_path": str(path), "cell_id": "c2", "new_source": "b = a + 1"})
@@ -116,19 +117,21 @@ async def test_run_cells_stops_at_the_first_error_and_says_what_did_not_run(work
     api, _, _ = await _run(workspace, script, asks=asks)
     first = results_sent(api, 2)[run_all["id"]]
     said = result_text(first)
-    assert said.startswith("Ran 2 of 3 code cells: c1, c2.\nCell c2 raised NameError; the run stopped there.\n"
-                           "Not run: c3.")
-    # by default the earlier cells' outputs are left out, named; the error is whole
-    assert "(Outputs of c1 left out: Read the notebook to see them, or run with all_outputs=true.)" in said
-    assert "Ran cell c1" not in said and "Ran cell c2 [2]; it raised an error:\nNameError" in said
+    assert said.startswith("Ran 3 of 4 code cells: c0, c1, c2.\nCell c2 raised NameError; the run stopped "
+                           "there.\nNot run: c3.")
+    # by default the earlier cells' outputs are left out, named; the error is whole, and the cell
+    # run just before it is kept (what an error is about often shows there)
+    assert "(Outputs of c0 left out: Read the notebook to see them, or run with all_outputs=true.)" in said
+    assert "Ran cell c0" not in said and "Ran cell c1 [2].\na" in said
+    assert "Ran cell c2 [3]; it raised an error:\nNameError" in said
     assert "never" not in said
     # one approval with every cell's code, whole
     ask = next(a for name, a in asks if name == "NotebookRunCells")
     assert "print('a')" in ask.message and "b = a + missing" in ask.message and "print('never')" in ask.message
     second = result_text(results_sent(api, 4)[rest["id"]])
-    assert second == "Ran 2 of 2 code cells: c2, c3.\n\nRan cell c2 [3].\n(no output)\n\nRan cell c3 [4].\nnever"
+    assert second == "Ran 2 of 2 code cells: c2, c3.\n\nRan cell c2 [4].\n(no output)\n\nRan cell c3 [5].\nnever"
     saved = json.loads(path.read_text())
-    assert [c.get("execution_count") for c in saved["cells"]] == [None, 1, 3, 4]
+    assert [c.get("execution_count") for c in saved["cells"]] == [None, 1, 2, 4, 5]
 
 
 async def test_an_inserted_cell_runs_by_its_chosen_id_in_the_same_answer_with_only_the_last_output(
