@@ -34,7 +34,7 @@ class McpApp:
     def __init__(self, backend: Any, token: str = "") -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-        from .resources import NotebookWatches, resource_handlers
+        from .resources import NotebookWatches, resource_handlers, with_list_changed
         from .tools import build_server
 
         self.backend = backend
@@ -42,8 +42,8 @@ class McpApp:
         self.token = token
         #: the notebooks watched for resource subscriptions (``resources.py``)
         self.watches = NotebookWatches(backend)
-        self.manager = StreamableHTTPSessionManager(build_server(backend,
-                                                                 resources=resource_handlers(backend, self.watches)))
+        server = build_server(backend, resources=resource_handlers(backend, self.watches))
+        self.manager = StreamableHTTPSessionManager(with_list_changed(server))
         self.watches.subscriptions.alive = self.session_open
         self._started = asyncio.Event()
         self._stop = asyncio.Event()
@@ -266,7 +266,11 @@ def setup(serverapp: Any) -> McpApp:
     from .auth import mcp_token
     from .kernel_link import ServerBackend
 
+    from .resources import follow_sessions
+
     app = McpApp(ServerBackend(serverapp), mcp_token(serverapp))
+    if not follow_sessions(serverapp, app.watches.subscriptions.list_changed):
+        log.info("the server's session manager is not jupyter_server's: no resources list_changed")
     base = serverapp.web_app.settings.get("base_url", "/")
     serverapp.web_app.add_handlers(".*$", [(url_path_join(base, PATH), McpHandler, {"mcp_app": app})])
     return app

@@ -21,6 +21,8 @@ comes back is published to the holders.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -83,6 +85,8 @@ class Subscriptions:
         #: ``alive(session id)``: whether that MCP session is still open (sending to one that
         #: ended is silently dropped by the SDK, so an ended session is found this way)
         self.alive: Callable[[str], bool] = lambda _: True
+        #: the connections that listed the resources (told when the list changes), by identity
+        self.listers: dict[int, tuple[Any, str]] = {}
         #: uri -> how many holders it has (sessions and listen streams)
         self.holders: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -122,6 +126,9 @@ class Subscriptions:
 
     def forget_ended(self) -> None:
         """Drop the subscriptions of the sessions that ended (closed by their client, or timed out)."""
+        for key, (_, session_id) in list(self.listers.items()):
+            if not self.alive(session_id):
+                self.listers.pop(key, None)
         for uri, subscribed in list(self.sessions.items()):
             for session, session_id in subscribed:
                 if not self.alive(session_id):
@@ -166,6 +173,29 @@ class Subscriptions:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    def listed(self, session: Any, session_id: str) -> None:
+        """``session`` listed the resources: it is told when the list changes (until it ends)."""
+        self.listers[id(session)] = (session, session_id)
+
+    def list_changed(self) -> None:
+        """The open notebooks changed (one opened, closed or renamed): tell the listen streams that
+        asked and the sessions that listed them."""
+        self.publish_later(self._list_changed())
+
+    async def _list_changed(self) -> None:
+        from mcp.server.subscriptions import ResourcesListChanged
+
+        await self.bus.publish(ResourcesListChanged())
+        for key, (session, session_id) in list(self.listers.items()):
+            if not self.alive(session_id):
+                self.listers.pop(key, None)
+                continue
+            try:
+                await session.send_resource_list_changed()
+            except Exception:  # the session ended
+                log.debug("a session that listed the resources is gone", exc_info=True)
+                self.listers.pop(key, None)
 
     async def _publish(self, uris: list[str]) -> None:
         from mcp.server.subscriptions import ResourceUpdated
@@ -279,6 +309,7 @@ def resource_handlers(backend: Any, watches: NotebookWatches | None = None) -> d
     subscriptions = watches.subscriptions
 
     async def list_resources(ctx: Any, params: Any) -> Any:
+        subscriptions.listed(subscriber(ctx), caller_of(ctx).connection)
         notebooks = await backend.notebooks()
         return ListResourcesResult(resources=[Resource(
             uri=notebook_uri(n["path"]), name=redact(str(n["path"])), title=redact(str(n["path"])),
@@ -366,6 +397,7 @@ def forwarded_handlers(upstream: Callable[[str], Awaitable[Any]]) -> tuple[dict[
             raise _error(OutsideError(f"The endpoint could not be reached: {type(exc).__name__}: {exc}")) from None
 
     async def list_resources(ctx: Any, params: Any) -> Any:
+        subscriptions.listed(subscriber(ctx), caller_of(ctx).connection)
         return await relayed((await on(ctx)).list_resources(cache_mode="bypass"))
 
     async def list_templates(ctx: Any, params: Any) -> Any:
@@ -390,12 +422,56 @@ def forwarded_handlers(upstream: Callable[[str], Awaitable[Any]]) -> tuple[dict[
         return EmptyResult()
 
     async def listen(ctx: Any, params: Any) -> Any:
-        await on(ctx)
+        upstream = await on(ctx)
+        if params.notifications.resources_list_changed:  # (the endpoint tells the sessions that listed)
+            await relayed(upstream.list_resources(cache_mode="bypass"))
         return await subscriptions.listen(ctx, params)
 
     return ({"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
              "on_read_resource": read_resource, "on_subscribe_resource": subscribe,
              "on_unsubscribe_resource": unsubscribe, "on_subscriptions_listen": listen}, subscriptions)
+
+
+def follow_sessions(serverapp: Any, changed: Callable[[], None]) -> bool:
+    """Call ``changed()`` each time jupyter_server's session manager has made, changed (a rename,
+    another kernel) or deleted a session: the open notebooks, which ``resources/list`` gives.
+    Its methods are wrapped on the instance (it has no event of its own for them); False when
+    it does not have them as coroutines (another session manager: no list_changed then)."""
+    manager = getattr(serverapp, "session_manager", None)
+    methods = {name: getattr(manager, name, None) for name in ("create_session", "update_session", "delete_session")}
+    if not all(inspect.iscoroutinefunction(m) for m in methods.values()):
+        return False
+    for name, method in methods.items():
+        setattr(manager, name, _then(method, changed))
+    return True
+
+
+def _then(method: Any, changed: Callable[[], None]) -> Any:
+    @functools.wraps(method)
+    async def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await method(*args, **kwargs)
+        finally:
+            changed()
+
+    return wrapped
+
+
+def with_list_changed(server: Any) -> Any:
+    """``server`` (the SDK's lowlevel ``Server``) saying ``resources.listChanged: true`` in its
+    ``initialize`` answer (it takes that from options its transports do not pass)."""
+    from mcp.server.lowlevel.server import NotificationOptions
+
+    server.create_initialization_options = functools.partial(
+        server.create_initialization_options, NotificationOptions(resources_changed=True))
+    return server
+
+
+def list_changed_note(message: Any) -> bool:
+    """Whether a client received ``notifications/resources/list_changed``."""
+    from mcp_types import ResourceListChangedNotification
+
+    return isinstance(getattr(message, "root", message), ResourceListChangedNotification)
 
 
 def updated_uri(message: Any) -> str | None:

@@ -237,7 +237,7 @@ def build_forwarder(forwarder: Forwarder) -> Any:
             log.debug("a forwarded call failed", exc_info=True)
             return error_result(f"The call to {forwarder.url} failed: {type(exc).__name__}: {exc}")
 
-    from .resources import forwarded_handlers, updated_uri
+    from .resources import forwarded_handlers, list_changed_note, updated_uri, with_list_changed
 
     resources, subscriptions = forwarded_handlers(forwarder.get)
 
@@ -245,9 +245,11 @@ def build_forwarder(forwarder: Forwarder) -> Any:
         uri = updated_uri(message)
         if uri is not None:
             subscriptions.publish([uri])
+        elif list_changed_note(message):
+            subscriptions.list_changed()
 
     forwarder.on_message = heard
-    return build_server(None, forward=forward, resources=resources)
+    return with_list_changed(build_server(None, forward=forward, resources=resources))
 
 
 def run(args: argparse.Namespace, err: TextIO = sys.stderr) -> int:

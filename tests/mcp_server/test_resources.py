@@ -20,7 +20,7 @@ from .server import TOKEN
 
 
 @contextlib.asynccontextmanager
-async def client_of(server, mode: str = "legacy", stdio: bool = False):
+async def client_of(server, mode: str = "legacy", stdio: bool = False, message_handler=None):
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
@@ -32,7 +32,7 @@ async def client_of(server, mode: str = "legacy", stdio: bool = False):
     else:
         http = create_mcp_http_client(headers={"Authorization": f"token {TOKEN}"})
         transport = streamable_http_client(server.mcp_url, http_client=http)
-    async with Client(transport, mode=mode) as client:
+    async with Client(transport, mode=mode, message_handler=message_handler) as client:
         yield client
 
 
@@ -53,7 +53,7 @@ async def test_open_notebooks_are_listed_and_unreadable_ones_refused(server, tra
     kernel = server.open_session(name, ["a = 1"], ["a1"])
     async with client_of(server, stdio=transport == "stdio") as client:
         caps = client.server_capabilities.resources
-        assert caps is not None and caps.subscribe is True  # (a session: resources/subscribe)
+        assert caps is not None and caps.subscribe is True and caps.list_changed is True  # (a session's)
         listed = {r.uri: r for r in (await client.list_resources()).resources}
         assert notebook_uri(name) in listed and listed[notebook_uri(name)].mime_type == "text/plain"
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
@@ -101,3 +101,35 @@ async def test_the_sessionless_protocol_subscribes_by_listening(server, transpor
             warnings.simplefilter("ignore")
             with pytest.raises(MCPError):  # (removed in that protocol: no session to hold it)
                 await client.subscribe_resource(uri)
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_a_notebook_opened_or_closed_changes_the_list(server, transport):
+    """``notifications/resources/list_changed``: to a session that listed the resources, and on a
+    sessionless client's listen stream that asked for it, when a notebook's session is made or
+    deleted (as JupyterLab opens a notebook, and shuts its kernel down)."""
+    import asyncio
+
+    from jupyter_agent.mcp_server.resources import list_changed_note
+
+    told: asyncio.Queue[str] = asyncio.Queue()
+
+    async def heard(message) -> None:
+        if list_changed_note(message):
+            told.put_nowait("list_changed")
+
+    stdio = transport == "stdio"
+    async with client_of(server, stdio=stdio, message_handler=heard) as client, \
+            client_of(server, mode="auto", stdio=stdio) as modern:
+        await client.list_resources()
+        async with modern.listen(resources_list_changed=True) as subscription:
+            name = f"opened-{transport}.ipynb"
+            await asyncio.to_thread(server.open_session, name, ["c = 3"])
+            assert await asyncio.wait_for(told.get(), 60) == "list_changed"
+            event = await asyncio.wait_for(subscription.__aiter__().__anext__(), 60)
+            assert type(event).__name__ == "ResourcesListChanged"
+            assert notebook_uri(name) in [r.uri for r in (await client.list_resources()).resources]
+            session = next(s for s in await asyncio.to_thread(server.api, "/api/sessions") if s["path"] == name)
+            await asyncio.to_thread(server.api, f"/api/sessions/{session['id']}", "DELETE")
+            assert await asyncio.wait_for(told.get(), 60) == "list_changed"
+            assert notebook_uri(name) not in [r.uri for r in (await client.list_resources()).resources]
