@@ -18,6 +18,7 @@ import logging
 import re
 from typing import Any, Protocol
 
+from ..errors import JupyterAgentError
 from ..redact import redact
 from .protocol import Caller
 from .runs import DEFAULT_WAIT_S, MAX_WAIT_S
@@ -38,7 +39,7 @@ DEFAULT_MAX_CHARS = 4_000
 DEFAULT_OUTPUT_CHARS = 20_000
 
 
-class OutsideError(Exception):
+class OutsideError(JupyterAgentError):
     """A call that cannot be made: said to the client as an MCP tool error, nothing changed."""
 
 
