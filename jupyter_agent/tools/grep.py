@@ -80,8 +80,8 @@ class Grep(PathTool):
         "- Multiline matching: by default patterns match within single lines only. For cross-line patterns like "
         "`struct \\{[\\s\\S]*?field`, use `multiline: true`\n"
         "- Respects .gitignore; searches hidden files; skips binary files\n"
-        "- Notebooks are searched by cell: `nb.ipynb [cell ID] 3: text` is line 3 of cell ID's source "
-        "(`[cell ID output]`: of its outputs' text)"
+        "- A notebook's hits name the cell: `nb.ipynb [cell ID] 3: text` (line 3 of its source; "
+        "`[cell ID output]`: its outputs)"
     )
 
     async def validate_input(self, input: GrepInput, context: ToolContext) -> str | None:

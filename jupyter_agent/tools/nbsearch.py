@@ -24,11 +24,11 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..notebook.cells import cell_views, has_usable_ids
+from ..notebook.cells import has_usable_ids
 from ..notebook.document import source_text
 from ..notebook.render import strip_ansi
 
@@ -70,7 +70,7 @@ def _segment_lines(text: str) -> list[str]:
     return lines
 
 
-def _outputs_text(outputs: tuple[Mapping[str, Any], ...]) -> str:
+def _outputs_text(outputs: list[dict[str, Any]]) -> str:
     parts: list[str] = []
     for output in outputs:
         kind = output.get("output_type")
@@ -83,7 +83,7 @@ def _outputs_text(outputs: tuple[Mapping[str, Any], ...]) -> str:
                 parts.append("".join(str(line) + "\n" for line in traceback))
         elif kind in ("execute_result", "display_data"):
             data = output.get("data")
-            if isinstance(data, Mapping) and "text/plain" in data:
+            if isinstance(data, dict) and "text/plain" in data:
                 parts.append(source_text(data["text/plain"]))
         if parts and not parts[-1].endswith("\n"):
             parts[-1] += "\n"
@@ -109,8 +109,16 @@ def notebook_view(path: str) -> NotebookView:
         return view
     chunks: list[str] = []
     line = 1
-    for cell in cell_views([c for c in cells if isinstance(c, dict)], has_usable_ids(cells)):
-        for label, text in ((f"cell {cell.id}", cell.source), (f"cell {cell.id} output", _outputs_text(cell.outputs))):
+    use_ids = has_usable_ids(cells)
+    for index, cell in enumerate(cells):
+        if not isinstance(cell, dict):
+            continue
+        # The id Read shows (notebook.cells.cell_view): the cell's own, else "cell-N".
+        cell_id = cell.get("id") if use_ids else None
+        name = f"cell {cell_id}" if cell_id else f"cell cell-{index}"
+        outputs = cell.get("outputs")
+        output_text = _outputs_text([o for o in outputs if isinstance(o, dict)]) if isinstance(outputs, list) else ""
+        for label, text in ((name, source_text(cell.get("source"))), (name + " output", output_text)):
             lines = _segment_lines(text)
             if not lines:
                 continue

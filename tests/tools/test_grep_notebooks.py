@@ -115,3 +115,19 @@ async def test_a_notebook_of_5000_cells(ctx, workspace):
     assert outputs["content"] == "big.ipynb [cell k4999 output] 1: 4999"
     counted = await call_tool(ctx, "Grep", {"pattern": "print", "output_mode": "count"})
     assert counted["content"].splitlines()[0] == "big.ipynb:5000"
+
+
+async def test_errors_are_searched_without_colours_and_ignored_notebooks_are_not(ctx, workspace):
+    error = new_output("error", ename="ZeroDivisionError", evalue="division by zero",
+                       traceback=["\x1b[0;31mZeroDivisionError\x1b[0m: division by zero"])
+    nb = new_notebook(cells=[new_code_cell("1 / 0", outputs=[error])])
+    nb.cells[0].id = "boom"
+    nbformat.write(nb, workspace / "e.ipynb")
+    (workspace / "skip").mkdir()
+    nbformat.write(nb, workspace / "skip" / "e.ipynb")
+    (workspace / ".gitignore").write_text("skip/\n")
+    result = await call_tool(ctx, "Grep", {"pattern": "^ZeroDivisionError: division", "output_mode": "content"})
+    assert result["content"].splitlines() == [
+        "e.ipynb [cell boom output] 1: ZeroDivisionError: division by zero",
+        "e.ipynb [cell boom output] 2: ZeroDivisionError: division by zero",
+    ]
