@@ -24,6 +24,7 @@ import logging
 import os
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,8 +39,11 @@ log = logging.getLogger(__name__)
 MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 #: At most this many notebooks of one search are mapped to cells; the rest as raw lines.
 MAX_NOTEBOOKS = 2_000
-#: A segment's line count is capped so that one huge output cannot flood the search.
+#: A cell's outputs' text is capped so that one huge output cannot flood the search.
 MAX_OUTPUT_TEXT_CHARS = 1_000_000
+#: Views are kept for the next search while their notebook is unchanged (same size and
+#: mtime), up to this many characters in all: parsing is most of a search's cost.
+MAX_CACHED_CHARS = 32_000_000
 
 
 class RawNotebook(Exception):
@@ -60,6 +64,35 @@ class NotebookView:
         """The segment label of a view line, and the line's number within that segment."""
         k = bisect.bisect_right(self.starts, line) - 1
         return self.labels[k], line - self.starts[k] + 1
+
+
+_cache: OrderedDict[tuple[str, int, int], NotebookView] = OrderedDict()
+_cache_chars = 0
+_cache_lock = threading.Lock()  # views are built in worker threads, one per search
+
+
+def cached_view(path: str) -> NotebookView:
+    """:func:`notebook_view`, kept while the file's size and mtime stay the same."""
+    global _cache_chars
+    try:
+        st = os.stat(path)
+    except OSError:
+        return notebook_view(path)
+    key = (path, st.st_size, st.st_mtime_ns)
+    with _cache_lock:
+        view = _cache.get(key)
+        if view is not None:
+            _cache.move_to_end(key)
+            return view
+    view = notebook_view(path)
+    with _cache_lock:
+        if key not in _cache and len(view.text) <= MAX_CACHED_CHARS:
+            _cache[key] = view
+            _cache_chars += len(view.text)
+            while _cache_chars > MAX_CACHED_CHARS:
+                _, old = _cache.popitem(last=False)
+                _cache_chars -= len(old.text)
+    return view
 
 
 def _segment_lines(text: str) -> list[str]:
@@ -139,7 +172,7 @@ def write_views(paths: list[str], folder: str, stop: threading.Event | None = No
         if stop is not None and stop.is_set():
             break
         if i < MAX_NOTEBOOKS:
-            view = notebook_view(path)
+            view = cached_view(path)
         else:
             view = NotebookView(path=path, raw_reason=f"more than {MAX_NOTEBOOKS:,} notebooks in one search")
         name = f"{i}.txt"

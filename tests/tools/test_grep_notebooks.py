@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
@@ -131,3 +132,17 @@ async def test_errors_are_searched_without_colours_and_ignored_notebooks_are_not
         "e.ipynb [cell boom output] 1: ZeroDivisionError: division by zero",
         "e.ipynb [cell boom output] 2: ZeroDivisionError: division by zero",
     ]
+
+
+async def test_a_changed_notebook_is_searched_as_it_is_now(ctx, workspace):
+    nb = new_notebook(cells=[new_code_cell("needle_a = 1")])
+    nb.cells[0].id = "one"
+    path = workspace / "n.ipynb"
+    nbformat.write(nb, path)
+    first = await call_tool(ctx, "Grep", {"pattern": "needle_", "output_mode": "content"})
+    assert first["content"] == "n.ipynb [cell one] 1: needle_a = 1"
+    stat = path.stat()
+    path.write_text(path.read_text().replace("needle_a", "needle_b"))  # the same size: only the mtime tells
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    again = await call_tool(ctx, "Grep", {"pattern": "needle_", "output_mode": "content"})
+    assert again["content"] == "n.ipynb [cell one] 1: needle_b = 1"
