@@ -17,6 +17,11 @@ request per call over a kept-alive HTTP connection (no SDK on either side of the
   own virtual environment, jupyter-collaboration so the page shows its edits):
   ``insert_cell``, ``overwrite_cell_source``, ``insert_execute_code_cell``, ``read_notebook``.
 
+``move`` (issue 38): ours one ``move_cell`` (the cell moved as it is by the page, named by the
+cell it goes after or before; NotebookEdit's rules allow it), theirs its ``move_cell``
+(``source_index``, ``target_index``): the cell after the inserted ones moved down one place
+and back, in turns, on each side.
+
 **page**: when the change shows in the page, from the caller's start (a MutationObserver).
 Repetitions are interleaved, each operation started with both sides idle (``--settle``).
 A command, never a test: its figures go to BENCHMARKS.md with the command and the date.
@@ -43,7 +48,7 @@ from bench_vs_mcp_server import (NAME, OPS, PAGE_WATCHER, _json_rpc, command_lin
 #: ``execute_code``, the agent's KernelRun; theirs ``execute_code``) and the two code cells of a
 #: range run in order (ours one ``run_cells``, NotebookRunCells, asked once; theirs two
 #: ``execute_cell``: it has no range form).
-ALL_OPS = (*OPS, "scratch run", "run range")
+ALL_OPS = (*OPS, "scratch run", "run range", "move")
 from tests.jupyter.lab import Lab, run_and_wait, write_notebook  # noqa: E402
 
 PAGE = 500
@@ -74,6 +79,7 @@ class Ours:
         self.rpc("notifications/initialized", None, notify=True)
         self.read_all(cells)
         self.last = ""
+        self.moved = False
 
     def rpc(self, method: str, params: Any, notify: bool = False) -> Any:
         body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -125,6 +131,11 @@ class Ours:
         elif op == "run range":
             if "Ran 2 of 2 code cells" not in self.call("run_cells", start_cell_id="c1", end_cell_id="c2"):
                 raise SystemExit("our run_cells did not run the two cells")
+        elif op == "move":  # c3 one place down (after c4), then back (before c4)
+            where = {"before_cell_id": "c4"} if self.moved else {"after_cell_id": "c4"}
+            if "Moved cell c3" not in self.call("move_cell", cell_id="c3", **where):
+                raise SystemExit("our move_cell did not move the cell")
+            self.moved = not self.moved
         elif "bench_tok_" not in self.read_all(self.cells + tok):
             raise SystemExit("our read did not show the cells")
         return (time.perf_counter() - t) * 1000, started, {}
@@ -141,19 +152,23 @@ def _inserted(text: str) -> str:
     return found.group(1)
 
 
-def measure(cells: int, repeat: int, python: Path, settle: float) -> dict[str, dict[str, list[float]]]:
-    return compare(lambda folder: Ours(folder, cells), cells, python, repeat, settle, "bench-mcp-server-", ALL_OPS)
+def measure(cells: int, repeat: int, python: Path, settle: float,
+            ops: tuple[str, ...] = ALL_OPS) -> dict[str, dict[str, list[float]]]:
+    return compare(lambda folder: Ours(folder, cells), cells, python, repeat, settle, "bench-mcp-server-", ops)
 
 
 def main() -> None:
     parser = command_line()
+    parser.add_argument("--ops", nargs="+", choices=ALL_OPS, default=list(ALL_OPS),
+                        help="the operations to measure (default: all; replace needs insert before it)")
     args = parser.parse_args()
-    results = measure_each(args, lambda cells, python: measure(cells, args.repeat, python, args.settle))
+    ops = tuple(args.ops)
+    results = measure_each(args, lambda cells, python: measure(cells, args.repeat, python, args.settle, ops))
     print("median (min-max) ms; ratio = theirs / ours (at least 1 meets the target)")
     print(f"{'':26}{'ours (MCP)':>22}{'jupyter-mcp-server':>26}{'ratio':>8}")
     verdicts = []
     for cells, figures in results.items():
-        for op in ALL_OPS:
+        for op in ops:
             verdicts += ratio_rows(cells, op, figures, "ours at least as fast", 1)
     for label, ok in verdicts:
         print(f"{'PASS' if ok else 'FAIL'}  {label}")

@@ -312,6 +312,8 @@ class Theirs:
         elif op == "run range":  # the range's two code cells, one execute_cell each (it has no range form)
             for index in (0, 2):
                 self.call("execute_cell", cell_index=index)
+        elif op == "move":  # its move_cell: the cell at index 3 one place down (then the one there now: back)
+            self.call("move_cell", source_index=3, target_index=4)  # (an error raises)
         else:
             result = self.call("read_notebook", notebook_name="bench", response_format="detailed",
                                start_index=0, limit=100_000)

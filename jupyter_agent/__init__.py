@@ -6,15 +6,32 @@ magic). Importing this package does not import ``anthropic`` or ``ipywidgets``.
 """
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what a type checker sees: each lazily exported name as its real type
+    from .agent import query
+    from .conversation import Conversation
+    from .errors import Busy, JupyterAgentError, Refused
+    from .loop.events import (
+        AssistantMessage, Checkpoint, Compaction, ContextUsage, LoopEvent, ModelFallback, ModelRetry, Notice,
+        RequestStart, StreamEvent, ToolProgress, ToolResult, ToolStart, UserMessage,
+    )
+    from .loop.hooks import HookResult, Hooks
+    from .loop.model_protocol import Model, ModelError, ModelRequest
+    from .loop.permission_result import PermissionAllow, PermissionAsk, PermissionDeny
+    from .loop.query import query_loop
+    from .loop.run import QueryRun
+    from .loop.state import State, Terminal, TerminalReason, Transition, TransitionReason
+    from .loop.usage import Usage
+    from .model.providers import Provider, ProviderSettings
 
 # Names are imported on first use, so `%load_ext jupyter_agent` stays fast (pydantic,
 # the loop and the tools load when a run starts, anthropic when a model is first used).
 _EXPORTS = {
-    "Conversation": ".conversation",
+    "Conversation": ".conversation", "Busy": ".errors", "JupyterAgentError": ".errors", "Refused": ".errors",
     "query": ".agent", "query_loop": ".loop.query", "QueryRun": ".loop.run",
     "State": ".loop.state", "Terminal": ".loop.state", "TerminalReason": ".loop.state",
-    "Transition": ".loop.state", "Usage": ".loop.usage",
+    "Transition": ".loop.state", "TransitionReason": ".loop.state", "Usage": ".loop.usage",
     "HookResult": ".loop.hooks", "Hooks": ".loop.hooks",
     "Model": ".loop.model_protocol", "ModelError": ".loop.model_protocol",
     "ModelRequest": ".loop.model_protocol",
@@ -22,7 +39,8 @@ _EXPORTS = {
     "PermissionDeny": ".loop.permission_result",
     "Provider": ".model.providers", "ProviderSettings": ".model.providers",
     **{name: ".loop.events" for name in (
-        "AssistantMessage", "Checkpoint", "Compaction", "ContextUsage", "ModelFallback", "ModelRetry", "Notice",
+        "AssistantMessage", "Checkpoint", "Compaction", "ContextUsage", "LoopEvent", "ModelFallback", "ModelRetry",
+        "Notice",
         "RequestStart", "StreamEvent", "ToolProgress", "ToolResult", "ToolStart", "UserMessage")},
 }
 
@@ -39,13 +57,12 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 __all__ = [
-    "AssistantMessage", "Checkpoint", "Compaction", "ContextUsage", "Conversation", "HookResult", "Hooks", "Model",
-    "ModelError", "ModelFallback", "ModelRequest", "ModelRetry", "Notice", "PermissionAllow",
-    "PermissionAsk", "PermissionDeny", "Provider", "ProviderSettings", "QueryRun", "RequestStart", "State",
-    "StreamEvent",
-    "Terminal", "TerminalReason", "ToolProgress", "ToolResult", "ToolStart", "Transition",
-    "Usage", "UserMessage", "chat", "load_ipython_extension", "query", "query_loop",
-    "unload_ipython_extension",
+    "AssistantMessage", "Busy", "Checkpoint", "Compaction", "ContextUsage", "Conversation", "HookResult",
+    "Hooks", "JupyterAgentError", "LoopEvent", "Model", "ModelError", "ModelFallback", "ModelRequest",
+    "ModelRetry", "Notice", "PermissionAllow", "PermissionAsk", "PermissionDeny", "Provider",
+    "ProviderSettings", "QueryRun", "Refused", "RequestStart", "State", "StreamEvent", "Terminal",
+    "TerminalReason", "ToolProgress", "ToolResult", "ToolStart", "Transition", "TransitionReason", "Usage",
+    "UserMessage", "chat", "load_ipython_extension", "query", "query_loop", "unload_ipython_extension",
 ]
 
 

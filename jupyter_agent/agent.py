@@ -25,10 +25,11 @@ from .loop.tool_execution import CanUseTool
 from .policy import load_policy
 from .prompts import DEFAULT_SYSTEM_PROMPT, permission_setup, permission_setup_text, user_context
 from .loop.tool import PermissionPolicy, Tool, ToolContext
+from .loop.wire import Message, SystemBlock, ThinkingConfig
 
 
 def query(
-    prompt: str | list[dict[str, Any]],
+    prompt: str | list[Message],
     *,
     model: Any = None,
     tools: list[Tool] | None = None,
@@ -44,7 +45,7 @@ def query(
     context: ToolContext | None = None,
     notebook_path: str | None = None,
     max_tokens: int = 8192,
-    thinking: dict[str, Any] | None = None,
+    thinking: ThinkingConfig | None = None,
     context_window: int | None = None,
     compact: str | None = None,
     max_budget_usd: float | None = None,
@@ -124,7 +125,7 @@ def query(
     # definition is not sent: it would cost every request its tokens for nothing. (A PreToolUse
     # hook may allow a call: then every tool is sent.)
     unsent = frozenset(setup.unavailable) if setup and not hooks.pre_tool_use else frozenset()
-    system = [{"type": "text", "text": "\n\n".join([system_text, *notes])}]
+    system: list[SystemBlock] = [{"type": "text", "text": "\n\n".join([system_text, *notes])}]
     from .mcp import mcp_servers as servers_of
 
     servers = servers_of(context)  # also reads the working folder's .mcp.json when the run starts
@@ -198,7 +199,7 @@ def context_window_setting(value: int | None = None) -> int | None:
     return value
 
 
-def _initial_messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _initial_messages(prompt: str | list[Message]) -> list[Message]:
     if isinstance(prompt, str):
         if not prompt.strip():
             raise ValueError("The prompt is empty: say what the agent should do.")

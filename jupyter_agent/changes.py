@@ -39,6 +39,8 @@ class ChangeKind(str, Enum):
     CELL_INSERTED = "cell_inserted"
     CELL_REPLACED = "cell_replaced"
     CELL_DELETED = "cell_deleted"
+    #: the cell's source and type are as before the run; its place is not
+    CELL_MOVED = "cell_moved"
 
 
 class UndoOutcome(str, Enum):
@@ -106,19 +108,36 @@ class CellState:
 
 @dataclass
 class CellRecord:
-    """One cell a run inserted, replaced or deleted: ``before`` None means the run
-    inserted it; ``after_source`` None means the run deleted it."""
+    """One cell a run inserted, replaced, deleted or moved: ``before`` None means the run
+    inserted it; ``after_source`` None means the run deleted it; ``moved_after`` not None
+    means the run moved it, and left it after that cell ("": first)."""
 
     cell_id: str
     before: CellState | None
     after_source: str | None
     after_type: str | None = None
+    moved_after: str | None = None
 
     @property
     def kind(self) -> ChangeKind:
         if self.before is None:
             return ChangeKind.CELL_INSERTED
-        return ChangeKind.CELL_DELETED if self.after_source is None else ChangeKind.CELL_REPLACED
+        if self.after_source is None:
+            return ChangeKind.CELL_DELETED
+        if self.moved_after is not None and not self.changed_text:
+            return ChangeKind.CELL_MOVED
+        return ChangeKind.CELL_REPLACED
+
+    @property
+    def changed_text(self) -> bool:
+        """The run left the cell with another source or type than it had."""
+        before = self.before
+        return before is None or (self.after_source, self.after_type) != (before.source, before.cell_type)
+
+    @property
+    def moved(self) -> bool:
+        """The run left the cell somewhere else than it was (after another cell)."""
+        return self.before is not None and self.moved_after is not None and self.moved_after != self.before.after_id
 
 
 @dataclass
@@ -239,6 +258,13 @@ class RunChanges:
         else:
             record.after_source, record.after_type = source, cell_type
 
+    def cell_moved(self, path: str, cell_id: str, after_id: str) -> None:
+        """The run moved cell ``cell_id`` (recorded by :meth:`before_cell_change` first) to
+        just after the cell ``after_id`` ("": first)."""
+        record = self.notebooks.setdefault(path, NotebookRecord(path)).cells.get(cell_id)
+        if record is not None and record.before is not None:
+            record.moved_after = after_id
+
     def ran_cell(self, names: tuple[str, ...]) -> None:
         """A cell the run executed created or rebound ``names`` in its kernel."""
         for name in names:
@@ -254,9 +280,12 @@ class RunChanges:
             for cell in notebook.cells.values():
                 if cell.before is None and cell.after_source is None:
                     continue  # inserted, then deleted by the same run: nothing to undo
-                if cell.before is not None and cell.after_source == cell.before.source \
-                        and cell.after_type == cell.before.cell_type:
+                if cell.before is not None and not cell.changed_text and not cell.moved:
                     continue  # put back as it was by the run itself
+                if cell.kind is ChangeKind.CELL_MOVED and cell.before is not None:
+                    out.append(Change(cell.kind, notebook.path, cell.cell_id, before=_place(cell.before.after_id),
+                                      after=_place(cell.moved_after)))
+                    continue
                 out.append(Change(cell.kind, notebook.path, cell.cell_id,
                                   before=cell.before.source if cell.before else "",
                                   after=cell.after_source or ""))
@@ -290,11 +319,17 @@ _UNDONE_VERB = {
     ChangeKind.CELL_INSERTED: "inserted by your run, removed again",
     ChangeKind.CELL_REPLACED: "put back as it was",
     ChangeKind.CELL_DELETED: "deleted by your run, put back",
+    ChangeKind.CELL_MOVED: "moved by your run, put back where it was",
 }
 
 
 def _where(step: UndoStep) -> str:
     return f"{step.path} (cell {step.cell_id})" if step.cell_id else step.path
+
+
+def _place(after_id: str | None) -> str:
+    """Where a moved cell is, as the review's diff shows it (one line)."""
+    return f"placed after cell {after_id}\n" if after_id else "placed first in the notebook\n"
 
 
 def _text(data: bytes | None) -> str | None:

@@ -16,10 +16,12 @@ from .changes import RunChanges, undo_note
 from .loop.events import AssistantMessage
 from .loop.hooks import Hooks
 from .loop.messages import create_user_message, ensure_tool_result_pairing
+from .loop.wire import ContentBlock, Message, blocks_of
 from .agent import query, resolve_model
 from .loop.model_protocol import Model
 from .loop.permission_result import check_permission_mode
 from .loop.run import QueryRun
+from .errors import Busy
 from .loop.usage import Usage
 from .loop.tool import ToolContext
 from .policy import load_policy
@@ -27,8 +29,8 @@ from .mcp import McpServers
 from .mcp import mcp_servers as servers_of
 
 
-class ConversationBusy(RuntimeError):
-    """``send()`` while a run of the conversation is still going (one run at a time)."""
+#: ``send()`` while a run of the conversation is still going (one run at a time).
+ConversationBusy = Busy
 
 
 class Conversation:
@@ -70,7 +72,7 @@ class Conversation:
         self.hooks = Hooks.coerce(hooks)
         self.notebook_path = notebook_path
         self.rules = {"allow": tuple(allow), "deny": tuple(deny), "ask": tuple(ask)}
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
         #: entries added to the user context of every request (data the model is told in
         #: front of the history, e.g. that the kernel restarted since a resumed history)
         self.context_notes: dict[str, str] = {}
@@ -168,7 +170,7 @@ class Conversation:
         return next((r for r in reversed(self.runs) if r.terminal is None and r._iterated), None)
 
     # -- runs ------------------------------------------------------------------------
-    def send(self, prompt: str | list[dict[str, Any]], *, can_use_tool: Any = None,
+    def send(self, prompt: str | list[Message], *, can_use_tool: Any = None,
              max_turns: int | None = None, checkpoints: bool = False, model: str | Model | None = None,
              permission_mode: str | None = None, **options: Any) -> QueryRun:
         """Start a run on the history plus ``prompt``; returns its handle at once.
@@ -217,7 +219,7 @@ class Conversation:
         """What ``run`` (a run of this conversation) changed: its checkpoint."""
         return self.run_changes[self.runs.index(run)]
 
-    def _with_undo_note(self, new: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _with_undo_note(self, new: list[Message]) -> list[Message]:
         """Tell the model, in front of the next prompt, about runs the user undid since the
         last request: it must not assume its edits are there."""
         undone = [c for c in (*self.resumed_changes, *self.run_changes)
@@ -227,11 +229,8 @@ class Conversation:
         notes = [undo_note(c.undo_report) for c in undone if c.undo_report is not None]
         for changes in undone:
             changes.undo_told = True
-        last = dict(new[-1])
-        content = last.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        last["content"] = [{"type": "text", "text": "\n\n".join(notes)}, *blocks]
-        return [*new[:-1], last]
+        note: ContentBlock = {"type": "text", "text": "\n\n".join(notes)}
+        return [*new[:-1], {**new[-1], "content": [note, *blocks_of(new[-1])]}]
 
     def compact(self, instruction: str = "", **options: Any) -> QueryRun:
         """Summarise the history now (``%agent compact``), keeping the user's messages word

@@ -175,7 +175,8 @@ class KernelBridge(BridgeRequests):
             server_root=str(info.get("server_root") or ""), version=str(info.get("version") or ""),
             app=str(info.get("app") or ""), protocol=data.get("v"), notices=info.get("notices") is True,
             kernel_runs=info.get("kernel_runs") is True, asks=info.get("asks") is True,
-            focus=info.get("focus") is True, open=info.get("open") is True)
+            focus=info.get("focus") is True, open=info.get("open") is True,
+            moves=info.get("moves") is True)
         for loop, event in list(self._hello_waiters):
             loop.call_soon_threadsafe(event.set)
         for listener in list(self.hello_listeners):

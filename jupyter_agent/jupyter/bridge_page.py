@@ -69,6 +69,8 @@ class Page:
     focus: bool = False
     #: the page opens a notebook the kernel names (``open``; ``create_notebook``)
     open: bool = False
+    #: the page moves a cell as it is, in one step (a ``restore`` step ``move``; ``move_cell``)
+    moves: bool = False
     #: changes of the page's document this kernel knows of: notices, and the replies of
     #: requests that changed it (each reply carries the count as ``CHANGES_SEEN``)
     changes: int = 0

@@ -20,6 +20,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import Refused
 from ..mcp_server.protocol import OPS, TARGET, VERSION, run_tag
 from ..redact import redact
 from .bridge_status import QUIET_OPENS
@@ -34,10 +35,6 @@ log = logging.getLogger(__name__)
 READ_CHARS = 4_000
 #: Characters of a variables listing at most.
 VARIABLES_CHARS = 20_000
-
-
-class Refused(Exception):
-    """The call cannot be carried out; the message says why and what to do."""
 
 
 class OutsideHub:
@@ -268,6 +265,8 @@ class OutsideHub:
                       page: str = "") -> dict[str, Any]:
         if op == "run_range":
             return await self._run_range(run, key, args, progress, page)
+        if op == "move":
+            return await self._move(run, key, args, progress, page)
         if op == "run":
             name, tool_input = "NotebookRun", {"notebook_path": key, "cell_id": args.get("cell_id")}
         else:
@@ -284,8 +283,7 @@ class OutsideHub:
         from .outside_edit import OutsideNotebookEdit
 
         result = await run.call_tool(name, tool_input, progress, page, tools=[OutsideNotebookEdit(), NotebookRun()])
-        return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
-                "content": blocks_of(result.block.get("content"))}
+        return reply_of(result)
 
     async def _execute(self, run: Any, key: str, args: dict[str, Any], progress: Any, page: str) -> dict[str, Any]:
         """``execute_code``: scratch code in this kernel, as the agent's own KernelRun (its rules,
@@ -295,8 +293,20 @@ class OutsideHub:
         tool_input = {"notebook_path": key, "code": str(args.get("code") or ""),
                       "timeout": (_int(args.get("timeout_seconds"), 60) or 60) * 1000}
         result = await run.call_tool("KernelRun", tool_input, progress, page, tools=[KernelRun()])
-        return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
-                "content": blocks_of(result.block.get("content"))}
+        return reply_of(result)
+
+    async def _move(self, run: Any, key: str, args: dict[str, Any], progress: Any, page: str) -> dict[str, Any]:
+        """``move_cell``: the cell moved as it is by the page, as the agent's own NotebookEdit
+        (``outside_move.py``: its rules, the policy, the card with what moves where)."""
+        from .outside_move import OutsideNotebookMove
+
+        tool_input: dict[str, Any] = {"notebook_path": key, "edit_mode": "move"}
+        for field in ("cell_id", "after_cell_id", "before_cell_id"):
+            if args.get(field) is not None:
+                self._check_cell(run, key, str(args[field]))
+                tool_input[field] = args[field]
+        result = await run.call_tool("NotebookEdit", tool_input, progress, page, tools=[OutsideNotebookMove()])
+        return reply_of(result)
 
     async def _run_range(self, run: Any, key: str, args: dict[str, Any], progress: Any, page: str) -> dict[str, Any]:
         """``run_cells``: the range's code cells in order, asked once, as the agent's own
@@ -310,8 +320,7 @@ class OutsideHub:
                 self._check_cell(run, key, str(args[ours]))
                 tool_input[theirs] = args[ours]
         result = await run.call_tool("NotebookRunCells", tool_input, progress, page, tools=[NotebookRunCells()])
-        return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
-                "content": blocks_of(result.block.get("content"))}
+        return reply_of(result)
 
     async def _check_read(self, run: Any, document: Any, key: str, path: str) -> None:
         """Said in this server's words before the tool says it in the agent's (its Read):
@@ -339,6 +348,12 @@ class OutsideHub:
         """``%unload_ext``: cancel the calls still going (each answers that it was cancelled)."""
         for task in list(self._tasks):
             task.cancel()
+
+
+def reply_of(result: Any) -> dict[str, Any]:
+    """A tool call's ``CallResult`` as the call's reply (a tool error is ``ok`` false)."""
+    return {"ok": not result.block.get("is_error"), "outcome": result.outcome.value,
+            "content": blocks_of(result.block.get("content"))}
 
 
 def blocks_of(content: Any) -> list[dict[str, Any]]:

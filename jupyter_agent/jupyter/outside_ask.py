@@ -47,8 +47,8 @@ def asked_what(tool_name: str, tool_input: dict[str, Any]) -> str:
     if tool_name == "NotebookRestart":
         return "restart the kernel"
     if tool_name == "NotebookEdit":
-        return {"insert": "insert a cell", "delete": "delete a cell"}.get(str(tool_input.get("edit_mode")),
-                                                                          "replace a cell")
+        return {"insert": "insert a cell", "delete": "delete a cell",
+                "move": "move a cell"}.get(str(tool_input.get("edit_mode")), "replace a cell")
     return f"use {tool_name}"
 
 

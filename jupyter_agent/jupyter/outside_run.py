@@ -26,6 +26,7 @@ from ..loop.events import ToolProgress, ToolResult
 from ..loop.permission_result import PermissionAsk, PermissionDeny
 from ..loop.services import Services
 from ..loop.tool import FileReadRecord, Tool, ToolContext, ToolOutput
+from ..loop.wire import ToolUseBlock
 from ..redact import redact
 from ..tools.notebook_restart import NotebookRestart, variables_phrase
 from ..view.runmodel import RunModel
@@ -152,7 +153,7 @@ class OutsideRun:
         self.model.handle(_announce(tool_use_id, name, tool_input))
         started = time.perf_counter()
         try:
-            block = {"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}
+            block = ToolUseBlock(type="tool_use", id=tool_use_id, name=name, input=tool_input)
             result = await run_tool_call(block, env)
         finally:
             self._calls -= 1
@@ -231,6 +232,6 @@ def _announce(tool_use_id: str, name: str, tool_input: dict[str, Any]) -> Any:
     from ..loop.events import AssistantMessage
     from ..loop.usage import Usage
 
-    block = {"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}
+    block = ToolUseBlock(type="tool_use", id=tool_use_id, name=name, input=tool_input)
     return AssistantMessage({"role": "assistant", "content": [block]}, Usage(), "", "tool_use")
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..changes import UndoReport
 from ..loop.state import Terminal, TerminalReason
+from ..errors import Refused
 from ..loop.usage import Usage
 from ..notebook.epoch import names_shown
 from ..redact import redact
@@ -45,8 +46,8 @@ RESTART_CONTEXT_KEY = "kernelRestart"
 MAX_GONE_SHOWN = 80
 
 
-class ResumeRefused(RuntimeError):
-    """Nothing to resume, or not now (the message says why and what to do)."""
+#: Nothing to resume, or not now (the message says why and what to do).
+ResumeRefused = Refused
 
 
 def _user_names(shell: Any) -> list[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from collections.abc import Mapping, Sequence
 
 from ..view.items import Item, NoticeItem, TextItem, ThinkingItem, ToolItem
 
@@ -26,21 +27,21 @@ log = logging.getLogger(__name__)
 REMINDER = "<system-reminder>"
 
 
-def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return [b for b in content or [] if isinstance(b, dict)]
 
 
-def _user_text(message: dict[str, Any]) -> str:
+def _user_text(message: Mapping[str, Any]) -> str:
     """The text a user message says (not a tool result's), "" for none."""
     if message.get("role") != "user":
         return ""
     return "\n".join(b["text"] for b in _blocks(message) if b.get("type") == "text" and isinstance(b.get("text"), str))
 
 
-def _starts(messages: list[dict[str, Any]], prompts: list[str]) -> list[int | None]:
+def _starts(messages: Sequence[Mapping[str, Any]], prompts: list[str]) -> list[int | None]:
     """Where each run's turns start in ``messages`` (None: its prompt was not found, e.g. a
     compaction summarised it away)."""
     starts: list[int | None] = []
@@ -54,7 +55,7 @@ def _starts(messages: list[dict[str, Any]], prompts: list[str]) -> list[int | No
     return starts
 
 
-def history_items(messages: list[dict[str, Any]], cwd: Any = None, prompted: bool = False) -> list[Item]:
+def history_items(messages: Sequence[Mapping[str, Any]], cwd: Any = None, prompted: bool = False) -> list[Item]:
     """The items of ``messages``; ``prompted``: the first is the run's prompt message, whose
     text the run's prompt item shows. The notes the loop adds to a user message (the
     kernel's variables, in ``<system-reminder>``) are not shown; tool results settle their calls."""
@@ -86,7 +87,7 @@ def history_items(messages: list[dict[str, Any]], cwd: Any = None, prompted: boo
     return items
 
 
-def fill_runs(messages: list[dict[str, Any]], runs: list[Any]) -> None:
+def fill_runs(messages: Sequence[Mapping[str, Any]], runs: list[Any]) -> None:
     """Give each resumed run (``model.items`` holding its prompt) the items of its turns."""
     prompts = [run.prompt for run in runs]
     starts = _starts(messages, prompts)

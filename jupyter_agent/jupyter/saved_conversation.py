@@ -30,13 +30,14 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..changes import CellRecord, CellState, FileRecord, NotebookRecord, RunChanges, UndoReport
 from ..files.atomic import atomic_write
 from ..loop.messages import ensure_tool_result_pairing
 from ..loop.state import TerminalReason
 from ..loop.usage import Usage
+from ..loop.wire import Message
 from ..redact import redact
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class SavedConversation:
     """What ``%agent resume`` gets back from a file."""
 
     key: str
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)
     runs: list[SavedRun] = field(default_factory=list)
     #: top-level names of the kernel at the last save (and those the runs' cells changed)
@@ -192,7 +193,8 @@ def _changes_json(changes: RunChanges, budget: list[int]) -> tuple[dict[str, Any
             if before is not None:
                 budget[0] -= len(before.source)
             cells.append({"cell_id": cell.cell_id, "after_source": _redacted(cell.after_source),
-                          "after_type": cell.after_type, "before": None if before is None else {
+                          "after_type": cell.after_type, "moved_after": cell.moved_after,
+                          "before": None if before is None else {
                               "id": before.id, "cell_type": before.cell_type, "source": before.source,
                               "outputs": _redacted(list(before.outputs)), "execution_count": before.execution_count,
                               "metadata": _redacted(before.metadata), "index": before.index,
@@ -262,13 +264,13 @@ def _names(value: Any) -> list[str]:
     return [n for n in value if _is_name(n)][:MAX_NAMES] if isinstance(value, list) else []
 
 
-def check_messages(value: Any, notes: list[str]) -> list[dict[str, Any]]:
+def check_messages(value: Any, notes: list[str]) -> list[Message]:
     """The history as the API takes it: known blocks with fields of the right types, every
     ``tool_use`` answered (``loop/messages.py``), starting with a user message."""
     if not isinstance(value, list):
         notes.append("the history was not a list: it was left out")
         return []
-    messages: list[dict[str, Any]] = []
+    messages: list[Message] = []
     dropped = [0]
     for item in value:
         message = _check_message(item, dropped)
@@ -284,7 +286,7 @@ def check_messages(value: Any, notes: list[str]) -> list[dict[str, Any]]:
     return repaired
 
 
-def _check_message(item: Any, dropped: list[int]) -> dict[str, Any] | None:
+def _check_message(item: Any, dropped: list[int]) -> Message | None:
     """The message with its well-formed blocks (``dropped`` counts what was left out)."""
     if not isinstance(item, dict) or item.get("role") not in ("user", "assistant"):
         dropped[0] += 1
@@ -297,7 +299,8 @@ def _check_message(item: Any, dropped: list[int]) -> dict[str, Any] | None:
         return None
     blocks = [b for b in (_check_block(block, item["role"]) for block in content) if b is not None]
     dropped[0] += len(content) - len(blocks)
-    return {"role": item["role"], "content": blocks} if blocks else None
+    # Each block was checked against the API's shapes above: the message is one of the API's.
+    return cast(Message, {"role": item["role"], "content": blocks}) if blocks else None
 
 
 def _check_block(block: Any, role: str) -> dict[str, Any] | None:
@@ -450,9 +453,11 @@ def changes_from_json(value: Any) -> RunChanges:
                                   _typed(before.get("after_id", ""), str, "a cell id"))
             after = cell.get("after_source")
             cell_id = _typed(cell["cell_id"], str, "a cell id")
+            moved = cell.get("moved_after")
             notebook.cells[cell_id] = CellRecord(cell_id, state, _typed(after, str, "a source") if after is not None
                                                  else None, cell.get("after_type") if isinstance(
-                                                     cell.get("after_type"), str) else None)
+                                                     cell.get("after_type"), str) else None,
+                                                 _typed(moved, str, "a cell id") if moved is not None else None)
         changes.notebooks[notebook.path] = notebook
     changes.variables = _names(value.get("variables"))
     if value.get("undone") is True:  # undone before the save: a run is undone once

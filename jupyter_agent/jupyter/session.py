@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..errors import Busy
 from .config import AgentConfig, agent_config
 from ..environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
@@ -25,8 +26,8 @@ from ..environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message
 log = logging.getLogger(__name__)
 
 
-class AgentBusy(RuntimeError):
-    """A run is still going; a second one would fork the conversation."""
+#: A run is still going; a second one would fork the conversation.
+AgentBusy = Busy
 
 
 class NoApiKey(RuntimeError):

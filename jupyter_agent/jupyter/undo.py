@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 from ..changes import UndoReport
+from ..errors import Refused
 from ..redact import redact
 from ..render.html import inline_html
 from ..view.review import undo_bundle
@@ -16,8 +17,8 @@ from ..view.review import undo_bundle
 log = logging.getLogger(__name__)
 
 
-class UndoRefused(RuntimeError):
-    """There is no such run, or it cannot be undone now (the message says why)."""
+#: There is no such run, or it cannot be undone now (the message says why).
+UndoRefused = Refused
 
 
 def pick_run(session: Any, number: int | None) -> tuple[int, Any]:

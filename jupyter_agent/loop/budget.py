@@ -11,15 +11,13 @@ same bytes for that result and the prompt cache keeps hitting.
 from __future__ import annotations
 
 import json
-from typing import Any
-
 from .identity_memo import IdentityMemo
-from .messages import Message
+from .wire import ContentBlock, Message, ToolResultBlock, ToolResultContent, is_tool_result
 
 DEFAULT_MESSAGE_BUDGET_CHARS = 200_000
 
 
-def _size(content: Any) -> int:
+def _size(content: ToolResultContent | None) -> int:
     """Characters of text. An image or document (PDF) counts without its base64 data:
     the tool that made it bounds it already (Read: bytes, pages), and as text it would
     always look oversized and be left out."""
@@ -30,8 +28,11 @@ def _size(content: Any) -> int:
     return len(json.dumps(content))
 
 
-def _without_media_data(block: Any) -> Any:
-    source = block.get("source") if isinstance(block, dict) else None
+def _without_media_data(block: object) -> object:
+    """``block`` as measured: an image's or a document's base64 data left out."""
+    if not isinstance(block, dict):
+        return block
+    source = block.get("source")
     if block.get("type") in ("image", "document") and isinstance(source, dict) and "data" in source:
         return {**block, "source": {**source, "data": ""}}
     return block
@@ -47,7 +48,7 @@ class ToolResultBudget:
         self._applied: IdentityMemo[Message] = IdentityMemo()
 
     def apply(self, messages: list[Message]) -> list[Message]:
-        out = []
+        out: list[Message] = []
         for message in messages:
             known = self._applied.get(message)
             if known is None:
@@ -60,7 +61,7 @@ class ToolResultBudget:
         content = message.get("content")
         if not isinstance(content, list):
             return message
-        results = [b for b in content if b.get("type") == "tool_result"]
+        results = [b for b in content if is_tool_result(b)]
         if not results:
             return message
         undecided = [b for b in results if b["tool_use_id"] not in self._replaced]
@@ -68,13 +69,13 @@ class ToolResultBudget:
             self._decide(results)
         if not any(self._replaced.get(b["tool_use_id"]) for b in results):
             return message
-        new_content = []
+        new_content: list[ContentBlock] = []
         for block in content:
-            note = self._replaced.get(block.get("tool_use_id")) if block.get("type") == "tool_result" else None
-            new_content.append({**block, "content": note} if note else block)
+            note = self._replaced.get(block["tool_use_id"]) if is_tool_result(block) else None
+            new_content.append({**block, "content": note} if note and is_tool_result(block) else block)
         return {**message, "content": new_content}
 
-    def _decide(self, results: list[dict[str, Any]]) -> None:
+    def _decide(self, results: list[ToolResultBlock]) -> None:
         if len(results) == 1:
             # one result alone is bounded when it runs (its tool's cap, and the window's: the
             # budget may shrink after it ran, as the run learns the API's token count)

@@ -20,7 +20,6 @@ import json
 import logging
 import re
 from dataclasses import dataclass, replace
-from typing import Any
 from collections.abc import Sequence
 
 from .abort import AbortSignal
@@ -34,7 +33,7 @@ from .events import (
 )
 from .hooks import Hooks, PreCompactInput, call_hook
 from .messages import (
-    MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE, STOP_HOOK_FEEDBACK_PREFIX, Message, content_blocks,
+    MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE, STOP_HOOK_FEEDBACK_PREFIX, content_blocks,
     create_user_message, ensure_tool_result_pairing, normalize_messages_for_api, prepend_user_context,
 )
 from .model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
@@ -42,7 +41,11 @@ from .permission_result import PermissionAllow
 from .stream import stream_with_abort
 from .tool import Tool, ToolContext, ToolError
 from .tool_execution import ToolRunEnv, _validate_and_plan
-from .usage import StreamUsage, Usage
+from .meter import StreamUsage
+from .state import TransitionReason
+from .usage import Usage
+from .wire import JSONObject, Message, SystemBlock, TextBlock, ToolDefinition, ToolUseBlock, is_text, is_tool_result, \
+    is_tool_use
 
 __all__ = ["CompactionEnv", "CompactResult", "RunContext", "compact", "corrected", "is_user_written", "run_context",
            "user_messages_to_keep", "SUMMARY_REQUEST_MARKER", "PROMPT_TOO_LONG_ADVICE", "TOO_LONG_ADVICE",
@@ -88,8 +91,8 @@ class CompactionEnv:
     (to read files again), the hooks, and the run's usage meter."""
 
     model: Model
-    system: list[dict[str, Any]]
-    tool_definitions: list[dict[str, Any]]
+    system: list[SystemBlock]
+    tool_definitions: list[ToolDefinition]
     tools_by_name: dict[str, Tool]
     context: ToolContext
     hooks: Hooks
@@ -112,9 +115,9 @@ def is_user_written(message: Message) -> bool:
     if message.get("role") != "user":
         return False
     blocks = content_blocks(message)
-    if not blocks or any(b.get("type") == "tool_result" for b in blocks):
+    if not blocks or any(is_tool_result(b) for b in blocks):
         return False
-    first = next((b.get("text", "") for b in blocks if b.get("type") == "text"), "")
+    first = next((b["text"] for b in blocks if is_text(b)), "")
     loop_notes = (SUMMARY_HEADER, REREAD_HEADER, CARRIED_HEADER, CONTINUE_NOTE, STOP_HOOK_FEEDBACK_PREFIX,
                   MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE)
     return not any(first.startswith(note) for note in loop_notes)
@@ -177,7 +180,7 @@ async def compact(env: CompactionEnv, messages: Sequence[Message], trigger: Comp
     return CompactResult(event, tuple(history))
 
 
-def _fixed_tokens(system: list[dict[str, Any]], tool_definitions: list[dict[str, Any]],
+def _fixed_tokens(system: list[SystemBlock], tool_definitions: list[ToolDefinition],
                   user_context: dict[str, str]) -> int:
     """What every request carries besides the history."""
     return estimate_tokens(system) + estimate_tokens(tool_definitions) + estimate_tokens(user_context)
@@ -256,18 +259,18 @@ def _fit(messages: list[Message], env: CompactionEnv, room: int) -> list[Message
     return messages
 
 
-async def _read_again(env: CompactionEnv, messages: Sequence[Message]) -> tuple[list[dict[str, Any]], list[str]]:
+async def _read_again(env: CompactionEnv, messages: Sequence[Message]) -> tuple[list[TextBlock], list[str]]:
     """Read again the files the model read most recently (through their tool, so its
     read record is fresh), as text blocks; and the names of those files."""
     seen: set[str] = set()
-    blocks: list[dict[str, Any]] = []
+    blocks: list[TextBlock] = []
     names: list[str] = []
     room = env.budget.estimated(env.budget.reread_room)  # (a file that does not fit is left to the model)
     per_file = env.budget.estimated(env.budget.reread_file_tokens)
     for call in _latest_calls_first(messages):
         if len(names) >= MAX_REREAD_FILES:
             break
-        tool = env.tools_by_name.get(str(call.get("name")))
+        tool = env.tools_by_name.get(call["name"])
         again = tool.reread_input(call.get("input") or {}) if tool is not None else None
         if tool is None or again is None or (key := json.dumps(again, sort_keys=True)) in seen:
             continue
@@ -287,9 +290,9 @@ async def _read_again(env: CompactionEnv, messages: Sequence[Message]) -> tuple[
     return blocks, names
 
 
-def _carried_over(env: CompactionEnv) -> list[dict[str, Any]]:
+def _carried_over(env: CompactionEnv) -> list[TextBlock]:
     """What the tools keep of the conversation's state (the plan), as text blocks."""
-    blocks = []
+    blocks: list[TextBlock] = []
     for tool in env.tools_by_name.values():
         try:
             text = tool.carry_over(env.context)
@@ -301,17 +304,17 @@ def _carried_over(env: CompactionEnv) -> list[dict[str, Any]]:
     return blocks
 
 
-def _latest_calls_first(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def _latest_calls_first(messages: Sequence[Message]) -> list[ToolUseBlock]:
     return [b for m in reversed(messages) if m.get("role") == "assistant"
-            for b in reversed(content_blocks(m)) if b.get("type") == "tool_use"]
+            for b in reversed(content_blocks(m)) if is_tool_use(b)]
 
 
-async def _read(tool: Tool, raw_input: dict[str, Any], context: ToolContext) -> str | None:
+async def _read(tool: Tool, raw_input: JSONObject, context: ToolContext) -> str | None:
     """One read through the tool's own checks and the permission policy; None when it
     cannot run without asking, fails, or gives anything but text."""
     try:
         parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
-        if problem or not prepared.read_only:
+        if problem or parsed is None or not prepared.read_only:
             return None
         if not isinstance(await context.permissions.decide(tool, parsed, context, prepared), PermissionAllow):
             return None
@@ -330,7 +333,7 @@ _MAXIMUM = re.compile(r"(\d+)\s*tokens\s*>\s*(\d+)\s*maximum")
 #: The densest a refusal may make the estimates (one token a character: four an estimate's token).
 MAX_DENSITY = 4.0
 #: Transitions into an iteration that starts from a freshly compacted history.
-COMPACTED_REASONS = ("auto_compact", "reactive_compact_retry")
+COMPACTED_REASONS = frozenset(r for r in TransitionReason if r.compacted)
 USER_WORDS_TOO_LONG_TEXT = (
     "Your message is about {tokens:,} tokens; with the system prompt and tools (about {fixed:,}) it "
     "leaves no room to work in this model's context window of {window:,} tokens (the loop compacts at "
@@ -461,7 +464,7 @@ class RunContext:
         request is built (``model/request.py``, ``fitted_thinking``)."""
         return self.env.budget.request_max_tokens(used)
 
-    def wants_compaction(self, used: int, transition_reason: str | None) -> bool:
+    def wants_compaction(self, used: int, transition_reason: TransitionReason | None) -> bool:
         """Past ``compact_at``, unless this iteration starts from a fresh compaction (it
         would only repeat it) or an automatic one already failed in this run."""
         return (used > self.env.budget.compact_at and not self.auto_blocked
@@ -475,7 +478,7 @@ class RunContext:
         return result
 
 
-def run_context(model: Model, system: list[dict[str, Any]], tool_definitions: list[dict[str, Any]],
+def run_context(model: Model, system: list[SystemBlock], tool_definitions: list[ToolDefinition],
                 tool_env: ToolRunEnv, hooks: Hooks, user_context: dict[str, str], meter: StreamUsage,
                 signal: AbortSignal, *, context_window: int | None, max_tokens: int,
                 result_budget: ToolResultBudget | None = None) -> RunContext:

@@ -18,12 +18,12 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
 from collections.abc import Sequence
 
-from .messages import Message, content_blocks
+from .messages import content_blocks
 from .tool import Tool
 from .usage import Usage
+from .wire import ContentBlock, Message, ToolResultBlock, ToolUseBlock, is_tool_result, is_tool_use
 
 log = logging.getLogger(__name__)
 
@@ -170,12 +170,12 @@ class ContextBudget:
         return min(self.max_tokens, max(self.answer_room, self.window - prompt - self.margin))
 
 
-def estimate_tokens(value: Any) -> int:
+def estimate_tokens(value: object) -> int:
     """Tokens of a message, block or list of them: JSON characters / 4, images at a
     fixed price (their base64 data is not what the API counts)."""
     images = 0
 
-    def strip(item: Any) -> Any:
+    def strip(item: object) -> object:
         nonlocal images
         if isinstance(item, dict):
             source = item.get("source")
@@ -249,17 +249,17 @@ def microcompact(messages: list[Message], tools_by_name: dict[str, Tool], size: 
     results alone are over the target, the summary is the layer that helps.
     """
     calls = {b["id"]: b for m in messages if m.get("role") == "assistant"
-             for b in content_blocks(m) if b.get("type") == "tool_use"}
-    found: list[tuple[int, int, int, dict[str, Any]]] = []  # (message, block, tokens, block)
+             for b in content_blocks(m) if is_tool_use(b)}
+    found: list[tuple[int, int, int, ToolResultBlock]] = []  # (message, block, tokens, block)
     for i, message in enumerate(messages):
         if message.get("role") != "user" or not isinstance(message.get("content"), list):
             continue
-        for j, block in enumerate(message["content"]):
-            if block.get("type") == "tool_result" and not _is_cleared(block):
+        for j, block in enumerate(content_blocks(message)):
+            if is_tool_result(block) and not _is_cleared(block):
                 found.append((i, j, estimate_tokens(block.get("content")), block))
     candidates = found[:-KEEP_RECENT_RESULTS] if KEEP_RECENT_RESULTS else found
     order = sorted(candidates, key=lambda c: (not _has_image(c[3]), -c[2], c[0], c[1]))
-    cleared: dict[tuple[int, int], dict[str, Any]] = {}
+    cleared: dict[tuple[int, int], ContentBlock] = {}
     saved = 0
     for i, j, tokens, block in order:
         if size - saved <= target:
@@ -273,22 +273,22 @@ def microcompact(messages: list[Message], tools_by_name: dict[str, Tool], size: 
         return messages, 0, 0
     out = list(messages)
     for i in sorted({i for i, _ in cleared}):
-        content = [cleared.get((i, j), b) for j, b in enumerate(messages[i]["content"])]
+        content = [cleared.get((i, j), b) for j, b in enumerate(content_blocks(messages[i]))]
         out[i] = {**messages[i], "content": content}
     return out, len(cleared), saved
 
 
-def _is_cleared(block: dict[str, Any]) -> bool:
+def _is_cleared(block: ToolResultBlock) -> bool:
     content = block.get("content")
     return isinstance(content, str) and content.startswith(CLEARED_MARKER)
 
 
-def _has_image(block: dict[str, Any]) -> bool:
+def _has_image(block: ToolResultBlock) -> bool:
     content = block.get("content")
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "image" for b in content)
 
 
-def _cleared_marker(block: dict[str, Any], call: dict[str, Any] | None, tools_by_name: dict[str, Tool]) -> str:
+def _cleared_marker(block: ToolResultBlock, call: ToolUseBlock | None, tools_by_name: dict[str, Tool]) -> str:
     name = str(call.get("name", "")) if call else ""
     tool = tools_by_name.get(name)
     what = ""

@@ -14,9 +14,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal
+from typing import Literal
 
+from .state import State, Terminal, Transition
 from .usage import Usage
+from .wire import ContentBlock, JSONObject, Message, MessageSnapshot, ToolResultBlock, ToolResultContent, \
+    ToolUseBlock, blocks_of, is_text, is_tool_use
 
 
 @dataclass(frozen=True)
@@ -59,11 +62,11 @@ class StreamEvent:
 
     type: str
     index: int | None
-    delta: dict[str, Any] | None
-    snapshot: dict[str, Any]
+    delta: JSONObject | None
+    snapshot: MessageSnapshot
 
     @property
-    def block(self) -> dict[str, Any] | None:
+    def block(self) -> ContentBlock | None:
         """The content block this event is about, as accumulated so far."""
         if self.index is None:
             return None
@@ -75,19 +78,21 @@ class StreamEvent:
 class AssistantMessage:
     """A complete response: ``message`` is ``{"role": "assistant", "content": [...]}``."""
 
-    message: dict[str, Any]
+    message: Message
     usage: Usage
     model: str
     stop_reason: str | None
     request_id: str | None = None
 
     @property
-    def tool_uses(self) -> list[dict[str, Any]]:
-        return [b for b in self.message["content"] if b.get("type") == "tool_use"]
+    def tool_uses(self) -> list[ToolUseBlock]:
+        """The calls the response asks for, in order."""
+        return [b for b in blocks_of(self.message) if is_tool_use(b)]
 
     @property
     def text(self) -> str:
-        return "".join(b.get("text", "") for b in self.message["content"] if b.get("type") == "text")
+        """The response's text blocks, joined."""
+        return "".join(b["text"] for b in blocks_of(self.message) if is_text(b))
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,7 @@ class ToolEvent:
 class ToolStart(ToolEvent):
     """A tool call passed validation and permission and is now running."""
 
-    input: dict[str, Any]
+    input: JSONObject
     #: ``time.perf_counter()`` when the tool started. The event reaches the consumer with
     #: the next stream event, which can be much later (a timeline needs the real start).
     started_at: float = field(default_factory=time.perf_counter, compare=False)
@@ -132,9 +137,10 @@ class ToolStart(ToolEvent):
 
 @dataclass(frozen=True)
 class ToolProgress(ToolEvent):
-    """Something a running tool reported (e.g. a cell's output as it arrives)."""
+    """Something a running tool reported (e.g. a cell's output as it arrives): what it
+    is depends on the tool, so a front checks its type before it shows it."""
 
-    data: Any
+    data: object
 
 
 class ToolOutcome(str, Enum):
@@ -164,7 +170,7 @@ class ToolResult(ToolEvent):
     Every ``tool_use`` gets exactly one of these, on every path (synthetic results
     after Stop or a broken response included)."""
 
-    block: dict[str, Any]
+    block: ToolResultBlock
     duration_s: float = 0.0
     #: Without one: ``ok``, or ``error`` for an ``is_error`` block.
     outcome: ToolOutcome = None  # type: ignore[assignment]  # set in __post_init__
@@ -184,7 +190,8 @@ class ToolResult(ToolEvent):
         return bool(self.block.get("is_error"))
 
     @property
-    def content(self) -> Any:
+    def content(self) -> ToolResultContent | None:
+        """The result's content (text, or text and image blocks)."""
         return self.block.get("content")
 
 
@@ -192,7 +199,7 @@ class ToolResult(ToolEvent):
 class UserMessage:
     """A user message the loop appended to the history (tool results, hook feedback)."""
 
-    message: dict[str, Any]
+    message: Message
     synthetic: bool = False
 
 
@@ -202,6 +209,11 @@ class Notice:
 
     kind: str
     text: str
+
+
+#: What running tools hands the loop: a call started, reported progress or ended; a
+#: tool's notice for the user (a server that died) goes out as it is.
+ToolUpdate = ToolStart | ToolProgress | ToolResult | Notice
 
 
 #: ``Notice.kind`` of a run played from a recording: no API is called, nothing is spent.
@@ -287,11 +299,20 @@ class Checkpoint:
 
     step: int
     step_name: StepName
-    state: Any
-    messages_for_query: tuple[dict[str, Any], ...]
-    assistant_messages: tuple[dict[str, Any], ...]
-    tool_results: tuple[dict[str, Any], ...]
+    state: State
+    messages_for_query: tuple[Message, ...]
+    assistant_messages: tuple[Message, ...]
+    tool_results: tuple[ToolResultBlock, ...]
     needs_follow_up: bool
     turn_count: int
-    transition: Any
-    extra: dict[str, Any] = field(default_factory=dict)
+    transition: Transition | None
+    #: What this step adds: ``request`` (step 1), ``tool_use_blocks`` (step 2).
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+#: Everything a run yields, in the order it happens. Model events (a request starting, the
+#: stream, the response, a retry or fallback), tool events (started, progress, result), the
+#: messages the loop added, notes for the user, compactions, the lessons' checkpoints
+#: (``checkpoints=True``); the last is always the :class:`Terminal`.
+LoopEvent = (RequestStart | StreamEvent | AssistantMessage | ModelRetry | ModelFallback | ToolStart | ToolProgress
+             | ToolResult | UserMessage | Notice | Compaction | Checkpoint | Terminal)

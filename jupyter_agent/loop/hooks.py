@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Literal
-from collections.abc import Callable
+from typing import Literal
+from collections.abc import Awaitable, Callable
 
-Hook = Callable[..., Any]
+from .wire import JSONObject, Message, ToolOutputContent
+
+#: A hook: called with what its kind sees, it answers now or when awaited (None: no opinion).
+Hook = Callable[..., "HookResult | None | Awaitable[HookResult | None]"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +34,8 @@ class HookResult:
 
     decision: Literal["allow", "deny", "block"] | None = None
     message: str | None = None
-    updated_input: dict[str, Any] | None = None
-    updated_output: Any = None
+    updated_input: JSONObject | None = None
+    updated_output: ToolOutputContent | None = None
     stop: bool = False
 
 
@@ -40,7 +43,7 @@ class HookResult:
 class ToolCallResult:
     """The result a PostToolUse hook sees."""
 
-    content: Any
+    content: ToolOutputContent
     is_error: bool
 
 
@@ -50,7 +53,7 @@ class StopHookInput:
     already continuing because of a Stop hook (so a hook can avoid looping forever)."""
 
     last_assistant_text: str
-    messages: tuple[dict[str, Any], ...]
+    messages: tuple[Message, ...]
     stop_hook_active: bool
 
 
@@ -61,7 +64,7 @@ class PreCompactInput:
 
     trigger: str
     instructions: str
-    messages: tuple[dict[str, Any], ...]
+    messages: tuple[Message, ...]
 
 
 @dataclass
@@ -91,7 +94,7 @@ class Hooks:
         return cls(**{known[k]: list(v) for k, v in hooks.items()})
 
 
-async def call_hook(hook: Hook, *args: Any) -> HookResult | None:
+async def call_hook(hook: Hook, *args: object) -> HookResult | None:
     """Call a sync or async hook; anything but a HookResult/None is a programming error."""
     result = hook(*args)
     if inspect.isawaitable(result):

@@ -9,19 +9,21 @@ or a Stop. Every request goes through :func:`ensure_tool_result_pairing` first.
 from __future__ import annotations
 
 import re
-from typing import Any
-from collections.abc import Iterable, Iterator
+from typing import Final, TypeVar, cast
+from collections.abc import Iterable, Iterator, Sequence
 
 from .identity_memo import IdentityMemo
+from .wire import ContentBlock, Message, ToolResultBlock, ToolResultContent, ToolUseBlock, blocks_of, is_tool_result, \
+    is_tool_use
 
-Message = dict[str, Any]
+_T = TypeVar("_T")
 
 INTERRUPTED_MESSAGE = "Interrupted by user: the run was stopped before this tool call finished."
 #: Set on a ``tool_use`` block whose input, as the model streamed it, was not a JSON
 #: object (the value is that text; ``input`` is then ``{}``). The call gets an error
 #: result and does not run; the key never goes to the API (see
 #: :func:`normalize_messages_for_api`).
-INVALID_INPUT_KEY = "invalid_input_json"
+INVALID_INPUT_KEY: Final = "invalid_input_json"
 MISSING_RESULT_MESSAGE = "No result: this tool call did not run (the response was cut short)."
 #: What the loop itself writes into user messages (compaction tells these from the user's words).
 STOP_HOOK_FEEDBACK_PREFIX = "Stop hook feedback:\n"
@@ -31,36 +33,36 @@ MAX_OUTPUT_TOKENS_RECOVERY_MESSAGE = (
 )
 
 
-def content_blocks(message: Message) -> list[dict[str, Any]]:
-    """A message's content as a list of blocks (a plain string becomes one text block)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return list(content or [])
+content_blocks = blocks_of  # the name the loop's modules have always used
 
 
-def create_user_message(content: str | list[dict[str, Any]]) -> Message:
-    return {"role": "user", "content": content}
+def create_user_message(content: str | Sequence[ContentBlock]) -> Message:
+    """A user message holding ``content`` (text, or blocks such as tool results)."""
+    return {"role": "user", "content": content if isinstance(content, str) else list(content)}
 
 
-def tool_result_block(tool_use_id: str, content: Any, *, is_error: bool = False) -> dict[str, Any]:
+def tool_result_block(tool_use_id: str, content: ToolResultContent | Sequence[object],
+                      *, is_error: bool = False) -> ToolResultBlock:
     """A ``tool_result`` block; ``is_error`` is only written when true (as the API echoes it).
 
     The content is made :func:`sendable` here too, so what the UI shows and saves is
-    what the model gets."""
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": sendable(content)}
+    what the model gets. A tool's blocks are the API's text and image blocks (the
+    ``ToolOutput`` contract), so they are taken as such."""
+    block = ToolResultBlock(type="tool_result", tool_use_id=tool_use_id,
+                            content=cast(ToolResultContent, sendable(content)))
     if is_error:
         block["is_error"] = True
     return block
 
 
 def tool_use_ids(message: Message) -> list[str]:
-    return [b["id"] for b in content_blocks(message) if b.get("type") == "tool_use"]
+    """The ids of the ``tool_use`` blocks in ``message``, in order."""
+    return [b["id"] for b in content_blocks(message) if is_tool_use(b)]
 
 
 def yield_missing_tool_result_blocks(
     assistant_messages: Iterable[Message], answered_ids: Iterable[str], error_message: str
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[ToolResultBlock]:
     """An error ``tool_result`` for each ``tool_use`` in ``assistant_messages`` that has
     no result yet (seed: ``yieldMissingToolResultBlocks``). This repairs the record; it
     does not undo what a tool already did."""
@@ -127,9 +129,9 @@ def _answer_of(assistant: Message, following: Message) -> tuple[Message | None, 
         return None, []
     wanted = set(ids)
     blocks = content_blocks(following)
-    answered = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
+    answered = {b["tool_use_id"] for b in blocks if is_tool_result(b)}
     missing = [t for t in ids if t not in answered]
-    kept = [b for b in blocks if b.get("type") != "tool_result" or b.get("tool_use_id") in wanted]
+    kept = [b for b in blocks if not is_tool_result(b) or b["tool_use_id"] in wanted]
     notes = []
     if len(kept) != len(blocks):
         notes.append(f"dropped {len(blocks) - len(kept)} tool_result(s) pointing at nothing")
@@ -137,9 +139,9 @@ def _answer_of(assistant: Message, following: Message) -> tuple[Message | None, 
         notes.append(f"added error results for unanswered tool_use {', '.join(missing)}")
     if not notes:
         return following, notes
-    results = [b for b in kept if b.get("type") == "tool_result"]
-    others = [b for b in kept if b.get("type") != "tool_result"]
-    fill = [tool_result_block(t, MISSING_RESULT_MESSAGE, is_error=True) for t in missing]
+    results: list[ContentBlock] = [b for b in kept if is_tool_result(b)]
+    others = [b for b in kept if not is_tool_result(b)]
+    fill: list[ContentBlock] = [tool_result_block(t, MISSING_RESULT_MESSAGE, is_error=True) for t in missing]
     # Results first: the API wants tool_result blocks before any other content.
     return {**following, "content": results + fill + others}, notes
 
@@ -147,11 +149,11 @@ def _answer_of(assistant: Message, following: Message) -> tuple[Message | None, 
 def _drop_dangling_results(message: Message, so_far: list[Message], notes: list[str]) -> Message | None:
     """Drop ``tool_result`` blocks of a user message whose previous message did not ask for them."""
     blocks = content_blocks(message)
-    if not any(b.get("type") == "tool_result" for b in blocks):
+    if not any(is_tool_result(b) for b in blocks):
         return message
     previous = so_far[-1] if so_far else None
     allowed = set(tool_use_ids(previous)) if previous and previous.get("role") == "assistant" else set()
-    kept = [b for b in blocks if b.get("type") != "tool_result" or b.get("tool_use_id") in allowed]
+    kept = [b for b in blocks if not is_tool_result(b) or b["tool_use_id"] in allowed]
     if len(kept) == len(blocks):
         return message
     notes.append(f"dropped {len(blocks) - len(kept)} tool_result(s) pointing at nothing")
@@ -172,27 +174,33 @@ def normalize_messages_for_api(messages: Iterable[Message]) -> list[Message]:
         if not content:
             continue
         if message.get("role") == "assistant" and isinstance(content, list) and _has_invalid_input(content):
-            content = [{k: v for k, v in b.items() if k != INVALID_INPUT_KEY} if isinstance(b, dict) else b
-                       for b in content]
+            content = [_without_mark(b) if is_tool_use(b) else b for b in content]
             message = {**message, "content": content}
         if out and out[-1].get("role") == message.get("role"):
             merged = content_blocks(out[-1]) + content_blocks(message)
             if message.get("role") == "user":
-                merged = [b for b in merged if b.get("type") == "tool_result"] + [
-                    b for b in merged if b.get("type") != "tool_result"
-                ]
+                merged = [b for b in merged if is_tool_result(b)] + [b for b in merged if not is_tool_result(b)]
             out[-1] = {"role": message["role"], "content": merged}
             continue
         out.append(message)
     return out
 
 
-def _has_invalid_input(content: list[Any]) -> bool:
+def _has_invalid_input(content: list[ContentBlock]) -> bool:
     # A plain loop: it runs over every assistant message of the history on every request.
     for block in content:
         if isinstance(block, dict) and INVALID_INPUT_KEY in block:
             return True
     return False
+
+
+def _without_mark(block: ToolUseBlock) -> ToolUseBlock:
+    """``block`` without the loop's :data:`INVALID_INPUT_KEY` mark (it never goes to the API)."""
+    if INVALID_INPUT_KEY not in block:
+        return block
+    clean = block.copy()
+    del clean["invalid_input_json"]
+    return clean
 
 
 def prepend_user_context(messages: list[Message], user_context: dict[str, str]) -> list[Message]:
@@ -202,7 +210,7 @@ def prepend_user_context(messages: list[Message], user_context: dict[str, str]) 
     if not user_context:
         return messages
     lines = "\n".join(f"# {key}\n{value}" for key, value in user_context.items())
-    reminder = {
+    reminder: ContentBlock = {
         "type": "text",
         "text": "<system-reminder>\nAs you answer the user's questions, you can use the "
         f"following context:\n{lines}\n</system-reminder>\n",
@@ -266,7 +274,7 @@ def _sendable_text(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def sendable(value: Any) -> Any:
+def sendable(value: _T) -> _T:
     """``value`` (a message, a block, a list of them, a string) with no lone surrogate left.
 
     A lone surrogate (``\\udce9`` from a file name that is not UTF-8, half an emoji in a
@@ -276,9 +284,9 @@ def sendable(value: Any) -> Any:
     the request bytes stay stable from one turn to the next (prompt caching).
     """
     if isinstance(value, str):
-        return _sendable_text(value)
+        return cast(_T, _sendable_text(value))
     if isinstance(value, dict):
-        out = None
+        out: dict[object, object] | None = None
         for key, item in value.items():
             clean = sendable(item)
             clean_key = _sendable_text(key) if isinstance(key, str) else key
@@ -288,12 +296,12 @@ def sendable(value: Any) -> Any:
                 if clean_key is not key:
                     del out[key]
                 out[clean_key] = clean
-        return value if out is None else out
+        return value if out is None else cast(_T, out)
     if isinstance(value, (list, tuple)):
         items = [sendable(item) for item in value]
         if all(a is b for a, b in zip(items, value)):
             return value
-        return items if isinstance(value, list) else tuple(items)
+        return cast(_T, items if isinstance(value, list) else tuple(items))
     return value
 
 
@@ -303,7 +311,7 @@ _sendable_memo: IdentityMemo[Message] = IdentityMemo()
 def sendable_messages(messages: list[Message]) -> list[Message]:
     """:func:`sendable` of each message, each message walked once
     (:mod:`.identity_memo`: the history is resent whole on every turn)."""
-    out = []
+    out: list[Message] = []
     for message in messages:
         clean = _sendable_memo.get(message)
         out.append(clean if clean is not None else _sendable_memo.put((message,), sendable(message)))

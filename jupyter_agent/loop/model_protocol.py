@@ -7,10 +7,12 @@ implementation is :class:`jupyter_agent.model.AnthropicModel`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 from collections.abc import AsyncIterator
 
+from ..errors import JupyterAgentError
 from .events import AssistantMessage, ModelFallback, ModelRetry, Notice, StreamEvent
+from .wire import JSONObject, Message, SystemBlock, ThinkingConfig, ToolDefinition
 
 #: ``Notice``: a line for the user from the model layer (the offline replay says what it plays)
 ModelEvent = StreamEvent | ModelRetry | ModelFallback | AssistantMessage | Notice
@@ -24,12 +26,13 @@ class ModelRequest:
     the cache markers on its own copy so the history stays byte-stable.
     """
 
-    messages: list[dict[str, Any]]
-    system: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
+    messages: list[Message]
+    system: list[SystemBlock]
+    tools: list[ToolDefinition]
     max_tokens: int = 8192
-    thinking: dict[str, Any] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    thinking: ThinkingConfig | None = None
+    #: More request fields, sent as they are (``temperature``, ``metadata``...).
+    extra: JSONObject = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -52,7 +55,7 @@ class Model(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
 
 
-class ModelError(Exception):
+class ModelError(JupyterAgentError):
     """A model request failed for good (after the model layer's retries and fallback).
 
     ``kind`` is a short machine-readable name (``overloaded``, ``rate_limit``,

@@ -15,13 +15,14 @@ import functools
 import time
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 from collections.abc import AsyncIterator, Iterator
 
 from .abort import CELL_INTERRUPTED, AbortSignal
-from .events import ToolOutcome, ToolResult
+from .events import Notice, ToolOutcome, ToolProgress, ToolResult, ToolStart, ToolUpdate
 from .messages import INTERRUPTED_MESSAGE
 from .tool_execution import CallResult, ToolRunEnv, error_result, run_tool_call
+from .wire import ToolResultBlock, ToolUseBlock
 
 MAX_TOOL_CONCURRENCY = 10
 NOT_STARTED_MESSAGE = "The run was stopped before this tool call started."
@@ -34,7 +35,7 @@ NOT_CONFIRMED_MESSAGE = ("Not run: the response broke off right after this call,
 class TrackedCall:
     """One ``tool_use`` on its way to a result."""
 
-    block: dict[str, Any]
+    block: ToolUseBlock
     safe: bool
     status: Literal["queued", "running", "done", "yielded"] = "queued"
     #: Changes nothing (``Tool.is_read_only``); decides what may start while the model streams.
@@ -60,14 +61,14 @@ class ToolScheduler:
         self.calls: list[TrackedCall] = []
         self.in_order = in_order
         self.max_concurrency = max_concurrency
-        self._events: deque[Any] = deque()
+        self._events: deque[ToolStart | ToolProgress | Notice] = deque()
         self._wake = asyncio.Event()
         self._signal = signal
         self._remove_listener = signal.add_listener(self._on_abort)
         self._aborted = signal.aborted
 
     # -- adding and starting -------------------------------------------------
-    def add(self, block: dict[str, Any], *, hold: bool = False) -> None:
+    def add(self, block: ToolUseBlock, *, hold: bool = False) -> None:
         """Track a call and start it if the ordering rules allow (``hold``: not yet)."""
         self.calls.append(TrackedCall(block, self.env.is_concurrency_safe(block),
                                       read_only=self.env.is_read_only(block), held=hold))
@@ -122,7 +123,7 @@ class ToolScheduler:
         call.ended_at = time.perf_counter()
         self._wake.set()
 
-    def _emit(self, event: Any) -> None:
+    def _emit(self, event: ToolStart | ToolProgress | Notice) -> None:
         self._events.append(event)
         self._wake.set()
 
@@ -138,7 +139,7 @@ class ToolScheduler:
         self._start_ready()  # queued calls get their "not started" result now
 
     # -- handing results back ------------------------------------------------
-    def completed_events(self) -> Iterator[Any]:
+    def completed_events(self) -> Iterator[ToolUpdate]:
         """Events ready now, without waiting: progress first, then finished results.
 
         In order mode a finished result may pass a still-running *safe* call, but
@@ -151,12 +152,12 @@ class ToolScheduler:
                 call.status = "yielded"
                 duration = max(call.ended_at - call.started_at, 0.0) if call.started_at else 0.0
                 assert call.result is not None
-                yield ToolResult(call.block["id"], call.block.get("name", ""), call.result.block, duration,
+                yield ToolResult(call.block["id"], call.block["name"], call.result.block, duration,
                                  call.result.outcome, call.result.exception, call.result.exit_code)
             elif call.status in ("running", "queued") and self.in_order and not call.safe:
                 break
 
-    async def remaining_events(self) -> AsyncIterator[Any]:
+    async def remaining_events(self) -> AsyncIterator[ToolUpdate]:
         """Every event until each call has handed back its result."""
         try:
             while True:
@@ -169,7 +170,7 @@ class ToolScheduler:
         finally:
             self._remove_listener()
 
-    def results(self) -> dict[str, dict[str, Any]]:
+    def results(self) -> dict[str, ToolResultBlock]:
         """The ``tool_result`` block of every finished call, by ``tool_use_id``."""
         return {c.block["id"]: c.result.block for c in self.calls if c.result is not None}
 
@@ -183,9 +184,9 @@ class ToolScheduler:
         self._events.clear()
 
 
-def partition_tool_calls(blocks: list[dict[str, Any]], env: ToolRunEnv) -> list[list[dict[str, Any]]]:
+def partition_tool_calls(blocks: list[ToolUseBlock], env: ToolRunEnv) -> list[list[ToolUseBlock]]:
     """Split calls into batches: a run of consecutive safe calls, or one unsafe call."""
-    batches: list[list[dict[str, Any]]] = []
+    batches: list[list[ToolUseBlock]] = []
     previous_safe = False
     for block in blocks:
         safe = env.is_concurrency_safe(block)
@@ -197,7 +198,7 @@ def partition_tool_calls(blocks: list[dict[str, Any]], env: ToolRunEnv) -> list[
     return batches
 
 
-async def run_tools(blocks: list[dict[str, Any]], env: ToolRunEnv, signal: AbortSignal) -> AsyncIterator[Any]:
+async def run_tools(blocks: list[ToolUseBlock], env: ToolRunEnv, signal: AbortSignal) -> AsyncIterator[ToolUpdate]:
     """Run a response's calls batch by batch (see module doc); yield ToolStart,
     ToolProgress and ToolResult events as they happen."""
     for batch in partition_tool_calls(blocks, env):
@@ -237,7 +238,7 @@ class StreamingToolExecutor(ToolScheduler):
     def __init__(self, env: ToolRunEnv, signal: AbortSignal) -> None:
         super().__init__(env, signal, in_order=True)
 
-    def add_tool(self, block: dict[str, Any]) -> None:
+    def add_tool(self, block: ToolUseBlock) -> None:
         """A complete ``tool_use`` block: start it now if it changes nothing, else hold it."""
         self.add(block, hold=not self.env.is_read_only(block))
 

@@ -9,9 +9,11 @@ with none, an ``ask`` is a deny that says how to allow the call.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+from collections.abc import Awaitable, Callable
 
 from .events import ToolOutcome
+from .wire import JSONObject
 
 #: What the model reads when a person says no without a word (Claude Code's wording, which
 #: Claude models are trained on): stop, rather than try the same thing another way.
@@ -42,7 +44,7 @@ class PermissionAllow:
     rest of the session ("Always allow").
     """
 
-    updated_input: dict[str, Any] | None = None
+    updated_input: JSONObject | None = None
     always: tuple[str, ...] = ()
     behavior: Literal["allow"] = "allow"
 
@@ -94,7 +96,7 @@ def ask_parts(message: str, content: str | None = None) -> tuple[str, str]:
     return (question, rest) if follows else (message, "")
 
 
-def code_ask_parts(tool_name: str, input: dict[str, Any], message: str) -> tuple[str, str]:
+def code_ask_parts(tool_name: str, input: JSONObject, message: str) -> tuple[str, str]:
     """The question and the whole code of a ``NotebookRun`` or ``Bash`` ask, as a card shows
     them (a Bash call's command is known from its input: the message is split right before it)."""
     command = input.get("command") if tool_name == "Bash" else None
@@ -131,3 +133,9 @@ class PermissionAsk:
 
 
 PermissionResult = PermissionAllow | PermissionDeny | PermissionAsk
+
+
+#: What ``can_use_tool`` may answer: allow or deny, or a plain yes/no (now or awaited).
+CanUseToolAnswer = PermissionAllow | PermissionDeny | bool
+#: The approval callback: ``(tool name, input, the ask) -> answer``, sync or async.
+CanUseTool = Callable[[str, JSONObject, PermissionAsk], CanUseToolAnswer | Awaitable[CanUseToolAnswer]]

@@ -8,14 +8,15 @@ itself when nobody iterates. ``stop()`` is safe from any thread.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from .abort import CONSUMER_CLOSED, STOP_BUTTON, AbortSignal
 from .messages import ensure_tool_result_pairing
+from .events import LoopEvent
 from .query import QueryParams, RunRecord, next_state, query_loop
 from .state import State, Terminal, TerminalReason
-from .usage import StreamUsage, Usage
+from .meter import StreamUsage
+from .usage import Usage
 
 
 class QueryRun:
@@ -30,12 +31,13 @@ class QueryRun:
     def __init__(self, params: QueryParams, initial_state: State, *, permission_mode: str = "default") -> None:
         self.params = params
         self.signal = AbortSignal()
-        self.record = RunRecord(state=initial_state, meter=StreamUsage(getattr(params.model, "price", None)))
+        price: Callable[[str, Usage], float] | None = getattr(params.model, "price", None)  # optional (Model)
+        self.record = RunRecord(state=initial_state, meter=StreamUsage(price))
         self.terminal: Terminal | None = None
         self.permission_mode = permission_mode
         self._iterated = False
         self._done = asyncio.Event()
-        self._on_end: list[Any] = []
+        self._on_end: list[Callable[[QueryRun], object]] = []
 
     # -- what a UI reads ---------------------------------------------------------
     @property
@@ -59,7 +61,7 @@ class QueryRun:
         return f"<QueryRun model={self.model_name!r} turn={self.state.turn_count} {status}>"
 
     # -- driving it ----------------------------------------------------------------
-    def __aiter__(self) -> AsyncIterator[Any]:
+    def __aiter__(self) -> AsyncIterator[LoopEvent]:
         if self._iterated:
             raise RuntimeError(
                 "This run is already being iterated; a run has one consumer. "
@@ -68,7 +70,7 @@ class QueryRun:
         self._iterated = True
         return self._events()
 
-    async def _events(self) -> AsyncIterator[Any]:
+    async def _events(self) -> AsyncIterator[LoopEvent]:
         self.signal.bind(asyncio.get_running_loop())
         generator = query_loop(self.params, self.record, self.signal)
         try:
@@ -101,7 +103,7 @@ class QueryRun:
         for callback in self._on_end:
             callback(self)
 
-    def add_done_callback(self, callback: Any) -> None:
+    def add_done_callback(self, callback: Callable[[QueryRun], object]) -> None:
         """Call ``callback(run)`` when the run ends (at once if it already has)."""
         if self.terminal is not None:
             callback(self)

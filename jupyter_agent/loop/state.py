@@ -9,11 +9,12 @@ event and also keeps it on the run handle (``run.terminal``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
-from typing import Any
+from enum import StrEnum
+from .usage import Usage
+from .wire import Message
 
 
-class TerminalReason(str, Enum):
+class TerminalReason(StrEnum):
     """Why the loop ended. ``completed`` means the loop ended, not that the task is done."""
 
     COMPLETED = "completed"
@@ -25,9 +26,6 @@ class TerminalReason(str, Enum):
     HOOK_STOPPED = "hook_stopped"
     PROMPT_TOO_LONG = "prompt_too_long"
     MAX_BUDGET = "max_budget"
-
-    def __str__(self) -> str:  # so f"{reason}" prints "completed", not the enum repr
-        return self.value
 
 
 #: What each end reason means, in words a user can act on (shown by UIs and lessons).
@@ -52,6 +50,27 @@ TERMINAL_EXPLANATIONS: dict[str, str] = {
 }
 
 
+class TransitionReason(StrEnum):
+    """Why the loop went round again (see :class:`Transition`)."""
+
+    NEXT_TURN = "next_turn"
+    MAX_OUTPUT_TOKENS_RECOVERY = "max_output_tokens_recovery"
+    STOP_HOOK_BLOCKING = "stop_hook_blocking"
+    PARTIAL_RESPONSE_KEPT = "partial_response_kept"
+    AUTO_COMPACT = "auto_compact"
+    REACTIVE_COMPACT_RETRY = "reactive_compact_retry"
+
+    @property
+    def new_turn(self) -> bool:
+        """Tool results went back to the model: the turn count grows by one."""
+        return self in (TransitionReason.NEXT_TURN, TransitionReason.PARTIAL_RESPONSE_KEPT)
+
+    @property
+    def compacted(self) -> bool:
+        """The iteration starts from a history the loop just summarised."""
+        return self in (TransitionReason.AUTO_COMPACT, TransitionReason.REACTIVE_COMPACT_RETRY)
+
+
 @dataclass(frozen=True)
 class Transition:
     """Why the loop continued into the current iteration (``None`` on the first).
@@ -61,11 +80,14 @@ class Transition:
     change things had started), ``auto_compact`` (the prompt passed its threshold and the
     history was summarised) or ``reactive_compact_retry`` (the API said the prompt is too
     long: summarised once, the request goes again). ``detail`` says more where there is
-    more to say.
+    more to say. A string naming one is taken as that reason.
     """
 
-    reason: str
+    reason: TransitionReason
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", TransitionReason(self.reason))
 
 
 @dataclass(frozen=True)
@@ -76,7 +98,7 @@ class State:
     sends the loop round again (seed: ``turnCount``).
     """
 
-    messages: tuple[dict[str, Any], ...] = ()
+    messages: tuple[Message, ...] = ()
     turn_count: int = 1
     transition: Transition | None = None
     max_output_tokens_recovery_count: int = 0
@@ -91,7 +113,7 @@ class Terminal:
     turn_count: int
     message: str = ""
     error: str | None = None
-    usage: Any = None
+    usage: Usage | None = None
     #: For an aborted run, what aborted it (``loop.abort``: ``STOP_BUTTON``,
     #: ``CELL_INTERRUPTED``...); None otherwise.
     stopped_by: str | None = None

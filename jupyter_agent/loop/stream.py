@@ -13,17 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Any
+from typing import cast
 from collections.abc import AsyncGenerator
 
 from .abort import AbortSignal
 from .events import ModelFallback, ModelRetry, StreamEvent
 from .messages import INVALID_INPUT_KEY
-from .model_protocol import Model, ModelRequest
+from .model_protocol import Model, ModelEvent, ModelRequest
 from .orchestration import StreamingToolExecutor
 from .share import LoopShare
+from .wire import ContentBlock, MessageSnapshot, ToolUseBlock, is_tool_use
 
-__all__ = ["Aborted", "stream_with_abort", "completed_blocks", "finished_part", "with_parsed_input",
+__all__ = ["Aborted", "stream_with_abort", "completed_blocks", "finished_part", "with_parsed_input", "parsed_call",
            "model_moved_on", "restart_error", "wait_before_retry"]
 
 
@@ -31,7 +32,8 @@ class Aborted(Exception):
     """The user pressed Stop while the model was streaming."""
 
 
-async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSignal) -> AsyncGenerator[Any, None]:
+async def stream_with_abort(model: Model, request: ModelRequest,
+                            signal: AbortSignal) -> AsyncGenerator[ModelEvent, None]:
     """The model's events, until Stop: a producer task reads the HTTP stream into a
     queue, so Stop can wake the loop at once and close the connection.
 
@@ -40,7 +42,8 @@ async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSi
     the stream instead (to keep a partial response whose tools changed something),
     and then no retried request leaves."""
     # events, (event, hand-off future) pairs, an exception, or one of the two markers
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    queue: asyncio.Queue[ModelEvent | tuple[ModelRetry | ModelFallback, asyncio.Future[None]] | BaseException
+                         | object] = asyncio.Queue()
     done, aborted = object(), object()
 
     async def produce() -> None:
@@ -89,7 +92,7 @@ async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSi
                 if not taken.done():
                     taken.set_result(None)
                 continue
-            yield item
+            yield cast(ModelEvent, item)  # the one kind of item left
     finally:
         remove()
         if not producer.done():
@@ -97,7 +100,7 @@ async def stream_with_abort(model: Model, request: ModelRequest, signal: AbortSi
             await asyncio.gather(producer, return_exceptions=True)
 
 
-def completed_blocks(snapshot: dict[str, Any] | None, stopped: list[int]) -> list[dict[str, Any]]:
+def completed_blocks(snapshot: MessageSnapshot | None, stopped: list[int]) -> list[ContentBlock]:
     """The blocks of a partial response that the stream finished (tool input parsed)."""
     if not snapshot:
         return []
@@ -105,8 +108,8 @@ def completed_blocks(snapshot: dict[str, Any] | None, stopped: list[int]) -> lis
     return [with_parsed_input(content[i]) for i in sorted(stopped) if i < len(content)]
 
 
-def finished_part(snapshot: dict[str, Any] | None, stopped: list[int],
-                  executor: StreamingToolExecutor | None) -> list[dict[str, Any]]:
+def finished_part(snapshot: MessageSnapshot | None, stopped: list[int],
+                  executor: StreamingToolExecutor | None) -> list[ContentBlock]:
     """What to keep of a response that broke off: the blocks it finished. A call still
     held (the model had not moved on, so its input may be cut short) gets an error
     result instead of running."""
@@ -135,15 +138,22 @@ async def wait_before_retry(event: ModelRetry | ModelFallback, signal: AbortSign
             await asyncio.wait_for(signal.event.wait(), timeout=delay)
 
 
-def with_parsed_input(block: dict[str, Any]) -> dict[str, Any]:
+def with_parsed_input(block: ContentBlock) -> ContentBlock:
     """A ``tool_use`` block with its input as a dict (a model may hand over the JSON text);
     text that is not a JSON object is marked, so the call gets an error, not ``{}``."""
-    if block.get("type") != "tool_use" or isinstance(block.get("input"), dict):
+    if not is_tool_use(block):
         return block
-    raw = block.get("input")
+    return parsed_call(block)
+
+
+def parsed_call(block: ToolUseBlock) -> ToolUseBlock:
+    """:func:`with_parsed_input` of a block known to be a ``tool_use``."""
+    raw: object = block.get("input")
+    if isinstance(raw, dict):
+        return block
     try:
-        parsed = json.loads(raw or "{}")
-    except (TypeError, ValueError):
+        parsed = json.loads(raw or "{}") if isinstance(raw, (str, bytes)) or raw is None else None
+    except ValueError:
         parsed = None
     if isinstance(parsed, dict):
         return {**block, "input": parsed}

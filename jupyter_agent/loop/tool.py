@@ -21,9 +21,12 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from ..errors import JupyterAgentError
+
 from .events import Notice, ToolOutcome
-from .permission_result import PermissionAllow, PermissionAsk, PermissionResult
+from .permission_result import CanUseTool, PermissionAllow, PermissionAsk, PermissionResult
 from .services import Services
+from .wire import JSONObject, ToolDefinition, ToolOutputContent
 
 
 class ToolInput(BaseModel):
@@ -32,7 +35,7 @@ class ToolInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class ToolError(Exception):
+class ToolError(JupyterAgentError):
     """Raise from ``call`` for an expected failure: the message goes to the model as-is."""
 
 
@@ -45,9 +48,9 @@ class ToolOutput:
     :class:`PreparedCall`, where the approval card reads it.
     """
 
-    content: str | list[dict[str, Any]]
+    content: ToolOutputContent
     is_error: bool = False
-    display: Any = None
+    display: object = None
     #: How the call ended when that is more than ok / error: ``raised`` (the code it ran
     #: raised ``exception``) or ``stopped`` (the user interrupted it). None: from ``is_error``.
     outcome: ToolOutcome | None = None
@@ -82,6 +85,26 @@ class CommandParts:
     exact_only: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ResolvedPath:
+    """A path argument after resolution (``tools/paths.py`` resolves it).
+
+    ``lexical`` is absolute and normalised but keeps symlinks (what the model named);
+    ``real`` has every symlink resolved (what the disk will actually touch). Permission
+    checks look at both: an allow must hold for ``real``, a deny for either.
+    ``in_page``: the path names the notebook open in the page that started the run; the
+    tools reach it through that page, never the kernel's disk (both paths are its key).
+    """
+
+    raw: str
+    lexical: Path
+    real: Path
+    in_page: bool = False
+
+    def __str__(self) -> str:
+        return str(self.real)
+
+
 @dataclass
 class PreparedCall:
     """One call, planned once, before anyone decides about it.
@@ -96,7 +119,7 @@ class PreparedCall:
     working folders (nothing about the disk there is read before permission).
     """
 
-    paths: list[Any] = field(default_factory=list)  # ResolvedPath (tools/paths.py), in the order named
+    paths: list[ResolvedPath] = field(default_factory=list)  # in the order named
     read_only: bool = False
     edits_files: bool = False
     #: Runs code (a notebook cell): it can touch anything, so it asks in every mode.
@@ -176,11 +199,11 @@ class ToolContext:
     read_file_state: dict[str, FileReadRecord] = field(default_factory=dict)
     services: Services = field(default_factory=Services)
     tool_use_id: str = ""
-    progress: Callable[[Any], None] = lambda data: None
+    progress: Callable[[object], None] = lambda data: None
     #: Where oversized results are saved (None: a private folder of this user's; tests set it).
     tool_results_dir: Path | None = None
 
-    def for_call(self, tool_use_id: str, progress: Callable[[Any], None]) -> ToolContext:
+    def for_call(self, tool_use_id: str, progress: Callable[[object], None]) -> ToolContext:
         """The same context, labelled for one call (shares every mutable part)."""
         return replace(self, tool_use_id=tool_use_id, progress=progress)
 
@@ -200,14 +223,14 @@ class Tool:
     #: (its ``PreparedCall.runs_code``): "Running code always asks unless...".
     always_asks_as: ClassVar[str] = "Running code"
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> JSONObject:
         schema = self.Input.model_json_schema(by_alias=True)
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
         return schema
 
-    def to_api(self) -> dict[str, Any]:
+    def to_api(self) -> ToolDefinition:
         """The tool definition as the Messages API takes it."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema()}
 
@@ -244,7 +267,7 @@ class Tool:
         (a command, a URL). None, the default: a rule with a pattern never covers such a call."""
         return None
 
-    def reread_input(self, input: dict[str, Any]) -> dict[str, Any] | None:
+    def reread_input(self, input: JSONObject) -> JSONObject | None:
         """After a compaction, the input that reads again what this call read (so the
         model keeps the file, and the read-before-edit rule its record), or None: this
         tool reads nothing worth reading again. The default: None."""
@@ -255,7 +278,7 @@ class Tool:
         plan of ``TodoWrite``), as text for the model, or None (the default: nothing)."""
         return None
 
-    def summary(self, input: dict[str, Any]) -> str:
+    def summary(self, input: JSONObject) -> str:
         """A one-line description of a call for UIs (e.g. the file path)."""
         for key in ("file_path", "notebook_path", "pattern", "path"):
             if isinstance(value := input.get(key), str):
@@ -273,7 +296,7 @@ class ToolSource:
     """
 
     async def load_tools(self, context: ToolContext,
-                         can_use_tool: Callable[[str, dict[str, Any], PermissionAsk], Any] | None,
+                         can_use_tool: CanUseTool | None,
                          ) -> tuple[list[Tool], list[Notice]]:
         """The tools to offer now, and notices for the user (a server that failed to start)."""
         raise NotImplementedError(f"{type(self).__name__} must implement load_tools()")

@@ -19,16 +19,16 @@ import stat
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolOutput
+from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, ToolOutput
 from .events import Notice, ToolOutcome, ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
-from .permission_result import DENIED, NO_ONE_APPROVES, PermissionAllow, PermissionAsk, PermissionDeny
+from .permission_result import DENIED, NO_ONE_APPROVES, CanUseTool, PermissionAllow, PermissionAsk, PermissionDeny
+from .wire import JSONObject, ToolOutputContent, ToolResultBlock, ToolUseBlock
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,8 @@ WINDOW_CUT_NOTE = (
     "fit). Ask for a smaller part at a time: for a file, Read with offset and limit from where this stops.]"
 )
 
-CanUseTool = Callable[[str, dict[str, Any], PermissionAsk], Any]
+__all__ = ["CanUseTool", "CallResult", "RunControl", "ToolRunEnv", "error_result", "execute_tool_call",
+           "format_validation_error", "private_results_dir", "results_dirs", "run_tool_call"]
 
 
 @dataclass
@@ -62,20 +63,20 @@ class ToolRunEnv:
     can_use_tool: CanUseTool | None = None
     hooks: Hooks = field(default_factory=Hooks)
     control: RunControl = field(default_factory=RunControl)
-    emit: Callable[[Any], None] = lambda event: None
+    emit: Callable[[ToolStart | ToolProgress | Notice], None] = lambda event: None
     #: One result's size at most, from the context window (``ContextBudget.tool_result_tokens``
     #: in characters; the run's context sets it); None: only each tool's own cap.
     max_result_chars: int | None = None
 
-    def is_concurrency_safe(self, block: dict[str, Any]) -> bool:
+    def is_concurrency_safe(self, block: ToolUseBlock) -> bool:
         """Safe to run beside others? Unknown tools and invalid input count as unsafe."""
         return self._ask(block, "is_concurrency_safe")
 
-    def is_read_only(self, block: dict[str, Any]) -> bool:
+    def is_read_only(self, block: ToolUseBlock) -> bool:
         """Changes nothing? Unknown tools and invalid input count as changing something."""
         return self._ask(block, "is_read_only")
 
-    def _ask(self, block: dict[str, Any], question: str) -> bool:
+    def _ask(self, block: ToolUseBlock, question: str) -> bool:
         tool = self.tools_by_name.get(block.get("name", ""))
         if tool is None:
             return False
@@ -107,7 +108,7 @@ class CallResult:
     """One call's ``tool_result`` block and how the call ended (the loop's own verdict,
     which the fronts show: nobody reads it back from the block's words)."""
 
-    block: dict[str, Any]
+    block: ToolResultBlock
     outcome: ToolOutcome
     exception: str = ""
     exit_code: int | None = None
@@ -118,12 +119,12 @@ def error_result(tool_use_id: str, message: str, outcome: ToolOutcome = ToolOutc
     return CallResult(tool_result_block(tool_use_id, cut_middle(message, MAX_ERROR_CHARS), is_error=True), outcome)
 
 
-async def execute_tool_call(block: dict[str, Any], env: ToolRunEnv) -> dict[str, Any]:
+async def execute_tool_call(block: ToolUseBlock, env: ToolRunEnv) -> ToolResultBlock:
     """Run one ``tool_use`` block and return its ``tool_result`` block."""
     return (await run_tool_call(block, env)).block
 
 
-async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
+async def run_tool_call(block: ToolUseBlock, env: ToolRunEnv) -> CallResult:
     """Run one ``tool_use`` block: its ``tool_result`` block and the call's outcome."""
     tool_use_id, name = block["id"], block.get("name", "")
     raw_input = block.get("input")
@@ -145,8 +146,8 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
     context = env.context.for_call(tool_use_id, lambda data: env.emit(
         data if isinstance(data, Notice) else ToolProgress(tool_use_id, name, data)))
     parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
-    if problem:
-        return error_result(tool_use_id, problem)
+    if problem or parsed is None:
+        return error_result(tool_use_id, problem or f"{name}: the input did not validate.")
 
     hook_approved = False
     for hook in env.hooks.pre_tool_use:
@@ -161,7 +162,7 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
         if verdict.updated_input is not None:
             raw_input = verdict.updated_input
             parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
-            if problem:
+            if problem or parsed is None:
                 return error_result(tool_use_id, f"A hook changed the input into something invalid. {problem}")
         hook_approved = hook_approved or verdict.decision == "allow"
 
@@ -174,8 +175,8 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
         if decision.updated_input is not None:
             raw_input = decision.updated_input
             parsed, prepared, problem = await _validate_and_plan(tool, raw_input, context)
-            if problem:
-                return error_result(tool_use_id, problem)
+            if problem or parsed is None:
+                return error_result(tool_use_id, problem or f"{name}: the input did not validate.")
 
     env.emit(ToolStart(tool_use_id, name, raw_input))
     limit = asyncio.timeout(tool.timeout_s)
@@ -211,8 +212,8 @@ async def run_tool_call(block: dict[str, Any], env: ToolRunEnv) -> CallResult:
                       output.exit_code)
 
 
-async def _validate_and_plan(tool: Tool, raw_input: dict[str, Any],
-                             context: ToolContext) -> tuple[Any, PreparedCall, str | None]:
+async def _validate_and_plan(tool: Tool, raw_input: JSONObject,
+                             context: ToolContext) -> tuple[ToolInput | None, PreparedCall, str | None]:
     """The schema, ``validate_input``, then the call planned once: (input, plan, problem's
     text or None). The plan goes to the policy and to ``call`` as an argument."""
     parsed, problem = _validate(tool, raw_input)
@@ -232,14 +233,14 @@ async def _validate_and_plan(tool: Tool, raw_input: dict[str, Any],
         return parsed, PreparedCall(), f"{tool.name} failed: {type(exc).__name__}: {exc}"
 
 
-def _validate(tool: Tool, raw_input: dict[str, Any]) -> tuple[Any, str | None]:
+def _validate(tool: Tool, raw_input: JSONObject) -> tuple[ToolInput | None, str | None]:
     try:
         return tool.Input.model_validate(raw_input), None
     except ValidationError as exc:
         return None, format_validation_error(tool.name, exc)
 
 
-async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: ToolContext,
+async def _decide(tool: Tool, parsed: ToolInput, raw_input: JSONObject, context: ToolContext,
                   prepared: PreparedCall, env: ToolRunEnv) -> PermissionAllow | PermissionDeny:
     decision = await context.permissions.decide(tool, parsed, context, prepared)
     if not isinstance(decision, PermissionAsk):
@@ -272,8 +273,8 @@ async def _decide(tool: Tool, parsed: Any, raw_input: dict[str, Any], context: T
                           outcome=ToolOutcome.ERROR)
 
 
-def _bounded_content(tool: Tool, content: Any, tool_use_id: str, context: ToolContext,
-                     window_chars: int | None = None) -> Any:
+def _bounded_content(tool: Tool, content: ToolOutputContent, tool_use_id: str, context: ToolContext,
+                     window_chars: int | None = None) -> ToolOutputContent:
     """Empty output gets a sentence; text over the tool's cap goes to a file, the model
     gets a preview; text over what the context window allows (``window_chars``) is cut,
     with a note saying how to get the rest."""

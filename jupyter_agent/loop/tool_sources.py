@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
-
 from .abort import AbortSignal
 from .events import Notice
+from .permission_result import CanUseTool
 from .tool import Tool, ToolContext, ToolSource
 
 log = logging.getLogger(__name__)
 
 
-async def load_tool_sources(sources: list[ToolSource], tools: list[Tool], context: ToolContext, can_use_tool: Any,
+async def load_tool_sources(sources: list[ToolSource], tools: list[Tool], context: ToolContext,
+                            can_use_tool: CanUseTool | None,
                             signal: AbortSignal) -> tuple[list[Tool], list[Notice]] | None:
     """``tools`` and every source's, with the sources' notices; None when Stop came first."""
     task = asyncio.ensure_future(_load_all(sources, context, can_use_tool))
@@ -48,7 +48,7 @@ async def load_tool_sources(sources: list[ToolSource], tools: list[Tool], contex
 
 
 async def _load_all(sources: list[ToolSource], context: ToolContext,
-                    can_use_tool: Any) -> tuple[list[Tool], list[Notice]]:
+                    can_use_tool: CanUseTool | None) -> tuple[list[Tool], list[Notice]]:
     found: list[Tool] = []
     notices: list[Notice] = []
     for source in sources:

@@ -2,8 +2,9 @@
 
 - :class:`QueryParams`: what stays fixed for the run; :class:`RunRecord`: what the run
   handle sees while it runs; :class:`RunLoop`: what every iteration of the run shares.
-- :class:`Turn`: one iteration, the seed article's per-iteration collectors and how the
-  iteration ends (a step says so with :meth:`Turn.go_on` or :meth:`Turn.finish`);
+- :class:`Turn`: one iteration, the seed article's per-iteration collectors;
+  :data:`NextStep` (:class:`GoOn` or :class:`End`): how a step says the iteration ends;
+  :class:`Steps`: runs an iteration's steps in order and keeps the one that decided;
   :func:`checkpoint`: a step of it, as a lesson's stepper shows it.
 
 The four steps that fill a turn, and the loop that runs them, are in :mod:`.query`.
@@ -11,20 +12,23 @@ The four steps that fill a turn, and the loop that runs them, are in :mod:`.quer
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .abort import CELL_INTERRUPTED, STOP_BUTTON, AbortSignal
 from .budget import ToolResultBudget
 from .compaction import RunContext
-from .events import AssistantMessage, Checkpoint, ContextUsage, ModelFallback, ModelRetry, STEP_NAMES
+from .events import AssistantMessage, Checkpoint, ContextUsage, LoopEvent, ModelFallback, ModelRetry, STEP_NAMES
 from .hooks import Hooks
 from .model_protocol import Model, ModelRequest
 from .orchestration import StreamingToolExecutor
-from .state import State, Terminal, TerminalReason, Transition
+from .state import State, Terminal, TerminalReason, Transition, TransitionReason
 from .tool import Tool, ToolContext, ToolSource
 from .tool_execution import CanUseTool, ToolRunEnv
-from .usage import StreamUsage, Usage
+from .meter import StreamUsage
+from .usage import Usage
+from .wire import Message, SystemBlock, ThinkingConfig, ToolDefinition, ToolResultBlock, ToolUseBlock
 
 #: The end message of a run stopped because the user interrupted the cell it was running.
 CELL_INTERRUPTED_MESSAGE = ("Stopped: the cell the agent was running was interrupted (the kernel's interrupt, "
@@ -38,7 +42,7 @@ class QueryParams:
     model: Model
     tools: list[Tool]
     context: ToolContext
-    system: list[dict[str, Any]] = field(default_factory=list)
+    system: list[SystemBlock] = field(default_factory=list)
     user_context: dict[str, str] = field(default_factory=dict)
     max_turns: int | None = None
     can_use_tool: CanUseTool | None = None
@@ -46,7 +50,7 @@ class QueryParams:
     streaming_tools: bool = True
     checkpoints: bool = False
     max_tokens: int = 8192
-    thinking: dict[str, Any] | None = None
+    thinking: ThinkingConfig | None = None
     budget: ToolResultBudget = field(default_factory=ToolResultBudget)
     #: The model's context window in tokens (None: from the table of known models).
     context_window: int | None = None
@@ -89,57 +93,57 @@ class RunRecord:
 
 
 #: Transitions that sent tool results back to the model: they start a new turn.
-NEW_TURN_REASONS = ("next_turn", "partial_response_kept")
+NEW_TURN_REASONS = frozenset(r for r in TransitionReason if r.new_turn)
 #: Transitions a step-4 checkpoint shows: a new turn, and a history the loop compacted
 #: (the stepper then shows the summarised State the next iteration starts from).
-CHECKPOINT_REASONS = (*NEW_TURN_REASONS, "auto_compact", "reactive_compact_retry")
+CHECKPOINT_REASONS = NEW_TURN_REASONS | {r for r in TransitionReason if r.compacted}
+
+
+@dataclass(frozen=True)
+class GoOn:
+    """A step's verdict: go round again from ``history``, for the reason in ``transition``.
+    ``announce``: events that say why, yielded once the next ``State`` is built."""
+
+    history: tuple[Message, ...]
+    transition: Transition
+    announce: tuple[LoopEvent, ...] = ()
+
+
+@dataclass(frozen=True)
+class End:
+    """A step's verdict: the run ends here, for ``reason`` (``message`` says why in words,
+    ``error`` names the failure); ``history``: the messages it leaves, None if unchanged."""
+
+    reason: TerminalReason
+    message: str = ""
+    error: str | None = None
+    history: tuple[Message, ...] | None = None
+
+
+#: What a step that decides how the iteration ends hands the loop (as openai-agents'
+#: ``NextStepRunAgain`` / ``NextStepFinalOutput``): ``query_loop`` matches on it.
+NextStep = GoOn | End
 
 
 @dataclass
 class Turn:
-    """One iteration of the loop: the article's collectors, and what the iteration decided.
-
-    A step that decides how the iteration ends says so with :meth:`go_on` or
-    :meth:`finish`; step 4 then builds the next ``State`` from it, or ends the run.
+    """One iteration of the loop: the article's per-iteration collectors, filled by the
+    steps in order. How the iteration ends is not kept here: the step that decides
+    returns it, a :data:`NextStep`.
     """
 
     state: State
-    messages_for_query: list[dict[str, Any]] = field(default_factory=list)
+    messages_for_query: list[Message] = field(default_factory=list)
     request: ModelRequest | None = None
-    assistant_messages: list[dict[str, Any]] = field(default_factory=list)
-    tool_use_blocks: list[dict[str, Any]] = field(default_factory=list)
+    assistant_messages: list[Message] = field(default_factory=list)
+    tool_use_blocks: list[ToolUseBlock] = field(default_factory=list)
     needs_follow_up: bool = False
-    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    tool_results: list[ToolResultBlock] = field(default_factory=list)
     last_response: AssistantMessage | None = None
     executor: StreamingToolExecutor | None = None
     #: A retry or fallback came after a call that changes something had started: the
     #: partial response is kept (not thrown away with its effects), see collect_response.
     restart: ModelRetry | ModelFallback | None = None
-    # -- what the iteration decided --------------------------------------------------
-    #: The history after this iteration (None: the run ends with the history unchanged).
-    history: tuple[dict[str, Any], ...] | None = None
-    #: Why the loop goes round again; None while undecided or when the run ends.
-    transition: Transition | None = None
-    #: Events that say why the loop goes round, yielded once the next State is built.
-    announce: tuple[Any, ...] = ()
-    #: How the run ends: (reason, message, error).
-    end: tuple[TerminalReason, str, str | None] | None = None
-
-    @property
-    def decided(self) -> bool:
-        """Has a step said how this iteration ends (go round again, or end the run)?"""
-        return self.transition is not None or self.end is not None
-
-    def go_on(self, history: Any, transition: Transition, *announce: Any) -> None:
-        """Go round again from ``history``, for the reason in ``transition``."""
-        self.history, self.transition, self.announce = tuple(history), transition, announce
-
-    def finish(self, reason: TerminalReason, message: str = "", error: str | None = None,
-               history: Any = None) -> None:
-        """End the run here (``history``: the messages it leaves, if it changed them)."""
-        self.end = (reason, message, error)
-        if history is not None:
-            self.history = tuple(history)
 
 
 @dataclass
@@ -150,23 +154,28 @@ class RunLoop:
     record: RunRecord
     signal: AbortSignal
     env: ToolRunEnv
-    tool_definitions: list[dict[str, Any]]
+    tool_definitions: list[ToolDefinition]
     context: RunContext
     stop_hook_blocks: int = 0  # Stop hook "block"s since the last new turn
 
-    def end(self, reason: TerminalReason, message: str = "", error: str | None = None) -> Terminal:
+    def end(self, end: End) -> Terminal:
         """The run's last event (what stopped an aborted run, in ``stopped_by``)."""
         self.record.phase = "ended"
-        aborted = reason in (TerminalReason.ABORTED_STREAMING, TerminalReason.ABORTED_TOOLS)
+        aborted = end.reason in (TerminalReason.ABORTED_STREAMING, TerminalReason.ABORTED_TOOLS)
         stopped_by = (self.signal.reason or STOP_BUTTON) if aborted else None
-        if stopped_by == CELL_INTERRUPTED:
-            message = CELL_INTERRUPTED_MESSAGE
-        return Terminal(reason, self.record.state.turn_count, message, error, self.record.usage,
+        message = CELL_INTERRUPTED_MESSAGE if stopped_by == CELL_INTERRUPTED else end.message
+        return Terminal(end.reason, self.record.state.turn_count, message, end.error, self.record.usage,
                         stopped_by=stopped_by)
 
 
-def checkpoint(step: int, state: State, turn: Turn, **extra: Any) -> Checkpoint:
-    """What step ``step`` of ``turn`` shows a lesson's stepper (``QueryParams.checkpoints``)."""
+def checkpoint(step: int, state: State, turn: Turn) -> Checkpoint:
+    """What step ``step`` of ``turn`` shows a lesson's stepper (``QueryParams.checkpoints``):
+    the collectors so far, and what the step adds (step 1 its request, step 2 the calls)."""
+    extra: dict[str, object] = {}
+    if step == 1:
+        extra["request"] = turn.request
+    elif step == 2:
+        extra["tool_use_blocks"] = tuple(turn.tool_use_blocks)
     return Checkpoint(
         step=step, step_name=STEP_NAMES[step - 1], state=state,
         messages_for_query=tuple(turn.messages_for_query),
@@ -174,3 +183,54 @@ def checkpoint(step: int, state: State, turn: Turn, **extra: Any) -> Checkpoint:
         needs_follow_up=turn.needs_follow_up, turn_count=state.turn_count,
         transition=state.transition, extra=extra,
     )
+
+
+#: What a step yields: its events as they happen, then (if it decides how the iteration
+#: ends) the next step, last.
+StepItems = AsyncGenerator[LoopEvent | NextStep, None]
+#: A step of the loop (``query.build_request``...): a generator over one iteration's turn.
+Step = Callable[[Turn, RunLoop], StepItems]
+
+
+class Steps:
+    """Runs one iteration's steps in order (:meth:`run`): yields each step's events, keeps
+    the next step the deciding one returned (after it, later steps do not run), and makes
+    the checkpoints a lesson's stepper shows (:meth:`checkpoint`: the one place they are made)."""
+
+    def __init__(self, turn: Turn, loop: RunLoop) -> None:
+        self.turn, self.loop = turn, loop
+        self.next: NextStep | None = None
+
+    async def run(self, number: int, step: Step) -> AsyncIterator[LoopEvent]:
+        """Step ``number``: its events, its verdict kept, then its checkpoint (step 4's
+        comes once the next State is built). Nothing once an earlier step decided."""
+        if self.next is not None:
+            return
+        async with contextlib.aclosing(step(self.turn, self.loop)) as items:
+            async for item in items:
+                if isinstance(item, (GoOn, End)):
+                    self.next = item
+                else:
+                    yield item
+        if number < 4:
+            for event in self.checkpoint(number):
+                yield event
+
+    @property
+    def verdict(self) -> NextStep:
+        """How the iteration ends (step 4 always decides, if no step before it did)."""
+        if self.next is None:
+            raise RuntimeError("no step decided how this iteration ends")
+        return self.next
+
+    def checkpoint(self, number: int) -> tuple[Checkpoint, ...]:
+        """Step ``number``'s checkpoint, with ``QueryParams.checkpoints``: after steps 1-3
+        unless the step decided; after step 4 when a new turn or a compacted history follows
+        (the stepper then shows the State the next iteration starts from)."""
+        if not self.loop.params.checkpoints:
+            return ()
+        if number < 4:
+            return () if self.next is not None else (checkpoint(number, self.turn.state, self.turn),)
+        state = self.loop.record.state
+        shown = state.transition is not None and state.transition.reason in CHECKPOINT_REASONS
+        return (checkpoint(4, state, self.turn),) if shown else ()

@@ -28,8 +28,8 @@ VERSION = 1
 #: The environment variable with the endpoint's own token (``auth.py``; ``jupyter agent mcp``
 #: sends it). Here, not in ``auth.py``: the CLI reads it without importing traitlets.
 TOKEN_ENV = "JUPYTER_AGENT_MCP_TOKEN"
-OPS = ("read", "output", "variables", "insert", "replace", "delete", "run", "run_range", "exec", "active", "create",
-       "restart", "page")
+OPS = ("read", "output", "variables", "insert", "replace", "delete", "move", "run", "run_range", "exec", "active",
+       "create", "restart", "page")
 #: ``page``: whether a page with jupyter-agent shows the notebook on this kernel (no tool: the
 #: server asks it after a restart, before it tells the client its next call works).
 #: What the execute requests of an outside call's cell runs start their id with (+ comm id + "-").

@@ -156,6 +156,17 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, bool]]] = {
         {"type": "object", "required": ["notebook_path", "cell_id"], "additionalProperties": False,
          "properties": {"notebook_path": _PATH, "cell_id": _CELL_ID}},
         {"read_only_hint": False, "destructive_hint": True, "idempotent_hint": True, "open_world_hint": False}),
+    "move_cell": (
+        "Move a cell to just after after_cell_id, or just before before_cell_id (exactly one of them; the "
+        "top: before the first cell; the end: after the last). The cell is moved as it is: its id, source "
+        "and outputs stay. Where it goes is named by a cell, not an index, so you need not count cells and a "
+        "cell another client or the user inserts meanwhile does not shift it. The user approves it, shown "
+        "what moves where; refused if the notebook changed since your last read_cells; one Undo puts it back.",
+        {"type": "object", "required": ["notebook_path", "cell_id"], "additionalProperties": False,
+         "properties": {"notebook_path": _PATH, "cell_id": {**_CELL_ID, "description": "The cell to move (its id)."},
+                        "after_cell_id": {**_CELL_ID, "description": "Move it to just after this cell (an id)."},
+                        "before_cell_id": {**_CELL_ID, "description": "Move it to just before this cell (an id)."}}},
+        {"read_only_hint": False, "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}),
     "run_cell": (
         "Run a code cell in the notebook's kernel (the user's, with its variables), as Shift+Enter in the "
         "page, and return its outputs. The user approves each run. A cell still running after wait_seconds "
@@ -226,7 +237,8 @@ TITLES = {
     "create_notebook": "Create and open a notebook", "read_cells": "Read notebook cells",
     "read_output": "Read a cell's output", "list_variables": "List kernel variables",
     "insert_cell": "Insert a cell", "replace_cell": "Replace a cell's source",
-    "delete_cell": "Delete a cell", "run_cell": "Run a cell", "run_cells": "Run a range of cells",
+    "delete_cell": "Delete a cell", "move_cell": "Move a cell", "run_cell": "Run a cell",
+    "run_cells": "Run a range of cells",
     "execute_code": "Run scratch code in the kernel",
     "run_status": "Status of a long run",
     "interrupt": "Interrupt your running cell", "restart_kernel": "Restart the kernel",
@@ -236,7 +248,7 @@ TITLES = {
 #: and restart_kernel, are the server's: ``NotebookBackend``'s methods).
 KERNEL_OPS = {"read_cells": "read", "read_output": "output",
               "list_variables": "variables", "insert_cell": "insert", "replace_cell": "replace",
-              "delete_cell": "delete", "run_cell": "run",
+              "delete_cell": "delete", "move_cell": "move", "run_cell": "run",
               "run_cells": "run_range", "execute_code": "exec"}
 
 
@@ -248,10 +260,16 @@ def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
     props: dict[str, Any] = schema["properties"]
     unknown = sorted(set(args) - set(props))
     if unknown:
-        raise OutsideError(f"{name} takes no argument {', '.join(map(repr, unknown))}; it takes {', '.join(props)}.")
+        hint = " It names the place by a cell, never an index: read_cells shows the ids." if name == "move_cell" else ""
+        raise OutsideError(f"{name} takes no argument {', '.join(map(repr, unknown))}; it takes "
+                           f"{', '.join(props)}.{hint}")
     missing = [k for k in schema.get("required", ()) if k not in args]
     if missing:
         raise OutsideError(f"{name} needs {', '.join(missing)}.")
+    if name == "move_cell" and ("after_cell_id" in args) == ("before_cell_id" in args):
+        raise OutsideError("move_cell needs exactly one of after_cell_id (the cell goes just after it) and "
+                           "before_cell_id (just before it); for the top, before_cell_id of the first cell. "
+                           "Nothing was changed.")
     for key, value in args.items():
         kind = props[key].get("type")
         if kind == "string" and not isinstance(value, str):
@@ -272,7 +290,8 @@ def check_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
         if _BINARY.search(source):
             raise OutsideError(f"{field} holds binary data (control characters or broken UTF-16): a cell's source "
                                "is text. Nothing was changed.")
-    for key in ("notebook_path", "open_from", "cell_id", "after_cell_id", "start_cell_id", "end_cell_id", "run_id"):
+    for key in ("notebook_path", "open_from", "cell_id", "after_cell_id", "before_cell_id", "start_cell_id",
+                "end_cell_id", "run_id"):
         value = args.get(key)
         if isinstance(value, str) and (not value.strip() or _BINARY.search(value) or len(value) > 4096):
             raise OutsideError(f"{key} {redact(value[:80])!r} is not a valid {key.replace('_', ' ')}.")

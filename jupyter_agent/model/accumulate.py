@@ -10,10 +10,11 @@ unchanged) and unknown event or delta types pass through without changing anythi
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from ..loop.events import StreamEvent
 from ..loop.messages import INVALID_INPUT_KEY
+from ..loop.wire import Message, MessageSnapshot
 
 __all__ = ["MessageAccumulator"]
 
@@ -37,7 +38,8 @@ class MessageAccumulator:
 
     @property
     def content(self) -> list[dict[str, Any]]:
-        return self.snapshot["content"]
+        content: list[dict[str, Any]] = self.snapshot["content"]
+        return content
 
     @property
     def stop_reason(self) -> str | None:
@@ -51,11 +53,17 @@ class MessageAccumulator:
         """Apply one event (its SSE name and parsed ``data``) and describe it."""
         handler = getattr(self, "_on_" + type, None) if type.isidentifier() else None
         index, delta = handler(data) if handler else (data.get("index"), data)
-        return StreamEvent(type=type, index=index, delta=delta, snapshot=self.snapshot)
+        return StreamEvent(type=type, index=index, delta=delta, snapshot=self.wire_snapshot)
 
-    def message(self) -> dict[str, Any]:
+    @property
+    def wire_snapshot(self) -> MessageSnapshot:
+        """The snapshot as the loop reads it: the API's JSON, in the shapes the API documents
+        (blocks of unknown types are kept as they came)."""
+        return cast(MessageSnapshot, self.snapshot)
+
+    def message(self) -> Message:
         """The finished message in history form: ``{"role": "assistant", "content": [...]}``."""
-        return {"role": "assistant", "content": list(self.content)}
+        return cast(Message, {"role": "assistant", "content": list(self.content)})
 
     # -- one method per known event type -------------------------------------------------------
     def _on_message_start(self, data: dict[str, Any]) -> tuple[int | None, Any]:

@@ -25,6 +25,7 @@ from typing import Any
 from ..loop.events import AssistantMessage, ModelFallback, ModelRetry, StreamEvent
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
 from ..loop.usage import Usage
+from ..loop.wire import ThinkingConfig
 from .accumulate import MessageAccumulator
 from .compat import EndpointFeatures
 from .pricing import cost_usd
@@ -75,7 +76,7 @@ class AnthropicModel:
     price = staticmethod(cost_usd)
 
     def __init__(self, model: str | None = None, *, api_key: str | None = None, base_url: str | None = None,
-                 max_tokens: int = 8192, thinking: dict[str, Any] | None = None, max_retries: int = 4,
+                 max_tokens: int = 8192, thinking: ThinkingConfig | None = None, max_retries: int = 4,
                  retry_base_delay_s: float = 0.5, retry_max_delay_s: float = 16.0,
                  fallback_model: str | None = None, fallback_after: int = 3, stall_timeout_s: float | None = None,
                  client: Any = None, record_to: str | os.PathLike[str] | None = None,
@@ -335,7 +336,7 @@ class AnthropicModel:
                     await sdk_stream.close()
 
     def _finish(self, acc: MessageAccumulator, model: str, request_id: str | None) -> AssistantMessage:
-        usage = Usage.from_api(acc.usage)
+        usage = Usage.from_api(acc.wire_snapshot.get("usage"))
         usage.requests = 1
         served = acc.snapshot.get("model") or model
         usage.cost_usd = self.price(served, usage)

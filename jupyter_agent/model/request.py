@@ -10,9 +10,11 @@ it), so the loop's history stays byte-stable from one request to the next.
 from __future__ import annotations
 
 from typing import Any
+from collections.abc import Mapping, Sequence
 
 from ..loop.messages import sendable, sendable_messages
 from ..loop.model_protocol import ModelRequest
+from ..loop.wire import JSONObject, ThinkingConfig
 
 __all__ = ["build_params", "with_cache_control", "EPHEMERAL", "MAX_BREAKPOINTS"]
 
@@ -50,8 +52,9 @@ def _mark_last(blocks: list[Any]) -> list[Any] | None:
     return None
 
 
-def with_cache_control(messages: list[dict[str, Any]], system: list[dict[str, Any]] | str | None,
-                       tools: list[dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
+def with_cache_control(messages: Sequence[Mapping[str, Any]], system: Sequence[Mapping[str, Any]] | str | None,
+                       tools: Sequence[Mapping[str, Any]] | None = None,
+                       ) -> tuple[list[Mapping[str, Any]], list[Any]]:
     """``(messages, system)`` copies with the two cache markers added (at most 4 in all)."""
     sys_blocks: list[Any] = ([{"type": "text", "text": system}] if isinstance(system, str) and system
                              else list(system or []))
@@ -74,7 +77,7 @@ def with_cache_control(messages: list[dict[str, Any]], system: list[dict[str, An
     return msgs, sys_blocks
 
 
-def build_params(request: ModelRequest, *, max_tokens: int, thinking: dict[str, Any] | None) -> dict[str, Any]:
+def build_params(request: ModelRequest, *, max_tokens: int, thinking: ThinkingConfig | None) -> JSONObject:
     """Keyword arguments for ``client.messages.create`` (without ``model``/``stream``).
 
     Order matters for nothing on the wire but reads as the API's cache order: tools,
@@ -103,14 +106,14 @@ def build_params(request: ModelRequest, *, max_tokens: int, thinking: dict[str, 
 MIN_THINKING_BUDGET = 1024
 
 
-def fitted_thinking(thinking: dict[str, Any] | None, max_tokens: int) -> dict[str, Any] | None:
+def fitted_thinking(thinking: ThinkingConfig | None, max_tokens: int) -> ThinkingConfig | None:
     """``thinking`` as a request of ``max_tokens`` can carry it: the API wants an enabled
     budget under ``max_tokens`` and at least 1,024. A ``max_tokens`` lowered to fit a small
     window lowers the budget with it; under the minimum, the request goes without thinking
     (one answer without it beats a refused request)."""
     if not thinking:
         return None
-    fitted = dict(thinking)
+    fitted = thinking.copy()
     budget = fitted.get("budget_tokens")
     if fitted.get("type") == "enabled" and isinstance(budget, int) and budget >= max_tokens:
         if max_tokens - 1 < MIN_THINKING_BUDGET:

@@ -130,8 +130,9 @@ def backoff_delay(attempt: int, *, base_s: float, max_s: float, retry_after: flo
     """
     if retry_after is not None:
         return min(retry_after, RETRY_AFTER_CAP_S)
-    delay = min(max_s, base_s * (2 ** (attempt - 1)))
-    return delay * (1 - 0.25 * (rng or random).random())
+    delay: float = min(max_s, base_s * (2.0 ** (attempt - 1)))
+    jitter = rng.random() if rng is not None else random.random()
+    return delay * (1 - 0.25 * jitter)
 
 
 _ADVICE = {

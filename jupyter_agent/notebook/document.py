@@ -138,9 +138,11 @@ class CellRestore:
     """One step of putting cells back as they were (an undo): ``delete`` the cell
     ``cell_id``; ``restore`` it to the type, source, outputs and metadata given; or
     ``insert`` such a cell (with id ``cell_id`` when it is free) after the cell ``after_id``
-    ("" : first; an ``after_id`` no longer there: at ``index``)."""
+    ("" : first; an ``after_id`` no longer there: at ``index``); or ``move`` the cell
+    ``cell_id`` as it is (id, outputs, metadata) to just after ``after_id`` (the same rule;
+    ``index`` counts the cells without it). A move is also how ``move_cell`` moves a cell."""
 
-    op: str  # delete | restore | insert
+    op: str  # delete | restore | insert | move
     cell_id: str
     cell_type: str = "code"
     source: str = ""
@@ -279,11 +281,19 @@ class NotebookDocument(ABC):
 
     async def restore_cells(self, steps: list[CellRestore], *, expected_version: str | None = None) -> str:
         """Put cells back (an undo), in order; returns the new version. This default makes
-        one ordinary edit per step (outputs are not put back, an inserted cell gets a new
-        id); a backend that can do better (the file, the page: one undo step) overrides it."""
+        one ordinary edit per step (outputs are not put back, an inserted cell gets a new id,
+        a moved one keeps its id but not its outputs); a backend that can do better (the file,
+        the page: one undo step) overrides it."""
         version = expected_version
         for step in steps:
-            if step.op == "delete":
+            if step.op == "move":
+                cells = (await self.snapshot()).cells
+                cell = cells[find_cell_index(cells, step.cell_id)]
+                version = (await self.delete_cell(step.cell_id, expected_version=version)).version
+                position = step.position((await self.snapshot()).cells)
+                result = await self.insert_cell(position, cell.cell_type, cell.source, expected_version=version,
+                                                cell_id=cell.id)  # (its id is free again: deleted above)
+            elif step.op == "delete":
                 result = await self.delete_cell(step.cell_id, expected_version=version)
             elif step.op == "restore":
                 result = await self.replace_cell(step.cell_id, step.source, step.cell_type, expected_version=version)

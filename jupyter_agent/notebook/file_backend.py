@@ -305,10 +305,19 @@ class FileNotebook(NotebookDocument):
                 result = await self.delete_cell(step.cell_id, expected_version=version)
             elif step.op == "restore":
                 result = await self._change(step.cell_id, version, functools.partial(_restored, step))
+            elif step.op == "move":
+                result = await asyncio.to_thread(self._mutate, version, functools.partial(self._move, step))
             else:
                 result = await asyncio.to_thread(self._mutate, version, functools.partial(self._reinsert, step))
             version = result.version
         return version or (await self.snapshot()).version
+
+    @staticmethod
+    def _move(step: CellRestore, loaded: _Loaded, cells: list[dict[str, Any]]):
+        index = loaded.index_of(step.cell_id)
+        cell, rest = cells[index], [*cells[:index], *cells[index + 1:]]
+        to = step.position(cell_views(rest, True))
+        return [*rest[:to], cell, *rest[to:]], to, lambda nt: parse(nt.delete(index)).insert(to, cell)
 
     @staticmethod
     def _reinsert(step: CellRestore, loaded: _Loaded, cells: list[dict[str, Any]]):

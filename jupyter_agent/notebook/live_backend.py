@@ -332,7 +332,12 @@ class LiveNotebook(NotebookDocument):
 
     async def restore_cells(self, steps: list[CellRestore], *, expected_version: str | None = None) -> str:
         """Put cells back in one request, applied by the page as one step of the notebook's
-        own undo (a page of an older version, which knows no ``restore``: step by step)."""
+        own undo (a page of an older version, which knows no ``restore``: step by step).
+        A ``move`` needs a page that says it can move a cell (``moves`` in its hello)."""
+        page = self.bridge.pages.get(self.client_id)
+        if any(step.op == "move" for step in steps) and page is not None and getattr(page, "moves", False) is not True:
+            raise NotebookError("The page showing this notebook runs an older jupyter-agent, which cannot move a "
+                                "cell in one step: reload the notebook's page, then try again. Nothing was changed.")
         try:
             result = await self._ask("restore", steps=[_step_json(step) for step in steps],
                                      expected_version=expected_version)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..loop.events import OFFLINE_REPLAY, Notice
 from ..loop.model_protocol import ModelError, ModelEvent, ModelRequest
+from ..loop.wire import ToolResultBlock, blocks_of, is_tool_result
 from ..model import AnthropicModel
 from .server import FAKE_API_KEY, FakeMessagesAPI, RecordedRequest
 from ..model.transcript import load_transcript, record_transcript, write_expected_files
@@ -183,11 +184,11 @@ class ReplayModel:
         return None
 
     @staticmethod
-    def _results(request: ModelRequest) -> list[dict[str, Any]]:
-        last = request.messages[-1] if request.messages else {}
-        content = last.get("content") if last.get("role") == "user" else None
-        return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
-            if isinstance(content, list) else []
+    def _results(request: ModelRequest) -> list[ToolResultBlock]:
+        last = request.messages[-1] if request.messages else None
+        if last is None or last["role"] != "user":
+            return []
+        return [b for b in blocks_of(last) if is_tool_result(b)]
 
     def _begin_run(self, request: ModelRequest) -> Notice:
         """Start the transcript over for a new run (a fresh scratch folder if it uses one)."""

@@ -35,6 +35,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from collections.abc import Mapping, Sequence
 
 from ..loop.permission_result import DENIED, NO_ONE_APPROVES
 from ..model.transcript import write_expected_files
@@ -53,19 +54,19 @@ _INSERTED = re.compile(r"^Inserted cell (\S+) \(")
 _DENIED_START = DENIED.split(" STOP")[0]
 
 
-def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+def _blocks(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     content = message.get("content")
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
 
 
-def _result_text(block: dict[str, Any]) -> str:
+def _result_text(block: Mapping[str, Any]) -> str:
     content = block.get("content")
     if isinstance(content, list):
         return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
     return str(content or "")
 
 
-def starts_run(messages: list[dict[str, Any]]) -> bool:
+def starts_run(messages: Sequence[Mapping[str, Any]]) -> bool:
     """A request whose last message is the user's and says something of its own (a block
     that is not a tool result): a new run. Within a run the loop's user messages are tool
     results only; a prompt sent after a run that ended with calls unanswered by a person (a
@@ -78,18 +79,18 @@ def starts_run(messages: list[dict[str, Any]]) -> bool:
         isinstance(last.get("content"), str) or any(b.get("type") != "tool_result" for b in _blocks(last)))
 
 
-def run_prompt(messages: list[dict[str, Any]]) -> str:
+def run_prompt(messages: Sequence[Mapping[str, Any]]) -> str:
     """The text of the user message that starts a run (the last message of its first request)."""
     return " ".join(str(b.get("text", "")) for b in _blocks(messages[-1]) if b.get("type") == "text") \
         if messages else ""
 
 
-def denied_by_user(block: dict[str, Any]) -> bool:
+def denied_by_user(block: Mapping[str, Any]) -> bool:
     """A tool_result that says a person denied the call."""
     return bool(block.get("is_error")) and _result_text(block).startswith(_DENIED_START)
 
 
-def denied_unattended(block: dict[str, Any]) -> bool:
+def denied_unattended(block: Mapping[str, Any]) -> bool:
     """A tool_result that says the call asked and no one could answer (a headless run:
     ``jupyter agent run`` without a terminal, a notebook executed by nbclient)."""
     return bool(block.get("is_error")) and NO_ONE_APPROVES in _result_text(block)
@@ -121,7 +122,7 @@ class ReplayRun:
     recorded_ids: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def begin(cls, number: int, transcript: dict[str, Any], messages: list[dict[str, Any]]) -> ReplayRun:
+    def begin(cls, number: int, transcript: dict[str, Any], messages: Sequence[Mapping[str, Any]]) -> ReplayRun:
         """A new run: a scratch folder with the transcript's files (if it asks for one),
         and the notebook and ``%%agent`` cell the request names."""
         run = cls(number, dict(transcript.get("files") or {}))
@@ -146,10 +147,9 @@ class ReplayRun:
             shutil.rmtree(self.scratch, ignore_errors=True)
             log.debug("removed the replay's scratch folder %s", self.scratch)
 
-    def learn(self, messages: list[dict[str, Any]]) -> None:
+    def learn(self, messages: Sequence[Mapping[str, Any]]) -> None:
         """Take ``{{inserted_cell}}`` from the latest NotebookEdit insert's result."""
-        last = messages[-1] if messages else {}
-        for block in _blocks(last):
+        for block in _blocks(messages[-1] if messages else {}):
             if block.get("type") == "tool_result" and not block.get("is_error"):
                 found = _INSERTED.match(_result_text(block))
                 if found:

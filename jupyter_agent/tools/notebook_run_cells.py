@@ -71,7 +71,8 @@ class NotebookRunCells(PathTool):
         "Runs the code cells of a Jupyter notebook from from_cell_id to to_cell_id (both included; the whole "
         "notebook when both are omitted), in order, in the notebook's kernel, and stops at the first cell that "
         "raises an error. Returns which cells ran, which raised and which did not run, and the last run "
-        "cell's outputs (after an error, the cell's before it too; all_outputs=true: every run cell's); all outputs are saved into the notebook. "
+        "cell's outputs (after an error, the cell's before it too; all_outputs=true: every run cell's); "
+        "all outputs are saved into the notebook. "
         "Markdown and raw cells are skipped. Read the notebook first; the run fails if the notebook changed "
         "since it was read."
     )

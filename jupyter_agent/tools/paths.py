@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..loop.tool import ToolContext, ToolError
+from ..loop.tool import ResolvedPath, ToolContext, ToolError
 from .globmatch import compile_glob, escape_glob, expand_braces, glob_is_literal, unescape_glob
 
 #: Folders never searched (version-control metadata), as Claude Code excludes them.
@@ -23,26 +22,6 @@ VCS_DIRS = (".git", ".svn", ".hg", ".bzr", ".jj", ".sl")
 MAX_PATH_CHARS = 4096
 
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
-
-
-@dataclass(frozen=True)
-class ResolvedPath:
-    """A path argument after resolution.
-
-    ``lexical`` is absolute and normalised but keeps symlinks (what the model named);
-    ``real`` has every symlink resolved (what the disk will actually touch). Permission
-    checks look at both: an allow must hold for ``real``, a deny for either.
-    ``in_page``: the path names the notebook open in the page that started the run; the
-    tools reach it through that page, never the kernel's disk (both paths are its key).
-    """
-
-    raw: str
-    lexical: Path
-    real: Path
-    in_page: bool = False
-
-    def __str__(self) -> str:
-        return str(self.real)
 
 
 def check_path_text(raw: object, field: str = "file_path") -> str:

@@ -144,44 +144,82 @@ async def _undo_notebook(notebook: NotebookRecord, context: ToolContext) -> list
     except ToolError as exc:
         return [UndoStep(r.kind, notebook.path, UndoOutcome.FAILED, r.cell_id, str(exc)) for r in records]
     now = {cell.id: cell for cell in snapshot.cells}
-    plan: list[tuple[CellRecord, CellRestore | None, UndoOutcome]] = []
+    place = _Places(snapshot.cells, notebook)
+    plan: list[tuple[CellRecord, list[CellRestore], UndoOutcome]] = []
     for record in reversed(records):
-        plan.append(_plan_cell(record, now.get(record.cell_id)))
-    restores = [restore for _, restore, _ in plan if restore is not None]
+        plan.append(_plan_cell(record, now.get(record.cell_id), place))
+    restores = [step for _, steps, _ in plan for step in steps]
     error = ""
     if restores:
         try:
             await doc.restore_cells(restores, expected_version=snapshot.version)
         except ToolError as exc:
             error = str(exc)
-    return [UndoStep(record.kind, notebook.path, UndoOutcome.FAILED if error and restore else outcome,
-                     record.cell_id, error if restore else "")
-            for record, restore, outcome in plan]
+    return [UndoStep(record.kind, notebook.path, UndoOutcome.FAILED if error and steps else outcome,
+                     record.cell_id, error if steps else "")
+            for record, steps, outcome in plan]
 
 
-def _plan_cell(record: CellRecord, now: Cell | None) -> tuple[CellRecord, CellRestore | None, UndoOutcome]:
-    """What to do with one cell the run changed, given the cell now (None: not there)."""
+class _Places:
+    """Where the cells are now, told as a move recorded where it left a cell: the id of the
+    cell just before it ("": first), the cells the run inserted passed over unless one is
+    the cell the move named."""
+
+    def __init__(self, cells: tuple[Cell, ...], notebook: NotebookRecord) -> None:
+        self.order = [cell.id for cell in cells]
+        self.at = {cell_id: i for i, cell_id in enumerate(self.order)}
+        self.inserted = {r.cell_id for r in notebook.cells.values() if r.before is None}
+        self.deleted = {r.cell_id for r in notebook.cells.values() if r.before is not None and r.after_source is None}
+
+    def after(self, cell_id: str, expected: str | None) -> str | None:
+        """The cell ``cell_id`` follows now; None when it cannot be told against ``expected``
+        (the run deleted the cell the move left it after)."""
+        if expected in self.deleted:
+            return None
+        for previous in reversed(self.order[:self.at.get(cell_id, 0)]):
+            if previous == expected or previous not in self.inserted:
+                return previous
+        return ""
+
+
+def _plan_cell(record: CellRecord, now: Cell | None,
+               place: _Places) -> tuple[CellRecord, list[CellRestore], UndoOutcome]:
+    """What to do with one cell the run changed, given the cell now (None: not there) and
+    where the cells are."""
     before = record.before
     if before is None:  # the run inserted it
         if now is None:
-            return record, None, UndoOutcome.ALREADY
+            return record, [], UndoOutcome.ALREADY
         if (now.source, now.cell_type) != (record.after_source, record.after_type or now.cell_type):
-            return record, None, UndoOutcome.LEFT_CHANGED
-        return record, CellRestore("delete", record.cell_id), UndoOutcome.REMOVED
+            return record, [], UndoOutcome.LEFT_CHANGED
+        return record, [CellRestore("delete", record.cell_id)], UndoOutcome.REMOVED
     as_it_was = CellRestore("insert" if now is None else "restore", before.id if now is None else record.cell_id,
                             before.cell_type, before.source,
                             before.outputs, before.execution_count, before.metadata, before.after_id, before.index)
     if record.after_source is None:  # the run deleted it
         if now is not None:
-            return record, None, UndoOutcome.ALREADY
-        return record, as_it_was, UndoOutcome.RESTORED
+            return record, [], UndoOutcome.ALREADY
+        return record, [as_it_was], UndoOutcome.RESTORED
     if now is None:
-        return record, None, UndoOutcome.LEFT_CHANGED  # deleted since the run
-    if (now.source, now.cell_type) == (before.source, before.cell_type):
-        return record, None, UndoOutcome.ALREADY
+        return record, [], UndoOutcome.LEFT_CHANGED  # deleted since the run
+    moved = record.moved
+    if moved:
+        here = place.after(now.id, record.moved_after)
+        if here == before.after_id and (now.source, now.cell_type) == (before.source, before.cell_type):
+            return record, [], UndoOutcome.ALREADY
+        if here is not None and here != record.moved_after:  # moved again since the run
+            return record, [], UndoOutcome.LEFT_CHANGED
+    if not moved and (now.source, now.cell_type) == (before.source, before.cell_type):
+        return record, [], UndoOutcome.ALREADY
     if (now.source, now.cell_type) != (record.after_source, record.after_type or now.cell_type):
-        return record, None, UndoOutcome.LEFT_CHANGED
-    return record, as_it_was, UndoOutcome.RESTORED
+        return record, [], UndoOutcome.LEFT_CHANGED
+    if not moved:
+        return record, [as_it_was], UndoOutcome.RESTORED
+    # Moved: put back after the cell it followed, as it is (its id, and the outputs of a
+    # later run too; a page moves it whole, nothing of it sent); one the run also changed
+    # first goes back as it was.
+    back = CellRestore("move", record.cell_id, after_id=before.after_id, index=before.index)
+    return record, [as_it_was, back] if record.changed_text else [back], UndoOutcome.RESTORED
 
 
 __all__ = ["cell_state", "current_bytes", "run_changes", "undo_run"]

@@ -23,6 +23,7 @@ CHANGE_WORDS = {
     ChangeKind.CELL_INSERTED: "inserted cell",
     ChangeKind.CELL_REPLACED: "replaced cell",
     ChangeKind.CELL_DELETED: "deleted cell",
+    ChangeKind.CELL_MOVED: "moved cell",
 }
 #: What the undo did, per outcome.
 OUTCOME_WORDS = {

@@ -17,12 +17,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from typing import Any, TypeVar
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ..changes import RunChanges
 from ..loop import events as ev
 from ..loop.state import Terminal
-from ..loop.usage import StreamUsage, Usage
+from ..loop.meter import StreamUsage
+from ..loop.usage import Usage
+from ..loop.wire import blocks_of, is_text
 from .items import (PLAN_TOOL, BlockItem, CompactionItem, Item, NoticeItem, PlanItem, PromptItem, TextItem,
                     ThinkingItem, ToolItem, plan_entries)
 
@@ -246,7 +248,7 @@ class RunModel:
         elif event.type == "content_block_stop":
             self._update_block_item(item, block, {}, done=True)
 
-    def _new_block_item(self, block: dict[str, Any]) -> Item:
+    def _new_block_item(self, block: Mapping[str, Any]) -> Item:
         btype = block.get("type", "")
         if btype == "text":
             return self._add(TextItem("text", text=block.get("text", "")))
@@ -258,7 +260,7 @@ class RunModel:
             return tool
         return self._add(BlockItem("block", block_type=btype or "unknown", block=dict(block)))
 
-    def _update_block_item(self, item: Item, block: dict[str, Any], delta: dict[str, Any],
+    def _update_block_item(self, item: Item, block: Mapping[str, Any], delta: Mapping[str, Any],
                            done: bool) -> None:
         if isinstance(item, TextItem):
             item.text = block.get("text", item.text + delta.get("text", ""))
@@ -281,7 +283,7 @@ class RunModel:
     def _assistant(self, event: ev.AssistantMessage) -> None:
         # The complete message is the truth: reconcile with (or create, for a model
         # that does not stream) the items of this response.
-        for index, block in enumerate(event.message.get("content") or []):
+        for index, block in enumerate(blocks_of(event.message)):
             item = self._current.get(index)
             if item is None:
                 item = self._new_block_item(block)
@@ -308,13 +310,8 @@ class RunModel:
         return tool
 
     def _user_message(self, event: ev.UserMessage) -> None:
-        content = event.message.get("content")
-        if isinstance(content, str):
-            blocks = [{"type": "text", "text": content}]
-        else:
-            blocks = list(content or [])
-        for block in blocks:  # (tool results came as ToolResult events)
-            if block.get("type") == "text" and block.get("text"):
+        for block in blocks_of(event.message):  # (tool results came as ToolResult events)
+            if is_text(block) and block["text"]:
                 label = "Loop note to the model" if event.synthetic else "User message"
                 self._add(NoticeItem("notice", level="info", text=f"{label}: {block['text']}"))
 

@@ -346,7 +346,8 @@ class NotebookBridge implements IDisposable {
       kernel_runs: true,
       asks: true,
       focus: true,
-      open: true
+      open: true,
+      moves: true
     };
   }
 }

@@ -51,13 +51,17 @@ async def test_tools_carry_their_annotations(server):
     assert all(t.title for t in tools.values())
     assert set(tools) == {"list_notebooks", "active_notebook", "create_notebook", "read_cells", "read_output",
                           "list_variables",
-                          "insert_cell", "execute_code", "run_cells", "replace_cell", "delete_cell", "run_cell",
-                          "run_status", "interrupt", "restart_kernel"}
+                          "insert_cell", "execute_code", "run_cells", "replace_cell", "delete_cell", "move_cell",
+                          "run_cell", "run_status", "interrupt", "restart_kernel"}
     for name in ("list_notebooks", "active_notebook", "read_cells", "read_output", "list_variables", "run_status"):
         assert tools[name].annotations.read_only_hint is True
     for name in ("replace_cell", "delete_cell", "run_cell", "interrupt", "restart_kernel"):
         assert tools[name].annotations.read_only_hint is False and tools[name].annotations.destructive_hint is True
     assert tools["insert_cell"].annotations.destructive_hint is False
+    move = tools["move_cell"]  # (it moves a cell as it is: nothing is lost, and it can be undone)
+    assert move.annotations.destructive_hint is False and move.annotations.read_only_hint is False
+    assert move.title == "Move a cell" and move.input_schema["required"] == ["notebook_path", "cell_id"]
+    assert "not an index" in move.description
     assert "notebook_path" in tools["read_cells"].input_schema["required"]
 
 
@@ -83,6 +87,9 @@ async def test_calls_that_cannot_be_made_are_clear_errors(server):
         no_page = await client.call_tool("insert_cell", {"notebook_path": "plain.ipynb", "cell_type": "code",
                                                          "source": "b = 2"})
         assert no_page.is_error and "No JupyterLab page" in text_of(no_page), text_of(no_page)
+        no_page = await client.call_tool("move_cell", {"notebook_path": "plain.ipynb", "cell_id": "a1",
+                                                       "before_cell_id": "a1"})
+        assert no_page.is_error and "No JupyterLab page" in text_of(no_page), text_of(no_page)
 
         plain = {"notebook_path": "plain.ipynb"}
         for tool, args, says in [
@@ -94,6 +101,8 @@ async def test_calls_that_cannot_be_made_are_clear_errors(server):
             ("insert_cell", {**plain, "cell_type": "code", "source": "x", "mode": "y"}, "takes no argument"),
             ("insert_cell", plain, "needs cell_type, source"),
             ("replace_cell", {**plain, "cell_id": "a1\x00", "source": "x"}, "not a valid cell id"),
+            ("move_cell", {**plain, "cell_id": "a1", "to_index": 10_000}, "never an index"),
+            ("move_cell", {**plain, "cell_id": "a1"}, "exactly one of after_cell_id"),
         ]:
             result = await client.call_tool(tool, args)
             assert result.is_error and says in text_of(result), (args, text_of(result))

@@ -35,6 +35,14 @@ from jupyter_agent.mcp_server.tools import (MAX_SOURCE_CHARS, TOOLS, OutsideErro
     ("run_cells", {"notebook_path": "a.ipynb", "start_cell_id": "c\x00"}, "not a valid start cell id"),
     ("insert_cell", {"notebook_path": "a.ipynb", "cell_type": "python", "source": "x"}, "cell_type must be one of"),
     ("active_notebook", {"notebook_path": "a.ipynb"}, "takes no argument 'notebook_path'"),
+    ("move_cell", {"notebook_path": "a.ipynb", "cell_id": "c1"}, "exactly one of after_cell_id"),
+    ("move_cell", {"notebook_path": "a.ipynb", "cell_id": "c1", "after_cell_id": "c2", "before_cell_id": "c3"},
+     "exactly one of after_cell_id"),
+    ("move_cell", {"notebook_path": "a.ipynb", "cell_id": "c1", "to_index": 99},
+     "It names the place by a cell, never an index"),
+    ("move_cell", {"notebook_path": "a.ipynb", "cell_id": "c1", "before_cell_id": "c\x1b[2J"},
+     "not a valid before cell id"),
+    ("move_cell", {"notebook_path": "a.ipynb", "cell_id": 3, "after_cell_id": "c2"}, "cell_id must be a string"),
 ])
 def test_bad_arguments_are_refused_before_any_kernel_hears_of_them(name, args, says):
     with pytest.raises(OutsideError) as refused:

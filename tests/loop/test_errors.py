@@ -1,0 +1,38 @@
+"""One root for the package's exceptions, with the Busy and Refused families; the old names
+still import, as the same classes (a busy Conversation raises Busy: tests/loop/test_turns.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+import jupyter_agent
+from jupyter_agent import Busy, JupyterAgentError, ModelError, Refused
+from jupyter_agent.conversation import ConversationBusy
+from jupyter_agent.errors import Busy as ErrorsBusy
+from jupyter_agent.jupyter.outside import Refused as OutsideRefused
+from jupyter_agent.jupyter.resume import ResumeRefused
+from jupyter_agent.jupyter.session import AgentBusy
+from jupyter_agent.jupyter.undo import UndoRefused, pick_run
+from jupyter_agent.loop.model_protocol import PromptTooLongError
+from jupyter_agent.loop.tool import ToolError
+from jupyter_agent.notebook.document import StaleNotebookError
+
+
+def test_the_old_names_are_the_families():
+    assert ConversationBusy is AgentBusy is Busy is ErrorsBusy is jupyter_agent.Busy
+    assert UndoRefused is ResumeRefused is OutsideRefused is Refused
+    for family in (Busy, Refused):
+        assert issubclass(family, JupyterAgentError) and issubclass(family, RuntimeError)  # as they were
+    for error in (ModelError, PromptTooLongError, ToolError, StaleNotebookError):
+        assert issubclass(error, JupyterAgentError)
+    assert not issubclass(Busy, Refused) and not issubclass(Refused, Busy)
+
+
+def test_an_undo_of_no_run_is_refused_and_caught_by_the_root():
+    class Session:  # what pick_run reads of the kernel's session: its runs
+        runs: list[object] = []
+
+    with pytest.raises(JupyterAgentError, match="No runs yet") as caught:
+        pick_run(Session(), None)
+    assert isinstance(caught.value, Refused)
+

@@ -1,0 +1,62 @@
+"""A user's type checker sees the package's real types (``py.typed``, and the lazy exports of
+``jupyter_agent/__init__.py`` imported for type checkers), not ``Any``: mypy, through its API,
+on a small file that uses the public names as a user would."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mypy import api
+
+import jupyter_agent
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Defined in ``__init__.py`` itself (no lazy export to check).
+OWN = {"chat", "load_ipython_extension", "unload_ipython_extension"}
+
+USER_FILE = """
+import jupyter_agent
+from jupyter_agent import Conversation, TransitionReason, query
+
+async def use() -> None:
+    run = query("hi")
+    reveal_type(run)
+    reveal_type(await run.wait())
+    async for event in run:
+        reveal_type(event)
+    reveal_type(Conversation().send("again"))
+    reveal_type(TransitionReason.NEXT_TURN)
+{exports}
+"""
+
+
+def revealed(tmp_path: Path, source: str) -> tuple[list[str], str]:
+    """The types mypy reveals in ``source``, in order, and its whole report."""
+    (tmp_path / "user.py").write_text(source)
+    # Only the package is analysed (what it imports from elsewhere counts as Any): a few seconds.
+    (tmp_path / "mypy.ini").write_text(
+        f"[mypy]\npython_version = 3.11\nmypy_path = {ROOT}\nfollow_imports = skip\n"
+        "[mypy-jupyter_agent.*]\nfollow_imports = silent\n")
+    report, errors, _ = api.run([str(tmp_path / "user.py"), "--config-file", str(tmp_path / "mypy.ini"),
+                                 "--cache-dir", str(tmp_path / "cache"), "--no-error-summary"])
+    return re.findall(r'Revealed type is "(.*)"', report), report + errors
+
+
+def test_a_user_s_type_checker_sees_each_export_as_its_real_type(tmp_path):
+    names = sorted(set(jupyter_agent.__all__) - OWN)
+    exports = "\n".join(f"reveal_type(jupyter_agent.{name})" for name in names)
+    types, report = revealed(tmp_path, USER_FILE.format(exports=exports))
+    assert ": error:" not in report, report
+    run, terminal, event, sent, reason, *exported = types
+    assert run == "jupyter_agent.loop.run.QueryRun"
+    assert terminal == "jupyter_agent.loop.state.Terminal"
+    assert event.startswith("jupyter_agent.loop.events.RequestStart | ")  # the LoopEvent union
+    assert event.endswith(" | jupyter_agent.loop.state.Terminal")
+    assert sent == "jupyter_agent.loop.run.QueryRun"
+    assert "TransitionReason" in reason
+    assert len(exported) == len(names)
+    untyped = [name for name, found in zip(names, exported) if found == "Any"]
+    assert not untyped, f"seen as Any by a type checker: {untyped}"
+    query_type = exported[names.index("query")]
+    assert query_type.startswith("def (prompt: ") and query_type.endswith("-> jupyter_agent.loop.run.QueryRun")
