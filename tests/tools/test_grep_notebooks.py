@@ -146,3 +146,4 @@ async def test_a_changed_notebook_is_searched_as_it_is_now(ctx, workspace):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     again = await call_tool(ctx, "Grep", {"pattern": "needle_", "output_mode": "content"})
     assert again["content"] == "n.ipynb [cell one] 1: needle_b = 1"
+

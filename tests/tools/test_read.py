@@ -8,7 +8,10 @@ import zlib
 
 import pytest
 
+from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
+
 from .conftest import call_tool, text_of
+from .test_tools_through_loop import results_sent, run_script
 
 
 def tiny_png(width: int = 1, height: int = 1) -> bytes:
@@ -284,3 +287,14 @@ async def test_a_pdf_read_reaches_the_model_through_the_loop_and_shows_as_one_li
     parts = result_parts(result["content"])
     assert parts[0] == ("text", f"PDF file: paper.pdf, 3 pages ({len(data) / 1024:,.1f} KB)")
     assert parts[1][1].startswith("[document: application/pdf, ") and len(parts[1][1]) < 60
+
+
+async def test_an_image_read_through_the_loop_sends_its_line_then_the_image(workspace):
+    png = tiny_png(120, 80)
+    (workspace / "monthly.png").write_bytes(png)
+    read = tool_use("Read", {"file_path": str(workspace / "monthly.png")})
+    with FakeMessagesAPI([response(read), response(text("a chart"))]) as api:
+        await run_script(api, "look", workspace)
+    [line, image] = results_sent(api, 1)[read["id"]]["content"]
+    assert line == {"type": "text", "text": f"monthly.png: PNG, 120×80 px, {len(png)} bytes"}
+    assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
