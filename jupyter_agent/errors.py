@@ -13,8 +13,8 @@ The model's and the tools' own failures (``loop.model_protocol.ModelError``,
 ``loop.tool.ToolError``), a policy's (``policy.PolicyViolation``), a saved conversation's
 (``SavedConversationError``), a missing key (``NoApiKey``), the page's (``BridgeError``) and
 the MCP servers' (``McpServerError``, the MCP server's ``OutsideError``) derive from the root
-too; tests/loop/test_errors.py checks that no other exception starts a tree of its own. This module imports nothing of the
-package: every part may raise these.
+too; tests/loop/test_errors.py checks that no other exception starts a tree of its own.
+This module imports nothing of the package: every part may raise these.
 """
 
 from __future__ import annotations
