@@ -10,8 +10,11 @@
   and the outside calls' ``Refused`` are this class under their old names.
 
 The model's and the tools' own failures (``loop.model_protocol.ModelError``,
-``loop.tool.ToolError``) derive from the root too. This module imports nothing of the
-package: every part may raise these.
+``loop.tool.ToolError``), a policy's (``policy.PolicyViolation``), a saved conversation's
+(``SavedConversationError``), a missing key (``NoApiKey``), the page's (``BridgeError``) and
+the MCP servers' (``McpServerError``, the MCP server's ``OutsideError``) derive from the root
+too; tests/loop/test_errors.py checks that no other exception starts a tree of its own.
+This module imports nothing of the package: every part may raise these.
 """
 
 from __future__ import annotations

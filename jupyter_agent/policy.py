@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import JupyterAgentError
 from .loop.permission_result import PERMISSION_MODES, check_permission_mode
 from .model.providers import PROVIDER_ENV, PROVIDER_NAMES, Provider, ProviderSettings, resolve_provider
 
@@ -61,7 +62,7 @@ _KEYS = ("allowed_models", "permission_mode", "max_budget_usd", "provider", "pro
 _PINS = ("provider", "provider_region", "provider_project", "provider_resource", "provider_base_url")
 
 
-class PolicyViolation(ValueError):
+class PolicyViolation(JupyterAgentError, ValueError):
     """A setting the administrator's policy does not allow; the message names the file."""
 
 

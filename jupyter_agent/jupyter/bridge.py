@@ -191,6 +191,7 @@ class KernelBridge(BridgeRequests):
         page = self.pages.get(client_id)
         if page is not None and page.comm is c:  # only a page's own comm speaks for it
             page.count_notice(sources)
+            self.tell_change(page)
 
     def _closed(self, c: Any) -> None:
         for client_id, page in list(self.pages.items()):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import JupyterAgentError
 from .protocol import BRIDGE_MAX_MESSAGE_BYTES, BRIDGE_VERSION, BridgeCode, version_mismatch
 
 NOT_ANSWERING = (
@@ -18,7 +19,7 @@ NOT_ANSWERING = (
     "the open notebook.")
 
 
-class BridgeError(Exception):
+class BridgeError(JupyterAgentError):
     """A request the page refused or could not answer; ``code`` is a
     :class:`~.protocol.BridgeCode` (``stale`` when the document changed since the caller
     read it). The live backend turns it into the notebook errors the tools report."""

@@ -20,12 +20,16 @@ import itertools
 import json
 import threading
 import time
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .bridge_errors import NOT_ANSWERING, BridgeError, PageGone, failure_message, mismatch_message
-from .bridge_page import PROTOCOL_VERSION, Page
+from .bridge_page import CHANGING_OPS, PROTOCOL_VERSION, Page
 from .protocol import BRIDGE_MAX_MESSAGE_BYTES, BridgeCode
+
+log = logging.getLogger(__name__)
 
 #: Seconds a request other than "run" may take before the page counts as gone.
 REQUEST_TIMEOUT_S = 5.0
@@ -58,6 +62,10 @@ class BridgeRequests:
         #: None (the default): nothing is timed.
         self.timings: list[tuple[str, float, float]] | None = None
         self.protocol_errors: list[str] = []  # what malformed messages the pages sent
+        #: called with a page on the kernel's loop each time its document is known to have
+        #: changed (its ``changed`` notice, or the reply of a request that changed it): an
+        #: outside agent's resource subscriptions (``outside_watch.py``)
+        self.change_listeners: list[Callable[[Page], None]] = []
 
     async def request(self, client_id: str, op: str, *, timeout: float | None = REQUEST_TIMEOUT_S,
                       abort: asyncio.Event | None = None, **arguments: Any) -> dict[str, Any]:
@@ -152,6 +160,8 @@ class BridgeRequests:
                 # Counted here, in the order the page's messages came: a notice sent after
                 # this reply is counted after it, whenever the caller wakes up.
                 page.count_reply(pending.op, outcome)
+                if pending.op in CHANGING_OPS:
+                    self.tell_change(page)
         else:
             code = str(data.get("code") or BridgeCode.FAILED)
             outcome = BridgeError(failure_message(code, str(data.get("error") or "")), code)
@@ -159,6 +169,14 @@ class BridgeRequests:
             _resolve(pending.future, outcome)
         else:
             pending.loop.call_soon_threadsafe(_resolve, pending.future, outcome)
+
+    def tell_change(self, page: Page) -> None:
+        """Tell :attr:`change_listeners` that ``page``'s document changed."""
+        for listener in list(self.change_listeners):
+            try:
+                listener(page)
+            except Exception:  # a listener's failure must not lose the page's message
+                log.warning("a change listener failed", exc_info=True)
 
     def _fail_requests_to(self, client_id: str, why: str) -> None:
         """Fail every request waiting for this page's answer (it went away: ``why``)."""

@@ -75,6 +75,11 @@ class OutsideHub:
         from ..notebook.live_backend import RUN_TAG
 
         RUN_TAG.set(run_tag(str(getattr(comm, "comm_id", "") or "")))  # (this task's own context)
+        if isinstance(data, dict) and data.get("op") == "watch" and data.get("v") == VERSION:
+            from .outside_watch import watch_notebook
+
+            await watch_notebook(self, comm, data)  # (kept open: a resource subscription)
+            return
         try:
             reply = await self.call(data, progress)
         except Refused as exc:
@@ -237,16 +242,26 @@ class OutsideHub:
         return document
 
     async def _read(self, run: Any, document: Any, key: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Cells ``start``.. of the page's notebook (at most ``limit``), each cut to
-        ``max_chars``; remembers the version read, for the stale check of the next edit."""
+        """Cells ``start``.. of the page's notebook (at most ``limit``; or the one cell
+        ``cell_id``), each cut to ``max_chars``; remembers the version read, for the stale check of the next edit."""
         from ..loop.tool import FileReadRecord
         from .outside_read import cells_content
 
         snapshot = await document.snapshot()
         start, limit = _int(args.get("start"), 0), _int(args.get("limit"), 20)
+        if isinstance(args.get("cell_id"), str):  # one cell (its resource, mcp_server/resources.py)
+            start, limit = self._index_of(snapshot, args["cell_id"]), 1
         chars = _int(args.get("max_chars"), READ_CHARS)
         run.context.read_file_state[key] = FileReadRecord(path=key, mtime_ns=0, content_hash=snapshot.version)
         return {"ok": True, "content": cells_content(snapshot, start, limit, chars)}
+
+    @staticmethod
+    def _index_of(snapshot: Any, cell_id: str) -> int:
+        index = next((c.index for c in snapshot.cells if c.id == cell_id), None)
+        if index is None:
+            raise Refused(f"No cell {cell_id!r} in {snapshot.path.name} (as the page shows it now; deleted?). "
+                          "Read the notebook's resource, or call read_cells, for its cells' ids.")
+        return index
 
     async def _output(self, document: Any, args: dict[str, Any]) -> dict[str, Any]:
         """One output whole, within ``max_chars`` (``outside_read.py``). Not a read for the

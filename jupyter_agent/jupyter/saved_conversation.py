@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from ..errors import JupyterAgentError
 from ..changes import CellRecord, CellState, FileRecord, NotebookRecord, RunChanges, UndoReport
 from ..files.atomic import atomic_write
 from ..loop.messages import ensure_tool_result_pairing
@@ -54,7 +55,7 @@ _TOOL_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
-class SavedConversationError(ValueError):
+class SavedConversationError(JupyterAgentError, ValueError):
     """The saved file cannot be used at all (not JSON, another format, too large)."""
 
 

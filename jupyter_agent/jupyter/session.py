@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import Busy
+from ..errors import Busy, JupyterAgentError
 from .config import AgentConfig, agent_config
 from ..environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 AgentBusy = Busy
 
 
-class NoApiKey(RuntimeError):
+class NoApiKey(JupyterAgentError, RuntimeError):
     """No key and no replay: say what to do, start nothing."""
 
 

@@ -27,6 +27,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import JupyterAgentError
 from ..notebook import deferred_grammar  # noqa: F401 - the SDK imports jsonschema: no IRI grammar built
 from .config import HttpServer, ServerConfig, StdioServer
 
@@ -52,7 +53,7 @@ class ServerState(str, Enum):
     STOPPED = "stopped"
 
 
-class McpServerError(Exception):
+class McpServerError(JupyterAgentError):
     """The server could not be started, or stopped answering."""
 
 

@@ -34,15 +34,29 @@ class McpApp:
     def __init__(self, backend: Any, token: str = "") -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+        from .resources import NotebookWatches, resource_handlers, with_list_changed
         from .tools import build_server
 
         self.backend = backend
         #: the endpoint's own token ('' : only the server's authentication)
         self.token = token
-        self.manager = StreamableHTTPSessionManager(build_server(backend))
+        #: the notebooks watched for resource subscriptions (``resources.py``)
+        self.watches = NotebookWatches(backend)
+        server = build_server(backend, resources=resource_handlers(backend, self.watches))
+        self.manager = StreamableHTTPSessionManager(with_list_changed(server))
+        self.watches.subscriptions.alive = self.session_open
         self._started = asyncio.Event()
         self._stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+
+    def session_open(self, session_id: str) -> bool:
+        """Whether MCP session ``session_id`` is still open ('' : a request without one, which
+        subscribes nothing). The SDK's manager keeps the open ones (no public name for them)."""
+        transports = getattr(self.manager, "_server_instances", None)
+        if not session_id or not isinstance(transports, dict):
+            return True
+        transport = transports.get(session_id)
+        return transport is not None and not getattr(transport, "is_terminated", False)
 
     def start(self) -> None:
         self.task = asyncio.get_event_loop().create_task(self._run())
@@ -63,6 +77,7 @@ class McpApp:
 
     async def stop(self) -> None:
         self._stop.set()
+        self.watches.close()
         if self.task is not None:
             await asyncio.wait({self.task}, timeout=10)
         close = getattr(self.backend, "close", None)
@@ -251,7 +266,11 @@ def setup(serverapp: Any) -> McpApp:
     from .auth import mcp_token
     from .kernel_link import ServerBackend
 
+    from .resources import follow_sessions
+
     app = McpApp(ServerBackend(serverapp), mcp_token(serverapp))
+    if not follow_sessions(serverapp, app.watches.subscriptions.list_changed):
+        log.info("the server's session manager is not jupyter_server's: no resources list_changed")
     base = serverapp.web_app.settings.get("base_url", "/")
     serverapp.web_app.add_handlers(".*$", [(url_path_join(base, PATH), McpHandler, {"mcp_app": app})])
     return app

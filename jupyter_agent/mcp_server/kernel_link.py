@@ -78,6 +78,8 @@ class KernelComms:
         #: comm id -> the run (``runs.RunHandle``) that sees the IOPub of the call's cell
         self.watching: dict[str, Any] = {}
         self._sending: set[asyncio.Task[Any]] = set()
+        #: comm id -> ``heard(kind, data)``: a comm kept open (a resource watch: ``watch.py``)
+        self.listeners: dict[str, Any] = {}
         self.ready: dict[str, asyncio.Future[None]] = {}
         #: execute request id -> its end (the kernel's ``idle`` after it), and what it raised
         self.executing: dict[str, asyncio.Future[str | None]] = {}
@@ -117,6 +119,8 @@ class KernelComms:
             comm_id = str(content.get("comm_id") or "")
             future = self.waiting.get(comm_id)
             data = content.get("data")
+            if comm_id in self.listeners:
+                return self.listeners[comm_id](kind, data)
             if kind == "comm_msg" and isinstance(data, dict) and "progress" in data and "ok" not in data:
                 self._report(comm_id, data["progress"])
             elif future is not None and not future.done():
@@ -171,6 +175,8 @@ class KernelComms:
         for future in self.waiting.values():
             if not future.done():
                 future.set_exception(OutsideError(why))
+        for heard in list(self.listeners.values()):  # (a restarted kernel's watches are gone)
+            heard("comm_close", None)
 
     async def connect(self) -> None:
         """Wait until iopub carries this client's messages (a kernel_info request's status)."""

@@ -29,9 +29,11 @@ VERSION = 1
 #: sends it). Here, not in ``auth.py``: the CLI reads it without importing traitlets.
 TOKEN_ENV = "JUPYTER_AGENT_MCP_TOKEN"
 OPS = ("read", "output", "variables", "insert", "replace", "delete", "move", "run", "run_range", "exec", "active",
-       "create", "restart", "page")
+       "create", "restart", "page", "watch")
 #: ``page``: whether a page with jupyter-agent shows the notebook on this kernel (no tool: the
 #: server asks it after a restart, before it tells the client its next call works).
+#: ``watch``: a resource subscription's comm, kept open; the kernel answers once, then sends
+#: ``{"v", "changed": [cell ids]}`` as the notebook changes (``jupyter/outside_watch.py``).
 #: What the execute requests of an outside call's cell runs start their id with (+ comm id + "-").
 RUN_TAG_PREFIX = "outside-"
 

@@ -176,6 +176,8 @@ class Forwarder:
         self._ready: asyncio.Future[Any] | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: ``on_message(message)``: the endpoint's notifications (a subscribed resource changed)
+        self.on_message: Any = None
 
     async def get(self, name: str) -> Any:
         if self._ready is None:
@@ -196,7 +198,8 @@ class Forwarder:
             # The initialize handshake ('legacy'): its MCP session keeps this program's reads and
             # runs apart from another's of the same client name (the sessionless 2026 protocol cannot).
             async with Client(streamable_http_client(self.url, http_client=http), mode="legacy",
-                              client_info=Implementation(name=name, version="")) as client:
+                              client_info=Implementation(name=name, version=""),
+                              message_handler=self._message) as client:
                 self._ready.set_result(client)
                 await self._stop.wait()
         except Exception as exc:  # said to the client on its calls
@@ -207,6 +210,10 @@ class Forwarder:
                     "server running with jupyter-agent installed, and the token right?"))
         self._ready = None if not self._ready.done() or self._ready.exception() else self._ready
 
+    async def _message(self, message: Any) -> None:
+        if self.on_message is not None:
+            self.on_message(message)
+
     async def close(self) -> None:
         self._stop.set()
         if self._task is not None:
@@ -214,8 +221,9 @@ class Forwarder:
 
 
 def build_forwarder(forwarder: Forwarder) -> Any:
-    """The stdio server: the same tools and checks, each call made on the endpoint; the
-    endpoint's progress notifications (a running cell) go on to the client that asked."""
+    """The stdio server: the same tools, resources and checks, each call made on the endpoint;
+    the endpoint's progress notifications (a running cell) go on to the client that asked, and
+    its resource notifications to the subscribed client (``resources.forwarded_handlers``)."""
 
     async def forward(name: str, args: dict[str, Any], caller: Caller, progress: Any = None) -> Any:
         client = await forwarder.get(caller.name)
@@ -229,7 +237,19 @@ def build_forwarder(forwarder: Forwarder) -> Any:
             log.debug("a forwarded call failed", exc_info=True)
             return error_result(f"The call to {forwarder.url} failed: {type(exc).__name__}: {exc}")
 
-    return build_server(None, forward=forward)
+    from .resources import forwarded_handlers, list_changed_note, updated_uri, with_list_changed
+
+    resources, subscriptions = forwarded_handlers(forwarder.get)
+
+    def heard(message: Any) -> None:  # a resource the client subscribed to changed: on to it
+        uri = updated_uri(message)
+        if uri is not None:
+            subscriptions.publish([uri])
+        elif list_changed_note(message):
+            subscriptions.list_changed()
+
+    forwarder.on_message = heard
+    return with_list_changed(build_server(None, forward=forward, resources=resources))
 
 
 def run(args: argparse.Namespace, err: TextIO = sys.stderr) -> int:

@@ -18,6 +18,7 @@ import logging
 import re
 from typing import Any, Protocol
 
+from ..errors import JupyterAgentError
 from ..redact import redact
 from .protocol import Caller
 from .runs import DEFAULT_WAIT_S, MAX_WAIT_S
@@ -38,7 +39,7 @@ DEFAULT_MAX_CHARS = 4_000
 DEFAULT_OUTPUT_CHARS = 20_000
 
 
-class OutsideError(Exception):
+class OutsideError(JupyterAgentError):
     """A call that cannot be made: said to the client as an MCP tool error, nothing changed."""
 
 
@@ -377,11 +378,12 @@ def progress_sender(ctx: Any) -> Any:
     return send
 
 
-def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any:
+def build_server(backend: NotebookBackend | None, *, forward: Any = None,
+                 resources: dict[str, Any] | None = None) -> Any:
     """The MCP server (the SDK's low-level ``Server``) whose tools call ``backend``; or, with
     ``forward`` (``jupyter agent mcp``), each checked call goes to ``forward(name, arguments,
     client, progress)``, which returns its ``CallToolResult`` (``progress(text)``, or None:
-    see :func:`progress_sender`)."""
+    see :func:`progress_sender`). ``resources``: the resource handlers (``resources.py``)."""
     from mcp.server.lowlevel import Server
     from mcp_types import ListToolsResult, Tool, ToolAnnotations
 
@@ -421,8 +423,10 @@ def build_server(backend: NotebookBackend | None, *, forward: Any = None) -> Any
             return error_result(str(exc))
 
     return Server(SERVER_NAME, version=_version(), on_list_tools=list_tools, on_call_tool=call_tool,
-                  instructions=("Tools over the notebooks open in the user's JupyterLab. Every edit and run "
-                                "waits for the user's approval in the page; call read_cells before an edit."))
+                  **(resources or {}), instructions=(
+                      "Tools over the notebooks open in the user's JupyterLab. Every edit and run waits for the "
+                      "user's approval in the page; call read_cells (or read a notebook://PATH resource) before an "
+                      "edit."))
 
 
 def _version() -> str:

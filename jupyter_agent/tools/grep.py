@@ -79,7 +79,9 @@ class Grep(PathTool):
         "- Pattern syntax: literal braces need escaping (use `interface\\{\\}` to find `interface{}`)\n"
         "- Multiline matching: by default patterns match within single lines only. For cross-line patterns like "
         "`struct \\{[\\s\\S]*?field`, use `multiline: true`\n"
-        "- Respects .gitignore; searches hidden files; skips binary files"
+        "- Respects .gitignore; searches hidden files; skips binary files\n"
+        "- A notebook's hits name the cell: `nb.ipynb [cell ID] 3: text` (line 3 of its source; "
+        "`[cell ID output]`: its outputs)"
     )
 
     async def validate_input(self, input: GrepInput, context: ToolContext) -> str | None:
@@ -140,7 +142,7 @@ def format_result(files: list[FileHits], input: GrepInput, mode: str, ctx: ToolC
         ordered = sorted(files, key=lambda f: (-_mtime(f.path), f.path))
         shown = [display_path(f.path, ctx.cwd) for f in ordered[:limit]]
         text = f"Found {len(files)} file{'s' if len(files) != 1 else ''}\n" + "\n".join(shown)
-        return text + _more(len(files), limit, input, truncated)
+        return text + _more(len(files), limit, input, truncated) + _notes(files, ctx)
     if mode == "count":
         if not files:
             return "No matches found"
@@ -148,25 +150,37 @@ def format_result(files: list[FileHits], input: GrepInput, mode: str, ctx: ToolC
         total = sum(f.count for f in files)
         text = "\n".join(lines[:limit]) + _more(len(lines), limit, input, truncated)
         return (text + f"\n\nFound {total} total occurrence{'s' if total != 1 else ''} across "
-                f"{len(files)} file{'s' if len(files) != 1 else ''}.")
+                f"{len(files)} file{'s' if len(files) != 1 else ''}." + _notes(files, ctx))
     show_numbers = input.line_numbers is not False
     out: list[str] = []
     for hits in sorted(files, key=lambda f: f.path):
         prefix = "" if single_file else display_path(hits.path, ctx.cwd)
-        previous = None
-        for number, text, is_match in hits.lines:
-            if previous is not None and number > previous + 1 and (input.before or input.after or input.context):
+        previous: tuple[str, int] | None = None
+        for i, (number, text, is_match) in enumerate(hits.lines):
+            cell = hits.where[i] if hits.where else ""
+            if (previous is not None and (cell != previous[0] or number > previous[1] + 1)
+                    and (input.before or input.after or input.context)):
                 out.append("--")
             sep = ":" if is_match else "-"
             line = text
             if len(text) > MAX_LINE_CHARS:
                 line = text[:MAX_LINE_CHARS] + f" [... {len(text) - MAX_LINE_CHARS} more characters]"
-            head = (prefix + sep if prefix else "") + (f"{number}{sep}" if show_numbers else "")
+            if cell:  # a notebook's line: "nb.ipynb [cell c85] 3: text", the number within the cell
+                head = " ".join(filter(None, [prefix, f"[{cell}]", f"{number}{sep}" if show_numbers else ""]))
+                head = head + " " if show_numbers else head + sep + " "
+            else:
+                head = (prefix + sep if prefix else "") + (f"{number}{sep}" if show_numbers else "")
             out.append(head + line)
-            previous = number
+            previous = (cell, number)
     if not out:
-        return "No matches found"
-    return "\n".join(out[:limit]) + _more(len(out), limit, input, truncated)
+        return "No matches found" + _notes(files, ctx)
+    return "\n".join(out[:limit]) + _more(len(out), limit, input, truncated) + _notes(files, ctx)
+
+
+def _notes(files: list[FileHits], ctx: ToolContext) -> str:
+    """Why some notebooks' hits are raw lines of the file, not lines of cells."""
+    notes = [f"[{display_path(f.path, ctx.cwd)}: {f.note}.]" for f in sorted(files, key=lambda f: f.path) if f.note]
+    return "\n\n" + "\n".join(notes) if notes else ""
 
 
 def _more(total: int, limit: int, input: GrepInput, truncated: bool) -> str:

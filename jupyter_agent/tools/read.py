@@ -15,6 +15,7 @@ from ..notebook.session import tool_session
 from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
 from .common import PathTool
 from ..files.filestat import stat_file
+from .imageinfo import describe_image
 from .fileio import MAX_TEXT_BYTES, content_hash, decode_bytes, looks_binary, record_read
 from .saved_text import traceback_saver
 from .pdf import PAGES_DESCRIPTION, READ_USAGE_LINE, check_pages_use, is_pdf_path, read_pdf
@@ -182,7 +183,8 @@ class Read(PathTool):
         if media_type is None:
             raise ToolError(f"{path.name} has an image extension but is not a PNG, JPEG, GIF or WebP image.")
         context.read_file_state[str(path)] = FileReadRecord(str(path), st.st_mtime_ns, content_hash(data))
-        return ToolOutput([{"type": "image", "source": {"type": "base64", "media_type": media_type,
+        return ToolOutput([{"type": "text", "text": describe_image(path.name, data, media_type)},
+                           {"type": "image", "source": {"type": "base64", "media_type": media_type,
                                                         "data": base64.b64encode(data).decode("ascii")}}])
 
     async def _read_notebook(self, path, input: ReadInput, context: ToolContext) -> ToolOutput:

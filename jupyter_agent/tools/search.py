@@ -16,11 +16,13 @@ import logging
 import os
 import shutil
 import sysconfig
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ..loop.tool import ToolError
+from ..notebook import is_notebook_path
 from .fileio import looks_binary
+from .nbsearch import NotebookView, search_views
 from .paths import VCS_DIRS
 
 log = logging.getLogger(__name__)
@@ -35,11 +37,18 @@ NO_RIPGREP = ("ripgrep (rg) was not found: Grep needs it. Reinstall it with "
 
 @dataclass
 class FileHits:
-    """One file's result: ``lines`` are ``(line_number, text, is_match)``, sorted."""
+    """One file's result: ``lines`` are ``(line_number, text, is_match)``, sorted.
+
+    In a notebook searched by cell, ``where`` names each line's cell (``cell c85``, ``cell c85
+    output``; parallel to ``lines``) and line numbers count within it; ``note`` says why a
+    notebook was searched as raw lines instead.
+    """
 
     path: str
     count: int = 0
     lines: list[tuple[int, str, bool]] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+    note: str | None = None
 
 
 @dataclass
@@ -59,6 +68,8 @@ class SearchRequest:
     before: int = 0
     after: int = 0
     multiline: bool = False  # rg -U --multiline-dotall: a match may span lines, "." matches "\\n"
+    list_files: bool = False  # rg --files: the files the search would reach, no pattern
+    views: bool = False  # root is a private folder of notebook views (nbsearch): follow its links
 
 
 @lru_cache(maxsize=1)
@@ -79,16 +90,53 @@ def ripgrep_path() -> str | None:
 
 
 async def search(request: SearchRequest) -> SearchResult:
-    """Run one search with ripgrep; a ``ToolError`` saying what to do when it is missing."""
+    """Run one search with ripgrep; a ``ToolError`` saying what to do when it is missing.
+
+    Notebooks are searched by cell (:mod:`.nbsearch`); every other file as it is.
+    """
     rg = ripgrep_path()
     if rg is None:
         raise ToolError(NO_RIPGREP)
-    return await _search_ripgrep(rg, request)
+    notebooks: list[str] = []
+    if request.is_file and is_notebook_path(request.root):
+        files, notebooks = [], [request.root]
+    elif request.is_file:
+        files = await _search_ripgrep(rg, request)
+    else:
+        files, listed = await asyncio.gather(
+            _search_ripgrep(rg, replace(request, globs=(*request.globs, "!*.ipynb"))),
+            _search_ripgrep(rg, replace(request, list_files=True)))
+        notebooks = sorted(f.path for f in listed if is_notebook_path(f.path))
+
+    async def run_folder(folder: str) -> list[FileHits]:
+        return await _search_ripgrep(rg, replace(request, root=folder, is_file=False, globs=(), views=True))
+
+    hits, views = await search_views(notebooks, run_folder)
+    files += [_from_view(h, views[os.path.basename(h.path)]) for h in hits]
+    files, truncated = _cap(files)
+    return SearchResult(files=files, truncated=truncated)
+
+
+def _from_view(hits: FileHits, view: NotebookView) -> FileHits:
+    """A view's hits as the notebook's: its path, and each line's cell and number within it."""
+    if view.raw_reason is not None:
+        return replace(hits, path=view.path, note=f"{view.raw_reason}: its hits are raw lines of the file")
+    out = FileHits(path=view.path, count=hits.count)
+    located = [(view.locate(number), text, is_match) for number, text, is_match in hits.lines]
+    # Context stays within the cell: a line of another segment than every match near it is dropped.
+    matched = {label for (label, _), _, is_match in located if is_match}
+    for (label, number), text, is_match in located:
+        if is_match or label in matched:
+            out.lines.append((number, text, is_match))
+            out.where.append(label)
+    return out
 
 
 def _rg_args(rg: str, request: SearchRequest, pcre2: bool) -> list[str]:
     args = [rg, "--no-config", "--hidden", "--no-require-git", "--no-ignore-global",
             "--no-ignore-exclude", "--no-messages", "--color", "never"]
+    if request.views:
+        args += ["--follow", "--no-ignore"]
     if pcre2:
         args.append("--pcre2")
     if request.ignore_case:
@@ -99,6 +147,8 @@ def _rg_args(rg: str, request: SearchRequest, pcre2: bool) -> list[str]:
         args += ["--glob", glob]
     for vcs in VCS_DIRS:  # last, so a user glob can never re-include them
         args += ["--glob", "!" + vcs]
+    if request.list_files:
+        return [*args, "--files", "--null", "--", "."]
     if request.mode == "files_with_matches":
         args += ["--files-with-matches", "--null"]
     elif request.mode == "count":
@@ -114,7 +164,7 @@ def _rg_args(rg: str, request: SearchRequest, pcre2: bool) -> list[str]:
     return args
 
 
-async def _search_ripgrep(rg: str, request: SearchRequest) -> SearchResult:
+async def _search_ripgrep(rg: str, request: SearchRequest) -> list[FileHits]:
     cwd = os.path.dirname(request.root) if request.is_file else request.root
     for pcre2 in (False, True):
         proc = await asyncio.create_subprocess_exec(
@@ -135,9 +185,7 @@ async def _search_ripgrep(rg: str, request: SearchRequest) -> SearchResult:
             raise ToolError(f"Invalid regular expression {request.pattern!r}: {message}. Escape special "
                             "characters (e.g. \\( or \\.) to search for them literally.")
         raise ToolError(f"Search failed: {message or f'ripgrep exited with status {proc.returncode}'}")
-    files = _parse_rg_output(out, request, cwd)
-    files, truncated = _cap(files)
-    return SearchResult(files=files, truncated=truncated)
+    return _parse_rg_output(out, request, cwd)
 
 
 async def _kill(proc: asyncio.subprocess.Process) -> None:
@@ -156,7 +204,7 @@ def _parse_rg_output(out: bytes, request: SearchRequest, cwd: str) -> list[FileH
     def absolute(rel: str) -> str:
         return os.path.normpath(os.path.join(cwd, rel))
 
-    if request.mode == "files_with_matches":
+    if request.mode == "files_with_matches" or request.list_files:
         return [FileHits(path=absolute(p.decode("utf-8", "surrogateescape")))
                 for p in out.split(b"\0") if p.strip()]
     if request.mode == "count":

@@ -36,3 +36,33 @@ def test_an_undo_of_no_run_is_refused_and_caught_by_the_root():
         pick_run(Session(), None)
     assert isinstance(caught.value, Refused)
 
+
+
+#: Exceptions that stay inside the module that raises them (control flow, never raised to a
+#: caller of the package), by module and class. Every other exception class derives from the root.
+INTERNAL = {
+    ("loop/stream.py", "Aborted"), ("replay/respond.py", "ServerClosing"), ("replay/relay_folder.py", "AnswerError"),
+    ("tools/shell_reaper.py", "_Told"), ("tools/shell_effects.py", "_Refused"), ("tools/shell_words.py", "Unreadable"),
+    ("jupyter/outside_read.py", "NoSuchOutput"), ("jupyter/magic.py", "_ShownHelp"),
+    ("jupyter/outside_create.py", "CannotCreate"),
+}
+
+
+def test_every_exception_the_package_raises_to_callers_derives_from_the_root():
+    """A class whose base is one of Python's own exceptions (not one of ours) starts a new tree:
+    only the root may, and the internal ones listed above."""
+    import ast
+    import builtins
+    import pathlib
+    package = pathlib.Path(jupyter_agent.__file__).parent
+    builtin_errors = {name for name, value in vars(builtins).items()
+                      if isinstance(value, type) and issubclass(value, BaseException)}
+    roots = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
+                if bases and all(b in builtin_errors for b in bases):
+                    roots.add((path.relative_to(package).as_posix(), node.name))
+    assert roots - INTERNAL == {("errors.py", "JupyterAgentError")}
+    assert INTERNAL <= roots  # a listed one that is gone: delete its line

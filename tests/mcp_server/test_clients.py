@@ -26,7 +26,7 @@ HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 #: The conformance suite's server scenarios for what the endpoint offers: each must pass.
 #: docs/mcp-server.md ("The conformance suite") lists the others, and why they do not apply.
 REQUIRED_SCENARIOS = ("server-initialize", "ping", "tools-list", "tools-call-error",
-                      "server-sse-multiple-streams", "dns-rebinding-protection")
+                      "server-sse-multiple-streams", "dns-rebinding-protection", "resources-list")
 
 
 def body_of(response: httpx.Response) -> Any:
@@ -154,6 +154,8 @@ def test_the_mcp_inspector_cli_over_http_and_stdio(server):
     assert {"list_notebooks", "run_cell", "read_cells"} <= {t["name"] for t in listed["tools"]}
     called = oc.inspector(url, "--method", "tools/call", "--tool-name", "list_notebooks")
     assert not called.get("isError") and "inspected.ipynb" in called["content"][0]["text"], called
+    resources = oc.inspector(url, "--method", "resources/list")
+    assert "notebook://inspected.ipynb" in [r["uri"] for r in resources["resources"]], resources
     oc.need(oc.INSPECTOR_CLI, oc.node())
     stdio = oc.run([str(oc.node()), str(oc.INSPECTOR_CLI), sys.executable, "-m", "jupyter_agent.cli", "mcp",
                     "--url", server.url, "--token", TOKEN, "--method", "tools/call", "--tool-name", "list_notebooks"])

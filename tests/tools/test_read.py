@@ -8,15 +8,18 @@ import zlib
 
 import pytest
 
+from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
+
 from .conftest import call_tool, text_of
+from .test_tools_through_loop import results_sent, run_script
 
 
-def tiny_png() -> bytes:
-    """A real 1x1 PNG (built by hand: no imaging library needed)."""
+def tiny_png(width: int = 1, height: int = 1) -> bytes:
+    """A real PNG of one colour (built by hand: no imaging library needed)."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    pixels = zlib.compress((b"\x00" + b"\xff\x00\x00" * width) * height)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
 
 
@@ -86,9 +89,45 @@ async def test_png_is_returned_as_an_image_block(ctx, workspace):
     png = tiny_png()
     (workspace / "dot.png").write_bytes(png)
     result = await call_tool(ctx, "Read", {"file_path": "dot.png"})
-    [block] = result["content"]
+    [line, block] = result["content"]
+    assert line == {"type": "text", "text": f"dot.png: PNG, 1×1 px, {len(png)} bytes"}
     assert block["type"] == "image" and block["source"]["media_type"] == "image/png"
     assert base64.b64decode(block["source"]["data"]) == png
+
+
+def _jpeg(width: int, height: int) -> bytes:
+    """A JPEG's header as an encoder writes it: SOI, a JFIF APP0 segment, then a baseline SOF0."""
+    app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+    sof0 = b"\xff\xc0" + struct.pack(">HBHHB", 17, 8, height, width, 3) + b"\x01\x22\x00" * 3
+    return b"\xff\xd8" + app0 + sof0 + b"\xff\xd9"
+
+
+def _webp(chunk: bytes, body: bytes) -> bytes:
+    return b"RIFF" + struct.pack("<I", 4 + 8 + len(body)) + b"WEBP" + chunk + struct.pack("<I", len(body)) + body
+
+
+async def test_an_image_read_says_its_format_pixel_size_and_bytes(ctx, workspace):
+    vp8l_bits = (1200 - 1) | ((800 - 1) << 14)
+    images = {
+        "monthly.png": (tiny_png(1200, 800), "PNG"),
+        "anim.gif": (b"GIF89a" + struct.pack("<HH", 1200, 800) + b"\x00\x00\x00;", "GIF"),
+        "photo.jpg": (_jpeg(1200, 800), "JPEG"),
+        "lossy.webp": (_webp(b"VP8 ", b"\x00\x00\x00\x9d\x01\x2a" + struct.pack("<HH", 1200, 800)), "WebP"),
+        "lossless.webp": (_webp(b"VP8L", b"\x2f" + struct.pack("<I", vp8l_bits)), "WebP"),
+        "extended.webp": (_webp(b"VP8X", b"\x00" * 4 + (1199).to_bytes(3, "little") + (799).to_bytes(3, "little")),
+                          "WebP"),
+        "big.png": (tiny_png(1200, 800) + b"\x00" * 70_000, "PNG"),
+    }
+    for name, (data, kind) in images.items():
+        (workspace / name).write_bytes(data)
+        result = await call_tool(ctx, "Read", {"file_path": name})
+        [line, block] = result["content"]
+        size = f"{len(data)} bytes" if len(data) < 1024 else f"{round(len(data) / 1024)} KB"
+        assert line["text"] == f"{name}: {kind}, 1200×800 px, {size}"
+        assert base64.b64decode(block["source"]["data"]) == data
+    (workspace / "cut.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")  # the header ends too soon
+    result = await call_tool(ctx, "Read", {"file_path": "cut.png"})
+    assert result["content"][0]["text"] == "cut.png: PNG, size unknown, 10 bytes"
 
 
 async def test_image_extension_with_other_content_is_refused(ctx, workspace):
@@ -248,3 +287,14 @@ async def test_a_pdf_read_reaches_the_model_through_the_loop_and_shows_as_one_li
     parts = result_parts(result["content"])
     assert parts[0] == ("text", f"PDF file: paper.pdf, 3 pages ({len(data) / 1024:,.1f} KB)")
     assert parts[1][1].startswith("[document: application/pdf, ") and len(parts[1][1]) < 60
+
+
+async def test_an_image_read_through_the_loop_sends_its_line_then_the_image(workspace):
+    png = tiny_png(120, 80)
+    (workspace / "monthly.png").write_bytes(png)
+    read = tool_use("Read", {"file_path": str(workspace / "monthly.png")})
+    with FakeMessagesAPI([response(read), response(text("a chart"))]) as api:
+        await run_script(api, "look", workspace)
+    [line, image] = results_sent(api, 1)[read["id"]]["content"]
+    assert line == {"type": "text", "text": f"monthly.png: PNG, 120×80 px, {len(png)} bytes"}
+    assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
