@@ -1,15 +1,16 @@
 """jupyter-agent: a Jupyter-native coding agent (Claude's tool-using loop, in your notebook).
 
 Public API: :func:`query` (one run of the loop), :class:`Conversation` (several runs
-sharing a history), the loop's types, and ``%load_ext jupyter_agent`` (the ``%%agent``
-magic). Importing this package does not import ``anthropic`` or ``ipywidgets``.
+sharing a history), :class:`AgentOptions` (their options), :func:`compact` (summarise a
+history), the loop's types, and ``%load_ext jupyter_agent`` (the ``%%agent`` magic).
+Importing this package does not import ``anthropic`` or ``ipywidgets``.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what a type checker sees: each lazily exported name as its real type
-    from .agent import query
+    from .agent import compact, query
     from .conversation import Conversation
     from .errors import Busy, JupyterAgentError, Refused
     from .loop.events import (
@@ -24,12 +25,14 @@ if TYPE_CHECKING:  # what a type checker sees: each lazily exported name as its 
     from .loop.state import State, Terminal, TerminalReason, Transition, TransitionReason
     from .loop.usage import Usage
     from .model.providers import Provider, ProviderSettings
+    from .options import AgentOptions
 
 # Names are imported on first use, so `%load_ext jupyter_agent` stays fast (pydantic,
 # the loop and the tools load when a run starts, anthropic when a model is first used).
 _EXPORTS = {
     "Conversation": ".conversation", "Busy": ".errors", "JupyterAgentError": ".errors", "Refused": ".errors",
-    "query": ".agent", "query_loop": ".loop.query", "QueryRun": ".loop.run",
+    "query": ".agent", "compact": ".agent", "AgentOptions": ".options", "query_loop": ".loop.query",
+    "QueryRun": ".loop.run",
     "State": ".loop.state", "Terminal": ".loop.state", "TerminalReason": ".loop.state",
     "Transition": ".loop.state", "TransitionReason": ".loop.state", "Usage": ".loop.usage",
     "HookResult": ".loop.hooks", "Hooks": ".loop.hooks",
@@ -57,12 +60,12 @@ def __getattr__(name: str) -> Any:
 __version__ = "0.1.0"
 
 __all__ = [
-    "AssistantMessage", "Busy", "Checkpoint", "Compaction", "ContextUsage", "Conversation", "HookResult",
-    "Hooks", "JupyterAgentError", "LoopEvent", "Model", "ModelError", "ModelFallback", "ModelRequest",
+    "AgentOptions", "AssistantMessage", "Busy", "Checkpoint", "Compaction", "ContextUsage", "Conversation",
+    "HookResult", "Hooks", "JupyterAgentError", "LoopEvent", "Model", "ModelError", "ModelFallback", "ModelRequest",
     "ModelRetry", "Notice", "PermissionAllow", "PermissionAsk", "PermissionDeny", "Provider",
     "ProviderSettings", "QueryRun", "Refused", "RequestStart", "State", "StreamEvent", "Terminal",
     "TerminalReason", "ToolProgress", "ToolResult", "ToolStart", "Transition", "TransitionReason", "Usage",
-    "UserMessage", "chat", "load_ipython_extension", "query", "query_loop", "unload_ipython_extension",
+    "UserMessage", "chat", "compact", "load_ipython_extension", "query", "query_loop", "unload_ipython_extension",
 ]
 
 

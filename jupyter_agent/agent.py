@@ -1,15 +1,18 @@
 """``query()``: the agent, wired. The public entry point (seed: ``query()``).
 
-It turns the caller's arguments into the loop's :class:`QueryParams`: the model (an id,
-a :class:`Model`, or the environment's choice), the system prompt and user context,
-the permission policy, the default tools; then hands them to a :class:`QueryRun`,
+It turns the caller's options (an :class:`~jupyter_agent.options.AgentOptions`, or its
+fields as keywords) into the loop's :class:`QueryParams`, in one place (``_start``): the
+model (an id, a :class:`Model`, or the environment's choice), the system prompt and user
+context, the permission policy, the default tools; then hands them to a :class:`QueryRun`,
 which drives :func:`~jupyter_agent.loop.query.query_loop`. The loop itself (``loop/``)
-knows none of these: it takes whatever the wiring gives it.
+knows none of these: it takes whatever the wiring gives it. :func:`compact` (summarise a
+history now, ``%agent compact``) is a run of the same loop that makes one summary request.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,78 +24,66 @@ from .loop.model_protocol import Model
 from .loop.query import QueryParams
 from .loop.run import QueryRun
 from .loop.state import State
-from .loop.tool_execution import CanUseTool
 from .policy import load_policy
 from .prompts import DEFAULT_SYSTEM_PROMPT, permission_setup, permission_setup_text, user_context
-from .loop.tool import PermissionPolicy, Tool, ToolContext
-from .loop.wire import Message, SystemBlock, ThinkingConfig
+from .loop.tool import PermissionPolicy, ToolContext
+from .loop.wire import Message, SystemBlock
+from .options import AgentOptions
 
 
-def query(
-    prompt: str | list[Message],
-    *,
-    model: Any = None,
-    tools: list[Tool] | None = None,
-    max_turns: int | None = None,
-    permission_mode: str = "default",
-    can_use_tool: CanUseTool | None = None,
-    hooks: Any = None,
-    cwd: Any = None,
-    system_prompt: str | None = None,
-    checkpoints: bool = False,
-    streaming_tools: bool = True,
-    permissions: Any = None,
-    context: ToolContext | None = None,
-    notebook_path: str | None = None,
-    max_tokens: int = 8192,
-    thinking: ThinkingConfig | None = None,
-    context_window: int | None = None,
-    compact: str | None = None,
-    max_budget_usd: float | None = None,
-    mcp_servers: dict[str, Any] | None = None,
-    user_notes: dict[str, str] | None = None,
-    provider: str | None = None,
-    provider_settings: Any = None,
-) -> QueryRun:
+def query(prompt: str | list[Message], *, options: AgentOptions | None = None, context: ToolContext | None = None,
+          compact: str | None = None, **kwargs: Any) -> QueryRun:
     """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
     its run handle at once. Nothing is sent until the run is iterated or awaited.
 
-    ``model`` is a model id, a :class:`Model`, or ``None`` (``JUPYTER_AGENT_REPLAY`` for
-    the offline replay, else ``JUPYTER_AGENT_MODEL``, else a current Sonnet). ``tools``
-    defaults to the file and notebook tools. ``context`` shares files-read and kernels
-    between runs of one conversation (``jupyter_agent.Conversation`` does this for you).
-    ``context_window`` (tokens) overrides ``$JUPYTER_AGENT_CONTEXT_WINDOW`` and the
-    model's known window; the loop compacts the history to stay inside it. ``compact``
-    (an instruction, or ""): summarise the history ``prompt`` now and end, answering nothing.
-    ``max_budget_usd``: end the run (``max_budget``) once it has spent this much.
+    The options are :class:`~jupyter_agent.options.AgentOptions`' fields, given as keywords
+    (``model=``, ``tools=``, ``max_turns=``, ``permission_mode=``, ``can_use_tool=``, ``hooks=``,
+    ``cwd=``, ``system_prompt=``, ``context_window=``, ``max_budget_usd=``, ``mcp_servers=``,
+    ``provider=``, ...; each is documented there) or as ``options=`` (keywords then change it).
+    ``model=None`` is ``JUPYTER_AGENT_REPLAY`` for the offline replay, else
+    ``JUPYTER_AGENT_MODEL``, else a current Sonnet; ``tools=None`` the file and notebook tools.
+
+    ``context`` shares files-read, kernels and MCP servers between runs of one conversation
+    (``jupyter_agent.Conversation`` does this for you); without one, the run's MCP servers stop
+    at its end. ``compact`` (an instruction, or ""): :func:`compact` the history ``prompt``
+    instead, answering nothing.
 
     An administrator's policy (``jupyter_agent_policy.json``, :mod:`jupyter_agent.policy`)
-    bounds the model, the permission mode and the spend limit: a setting it does not allow
-    raises :class:`~jupyter_agent.policy.PolicyViolation`, naming the file, and nothing starts.
-    ``mcp_servers`` (``{"name": {"command", "args", "env"} | {"type": "http", "url", "headers"}}``)
-    offers those MCP servers' tools as ``mcp__<server>__<tool>``; with a ``context`` they are the
-    conversation's (started once, stopped when it ends), else this run's (stopped at its end).
-    ``user_notes`` adds entries to the user context put in front of every request (what the
-    model should know about where it is, e.g. that the kernel restarted since the history).
-    ``provider`` (``anthropic``, ``bedrock``, ``vertex``, ``foundry``; default
-    ``$JUPYTER_AGENT_PROVIDER``, else ``anthropic``) and ``provider_settings`` (a
-    :class:`~jupyter_agent.model.providers.ProviderSettings`: region, project, resource) say
-    where a model named by id is reached (docs/providers.md); the policy may pin both.
+    bounds the model, the provider, the permission mode and the spend limit: a setting it does
+    not allow raises :class:`~jupyter_agent.policy.PolicyViolation`, naming the file, and nothing starts.
     """
+    opts = AgentOptions.of(options, **kwargs)
+    if compact is not None:
+        if not isinstance(prompt, list):
+            raise TypeError("With compact=, the prompt is the history to compact: a list of messages.")
+        return _start(list(prompt), opts, context, compact_now=compact)
+    return _start(_initial_messages(prompt), opts, context)
+
+
+def compact(history: Sequence[Message], instruction: str = "", *, options: AgentOptions | None = None,
+            context: ToolContext | None = None, **kwargs: Any) -> QueryRun:
+    """Summarise ``history`` now and end (``%agent compact``): one summary request, keeping the
+    user's messages word for word; ``instruction`` says what the summary must keep. The run's
+    history, when it ends, is the compacted one. Options as :func:`query`'s."""
+    if not isinstance(history, (list, tuple)):  # (a run's ``state.messages`` is a tuple)
+        raise TypeError("compact() takes the history to compact: a list of messages.")
+    return _start(list(history), AgentOptions.of(options, **kwargs), context, compact_now=instruction)
+
+
+def _start(messages: list[Message], opts: AgentOptions, context: ToolContext | None,
+           compact_now: str | None = None) -> QueryRun:
+    """The one place options become the loop's :class:`QueryParams` (resolved: the model
+    made, the policy applied, the window read from the environment)."""
+    max_turns, permissions = opts.max_turns, opts.permissions
     if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
         raise ValueError(f"max_turns must be a whole number of at least 1, not {max_turns!r}.")
     if permissions is not None and not isinstance(permissions, PermissionPolicy):
         raise TypeError(f"permissions must be a PermissionPolicy (jupyter_agent.loop.tool), not "
                         f"{type(permissions).__name__}: subclass it and implement decide().")
-    if compact is None:
-        messages = _initial_messages(prompt)
-    elif isinstance(prompt, list):
-        messages = list(prompt)  # the history to summarise, as it is
-    else:
-        raise TypeError("With compact=, the prompt is the history to compact: a list of messages.")
     policy = load_policy()
-    budget = policy.check_budget(max_budget_usd)
-    resolved_model = resolve_model(model, provider=provider, provider_settings=provider_settings)
+    budget = policy.check_budget(opts.max_budget_usd)
+    resolved_model = resolve_model(opts.model, replay=opts.replay, provider=opts.provider,
+                                   provider_settings=opts.provider_settings)
     if not _offline(resolved_model):  # a replay sends nothing anywhere and costs nothing
         policy.check_model(resolved_model.name)
         if fallback := getattr(resolved_model, "fallback_model", None):  # (used after overloaded errors)
@@ -102,25 +93,32 @@ def query(
             policy.check_reach(resolved_model)
     owns_servers = context is None
     if context is None:
-        context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
-    elif cwd is not None:
-        context = replace(context, cwd=Path(cwd).expanduser().resolve())
+        context = ToolContext(cwd=Path(opts.cwd or Path.cwd()).expanduser().resolve())
+    elif opts.cwd is not None:
+        context = replace(context, cwd=Path(opts.cwd).expanduser().resolve())
     if permissions is None:
         from .permissions import Permissions
 
-        permissions = Permissions(mode=permission_mode, cwd=context.cwd)
+        permissions = Permissions(mode=opts.permission_mode, cwd=context.cwd, allow=opts.allow,
+                                  deny=opts.deny, ask=opts.ask)
     if permissions.mode is not None:  # the policy may have changed since the mode was set
         policy.check_permission_mode(permissions.mode)
     context = replace(context, permissions=permissions)  # the caller's context stays as it was
-    system_text = system_prompt if system_prompt is not None else DEFAULT_SYSTEM_PROMPT
-    if tools is None:
+    if opts.bash_sandbox:  # (off: the context's own setting stays, a conversation's for one)
+        from .tools.bash import enable_sandbox
+
+        enable_sandbox(context)
+    system_text = opts.system_prompt if opts.system_prompt is not None else DEFAULT_SYSTEM_PROMPT
+    if opts.tools is None:
         from .tools import default_tools
 
         tools = default_tools()
+    else:
+        tools = list(opts.tools)
     # What runs, what asks, what cannot run: said once per run (byte-stable within it).
-    setup = permission_setup(permissions, tools, no_one_answers=no_one_answers(can_use_tool))
+    setup = permission_setup(permissions, tools, no_one_answers=no_one_answers(opts.can_use_tool))
     notes = [n for n in (permissions.system_prompt_note(), setup and permission_setup_text(setup)) if n]
-    hooks = Hooks.coerce(hooks)
+    hooks = Hooks.coerce(opts.hooks)
     # A tool no call of which can run here is named in the prompt ("Cannot run") and its
     # definition is not sent: it would cost every request its tokens for nothing. (A PreToolUse
     # hook may allow a call: then every tool is sent.)
@@ -129,31 +127,31 @@ def query(
     from .mcp import mcp_servers as servers_of
 
     servers = servers_of(context)  # also reads the working folder's .mcp.json when the run starts
-    if mcp_servers is not None:
-        servers.configure(mcp_servers)
+    if opts.mcp_servers is not None:
+        servers.configure(opts.mcp_servers)
 
     params = QueryParams(
         model=resolved_model,
-        tools=list(tools),
+        tools=tools,
         context=context,
         system=system,
-        user_context={**_user_context(context, notebook_path), **(user_notes or {})},
+        user_context={**_user_context(context, opts.notebook_path), **opts.user_notes},
         max_turns=max_turns,
-        can_use_tool=can_use_tool,
+        can_use_tool=opts.can_use_tool,
         hooks=hooks,
-        streaming_tools=streaming_tools,
-        checkpoints=checkpoints,
-        max_tokens=max_tokens,
-        thinking=thinking,
-        context_window=context_window_setting(context_window),
-        compact_now=compact,
+        streaming_tools=opts.streaming_tools,
+        checkpoints=opts.checkpoints,
+        max_tokens=opts.max_tokens,
+        thinking=opts.thinking,
+        context_window=context_window_setting(opts.context_window),
+        compact_now=compact_now,
         max_budget_usd=budget,
-        owns_model=model is None or isinstance(model, str),
+        owns_model=opts.model is None or isinstance(opts.model, str),
         tool_sources=[servers],
         owns_tool_sources=owns_servers,
         unsent_tools=unsent,
     )
-    return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or permission_mode)
+    return QueryRun(params, State(messages=tuple(messages)), permission_mode=permissions.mode or opts.permission_mode)
 
 
 #: The attribute a ``can_use_tool`` callback sets to say that no person answers it (it

@@ -35,6 +35,7 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
+from .options import AgentOptions
 from .environment import REPLAY_ENV, missing_key, no_key_message, prepare_replay_files, resolve_transcript, turn_limit
 from .loop.permission_result import PERMISSION_MODES
 from .model.providers import PROVIDER_NAMES
@@ -386,6 +387,16 @@ def refuse_project_servers(conv: Any, err: TextIO) -> None:
             "or run from a terminal to be asked.") + "\n")
 
 
+def run_options(args: argparse.Namespace, *, cwd: Path, notebook: Path, replay: str | None,
+                servers: dict[str, Any] | None) -> AgentOptions:
+    """The options ``jupyter agent run``'s flags make (those read from files already read:
+    the replay transcript found, the MCP servers' configurations)."""
+    return AgentOptions(model=args.model, provider=args.provider, replay=replay,
+                        permission_mode=args.permission_mode, allow=tuple(args.allow), cwd=cwd,
+                        notebook_path=str(notebook.resolve()), max_turns=args.max_turns or None,
+                        mcp_servers=servers)
+
+
 async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .conversation import Conversation
 
@@ -436,9 +447,7 @@ async def run_command(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 
         for rule in args.allow:
             Rule.parse(rule)
-        conv = Conversation(model=args.model, permission_mode=args.permission_mode, cwd=cwd,
-                            max_turns=args.max_turns or None, notebook_path=str(notebook.resolve()),
-                            replay=replay, allow=tuple(args.allow), mcp_servers=servers, provider=args.provider)
+        conv = Conversation(options=run_options(args, cwd=cwd, notebook=notebook, replay=replay, servers=servers))
     except ValueError as exc:  # a bad --allow rule
         err.write(f"jupyter agent run: {exc}\n")
         return EXIT_USAGE

@@ -17,7 +17,8 @@ from .loop.events import AssistantMessage
 from .loop.hooks import Hooks
 from .loop.messages import create_user_message, ensure_tool_result_pairing
 from .loop.wire import ContentBlock, Message, blocks_of
-from .agent import query, resolve_model
+from .agent import compact as compact_history, query, resolve_model
+from .options import AgentOptions
 from .loop.model_protocol import Model
 from .loop.permission_result import check_permission_mode
 from .loop.run import QueryRun
@@ -33,9 +34,29 @@ from .mcp import mcp_servers as servers_of
 ConversationBusy = Busy
 
 
+class _Option:
+    """A setting of the conversation that reads, and replaces, one field of its ``options``
+    (so each option is declared once, in :class:`AgentOptions`)."""
+
+    def __init__(self, field: str | None = None) -> None:
+        self.field = field or ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.field = self.field or name
+
+    def __get__(self, conv: Any, owner: type | None = None) -> Any:
+        return self if conv is None else getattr(conv.options, self.field)
+
+    def __set__(self, conv: Any, value: Any) -> None:
+        conv.options = conv.options.replace(**{self.field: value})
+
+
 class Conversation:
     """History, settings and tool session for a series of runs.
 
+    The settings are an :class:`~jupyter_agent.options.AgentOptions` (``conv.options``), given
+    as ``options=`` or as keywords (``permission_mode=``, ``cwd=``, ``allow=``, ``deny=``,
+    ``ask=``, ``max_turns=``, ``tools=``, ``mcp_servers=``, ...; the names of ``query()``).
     ``model`` is an id, a Model, or None (``JUPYTER_AGENT_REPLAY``, ``JUPYTER_AGENT_MODEL``,
     else the default Sonnet); ``replay`` a transcript path for the offline replay model.
     The model is created on the first ``send()``, so building a Conversation never
@@ -43,61 +64,63 @@ class Conversation:
     reached (``query()`` says how; docs/providers.md).
     """
 
-    def __init__(self, model: str | Model | None = None, *, tools: list | None = None,
-                 permission_mode: str = "default", cwd: str | Path | None = None,
-                 max_turns: int | None = None, system_prompt: str | None = None,
-                 can_use_tool: Any = None, hooks: Hooks | dict | None = None,
-                 notebook_path: str | None = None, replay: str | None = None,
-                 allow: tuple[str, ...] = (), deny: tuple[str, ...] = (), ask: tuple[str, ...] = (),
-                 context_window: int | None = None, max_budget_usd: float | None = None,
-                 bash_sandbox: bool = False, mcp_servers: dict[str, Any] | None = None,
-                 provider: str | None = None, provider_settings: Any = None) -> None:
-        self._model_spec = model
-        self._model: Model | None = model if model is not None and not isinstance(model, str) else None
-        self.replay = replay
-        #: where a model named by id is reached (None: $JUPYTER_AGENT_PROVIDER, else anthropic)
-        self.provider = provider
-        self.provider_settings = provider_settings
-        self.tools = tools
-        self.max_turns = max_turns
-        #: tokens (None: $JUPYTER_AGENT_CONTEXT_WINDOW, else the model's known window)
-        self.context_window = context_window
+    #: the settings below are the options' fields, read and replaced there
+    _model_spec = _Option("model")
+    #: where a model named by id is reached (None: $JUPYTER_AGENT_PROVIDER, else anthropic)
+    provider = _Option()
+    provider_settings = _Option()
+    replay = _Option()
+    tools = _Option()
+    max_turns = _Option()
+    #: tokens (None: $JUPYTER_AGENT_CONTEXT_WINDOW, else the model's known window)
+    context_window = _Option()
+    #: what one run may spend, USD (None: no limit but the administrator's policy)
+    max_budget_usd = _Option()
+    system_prompt = _Option()
+    can_use_tool = _Option()
+    hooks = _Option()
+    notebook_path = _Option()
+
+    def __init__(self, model: str | Model | None = None, *, options: AgentOptions | None = None,
+                 **kwargs: Any) -> None:
+        opts = AgentOptions.of(options, **kwargs, **({} if model is None else {"model": model}))
+        spec = opts.model
+        self.options = opts.replace(hooks=Hooks.coerce(opts.hooks), allow=tuple(opts.allow),
+                                    deny=tuple(opts.deny), ask=tuple(opts.ask))
+        self._model: Model | None = spec if spec is not None and not isinstance(spec, str) else None
         #: model name -> the window an earlier run learned the API has (smaller than the one
         #: it assumed): later runs work to it from their first request, not after a refusal
         self.learned_windows: dict[str, int] = {}
-        #: what one run may spend, USD (None: no limit but the administrator's policy)
-        self.max_budget_usd = max_budget_usd
-        self.system_prompt = system_prompt
-        self.can_use_tool = can_use_tool
-        self.hooks = Hooks.coerce(hooks)
-        self.notebook_path = notebook_path
-        self.rules = {"allow": tuple(allow), "deny": tuple(deny), "ask": tuple(ask)}
+        self.rules = {"allow": self.options.allow, "deny": self.options.deny, "ask": self.options.ask}
         self.messages: list[Message] = []
         #: entries added to the user context of every request (data the model is told in
         #: front of the history, e.g. that the kernel restarted since a resumed history)
-        self.context_notes: dict[str, str] = {}
+        self.context_notes: dict[str, str] = dict(opts.user_notes)
         self.runs: list[QueryRun] = []
         #: each run's checkpoint (what it changed), in the order of ``runs``
         self.run_changes: list[RunChanges] = []
         #: the checkpoints of the runs of a resumed conversation (made by an earlier kernel)
         self.resumed_changes: list[RunChanges] = []
         self.usage = Usage()
-        self.context = ToolContext(cwd=Path(cwd or Path.cwd()).expanduser().resolve())
-        if bash_sandbox:
+        self.context = ToolContext(cwd=Path(opts.cwd or Path.cwd()).expanduser().resolve())
+        if opts.bash_sandbox:
             self.bash_sandbox = True
         self._permissions: Any = None
-        self.permission_mode = permission_mode
-        if mcp_servers is not None:  # checked now; started by the first run, stopped by aclose()
-            self.mcp_servers.configure(mcp_servers)
+        given = opts.permissions  # a policy object: its mode is the conversation's
+        self.permission_mode = (given.mode if given is not None else None) or opts.permission_mode
+        self._permissions = given
+        if opts.mcp_servers is not None:  # checked now; started by the first run, stopped by aclose()
+            self.mcp_servers.configure(opts.mcp_servers)
 
     # -- settings ------------------------------------------------------------------
     @property
     def permission_mode(self) -> str:
-        return self._permission_mode
+        return self.options.permission_mode
 
     @permission_mode.setter
     def permission_mode(self, mode: str) -> None:
-        self._permission_mode = load_policy().check_permission_mode(check_permission_mode(mode))
+        self.options = self.options.replace(
+            permission_mode=load_policy().check_permission_mode(check_permission_mode(mode)))
         if self._permissions is not None:
             self._permissions.mode = mode
 
@@ -115,6 +138,7 @@ class Conversation:
         from .tools.bash import enable_sandbox
 
         enable_sandbox(self.context, bool(on))
+        self.options = self.options.replace(bash_sandbox=bool(on))
 
     @property
     def permissions(self) -> Any:
@@ -122,7 +146,7 @@ class Conversation:
         if self._permissions is None:
             from .permissions import Permissions
 
-            self._permissions = Permissions(mode=self._permission_mode, cwd=self.context.cwd, **self.rules)
+            self._permissions = Permissions(mode=self.permission_mode, cwd=self.context.cwd, **self.rules)
         return self._permissions
 
     @property
@@ -185,31 +209,30 @@ class Conversation:
                 "button) or wait for it before sending the next prompt."
             )
         new = [create_user_message(prompt)] if isinstance(prompt, str) else list(prompt)
-        if options.get("compact") is not None:
+        instruction = options.pop("compact", None)
+        if instruction is not None:
             new = []  # a compaction: the history alone, summarised (see compact())
         elif isinstance(prompt, str) and not prompt.strip():
             raise ValueError("The prompt is empty: say what the agent should do.")
         new = self._with_undo_note(new)
         changes = RunChanges()  # this run's checkpoint: its tools record into it
         self.context.services.put(changes)
-        run = query(
-            [*self.messages, *new],
+        run_options = self.options.replace(
             model=self.model if model is None else model,
-            tools=self.tools,
             max_turns=self.max_turns if max_turns is None else (max_turns or None),
             can_use_tool=can_use_tool or self.can_use_tool,
-            hooks=self.hooks,
-            system_prompt=self.system_prompt,
             checkpoints=checkpoints,
             permissions=self._permissions_for(permission_mode),
-            context=self._run_context(),
-            notebook_path=self.notebook_path,
             user_notes=dict(self.context_notes),
-            **{"context_window": self._window_for(
-                   self.model_name if model is None else model if isinstance(model, str) else model.name),
-               "max_budget_usd": self.max_budget_usd,
-               "provider": self.provider, "provider_settings": self.provider_settings, **options},
-        )
+            context_window=self._window_for(
+                self.model_name if model is None else model if isinstance(model, str) else model.name),
+            # what the run's context already holds (the folder, the sandbox, the MCP servers), and the
+            # replay, which the model already is
+            cwd=None, bash_sandbox=False, mcp_servers=None, replay=None,
+        ).replace(**options)
+        history = [*self.messages, *new]
+        run = (query(history, options=run_options, context=self._run_context()) if instruction is None
+               else compact_history(history, instruction, options=run_options, context=self._run_context()))
         run.add_done_callback(self._absorb)
         self.runs.append(run)
         self.run_changes.append(changes)

@@ -29,6 +29,8 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
 - ``environment`` (what a run is given from outside: ``$JUPYTER_AGENT_REPLAY``, the API
   key check, replay files, typed counts) imports ``model``, ``replay`` and ``policy`` (a
   pinned provider decides which credentials a run needs);
+- ``options`` (``AgentOptions``: a run's options, declared once) imports ``loop`` and ``model``
+  (for types alone);
 - ``agent`` (``query()``, the wiring) imports those; ``conversation`` imports them and ``agent``;
 - ``view`` (the ``RunModel`` view model, the labels, the static transcript: what every
   display of a run is drawn from, no widget stack) imports ``loop``, ``model`` (prices),
@@ -53,7 +55,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "jupyter_agent"
 ROOT = "jupyter_agent"
 
 _MIDDLE = {"loop", "prompts", "redact", "model", "replay", "files", "notebook", "tools", "safety",
-           "permissions", "environment", "changes", "policy", "mcp"}
+           "permissions", "environment", "changes", "policy", "mcp", "options"}
 _WIRING = _MIDDLE | {"agent", "conversation"}
 _SHARED = _WIRING | {"view", "render", "mcp_server"}  # what both fronts build on
 _FRONTS = _SHARED | {"jupyter", "cli"}
@@ -75,6 +77,7 @@ ALLOWED: dict[str, set[str]] = {
     "permissions": {"loop", "tools", "safety", "policy"},
     "mcp": {"loop", "redact", "notebook"},
     "environment": {"model", "replay", "policy"},
+    "options": {"loop", "model"},
     "agent": _MIDDLE,
     "conversation": _MIDDLE | {"agent"},
     "view": {"loop", "model", "redact", "render", "changes"},

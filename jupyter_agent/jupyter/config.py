@@ -25,6 +25,7 @@ from traitlets.config import Config, Configurable
 
 from ..loop.permission_result import PERMISSION_MODES
 from ..model.providers import PROVIDER_NAMES
+from ..options import AgentOptions
 from ..policy import PolicyViolation, load_policy
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,17 @@ class AgentConfig(Configurable):
         if not proposal["value"]:
             return ""
         return str(_within_policy(lambda p: p.check_provider(proposal["value"]).value))
+
+    def options(self, **changes: Any) -> AgentOptions:
+        """The runs' options these settings make (0 and empty mean "not set": the default),
+        with ``changes`` (e.g. the notebook found from the kernel)."""
+        return AgentOptions(
+            model=self.model or None, provider=self.provider or None, provider_settings=self.provider_settings(),
+            replay=self.replay or None, permission_mode=self.permission_mode, allow=tuple(self.allow),
+            cwd=self.cwd or None, notebook_path=self.notebook_path or None, max_turns=self.max_turns or None,
+            context_window=self.context_window or None, max_budget_usd=self.max_budget_usd or None,
+            mcp_servers=dict(self.mcp_servers), bash_sandbox=self.bash_sandbox,
+        ).replace(**changes)
 
     def provider_settings(self) -> Any:
         """The region, project and resource set here, as the model layer takes them."""

@@ -67,27 +67,10 @@ class AgentSession:
             self._conversation = self._make_conversation()
         return self._conversation
 
-    def _make_conversation(self, **overrides: Any) -> Any:
+    def _make_conversation(self) -> Any:
         from ..conversation import Conversation
 
-        cfg = self.config
-        kwargs = dict(
-            model=cfg.model or None,
-            permission_mode=cfg.permission_mode,
-            cwd=cfg.cwd or None,
-            max_turns=cfg.max_turns or None,
-            context_window=cfg.context_window or None,
-            max_budget_usd=cfg.max_budget_usd or None,
-            notebook_path=self.notebook_path(),
-            replay=cfg.replay or None,
-            allow=tuple(cfg.allow),
-            bash_sandbox=cfg.bash_sandbox,
-            mcp_servers=dict(cfg.mcp_servers),
-            provider=cfg.provider or None,
-            provider_settings=cfg.provider_settings(),
-        )
-        kwargs.update({k: v for k, v in overrides.items() if v is not None})
-        return Conversation(**kwargs)
+        return Conversation(options=self.config.options(notebook_path=self.notebook_path()))
 
     def new_conversation(self) -> None:
         """Forget the history: the next run starts a new conversation."""
@@ -131,12 +114,8 @@ class AgentSession:
             conv.model_name = new or None  # empty: back to the default (env or Sonnet)
         elif name == "permission_mode":
             conv.permission_mode = new
-        elif name == "max_turns":
-            conv.max_turns = new or None
-        elif name == "context_window":
-            conv.context_window = new or None
-        elif name == "max_budget_usd":
-            conv.max_budget_usd = new or None
+        elif name in ("max_turns", "context_window", "max_budget_usd"):  # (0: not set, as options() says)
+            setattr(conv, name, getattr(self.config.options(), name))
         elif name == "notebook_path":
             conv.notebook_path = self.notebook_path()
         elif name == "bash_sandbox":

@@ -1,0 +1,106 @@
+"""One set of options for a run, declared once: :class:`AgentOptions`.
+
+Every front produces one: ``query(**kwargs)`` and ``Conversation(**kwargs)`` from their
+keywords, the kernel's ``AgentConfig`` (traitlets: ``ipython_config.py``, ``%config``, the
+``%agent`` line magic's flags) with ``AgentConfig.options()``, and ``jupyter agent run``'s
+flags in ``cli.py``. ``query()`` turns it into the loop's ``QueryParams`` (resolved: the
+model made, the policy applied, the window read from the environment) in one place. A new
+option is a field here, plus the flags of the fronts that offer it.
+
+It is frozen: a run's own settings (a cell's ``--model``) are :meth:`AgentOptions.replace`'s
+copy, never a change to the conversation's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .loop.hooks import Hooks
+    from .loop.model_protocol import Model
+    from .loop.tool import PermissionPolicy, Tool
+    from .loop.tool_execution import CanUseTool
+    from .loop.wire import ThinkingConfig
+    from .model.providers import ProviderSettings
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """What a run is told to do, each option once (the fronts' flags and traitlets map here)."""
+
+    #: A model id, a :class:`~jupyter_agent.loop.model_protocol.Model`, or None:
+    #: ``$JUPYTER_AGENT_REPLAY`` for the offline replay, else ``$JUPYTER_AGENT_MODEL``, else a current Sonnet.
+    model: str | Model | None = None
+    #: Where a model named by id is reached: ``anthropic``, ``bedrock``, ``vertex``, ``foundry``
+    #: (None: ``$JUPYTER_AGENT_PROVIDER``, else ``anthropic``); the administrator's policy may pin it.
+    provider: str | None = None
+    #: The provider's region, project, resource (docs/providers.md).
+    provider_settings: ProviderSettings | None = None
+    #: A recorded transcript (a path, or ``demo``): the offline replay model, no API key, no network.
+    replay: str | None = None
+    #: The tools the model may call (None: the file and notebook tools).
+    tools: list[Tool] | None = None
+    #: ``default``, ``acceptEdits``, ``plan`` or ``bypassPermissions`` (bounded by the policy).
+    permission_mode: str = "default"
+    #: Permission rules (``Tool`` or ``Tool(glob)``) whose calls run without asking.
+    allow: tuple[str, ...] = ()
+    #: Rules whose calls are refused (they win over ``allow``).
+    deny: tuple[str, ...] = ()
+    #: Rules whose calls always ask, whatever the mode.
+    ask: tuple[str, ...] = ()
+    #: A permission policy object instead of the mode and rules above (``Permissions(...)``).
+    permissions: PermissionPolicy | None = None
+    #: Answers the calls that ask (None: nobody answers, and they are refused).
+    can_use_tool: CanUseTool | None = None
+    #: ``Hooks`` or a dict of hook lists (PreToolUse, PostToolUse, Stop).
+    hooks: Hooks | dict[str, Any] | None = None
+    #: The working folder of the tools (None: the process's).
+    cwd: str | Path | None = None
+    #: The notebook the agent works on, named in the user context.
+    notebook_path: str | None = None
+    #: Replaces the default system prompt.
+    system_prompt: str | None = None
+    #: Entries added to the user context in front of every request (e.g. that the kernel restarted).
+    user_notes: dict[str, str] = field(default_factory=dict)
+    #: End the run after this many turns (None: no limit).
+    max_turns: int | None = None
+    #: The most tokens one response may have.
+    max_tokens: int = 8192
+    #: Extended thinking (``{"type": "enabled", "budget_tokens": N}``).
+    thinking: ThinkingConfig | None = None
+    #: The context window runs work to, tokens (None: ``$JUPYTER_AGENT_CONTEXT_WINDOW``, else the
+    #: model's); past it the history is compacted.
+    context_window: int | None = None
+    #: End the run (``max_budget``) once it has spent this much, USD (the policy's limit still applies).
+    max_budget_usd: float | None = None
+    #: MCP servers whose tools the model may use, ``{"name": {"command", "args", "env"} |
+    #: {"type": "http", "url", "headers"}}``; their tools are ``mcp__<server>__<tool>``.
+    mcp_servers: dict[str, Any] | None = None
+    #: Bash commands run in the sandbox (no network, writes only in the working folder), without asking.
+    bash_sandbox: bool = False
+    #: Start tools while the response still streams.
+    streaming_tools: bool = True
+    #: Yield a ``Checkpoint`` after each step (the lessons' stepper).
+    checkpoints: bool = False
+
+    def replace(self, **changes: Any) -> AgentOptions:
+        """A copy with ``changes`` (option names as keywords); a name that is no option is a
+        TypeError that lists the options."""
+        unknown = sorted(set(changes) - OPTION_NAMES)
+        if unknown:
+            raise TypeError(f"{', '.join(unknown)}: no such option. "
+                            f"The options are: {', '.join(sorted(OPTION_NAMES))}.")
+        return dataclasses.replace(self, **changes) if changes else self
+
+    @classmethod
+    def of(cls, options: AgentOptions | None = None, **changes: Any) -> AgentOptions:
+        """``options`` (or the defaults) with ``changes``: what ``query()`` and ``Conversation``
+        make of their keywords."""
+        return (options if options is not None else cls()).replace(**changes)
+
+
+#: The names of the options, as keywords of ``query()``, ``Conversation`` and :meth:`AgentOptions.replace`.
+OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(AgentOptions))
