@@ -44,7 +44,7 @@ INTERNAL = {
     ("loop/stream.py", "Aborted"), ("replay/respond.py", "ServerClosing"), ("replay/relay_folder.py", "AnswerError"),
     ("tools/shell_reaper.py", "_Told"), ("tools/shell_effects.py", "_Refused"), ("tools/shell_words.py", "Unreadable"),
     ("jupyter/outside_read.py", "NoSuchOutput"), ("jupyter/magic.py", "_ShownHelp"),
-    ("jupyter/outside_create.py", "CannotCreate"),
+    ("jupyter/outside_create.py", "CannotCreate"), ("tools/nbsearch.py", "RawNotebook"),
 }
 
 
