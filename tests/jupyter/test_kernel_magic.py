@@ -183,7 +183,7 @@ async def test_agent_compact_summarises_the_conversation_now(kernel, script, api
         result = await kernel.execute("%agent compact keep the plots")
         md = await transcript(kernel, display_id_of(result))
         asked = json.dumps(api.messages_requests[-1].body["messages"][-1])
-        history = await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+        history = await kernel.value("__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_'])"
                                      ".get_session().conversation.messages")
     finally:
         await kernel.execute("%config AgentConfig.context_window = 0")
@@ -206,7 +206,7 @@ async def test_config_is_the_jupyter_way(kernel):
     await kernel.execute("%config AgentConfig.max_turns = 7")
     out = (await kernel.execute("%agent"))["outputs"][0]["text"]
     assert "max turns:       7" in out
-    assert await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+    assert await kernel.value("__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_'])"
                               ".get_session().conversation.max_turns") == "7"
 
 

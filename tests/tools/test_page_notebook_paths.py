@@ -16,8 +16,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from jupyter_agent.jupyter.bridge import Page
-from jupyter_agent.jupyter.live import page_notebook
+from jupyter_agent.jupyter.bridge.kernel_bridge import Page
+from jupyter_agent.jupyter.bridge.live_notebook import page_notebook
 from jupyter_agent.loop.permission_result import PermissionDeny
 from jupyter_agent.notebook import MemoryNotebook, PageNotebook, RunResult, register_document, tool_session
 
