@@ -88,7 +88,7 @@ class Page:
     @property
     def compatible(self) -> bool:
         """Whether the page speaks this kernel's bridge protocol version."""
-        return self.protocol == PROTOCOL_VERSION
+        return bool(self.protocol == PROTOCOL_VERSION)
 
     def notebook_path(self, kernel_cwd: Path | None = None) -> Path | None:
         """The notebook's absolute path, from the server root the page reports."""

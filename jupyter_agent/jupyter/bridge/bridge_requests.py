@@ -39,7 +39,7 @@ PING_INTERVAL_S = 2.0
 
 @dataclass
 class _Pending:
-    future: asyncio.Future
+    future: asyncio.Future[Any]
     loop: asyncio.AbstractEventLoop
     client_id: str
     comm: Any  # the comm the request went out on: only its reply settles it
@@ -108,7 +108,7 @@ class BridgeRequests:
             self.timings.append((op, time.time(), took * 1000))
         return result
 
-    async def _await_reply(self, future: asyncio.Future, request_id: str, client_id: str, op: str,
+    async def _await_reply(self, future: asyncio.Future[Any], request_id: str, client_id: str, op: str,
                            timeout: float | None, abort: asyncio.Event | None) -> dict[str, Any]:
         started = time.monotonic()
         next_ping = started + PING_INTERVAL_S
@@ -119,7 +119,8 @@ class BridgeRequests:
                 outcome = future.result()
                 if isinstance(outcome, BaseException):
                     raise outcome
-                return outcome
+                reply: dict[str, Any] = outcome
+                return reply
             if abort is not None and abort.is_set():
                 raise asyncio.CancelledError()
             now = time.monotonic()
@@ -195,7 +196,7 @@ def running_here(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
-def _resolve(future: asyncio.Future, outcome: Any) -> None:
+def _resolve(future: asyncio.Future[Any], outcome: Any) -> None:
     if not future.done():
         future.set_result(outcome)
 

@@ -257,7 +257,7 @@ class OutsideHub:
 
     @staticmethod
     def _index_of(snapshot: Any, cell_id: str) -> int:
-        index = next((c.index for c in snapshot.cells if c.id == cell_id), None)
+        index: int | None = next((c.index for c in snapshot.cells if c.id == cell_id), None)
         if index is None:
             raise Refused(f"No cell {cell_id!r} in {snapshot.path.name} (as the page shows it now; deleted?). "
                           "Read the notebook's resource, or call read_cells, for its cells' ids.")

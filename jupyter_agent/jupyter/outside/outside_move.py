@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ...loop.permission_result import PermissionAsk, PermissionResult
 from ...loop.tool import PreparedCall, ToolContext, ToolError, ToolOutput
-from ...notebook.document import Cell, CellRestore, check_cell_id_text
+from ...notebook.document import Cell, CellRestore, NotebookDocument, NotebookSnapshot, check_cell_id_text
 from ...tools.common import unified_diff
 from ...tools.notebook_edit import NotebookEdit, NotebookEditInput, note_notebook_change, notebook_for_change
 from ...tools.paths import display_path
@@ -58,7 +58,9 @@ class OutsideNotebookMove(NotebookEdit):
         input.new_source = ""  # (NotebookEdit's checks of a source: a move has none)
         return await super().validate_input(input, context)
 
-    async def plan(self, input: OutsideNotebookMoveInput, context: ToolContext):  # type: ignore[override]
+    async def plan(  # type: ignore[override]
+            self, input: OutsideNotebookMoveInput, context: ToolContext,
+    ) -> tuple[NotebookDocument, NotebookSnapshot, int, str, int]:
         """The document, its snapshot, the cell's index now, and where it goes: the id of the
         cell it will follow ("": first) and its index among the other cells."""
         path = self.resolve(input, context).real
@@ -78,7 +80,9 @@ class OutsideNotebookMove(NotebookEdit):
                             "Nothing was changed.")
         return doc, snapshot, cell.index, after_id, to
 
-    def _diff(self, input: OutsideNotebookMoveInput, context: ToolContext, plan) -> str:  # type: ignore[override]
+    def _diff(  # type: ignore[override]
+            self, input: OutsideNotebookMoveInput, context: ToolContext,
+            plan: tuple[NotebookDocument, NotebookSnapshot, int, str, int]) -> str:
         _, snapshot, index, _, to = plan
         label = display_path(self.resolve(input, context).real, context.cwd)
         before = [_outline(c) for c in snapshot.cells]
