@@ -16,7 +16,7 @@ from typing import Any
 
 from ..loop.abort import CELL_INTERRUPTED
 from ..loop.events import ContextNotice
-from ..loop.state import TERMINAL_EXPLANATIONS
+from ..loop.state import TERMINAL_EXPLANATIONS, TerminalReason
 from .style import BORDER_STRONG, BRAND, BRAND_LINE, ERROR, ERROR_LINE, MUTED, SUCCESS, SUCCESS_LINE, WARN, WARN_LINE
 
 #: A tool call's state (``ToolItem.state``) in words.
@@ -75,12 +75,18 @@ def plan_lines(plan: Any) -> list[str]:
     return [plan_title(plan)] + [f"  {TODO_SIGNS[t['status']]} {todo_text(t)}" for t in plan.todos]
 
 
+#: Ends shown as a warning: a stop, the turn limit, the spend limit.
+_WARN_ENDS = (TerminalReason.MAX_TURNS, TerminalReason.MAX_BUDGET, TerminalReason.ABORTED_STREAMING,
+              TerminalReason.ABORTED_TOOLS)
+_STOPPED = (TerminalReason.ABORTED_STREAMING, TerminalReason.ABORTED_TOOLS)
+
+
 def end_tone(reason: str | None) -> str:
     """How an end reason looks (a key of ``style.TONES``): a normal end as success, a
     stop, the turn limit or the spend limit as a warning, the others as errors."""
-    if reason == "completed":
+    if reason == TerminalReason.COMPLETED:
         return "success"
-    if reason in ("max_turns", "max_budget", "aborted_streaming", "aborted_tools"):
+    if reason in _WARN_ENDS:
         return "warn"
     return "error"
 
@@ -143,6 +149,20 @@ def _reason(terminal: Any) -> str:
     return str(getattr(terminal.reason, "value", terminal.reason))
 
 
+#: The headline of each end (a StrEnum member hashes as its text, so a saved reason finds it).
+_TITLES: dict[str, str] = {
+    TerminalReason.COMPLETED: "Finished",
+    TerminalReason.MAX_TURNS: "Turn limit reached",
+    TerminalReason.ABORTED_STREAMING: "Stopped",
+    TerminalReason.ABORTED_TOOLS: "Stopped",
+    TerminalReason.MODEL_ERROR: "Model error",
+    TerminalReason.PROMPT_TOO_LONG: "Conversation too long",
+    TerminalReason.MAX_BUDGET: "Spend limit reached",
+    TerminalReason.STOP_HOOK_PREVENTED: "Stopped by a hook",
+    TerminalReason.HOOK_STOPPED: "Stopped by a hook",
+}
+
+
 def end_title(terminal: Any) -> str:
     """A short headline for the end: "Finished", "Stopped", "Model error"..."""
     if terminal is None:
@@ -151,17 +171,7 @@ def end_title(terminal: Any) -> str:
         return "Message too long"
     if getattr(terminal, "error", None) == ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value:
         return "Window too small"
-    return {
-        "completed": "Finished",
-        "max_turns": "Turn limit reached",
-        "aborted_streaming": "Stopped",
-        "aborted_tools": "Stopped",
-        "model_error": "Model error",
-        "prompt_too_long": "Conversation too long",
-        "max_budget": "Spend limit reached",
-        "stop_hook_prevented": "Stopped by a hook",
-        "hook_stopped": "Stopped by a hook",
-    }.get(_reason(terminal), _reason(terminal))
+    return _TITLES.get(_reason(terminal), _reason(terminal))
 
 
 def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False, waiting: bool = False) -> str:
@@ -177,32 +187,32 @@ def end_explanation(terminal: Any, *, stopped_calls: int = 0, lost: bool = False
                 "interrupted here. Its tool calls that had not finished did not run.")
     reason = _reason(terminal)
     calls = f" {stopped_calls} unfinished tool call{'s' if stopped_calls != 1 else ''} got a “stopped” result."
-    if reason == "completed":
+    if reason == TerminalReason.COMPLETED:
         return ""
-    if getattr(terminal, "stopped_by", None) == CELL_INTERRUPTED and reason in ("aborted_streaming", "aborted_tools"):
+    if getattr(terminal, "stopped_by", None) == CELL_INTERRUPTED and reason in _STOPPED:
         return ("The cell the agent was running was interrupted (the kernel's interrupt, or Stop): that "
                 "stops the run, as Stop does."
                 + (calls if stopped_calls else ""))
-    if reason == "aborted_streaming":
+    if reason == TerminalReason.ABORTED_STREAMING:
         return "Stopped while the model was answering." + (calls if stopped_calls else "")
-    if reason == "aborted_tools":
+    if reason == TerminalReason.ABORTED_TOOLS:
         where = "waiting for your approval" if waiting else "tools were running"
         return f"Stopped while {where}." + (calls if stopped_calls else "")
-    if reason == "max_turns":
+    if reason == TerminalReason.MAX_TURNS:
         return (f"{terminal.message or 'The turn limit was reached.'} The last tools ran; the model was not "
                 "asked again. To go on, send another prompt, or raise the limit (--max-turns N; 0 = no limit).")
-    if reason == "model_error":
+    if reason == TerminalReason.MODEL_ERROR:
         message = (terminal.message or terminal.error or "The model request failed.").strip()
         advice = model_error_advice(terminal.error, message)
         return (f"{message}{' ' + advice if advice else ''} The history was repaired, so you can "
                 "send the prompt again.")
-    if reason == "max_budget":
+    if reason == TerminalReason.MAX_BUDGET:
         return (f"{terminal.message or 'The spend limit was reached.'} The last tools ran; the model was not "
                 "asked again. Send another prompt to go on (each run has its own limit).")
-    if reason == "prompt_too_long" and terminal.error in (ContextNotice.USER_WORDS_TOO_LONG.value,
+    if reason == TerminalReason.PROMPT_TOO_LONG and terminal.error in (ContextNotice.USER_WORDS_TOO_LONG.value,
                                                           ContextNotice.SYSTEM_AND_TOOLS_TOO_LONG.value):
         return terminal.message or TERMINAL_EXPLANATIONS[reason]  # the loop's own words: sizes, what to do
-    if reason == "prompt_too_long":
+    if reason == TerminalReason.PROMPT_TOO_LONG:
         return ("The conversation is longer than the model's context window. Start a new one "
                 "(`%agent new`, or New conversation in the chat) or ask for less at once.")
     return terminal.message or TERMINAL_EXPLANATIONS.get(reason, "")
