@@ -7,7 +7,7 @@ several times its idle cost. The page's bridge messages (replies, ``changed`` no
 ``bye``) are not the user's work, so :func:`quiet_bridge_status` wraps the kernel
 instance's ``_publish_status`` and drops the status whose parent is a ``comm_msg`` to one
 of the bridge's comms, and the status of a ``comm_open`` to a target in :data:`QUIET_OPENS`
-(an outside agent's call, ``outside.py``: one comm open per call, from the Jupyter server,
+(an outside agent's call, ``outside_hub.py``: one comm open per call, from the Jupyter server,
 not the user's work either). Every other message keeps its status: other comms (ipywidgets),
 the bridge's ``comm_open`` and ``comm_close``, execute requests.
 
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 _PARAMETERS = ("status", "channel", "parent")
 #: Marks the wrapper, so that it is never wrapped twice and can be taken off.
 _WRAPPED = "_jupyter_agent_bridge_status"
-#: Comm targets whose ``comm_open`` messages publish no status (``outside.py`` adds its own).
+#: Comm targets whose ``comm_open`` messages publish no status (``outside_hub.py`` adds its own).
 QUIET_OPENS: set[str] = set()
 
 

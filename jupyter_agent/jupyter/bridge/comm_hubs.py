@@ -1,6 +1,6 @@
 """A comm target and the hub that answers it, one hub per session: registered at
 ``%load_ext``, removed at ``%unload_ext``. The side panel's (``panel_comm.py``) and outside
-agents' (``outside.py``) targets are registered this way.
+agents' (``outside_hub.py``) targets are registered this way.
 """
 
 from __future__ import annotations

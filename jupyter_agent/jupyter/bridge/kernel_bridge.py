@@ -1,7 +1,7 @@
 """The live-notebook bridge, kernel side: a comm to the JupyterLab page (docs/bridge.md).
 
 The page side is ``labextension/src/bridge.ts``; the protocol's names and limits are
-defined in ``protocol.py`` and, for the page, in ``labextension/src/protocol.ts``.
+defined in ``comm_protocol.py`` and, for the page, in ``labextension/src/protocol.ts``.
 
 * ``%load_ext`` starts a :class:`KernelBridge`: it registers the target with the
   kernel's comm manager (pages that open later, or reload, open a comm to it) and

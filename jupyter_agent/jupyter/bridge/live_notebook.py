@@ -184,7 +184,7 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
 
 def live_notebook(shell: Any, bridge: Any, client_id: str, where: PageNotebook, session: Any = None) -> Any:
     """A :class:`LiveNotebook` for the notebook ``where`` that the page ``client_id`` shows
-    (a run's, or an outside agent's: ``outside.py``). With the run's ``session``, a page
+    (a run's, or an outside agent's: ``outside_hub.py``). With the run's ``session``, a page
     of the same notebook takes the place of ``client_id`` once it is gone (``rejoin.py``)."""
     from ...notebook.live_backend import LiveNotebook
 

@@ -46,7 +46,7 @@ class _Rejoin:
         handle = self.rejoins.active
         if handle is None or handle.done or not handle.cell_id or not handle.notebook_key:
             return
-        # why here: live.py loads the tools (pydantic), which %load_ext leaves to the warm-up
+        # why here: live_notebook.py loads the tools (pydantic), which %load_ext leaves to the warm-up
         from .live_notebook import key_of
 
         if key_of(page, self.rejoins) != handle.notebook_key:

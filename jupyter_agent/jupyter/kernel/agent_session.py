@@ -53,7 +53,7 @@ class AgentSession:
         self.reset_listeners: list[Any] = []
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.saver: Any = None  # saves the conversation after each turn (resume.py), once a run started
-        self.outside_hub: Any = None  # outside agents' calls over MCP (outside.py), once loaded
+        self.outside_hub: Any = None  # outside agents' calls over MCP (outside_hub.py), once loaded
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
             "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers", "provider", "provider_region",

@@ -173,7 +173,7 @@ class ChatPanel(w.VBox):
         self.status = w.HTML("")
         for button in (self.send_button, self.stop_button):
             button.add_class("ja-button")  # readable colours (view/style.py; the stylesheet is in the title)
-        # the page's Enter and Send end the input's value with the send mark (protocol.py)
+        # the page's Enter and Send end the input's value with the send mark (comm_protocol.py)
         self.input.observe(self._input_changed, names="value")
         for button, handler in ((self.send_button, self._send_clicked), (self.stop_button, self._stop),
                                 (self.new_button, self._new)):

@@ -1,6 +1,6 @@
 """What the ``%agent`` line magic prints: its status, the permission rules, the runs.
 
-Plain text, redacted where it shows what a run or a rule holds (``magic.py`` parses the
+Plain text, redacted where it shows what a run or a rule holds (``agent_magic.py`` parses the
 line and prints these).
 """
 

@@ -1,5 +1,5 @@
 """What an outside agent reads of the page's notebook: cells with their outputs by reference,
-and one output whole within a bound (``read_cells`` and ``read_output``, ``outside.py``).
+and one output whole within a bound (``read_cells`` and ``read_output``, ``outside_hub.py``).
 
 ``read_cells`` lists each output of a cell on one line: its reference (the cell's id and
 the output's index), its kind, its size and the start of its text, never the output
@@ -7,7 +7,7 @@ itself, so a read of many cells never floods the client with a log or an image.
 ``read_output`` returns one output: text as head and tail with what was left out said,
 images (png, jpeg, gif, webp) as image blocks, markup (HTML, Markdown, LaTeX, SVG, JSON)
 as its text. Secrets are redacted before anything is cut (a cut must not leave half a key
-that no longer looks like one); ``outside.py`` redacts every text of a reply once more.
+that no longer looks like one); ``outside_hub.py`` redacts every text of a reply once more.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """An outside agent's calls in this kernel as one run: its approvals, its changes, its undo.
 
 An MCP client (Claude Code, Cursor...) reaches this kernel through the Jupyter server
-extension (``outside.py`` takes its calls). Its edits and runs are the agent's own tools,
+extension (``outside_hub.py`` takes its calls). Its edits and runs are the agent's own tools,
 NotebookEdit and NotebookRun, called through the loop's ``run_tool_call``: the same
 permission decision (mode, rules, the administrator's policy), the same approval broker and
 cards (in the side panel and under the notebook of the call: the card says who asks), the

@@ -5,7 +5,7 @@ the extension closes the comm, and the panel shows a one-line hint). Over it the
 drives this kernel's :class:`~.session.AgentSession`: the same conversation as
 ``%%agent`` cells and ``chat()``.
 
-The protocol's names are defined in ``protocol.py`` (``PANEL_*``) and, for the page, in
+The protocol's names are defined in ``bridge/comm_protocol.py`` (``PANEL_*``) and, for the page, in
 ``labextension/src/protocol.ts``. The panel opens the comm with ``{"v", "op": "hello"}``;
 a panel of another version gets an ``error`` that says to reload or reinstall, and nothing
 else.
