@@ -228,6 +228,27 @@ async def test_fast_streaming_costs_about_one_widget_message_per_frame(kernel, s
     assert end - start > 1.0 and len(during) <= (end - start) / 0.05 + 1, (len(during), end - start)
 
 
+_PARTS = ("from jupyter_agent.jupyter.kernel.agent_session import get_session as _gs\n"
+          "from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge as _gb\n"
+          "_s = _gs()\n"
+          "print(type(_s.services).__name__, id(_s.services), _gb() is not None, _s.panel_hub is not None,"
+          " _s.outside_hub is not None)")
+
+
+async def test_one_object_starts_and_closes_what_is_kernel_wide(kernel):
+    """%load_ext makes the session's KernelServices, which starts the bridge and both comm
+    hubs; %unload_ext closes them through it, and %load_ext starts the same object again."""
+    async def parts() -> list[str]:
+        return (await kernel.execute(_PARTS))["outputs"][0]["text"].split()
+
+    name, ident, *started = await parts()
+    assert name == "KernelServices" and started == ["True", "True", "True"]
+    await kernel.execute("%unload_ext jupyter_agent")
+    assert await parts() == [name, ident, "False", "False", "False"]
+    assert (await kernel.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
+    assert await parts() == [name, ident, "True", "True", "True"]
+
+
 async def test_unload_and_reload(kernel, script):
     script(response(text("Before the reload.")))
     await transcript(kernel, display_id_of(await kernel.execute("%%agent\nA run before the reload")))

@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ...errors import Busy, JupyterAgentError
 from .agent_config import AgentConfig, agent_config
@@ -28,6 +28,15 @@ log = logging.getLogger(__name__)
 
 #: A run is still going; a second one would fork the conversation.
 AgentBusy = Busy
+
+
+class Services(Protocol):
+    """What the session holds of ``magic/kernel_services.py``'s ``KernelServices`` (this
+    room may not import ``magic/``)."""
+
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class NoApiKey(JupyterAgentError, RuntimeError):
@@ -54,6 +63,8 @@ class AgentSession:
         self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.saver: Any = None  # saves the conversation after each turn (resume.py), once a run started
         self.outside_hub: Any = None  # outside agents' calls over MCP (outside_hub.py), once loaded
+        #: what %load_ext started kernel-wide and %unload_ext closes (magic/kernel_services.py)
+        self.services: Services | None = None
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
             "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers", "provider", "provider_region",

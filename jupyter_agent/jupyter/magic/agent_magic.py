@@ -344,20 +344,13 @@ async def run_cell_awaiting(line: str, cell: str) -> None:
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``, and start
     loading what the first run needs in the background (the SDK takes seconds)."""
-    from ..bridge.kernel_bridge import start_bridge, tracker_for
-    from ..outside.outside_hub import register as register_outside
-    from ..panel.panel_comm import register
+    from .kernel_services import KernelServices
 
     session = get_session(ipython)
     ipython.register_magics(AgentMagics(ipython, session))
-    tracker_for(ipython)  # knows when a cell executes (a run through the page must not wait on it)
-    bridge = start_bridge(ipython)  # the live-notebook bridge to the JupyterLab page
-    if bridge is not None:
-        from ..bridge.rejoin import watch_pages
-
-        watch_pages(bridge, session)  # a reloaded page is shown the run still going in its cell
-    register(ipython, session)  # the JupyterLab side panel's comm target
-    register_outside(ipython, session)  # outside agents' calls, from the MCP server (docs/mcp-server.md)
+    if session.services is None:
+        session.services = KernelServices(ipython, session)
+    session.services.start()  # the bridge, the side panel's and outside agents' comms, ...
     cleanup = ipython.input_transformers_cleanup
     if _agent_transformer not in cleanup:
         cleanup.append(_agent_transformer)
@@ -368,19 +361,11 @@ def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext jupyter_agent``: remove the magics (IPython cannot unregister a
     Magics class), the transformer and the interrupt handler, and stop a run still
     going. The conversation stays, so ``%reload_ext`` continues it."""
-    from ..bridge.kernel_bridge import forget_tracker, stop_bridge
-    from ..outside.outside_hub import unregister as unregister_outside
-    from ..panel.panel_comm import unregister
-    from ..bridge.self_client import close_self_client
-
     session = get_session(ipython)
     session.stop()
     session.uninstall()
-    stop_bridge()
-    close_self_client()
-    forget_tracker(ipython)
-    unregister(ipython, session)
-    unregister_outside(ipython, session)
+    if session.services is not None:
+        session.services.close()
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("agent", None)
     ipython.magics_manager.registry.pop("AgentMagics", None)
