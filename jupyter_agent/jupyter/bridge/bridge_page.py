@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .comm_protocol import BRIDGE_VERSION
+from .kernel_types import Comm
 
 PROTOCOL_VERSION = BRIDGE_VERSION
 #: The key under which a reply's result carries its page's ``changes`` as the kernel
@@ -46,7 +47,7 @@ class Page:
     """One browser page (tab) showing a notebook on this kernel."""
 
     client_id: str
-    comm: Any
+    comm: Comm
     path: str = ""
     server_root: str = ""
     version: str = ""

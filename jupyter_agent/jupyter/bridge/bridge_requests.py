@@ -28,6 +28,7 @@ from typing import Any
 from .bridge_errors import NOT_ANSWERING, BridgeError, PageGone, failure_message, mismatch_message
 from .bridge_page import CHANGING_OPS, PROTOCOL_VERSION, Page
 from .comm_protocol import BRIDGE_MAX_MESSAGE_BYTES, BridgeCode
+from .kernel_types import Comm
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class _Pending:
     future: asyncio.Future[Any]
     loop: asyncio.AbstractEventLoop
     client_id: str
-    comm: Any  # the comm the request went out on: only its reply settles it
+    comm: Comm  # the comm the request went out on: only its reply settles it
     op: str = ""
 
 

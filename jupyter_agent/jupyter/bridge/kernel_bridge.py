@@ -41,6 +41,7 @@ from .bridge_requests import PING_INTERVAL_S, REQUEST_TIMEOUT_S, BridgeRequests,
 from .bridge_status import quiet_bridge_status, restore_status
 from .execution_tracker import ExecutionTracker, forget_tracker, tracker_for
 from .comm_protocol import BRIDGE_TARGET, BridgeCode
+from .kernel_types import Comm
 
 __all__ = [
     "CHANGES_SEEN", "CHANGING_OPS", "MAX_NO_ANSWER_S", "NOT_ANSWERING", "PING_INTERVAL_S", "PROTOCOL_VERSION",
@@ -60,7 +61,7 @@ class KernelBridge(BridgeRequests):
 
     def __init__(self) -> None:
         super().__init__()
-        self._comms: list[Any] = []  # strong references: a Comm's __del__ closes it
+        self._comms: list[Comm] = []  # strong references: a Comm's __del__ closes it
         self._loop: asyncio.AbstractEventLoop | None = None
         self._hello_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self.mismatch_said = False

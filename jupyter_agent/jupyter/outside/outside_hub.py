@@ -25,6 +25,7 @@ from ...mcp_server.protocol import OPS, TARGET, VERSION, run_tag
 from ...redact import redact
 from ..bridge.bridge_status import QUIET_OPENS
 from ..bridge.comm_hubs import register_hub, unregister_hub
+from ..bridge.kernel_types import Comm
 
 if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %load_ext)
     from ...loop.tool import FileReadRecord
@@ -52,7 +53,7 @@ class OutsideHub:
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- comms (any thread) ----------------------------------------------------------------
-    def open(self, comm: Any, open_msg: dict[str, Any]) -> None:
+    def open(self, comm: Comm, open_msg: dict[str, Any]) -> None:
         """The comm target's handler: one call, in the open's data."""
         data = (open_msg.get("content") or {}).get("data")
         try:
@@ -60,12 +61,12 @@ class OutsideHub:
         except RuntimeError:  # the kernel's loop is closed: it is going down
             log.debug("the kernel's loop is closed; an outside call is dropped")
 
-    def _start(self, comm: Any, data: Any) -> None:
+    def _start(self, comm: Comm, data: Any) -> None:
         task = self.loop.create_task(self._serve(comm, data))
         self._tasks.add(task)  # (a task nobody references may be collected while it runs)
         task.add_done_callback(self._tasks.discard)
 
-    async def _serve(self, comm: Any, data: Any) -> None:
+    async def _serve(self, comm: Comm, data: Any) -> None:
         def progress(text: str) -> None:
             try:
                 comm.send({"v": VERSION, "progress": redact(text)})

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ...mcp_server.protocol import VERSION
+from ..bridge.kernel_types import Comm
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ def cell_marks(snapshot: Any) -> dict[str, str]:
 class NotebookWatch:
     """One server's watch on one notebook (``path``, server-relative), on comm ``comm``."""
 
-    def __init__(self, hub: Any, comm: Any, path: str) -> None:
+    def __init__(self, hub: Any, comm: Comm, path: str) -> None:
         self.hub, self.comm, self.path = hub, comm, path
         self.loop = hub.loop
         self.closed = asyncio.Event()
@@ -183,7 +184,7 @@ class NotebookWatch:
             log.debug("a watch stopped after the kernel's loop closed")
 
 
-async def watch_notebook(hub: Any, comm: Any, data: dict[str, Any]) -> None:
+async def watch_notebook(hub: Any, comm: Comm, data: dict[str, Any]) -> None:
     """Serve a ``watch`` call (``OutsideHub._serve``): until the server closes ``comm``."""
     watch = NotebookWatch(hub, comm, str(data.get("path") or ""))
     comm.on_close(lambda _msg: watch.stop())

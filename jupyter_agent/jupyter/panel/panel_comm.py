@@ -46,6 +46,7 @@ from ..bridge.comm_hubs import register_hub, unregister_hub
 from .panel_runs import PanelRuns
 from ..bridge.comm_protocol import PANEL_OPS, PANEL_TARGET, PANEL_VERSION, version_mismatch
 from ...redact import redact
+from ..bridge.kernel_types import Comm
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +60,11 @@ class PanelHub:
     def __init__(self, session: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.session = session
         self.loop = loop or asyncio.get_event_loop()
-        self.comms: list[Any] = []
+        self.comms: list[Comm] = []
         self.shown = PanelRuns(session, self.loop, broadcast=self._broadcast, connected=lambda: bool(self.comms))
 
     # -- comms (any thread) -------------------------------------------------------------
-    def open(self, comm: Any, open_msg: dict[str, Any]) -> None:
+    def open(self, comm: Comm, open_msg: dict[str, Any]) -> None:
         """The comm target's handler: a panel connected (its hello is the open's data)."""
         hello = (open_msg.get("content") or {}).get("data")
         version = hello.get("v") if isinstance(hello, dict) else None
@@ -82,15 +83,15 @@ class PanelHub:
             log.debug("the kernel's loop is closed; a panel message is dropped")
 
     # -- the loop thread ----------------------------------------------------------------
-    def _opened(self, comm: Any) -> None:
+    def _opened(self, comm: Comm) -> None:
         self.comms.append(comm)
         self._send(comm, self.shown.state())
 
-    def _closed(self, comm: Any) -> None:
+    def _closed(self, comm: Comm) -> None:
         if comm in self.comms:
             self.comms.remove(comm)
 
-    def _send(self, comm: Any, data: dict[str, Any]) -> None:
+    def _send(self, comm: Comm, data: dict[str, Any]) -> None:
         try:
             comm.send({"v": PROTOCOL_VERSION, **data})
         except Exception:  # a comm closed under us: the panel reconnects when it can
@@ -101,10 +102,10 @@ class PanelHub:
         for comm in list(self.comms):
             self._send(comm, data)
 
-    def _error(self, comm: Any, text: str) -> None:
+    def _error(self, comm: Comm, text: str) -> None:
         self._send(comm, {"type": "error", "text": redact(text)})
 
-    def _on_msg(self, comm: Any, msg: dict[str, Any]) -> None:
+    def _on_msg(self, comm: Comm, msg: dict[str, Any]) -> None:
         data = (msg.get("content") or {}).get("data")
         if not isinstance(data, dict) or data.get("op") not in PANEL_OPS:
             op = data.get("op") if isinstance(data, dict) else None
@@ -121,10 +122,10 @@ class PanelHub:
             self._error(comm, f"{type(exc).__name__}: {exc}" if not _plain(exc) else str(exc))
 
     # -- the panel's requests -------------------------------------------------------------
-    def _op_hello(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_hello(self, comm: Comm, data: dict[str, Any]) -> None:
         self._send(comm, self.shown.state())
 
-    def _op_send(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_send(self, comm: Comm, data: dict[str, Any]) -> None:
         prompt = data.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             self._error(comm, "Write a message first.")
@@ -133,12 +134,12 @@ class PanelHub:
             # a panel's click means a person is here: approvals are asked in the panel
             self.session.start(prompt.strip(), batch=False, view=False, context=_prompt_context(data))
 
-    def _op_fix(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_fix(self, comm: Comm, data: dict[str, Any]) -> None:
         """Fix with agent on an error output (``cell``, ``error``, ``above``): a run that
         proposes the fix as a NotebookEdit (asked as any edit is) and runs the cell."""
         self._error_help("fix", data)
 
-    def _op_explain(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_explain(self, comm: Comm, data: dict[str, Any]) -> None:
         """Explain on an error output: the same request in plan mode (nothing is changed)."""
         self._error_help("explain", data)
 
@@ -153,23 +154,23 @@ class PanelHub:
                                permission_mode="plan" if action == "explain" else None,
                                clicked_cell=(cell.id, cell.source) if shown_whole else None)
 
-    def _op_compact(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_compact(self, comm: Comm, data: dict[str, Any]) -> None:
         """Summarise the conversation now (the panel's Compact button, ``%agent compact``);
         ``instruction``: what the summary must keep."""
         instruction = data.get("instruction") if isinstance(data.get("instruction"), str) else ""
         with self.shown.started_from_panel():
             self.session.start(f"/compact {instruction}".strip(), batch=False, view=False, compact=instruction)
 
-    def _op_stop(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_stop(self, comm: Comm, data: dict[str, Any]) -> None:
         self.session.stop()
 
-    def _op_new(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_new(self, comm: Comm, data: dict[str, Any]) -> None:
         self.session.new_conversation()  # the panels clear when the session says it is new
 
-    def _op_mode(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_mode(self, comm: Comm, data: dict[str, Any]) -> None:
         self.session.set_defaults(permission_mode=str(data.get("mode")))
 
-    def _op_approve(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_approve(self, comm: Comm, data: dict[str, Any]) -> None:
         entry = self.shown.pending_approval(data.get("tool_use_id"), data.get("request"))
         if entry is None or entry[0].done:
             self._error(comm, "That approval was already answered (or its run ended).")
@@ -181,12 +182,12 @@ class PanelHub:
         except ValueError as exc:  # a word the panel does not send: say so, answer nothing
             self._error(comm, str(exc))
 
-    def _op_undo(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_undo(self, comm: Comm, data: dict[str, Any]) -> None:
         """Undo an ended run (``run``: its id); the panels show what it did when it is done."""
         if not self.shown.undo(str(data.get("run"))):
             self._error(comm, "That run is no longer in this conversation.")
 
-    def _op_resume(self, comm: Any, data: dict[str, Any]) -> None:
+    def _op_resume(self, comm: Comm, data: dict[str, Any]) -> None:
         """The panel's Resume: the conversation saved for this notebook comes back (``%agent
         resume``); the panels start afresh, and this one says what came back."""
         from ..persistence.resume import ResumeRefused, resume, resume_text
