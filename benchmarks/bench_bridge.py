@@ -35,14 +35,14 @@ from tests.jupyter.lab import Lab, cell, run_and_wait, run_cell, write_notebook 
 KERNEL_BENCH = r'''
 import asyncio, json, os, shutil, statistics, time
 from pathlib import Path
-from jupyter_agent.jupyter.bridge import get_bridge
+from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
 from jupyter_agent.notebook import FileNotebook, KernelPool
 from jupyter_agent.notebook.live_backend import LiveNotebook
-from jupyter_agent.jupyter.self_run import self_runner
+from jupyter_agent.jupyter.bridge.self_client import self_runner
 
 _client = get_ipython().kernel.get_parent()["header"]["session"]
 if STATUS_CHURN:  # as before the bridge kept ipykernel from publishing status for its replies
-    from jupyter_agent.jupyter.bridge_status import restore_status
+    from jupyter_agent.jupyter.bridge.bridge_status import restore_status
     restore_status(get_ipython().kernel)
 # NotebookRun: the kernel runs the cell itself; BENCH_PAGE_RUNS=1: through the page, as before
 _run_here = None if os.environ.get("BENCH_PAGE_RUNS") else self_runner(get_ipython())
@@ -172,7 +172,7 @@ def main() -> None:
                              "does not re-render the kernel's busy/idle around each bridge reply")
     parser.add_argument("--status-churn", action="store_true",
                         help="let the kernel publish busy/idle for the page's bridge replies, as before "
-                             "jupyter_agent/jupyter/bridge_status.py (a before/after comparison)")
+                             "jupyter_agent/jupyter/bridge/bridge_status.py (a before/after comparison)")
     parser.add_argument("--nodelay-only", action="store_true", help="skip the run with TCP_NODELAY off")
     args = parser.parse_args()
     rows = {}

@@ -1,4 +1,4 @@
-"""The cost of telling the agent the kernel's variables (``jupyter/kernel_context.py``).
+"""The cost of telling the agent the kernel's variables (``jupyter/kernel/kernel_context.py``).
 
     python benchmarks/bench_context.py
 
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jupyter_agent.jupyter.kernel_context import kernel_variables  # noqa: E402
+from jupyter_agent.jupyter.kernel.kernel_context import kernel_variables  # noqa: E402
 
 
 class Point:

@@ -55,7 +55,7 @@ LOAD = ("import sys, time\n_t = time.perf_counter()\n"
         "_ms = (time.perf_counter() - _t) * 1000\n"
         "_m = sys.modules.get('anthropic')\n"
         "_anthropic = 'no' if _m is None else 'loading' if getattr(_m.__spec__, '_initializing', False) else 'yes'")
-WARMUP = "__import__('jupyter_agent.jupyter.warmup', fromlist=['_']).state()"
+WARMUP = "__import__('jupyter_agent.jupyter.kernel.warmup', fromlist=['_']).state()"
 # Before %load_ext in a "grammar built" kernel: an empty module where the stand-in would be.
 BUILD_GRAMMAR = ("import sys, types\n"
                  "sys.modules['jupyter_agent.notebook.deferred_grammar'] = types.ModuleType('no stand-in')")

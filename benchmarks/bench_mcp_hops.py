@@ -100,7 +100,7 @@ _channels.ZMQChannelsWebsocketConnection.handle_outgoing_message = outgoing
 #: The kernel: times of each outside call's handler, its request to the page, and its answer.
 KERNEL_INSTRUMENT = r'''
 import asyncio, json, time
-from jupyter_agent.jupyter import outside as _outside
+from jupyter_agent.jupyter.outside import outside_hub as _outside
 from jupyter_agent.notebook import live_backend as _live
 _hop_times = []
 _serve = _outside.OutsideHub._serve
@@ -122,7 +122,7 @@ async def _timed_ask(self, op, **arguments):
     finally:
         _hop_times.append(("page reply", time.time()))
 _live.LiveNotebook._ask = _timed_ask
-from jupyter_agent.jupyter import self_run as _self_run
+from jupyter_agent.jupyter.bridge import self_client as _self_run
 _execute = _self_run.SelfClient.execute
 async def _timed_execute(self, *args, **kwargs):
     _hop_times.append(("execute", time.time()))

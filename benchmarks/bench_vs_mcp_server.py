@@ -66,13 +66,13 @@ NAME = "bench.ipynb"
 KERNEL_DRIVER = r'''
 import asyncio, json, os, re, time, traceback
 from pathlib import Path
-from jupyter_agent.jupyter.bridge import get_bridge
+from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
 from jupyter_agent.loop.services import Services
 from jupyter_agent.loop.tool import ToolContext
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
 from jupyter_agent.notebook import ToolSession, register_document
 from jupyter_agent.notebook.live_backend import LiveNotebook
-from jupyter_agent.jupyter.self_run import self_runner
+from jupyter_agent.jupyter.bridge.self_client import self_runner
 from jupyter_agent.permissions import Permissions
 from jupyter_agent.tools import default_tools
 
@@ -81,7 +81,7 @@ _client = get_ipython().kernel.get_parent()["header"]["session"]
 _run_here = None if os.environ.get("BENCH_PAGE_RUNS") else self_runner(get_ipython())
 _path = Path("NAME").resolve()
 if STATUS_CHURN:  # as before the bridge kept ipykernel from publishing status for its replies
-    from jupyter_agent.jupyter.bridge_status import restore_status
+    from jupyter_agent.jupyter.bridge.bridge_status import restore_status
     restore_status(get_ipython().kernel)
 _tools = {t.name: t for t in default_tools()}
 
@@ -439,7 +439,7 @@ def main() -> None:
     parser = command_line()
     parser.add_argument("--status-churn", action="store_true",
                         help="ours: let the kernel publish busy/idle for the page's bridge replies, as before "
-                             "jupyter_agent/jupyter/bridge_status.py (a before/after comparison)")
+                             "jupyter_agent/jupyter/bridge/bridge_status.py (a before/after comparison)")
     args = parser.parse_args()
     results = measure_each(args, lambda cells, python: measure(cells, args.repeat, python, args.status_churn,
                                                                args.settle))

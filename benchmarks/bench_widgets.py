@@ -40,7 +40,7 @@ class CountingComm(BaseComm):
 
 async def in_process(rate: float, seconds: float = 1.0) -> dict:
     """Stream ``rate`` tokens/s for about ``seconds`` into a RunView; count messages."""
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.runview import RunView
 
     model = RunModel(prompt="bench", model="bench")
     view = RunView(model)  # the default frame interval

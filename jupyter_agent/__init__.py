@@ -70,22 +70,22 @@ __all__ = [
 
 
 def load_ipython_extension(ipython):  # noqa: D103 - `%load_ext jupyter_agent`
-    from .jupyter.magic import load_ipython_extension as load
+    from .jupyter.magic.agent_magic import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython):  # noqa: D103 - `%unload_ext jupyter_agent`
-    from .jupyter.magic import unload_ipython_extension as unload
+    from .jupyter.magic.agent_magic import unload_ipython_extension as unload
 
     unload(ipython)
 
 
 def chat(*args, **kwargs):
-    """Show the multi-turn chat widget in the notebook (see ``jupyter_agent.jupyter.chat``)."""
-    from .jupyter import warmup
+    """Show the multi-turn chat widget in the notebook (see ``jupyter_agent.jupyter.magic.chat``)."""
+    from .jupyter.kernel import warmup
 
     warmup.wait()  # after `%load_ext`: join the background imports rather than race them
-    from .jupyter.chat import chat as show_chat
+    from .jupyter.magic.chat import chat as show_chat
 
     return show_chat(*args, **kwargs)

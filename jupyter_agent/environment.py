@@ -1,7 +1,7 @@
 """What a run is given from outside, the same for every front: the notebook's path, an
 API key (or a replay transcript), the files a replay expects, the counts typed as options.
 
-The kernel's session (``jupyter/session.py``, ``%%agent``), the command line (``cli.py``),
+The kernel's session (``jupyter/kernel/agent_session.py``, ``%%agent``), the command line (``cli.py``),
 ``query()`` (``agent.py``: ``$JUPYTER_AGENT_REPLAY``) and the launchers all ask here, so
 they give the same answers.
 """

@@ -45,7 +45,7 @@ async def test_the_terminal_and_the_transcript_show_the_compaction_and_the_meter
 
 
 async def test_the_card_shows_the_compaction_with_its_summary_escaped(tmp_path):
-    from jupyter_agent.jupyter import cards
+    from jupyter_agent.jupyter.widgets import cards
 
     display, _ = await run_with_compaction(tmp_path)
     item = next(i for i in display.model.items if i.kind == "compaction")

@@ -1,6 +1,6 @@
 """Fix with agent / Explain and the cell the user is on, below the page: what the model is
 told (``prompts.py``: untrusted cell text quoted as data), what the kernel makes of what a
-page sends (``jupyter/cell_help.py``), and the offline replay of a fix (``fix_error.json``),
+page sends (``jupyter/panel/cell_help.py``), and the offline replay of a fix (``fix_error.json``),
 which must answer the click it was recorded for and never break after a Deny or a second
 click."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.jupyter.cell_help import error_help_request, prompt_context, traceback_text
+from jupyter_agent.jupyter.panel.cell_help import error_help_request, prompt_context, traceback_text
 from jupyter_agent.loop.events import AssistantMessage, Notice
 from jupyter_agent.loop.messages import prepend_user_context
 from jupyter_agent.loop.model_protocol import ModelRequest

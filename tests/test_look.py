@@ -23,9 +23,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jupyter_agent"
 #: The modules that draw in a page or a terminal. (``lessons/timeline.py`` draws a picture,
 #: an SVG image with its own white background: its colours are its own.)
 DRAWING = [PACKAGE / p for p in (
-    "jupyter/cards.py", "jupyter/runview.py", "jupyter/chat.py", "jupyter/approvals.py", "jupyter/fallback.py",
-    "jupyter/handle.py", "jupyter/undo.py", "jupyter/panel_comm.py", "jupyter/panel_json.py",
-    "jupyter/panel_runs.py", "view/labels.py", "view/transcript.py",
+    "jupyter/widgets/cards.py", "jupyter/widgets/runview.py", "jupyter/magic/chat.py", "jupyter/widgets/approvals.py",
+    "jupyter/widgets/fallback.py", "jupyter/widgets/run_handle.py", "jupyter/widgets/undo_bar.py",
+    "jupyter/panel/panel_comm.py", "jupyter/panel/panel_json.py", "jupyter/panel/panel_runs.py",
+    "view/labels.py", "view/transcript.py",
     "view/review.py", "view/style.py", "lessons/render.py", "lessons/widget.py", "cli.py")]
 HEX = re.compile(r"#[0-9a-fA-F]{3}(?:[0-9a-fA-F]{3})?\b")
 #: Emoji: the pictographs' planes, the emoji presentation selector, and the BMP signs that

@@ -69,7 +69,7 @@ async def test_a_conversation_keeps_its_options_and_a_run_s_own_change_them_for_
 
 
 def test_the_kernel_s_settings_make_one(tmp_path: Path):
-    from jupyter_agent.jupyter.config import AgentConfig
+    from jupyter_agent.jupyter.kernel.agent_config import AgentConfig
 
     config = AgentConfig(max_turns=4, allow=["Read"], cwd=str(tmp_path), context_window=50_000, max_budget_usd=0.0)
     options = config.options(notebook_path="n.ipynb")
@@ -106,7 +106,7 @@ def test_the_fronts_flags_are_options_or_say_what_the_front_does():
     import argparse
 
     from jupyter_agent.cli import build_parser
-    from jupyter_agent.jupyter.magic import cell_parser, line_parser
+    from jupyter_agent.jupyter.magic.agent_magic import cell_parser, line_parser
 
     run = next(action.choices["run"] for action in build_parser()._actions
                if isinstance(action, argparse._SubParsersAction))

@@ -40,6 +40,11 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
   happens in the kernel, in ``jupyter``) imports only ``redact``; ``jupyter`` takes the
   kernel's side of its protocol from it, ``cli`` its stdio command;
 - ``jupyter`` and ``cli`` (the fronts) import anything below, ``view`` included, not each other;
+  inside ``jupyter``, its rooms run one way too (``JUPYTER_ROOMS``): ``bridge`` (the way to the
+  page and to the kernel itself) and ``widgets`` (the run handle and what it displays) import no
+  other room; ``persistence`` imports ``bridge``; ``kernel`` (the ``AgentSession``, its config)
+  imports those three; ``outside`` (an outside agent's calls) imports those four; ``panel``
+  those five; ``magic`` (``%load_ext``, which starts and stops the others) any room;
 - entry points (``demo``, ``launch``, ``server_extension``), the ``lessons`` and the
   package root (the public API) import those; ``testing`` imports anything. Only
   ``lessons`` (offline, against the fake API) imports ``testing``.
@@ -98,6 +103,23 @@ for _unit, _allowed in ALLOWED.items():
     if _unit != "errors":
         _allowed.add("errors")
 
+#: jupyter/'s rooms -> the rooms each may import (besides itself); ``jupyter`` is what sits
+#: directly in it: the package ``__init__`` (a docstring) and the re-exports in ``SHIMS``.
+JUPYTER_ROOMS: dict[str, set[str]] = {
+    "jupyter": {"kernel"},
+    "bridge": set(),
+    "widgets": set(),
+    "persistence": {"bridge"},
+    "kernel": {"bridge", "widgets", "persistence"},
+    "outside": {"bridge", "widgets", "persistence", "kernel"},
+    "panel": {"bridge", "widgets", "persistence", "kernel", "outside"},
+    "magic": {"bridge", "widgets", "persistence", "kernel", "outside", "panel"},
+}
+
+#: Modules directly in jupyter/ that only re-export a room's names from their old place (the
+#: public contract: ``AgentConfig``).
+SHIMS = {f"{ROOT}.jupyter.config"}
+
 #: Imports that break the rule today, as (importer, imported) modules. The test fails on
 #: any import that breaks the rule and is not listed, and on any listed one that is gone
 #: (then delete its line), so this list always says what is left to do.
@@ -140,9 +162,21 @@ def unit(module: str) -> str:
     return parts[1] if len(parts) > 1 else ROOT
 
 
+def room(module: str) -> str | None:
+    """The room of jupyter/ a module is in (``jupyter`` for the package itself), or None."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] != "jupyter":
+        return None
+    return parts[2] if len(parts) > 2 and module not in SHIMS else "jupyter"
+
+
 def violations(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    return {(a, b) for a, b in edges
-            if unit(a) != unit(b) and unit(b) not in ALLOWED.get(unit(a), set())}
+    between_units = {(a, b) for a, b in edges
+                     if unit(a) != unit(b) and unit(b) not in ALLOWED.get(unit(a), set())}
+    between_rooms = {(a, b) for a, b in edges
+                     if (ra := room(a)) and (rb := room(b)) and ra != rb
+                     and rb not in JUPYTER_ROOMS.get(ra, set())}
+    return between_units | between_rooms
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -182,6 +216,19 @@ def test_every_unit_has_a_rule():
     assert find_cycle(ALLOWED) is None  # the rule itself runs one way
 
 
+def test_every_jupyter_module_is_in_a_room():
+    """jupyter/ holds rooms only: a module directly in it has no rule saying what it may import."""
+    loose = [m for m, (_, is_package) in modules().items()
+             if m.startswith(f"{ROOT}.jupyter.") and m.count(".") == 2 and not is_package and m not in SHIMS]
+    assert loose == [], "put these in a room of jupyter/: " + ", ".join(loose)
+    rooms = {room(m) for m in modules()} - {None}
+    assert rooms - JUPYTER_ROOMS.keys() == set(), "a new room of jupyter/: say in JUPYTER_ROOMS what it may import"
+    assert find_cycle(JUPYTER_ROOMS) is None
+    for shim in SHIMS:  # a re-export holds no code of its own
+        tree = ast.parse(modules()[shim][0].read_text())
+        assert all(isinstance(node, ast.Expr | ast.ImportFrom | ast.Assign) for node in tree.body), shim
+
+
 def test_imports_follow_the_package_graph():
     new = violations(import_edges()) - KNOWN_VIOLATIONS
     assert not new, (
@@ -198,7 +245,9 @@ def test_known_violations_are_still_there():
 
 def test_no_cycles_between_units_or_modules():
     edges = import_edges() - KNOWN_VIOLATIONS
-    for graph in (graph_of(edges, unit), graph_of(edges)):  # modules: e.g. loop/query.py <-> run.py
+    rooms = {(a, b) for a, b in edges if room(a) and room(b)}
+    # units, jupyter/'s rooms, modules (e.g. loop/query.py <-> run.py)
+    for graph in (graph_of(edges, unit), graph_of(rooms, room), graph_of(edges)):
         cycle = find_cycle(graph)
         assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
@@ -211,7 +260,10 @@ def test_the_reader_sees_deferred_imports_and_the_rules_bite():
     assert ("jupyter_agent.agent", "jupyter_agent.permissions") in edges
     assert ("jupyter_agent.agent", "jupyter_agent.tools") in edges
     assert ("jupyter_agent.loop.run", "jupyter_agent.loop.query") in edges
-    upward = {("jupyter_agent.loop.state", "jupyter_agent.jupyter.magic"),
+    upward = {("jupyter_agent.loop.state", "jupyter_agent.jupyter.magic.agent_magic"),
               ("jupyter_agent.tools.read", "jupyter_agent.permissions")}
     assert violations(upward) == upward
+    # jupyter/'s rooms: the bridge may not reach up into the session, the magic may use it.
+    assert violations({("jupyter_agent.jupyter.bridge.live_notebook", "jupyter_agent.jupyter.kernel.agent_session")})
+    assert not violations({("jupyter_agent.jupyter.magic.agent_magic", "jupyter_agent.jupyter.bridge.kernel_bridge")})
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]

@@ -16,8 +16,8 @@ from traitlets.config import Config, Configurable
 
 from jupyter_agent import TerminalReason, query
 from jupyter_agent.conversation import Conversation
-from jupyter_agent.jupyter.config import AgentConfig
-from jupyter_agent.jupyter.session import AgentSession
+from jupyter_agent.jupyter.kernel.agent_config import AgentConfig
+from jupyter_agent.jupyter.kernel.agent_session import AgentSession
 from jupyter_agent.policy import POLICY_FILE, PolicyViolation, load_policy
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 

@@ -270,7 +270,7 @@ def test_policies_that_pin_different_providers_stop_every_run(clean_env, tmp_pat
 def test_agent_config_provider_follows_the_policy(clean_env, tmp_path):
     from traitlets import TraitError
 
-    from jupyter_agent.jupyter.config import AgentConfig
+    from jupyter_agent.jupyter.kernel.agent_config import AgentConfig
 
     config = AgentConfig(provider="Vertex", provider_region="europe-west1")
     assert config.provider == "vertex" and config.provider_settings().region == "europe-west1"

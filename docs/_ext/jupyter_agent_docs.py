@@ -4,7 +4,7 @@ Two directives for the MyST pages of docs/reference/:
 
 - ``{command-help} NAME`` prints the ``--help`` of one of the package's argparse parsers:
   ``jupyter agent``, ``jupyter agent run``, ``jupyter agent mcp`` (cli.py) and the magics'
-  ``%%agent`` and ``%agent`` (jupyter/magic.py), exactly as a user sees them.
+  ``%%agent`` and ``%agent`` (jupyter/magic/agent_magic.py), exactly as a user sees them.
 - ``{traitlets-config} module.Class`` lists a Configurable's settings (``config=True``
   traits): name, type, default and help, from the traits themselves.
 
@@ -32,7 +32,7 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 def help_text(name: str) -> str:
     """The ``--help`` text of the command NAME (see the module docstring)."""
     if name in ("%%agent", "%agent"):
-        from jupyter_agent.jupyter.magic import cell_parser, line_parser
+        from jupyter_agent.jupyter.magic.agent_magic import cell_parser, line_parser
 
         return (cell_parser() if name == "%%agent" else line_parser()).format_help()
     from jupyter_agent.cli import build_parser
@@ -60,7 +60,7 @@ class CommandHelp(Directive):
 
 
 class TraitletsConfig(Directive):
-    """``{traitlets-config} jupyter_agent.jupyter.config.AgentConfig``: its settings."""
+    """``{traitlets-config} jupyter_agent.jupyter.kernel.agent_config.AgentConfig``: its settings."""
 
     required_arguments = 1
 

@@ -1,8 +1,15 @@
-"""The Jupyter front of the agent: the ``%%agent`` magic, the live widgets, the chat panel.
+"""The Jupyter front of the agent, in rooms by responsibility (lowest first):
 
-``magic.py`` (``%load_ext``), ``session.py`` (what a kernel's runs share),
-``handle.py`` (the run handle and its driver task), ``runview.py`` / ``cards.py`` /
-``approvals.py`` (the widgets), ``chat.py`` (the chat panel), ``config.py``. What is shown
-comes from ``jupyter_agent.view`` (the view model, the labels, the static transcript left
-in the cell), which the command line shares. Importing this package imports none of them.
+- ``bridge/``: the live-notebook bridge to the JupyterLab page, the kernel's client to
+  itself, the execution tracker, the comm targets and hubs;
+- ``widgets/``: the run handle (``AgentRun``) and the widgets it displays;
+- ``persistence/``: the saved conversation and ``%agent resume``;
+- ``kernel/``: the ``AgentSession`` a kernel's runs share, ``AgentConfig``, the warm-up;
+- ``outside/``: an outside agent's MCP calls, carried out here;
+- ``panel/``: the side panel's comm and state;
+- ``magic/``: ``%load_ext``, ``%%agent`` and ``%agent``, the chat widget.
+
+``tests/test_package_graph.py`` says which room may import which. What is shown comes from
+``jupyter_agent.view``, which the command line shares. Importing this package imports none
+of them.
 """

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
-from ..jupyter.cards import ApprovalCard
+from ..jupyter.widgets.cards import ApprovalCard
 from . import render
 from .stepper import Stepper
 from .timeline import build_timeline

@@ -1,5 +1,5 @@
 """``create_notebook``, the server's part: the new path checked, the kernel of an open notebook
-asked to write it and have its page open it (``jupyter/outside_create.py``: the user allows
+asked to write it and have its page open it (``jupyter/outside/outside_create.py``: the user allows
 it there, as the agent's Write), then jupyter-agent loaded in the kernel JupyterLab starts
 for the new notebook, so the client's next call works on it."""
 

@@ -1,5 +1,5 @@
 """``active_notebook``'s answer, from what the pages of the open notebooks' kernels say of
-their notebook (``focus``: ``jupyter/outside_focus.py``, gathered by ``kernel_link.py``)."""
+their notebook (``focus``: ``jupyter/outside/outside_focus.py``, gathered by ``kernel_link.py``)."""
 
 from __future__ import annotations
 

@@ -331,7 +331,7 @@ class ServerBackend:
         return handle.task.result()  # (an OutsideError: said as it is)
 
     async def focus_pages(self, client: Caller) -> list[dict[str, Any]]:
-        """What each open notebook's pages say of it (``focus``, ``jupyter/outside_focus.py``),
+        """What each open notebook's pages say of it (``focus``, ``jupyter/outside/outside_focus.py``),
         with ``"unasked": True`` entries for the notebooks whose kernel did not answer (busy
         with a cell, or without jupyter-agent) within ``ACTIVE_WAIT_S``."""
         pages: list[dict[str, Any]] = []

@@ -1,7 +1,7 @@
 """What the Jupyter server extension and a kernel say to each other for an outside agent's call.
 
 The server opens a comm to :data:`TARGET` (registered at ``%load_ext jupyter_agent``:
-``jupyter/outside.py``) with the call as the open's data, ``{"v", "op", "path", "args",
+``jupyter/outside/outside_hub.py``) with the call as the open's data, ``{"v", "op", "path", "args",
 "client", "connection"}`` (the caller's name and MCP session: :class:`Caller`); the kernel
 answers with one comm message, ``{"v", "ok", "content": [blocks], "error"}`` (blocks:
 ``{"type": "text", "text"}`` or ``{"type": "image", "data", "mime_type"}``), then closes
@@ -33,7 +33,7 @@ OPS = ("read", "output", "variables", "insert", "replace", "delete", "move", "ru
 #: ``page``: whether a page with jupyter-agent shows the notebook on this kernel (no tool: the
 #: server asks it after a restart, before it tells the client its next call works).
 #: ``watch``: a resource subscription's comm, kept open; the kernel answers once, then sends
-#: ``{"v", "changed": [cell ids]}`` as the notebook changes (``jupyter/outside_watch.py``).
+#: ``{"v", "changed": [cell ids]}`` as the notebook changes (``jupyter/outside/outside_watch.py``).
 #: What the execute requests of an outside call's cell runs start their id with (+ comm id + "-").
 RUN_TAG_PREFIX = "outside-"
 

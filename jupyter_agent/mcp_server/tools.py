@@ -2,7 +2,7 @@
 
 Each tool names the notebook it works on (``notebook_path``, as ``list_notebooks`` gives
 it: relative to the Jupyter server's root) and cells by their stable id. What a call does
-happens in the notebook's own kernel (``jupyter/outside.py``): through the page that shows
+happens in the notebook's own kernel (``jupyter/outside/outside_hub.py``): through the page that shows
 the notebook, with the user's approval for every change and run. This module knows only
 the shapes: the schemas, the annotations, the checks made before anything is sent (too
 large, binary data), and how a kernel's answer becomes an MCP result. The transport and

@@ -1,5 +1,5 @@
 """A watch on one notebook for resource subscriptions, the server's part: a ``watch`` comm to
-the notebook's kernel, kept open while someone subscribes (``jupyter/outside_watch.py`` is
+the notebook's kernel, kept open while someone subscribes (``jupyter/outside/outside_watch.py`` is
 the kernel's part; ``resources.py`` holds the subscriptions).
 
 The kernel answers the open once (``ok``, or why not: no page shows the notebook, or

@@ -6,7 +6,7 @@ warm-up, and which every new client (a new event loop, ``asyncio.run`` in a scri
 again. The context is the HTTP library's own default (``httpx2.create_ssl_context()``,
 the one a client would build for itself with ``verify=True``), built once, shared by every
 client this process makes, and built early by the kernel's warm-up thread
-(``jupyter/warmup.py``). An ``ssl.SSLContext`` may be shared between connections and
+(``jupyter/kernel/warmup.py``). An ``ssl.SSLContext`` may be shared between connections and
 threads; nothing here changes it after it is built.
 
 ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` are read when the context is built, as the library

@@ -4,7 +4,7 @@ When the page that shows the notebook is a page of the agent's own kernel, and i
 its hello that it shows runs made elsewhere (``kernel_runs``), :class:`~.live_backend.LiveNotebook`
 does not ask the page to run the cell. It tells the page "request M runs cell C" (the
 ``show_run`` request, not waited for), then runs the cell's source in this kernel itself
-(``run_here``: ``jupyter/self_run.py``), and the tool's result is built from the outputs the
+(``run_here``: ``jupyter/bridge/self_client.py``), and the tool's result is built from the outputs the
 kernel collected. IOPub is ordered, so the page has the notice before any output of M, and
 it routes M's messages into cell C as a Shift+Enter run would show them
 (``labextension/src/kernelRun.ts``).

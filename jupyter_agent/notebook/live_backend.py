@@ -51,7 +51,7 @@ SOURCES_SEEN = "_sources_seen"
 RUN_REPLY_GRACE_S = 15.0
 
 #: What the id of a cell run's execute request starts with, in this task and those it
-#: starts: an outside agent's call sets it (``jupyter/outside.py``) so the Jupyter server,
+#: starts: an outside agent's call sets it (``jupyter/outside/outside_hub.py``) so the Jupyter server,
 #: which sees the kernel's IOPub, can tell that run's outputs as they come (its polling).
 RUN_TAG: contextvars.ContextVar[str] = contextvars.ContextVar("jupyter_agent_run_tag", default="")
 
@@ -91,9 +91,9 @@ class LiveNotebook(NotebookDocument):
         #: ``input_hist_raw``): what ran under each count, for a Read's stale marks
         self.history = history
         #: () -> the client id of a page that took the place of this one once it is gone (a
-        #: reload of the same notebook: ``jupyter/live.py``, ``successor``), or None
+        #: reload of the same notebook: ``jupyter/bridge/live_notebook.py``, ``successor``), or None
         self.successor = successor
-        #: runs a cell in this kernel without the page (``jupyter/self_run.py``); used when
+        #: runs a cell in this kernel without the page (``jupyter/bridge/self_client.py``); used when
         #: the page says it shows such runs (``kernel_runs`` in its hello), else None
         self.run_here = run_here
         #: the page's answer to the last run made here: when it has shown the run (see

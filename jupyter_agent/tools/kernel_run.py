@@ -10,7 +10,7 @@ nothing enters the notebook: no cell, no outputs, no execution count, no history
 Where it runs is the document's :meth:`~jupyter_agent.notebook.document.NotebookDocument.run_code`:
 the conversation's own kernel for a notebook file (the CLI's, ``kernels.run_code_in_kernel``),
 or, for the notebook open in the page whose kernel the agent lives in (``%%agent``, the side
-panel), that kernel itself through its client of itself (``jupyter/self_run.py``), which the page
+panel), that kernel itself through its client of itself (``jupyter/bridge/self_client.py``), which the page
 is not told of, so no cell shows it. Running code asks in every permission mode unless an allow
 rule covers it (``KernelRun`` or ``KernelRun(path)``); the approval shows all of the code.
 """

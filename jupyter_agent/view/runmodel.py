@@ -3,8 +3,8 @@
 :class:`RunModel` folds the events of ``jupyter_agent.loop.events`` (and the final
 :class:`~jupyter_agent.loop.state.Terminal`) into a list of *items*: the prompt,
 assistant text, thinking, one item per tool call, notices, unknown blocks. The live
-widgets (``jupyter/runview.py``, ``jupyter/cards.py``), the JupyterLab side panel
-(``jupyter/panel_json.py``), the static transcript (``view/transcript.py``) and the
+widgets (``jupyter/widgets/runview.py``, ``jupyter/widgets/cards.py``), the JupyterLab side panel
+(``jupyter/panel/panel_json.py``), the static transcript (``view/transcript.py``) and the
 terminal display of the CLI (``cli.py``) are all drawn from it, so they cannot disagree,
 and it is testable without a kernel.
 

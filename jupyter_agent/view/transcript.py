@@ -265,7 +265,7 @@ def end_markdown(model: RunModel) -> str:
 
 
 #: How the transcript of a run still going ends where it stands in for the live widget (the
-#: fallback output, see ``jupyter/fallback.py``). It is seen wherever the widget is not drawn:
+#: fallback output, see ``jupyter/widgets/fallback.py``). It is seen wherever the widget is not drawn:
 #: a kernel that is gone, but also a page reloaded on a notebook that is not trusted, another
 #: person's view of a shared notebook, the seconds before a reloaded page restores its widgets.
 #: Written while the run goes on, it cannot know which: it says what is known, and how to

@@ -3,7 +3,7 @@
 
 import { el } from './panelDom';
 
-/** One server as the kernel sends it (`jupyter/mcp_status.py`). */
+/** One server as the kernel sends it (`jupyter/kernel/mcp_status.py`). */
 export interface IMcpServer {
   name: string;
   state: string;

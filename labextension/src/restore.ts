@@ -9,7 +9,7 @@
  * deleted after the cell it followed, or moves a cell as it is (the notebook's own move:
  * its id, outputs, metadata and attachments kept) to just after a cell. The kernel decided
  * which cells to touch: it compared each with what the run left (jupyter_agent/tools/undo.py).
- * A move is also how an outside agent's `move_cell` moves a cell (jupyter/outside_move.py).
+ * A move is also how an outside agent's `move_cell` moves a cell (jupyter/outside/outside_move.py).
  */
 
 import { JSONObject } from '@lumino/coreutils';

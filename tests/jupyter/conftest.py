@@ -15,7 +15,7 @@ from .frontend import Frontend, isolated_env
 # Joins the background warm-up that %load_ext started (seconds on a loaded machine), so
 # that whichever test runs first does not spend its timeouts on it (tests/jupyter/test_warmup.py
 # tests the warm-up itself).
-WAIT_FOR_WARMUP = "__import__('jupyter_agent.jupyter.warmup', fromlist=['_']).wait()"
+WAIT_FOR_WARMUP = "__import__('jupyter_agent.jupyter.kernel.warmup', fromlist=['_']).wait()"
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ running cells asks in every mode unless a rule allows it)."""
 import pytest
 from traitlets import TraitError
 
-from jupyter_agent.jupyter.config import AgentConfig
-from jupyter_agent.jupyter.session import AgentSession
+from jupyter_agent.jupyter.kernel.agent_config import AgentConfig
+from jupyter_agent.jupyter.kernel.agent_session import AgentSession
 
 
 class _Shell:

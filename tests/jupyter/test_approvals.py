@@ -16,8 +16,8 @@ from .helpers import record_widget_messages, response_events
 
 def make(monkeypatch):
     record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.approvals import ApprovalCards
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.approvals import ApprovalCards
+    from jupyter_agent.jupyter.widgets.runview import RunView
 
     model = RunModel()
     view = RunView(model, frame_interval=0.01)
@@ -129,8 +129,8 @@ async def test_always_allow_asks_the_policy_what_else_it_now_allows(monkeypatch,
     """With the conversation's real policy, "Always allow" releases exactly the pending
     calls the policy would now allow."""
     record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.approvals import ApprovalCards
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.approvals import ApprovalCards
+    from jupyter_agent.jupyter.widgets.runview import RunView
     from jupyter_agent.permissions import Permissions
     from jupyter_agent.tools import default_tools
     from jupyter_agent.loop.tool import ToolContext

@@ -17,12 +17,12 @@ import uuid
 import nbformat
 import pytest
 
-from jupyter_agent.jupyter.bridge import PROTOCOL_VERSION, TARGET as BRIDGE
-from jupyter_agent.jupyter.outside_ask import asked_what, short_name
-from jupyter_agent.jupyter.outside_run import NO_PANEL
-from jupyter_agent.jupyter.panel_comm import TARGET as PANEL
-from jupyter_agent.jupyter.panel_json import shown_text
-from jupyter_agent.jupyter.protocol import PANEL_VERSION
+from jupyter_agent.jupyter.bridge.kernel_bridge import PROTOCOL_VERSION, TARGET as BRIDGE
+from jupyter_agent.jupyter.outside.outside_ask import asked_what, short_name
+from jupyter_agent.jupyter.outside.outside_run import NO_PANEL
+from jupyter_agent.jupyter.panel.panel_comm import TARGET as PANEL
+from jupyter_agent.jupyter.panel.panel_json import shown_text
+from jupyter_agent.jupyter.bridge.comm_protocol import PANEL_VERSION
 from jupyter_agent.mcp_server.protocol import TARGET as OUTSIDE, VERSION
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -123,7 +123,7 @@ async def test_an_ask_stopped_unanswered_ends_the_pages_notification(kernel, mod
     (ask,) = await kernel.until(lambda: asks_to(kernel, bridge, me, "ask"), 20, "the page told of the ask")
     assert ask["asker"] == "cursor"
     reply(kernel, bridge, me, ask, {"shown": True})
-    await kernel.execute("from jupyter_agent.jupyter.session import get_session\n"
+    await kernel.execute("from jupyter_agent.jupyter.kernel.agent_session import get_session\n"
                          "_runs = get_session().outside_hub.runs.values()")
     for _ in range(200):  # the card exists once the kernel has had the page's reply (a loop turn later)
         if await kernel.value("sum(len(r.broker.pending) for r in _runs)") == "1":

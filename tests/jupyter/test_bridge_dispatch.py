@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from jupyter_agent.jupyter.bridge import PROTOCOL_VERSION, KernelBridge, Page
+from jupyter_agent.jupyter.bridge.kernel_bridge import PROTOCOL_VERSION, KernelBridge, Page
 
 
 class RecordingComm:
@@ -102,8 +102,8 @@ async def test_a_hello_on_another_comm_does_not_take_a_pages_place():
 @pytest.mark.asyncio
 async def test_a_request_over_the_message_limit_is_not_sent():
     """A message near the websocket's 10 MiB would close the page's kernel connection."""
-    from jupyter_agent.jupyter.bridge import BridgeError
-    from jupyter_agent.jupyter.protocol import BRIDGE_MAX_MESSAGE_BYTES, BridgeCode
+    from jupyter_agent.jupyter.bridge.kernel_bridge import BridgeError
+    from jupyter_agent.jupyter.bridge.comm_protocol import BRIDGE_MAX_MESSAGE_BYTES, BridgeCode
 
     bridge, comm = await _bridge_with_page()
     with pytest.raises(BridgeError) as refused:
@@ -118,8 +118,8 @@ async def test_a_page_that_has_been_slow_to_answer_is_waited_for_past_the_reques
     A page whose recent answers were slow is busy, not gone: it gets several times its
     slowest recent answer (benchmarks/bench_load.py failed every run there on a 5 s limit).
     A page never heard from gets the request's own limit."""
-    from jupyter_agent.jupyter.bridge import PageGone
-    from jupyter_agent.jupyter.protocol import BridgeCode
+    from jupyter_agent.jupyter.bridge.kernel_bridge import PageGone
+    from jupyter_agent.jupyter.bridge.comm_protocol import BridgeCode
 
     bridge, comm = await _bridge_with_page()
     first = asyncio.create_task(bridge.request("client", "version", timeout=5))
@@ -142,7 +142,7 @@ async def test_a_pages_changes_are_counted_in_the_order_its_messages_came():
     kernel knew of when it arrived (a changing request's reply counts as one); a notice
     counts only on the page's own comm, and one that comes after a reply counts after it,
     whenever the waiting caller wakes up."""
-    from jupyter_agent.jupyter.bridge import CHANGES_SEEN
+    from jupyter_agent.jupyter.bridge.kernel_bridge import CHANGES_SEEN
 
     bridge, comm = await _bridge_with_page()
     other = RecordingComm()

@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 from nbclient import NotebookClient
 
-from jupyter_agent.jupyter.bridge import PROTOCOL_VERSION, TARGET
+from jupyter_agent.jupyter.bridge.kernel_bridge import PROTOCOL_VERSION, TARGET
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 
 from .frontend import Frontend, isolated_env
@@ -275,7 +275,7 @@ async def test_a_page_speaking_another_protocol_version_is_told_and_never_edited
 READS_TWICE_THEN_AGAIN = """\
 import asyncio
 from pathlib import Path
-from jupyter_agent.jupyter.bridge import get_bridge
+from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
 from jupyter_agent.notebook.live_backend import LiveNotebook
 _go, _seen = asyncio.Event(), []
 async def _reader():

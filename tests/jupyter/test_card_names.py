@@ -18,8 +18,8 @@ import re
 
 import pytest
 
-from jupyter_agent.jupyter.cards import approval_extent, approval_html
-from jupyter_agent.jupyter.panel_json import approval_json
+from jupyter_agent.jupyter.widgets.cards import approval_extent, approval_html
+from jupyter_agent.jupyter.panel.panel_json import approval_json
 from jupyter_agent.loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, ask_parts, code_message
 from jupyter_agent.permissions import ApprovalRequest
 

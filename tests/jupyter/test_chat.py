@@ -191,7 +191,7 @@ async def test_the_pages_send_mark_sends_the_inputs_own_text_and_a_busy_chat_kee
     """The page's Enter and Send end the input's value with the send mark instead of clicking
     (a click could reach the kernel before the last keystrokes): the text before the mark is
     sent, the page's mark never; the input is emptied; refused (a turn still going), the text stays."""
-    from jupyter_agent.jupyter.protocol import CHAT_SEND_MARK
+    from jupyter_agent.jupyter.bridge.comm_protocol import CHAT_SEND_MARK
 
     script(response(text("Marked and sent. " * 150), delay_s=0.02))
     await kernel.execute("%agent new")

@@ -8,7 +8,7 @@ import threading
 import time
 
 from jupyter_agent import query
-from jupyter_agent.jupyter.handle import STREAM_EVENTS_KEPT, AgentRun
+from jupyter_agent.jupyter.widgets.run_handle import STREAM_EVENTS_KEPT, AgentRun
 from jupyter_agent.view.runmodel import RunModel
 from jupyter_agent.loop.events import StreamEvent
 from jupyter_agent.loop.state import Terminal

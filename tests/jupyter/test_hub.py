@@ -28,7 +28,7 @@ from .hub import CHP, KernelClient, kill_survivors, running_hub, survivors
 
 USERS = ("alice", "bob")
 EMPTY_NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-LAST_RESULT = ("from jupyter_agent.jupyter.magic import get_session\n"
+LAST_RESULT = ("from jupyter_agent.jupyter.magic.agent_magic import get_session\n"
                "print([b['content'] for b in get_session(get_ipython()).runs[-1].state.messages[-1]['content']])")
 
 

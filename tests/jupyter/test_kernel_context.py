@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.jupyter.kernel_context import kernel_variables
+from jupyter_agent.jupyter.kernel.kernel_context import kernel_variables
 from jupyter_agent.testing import response, text
 
 in_kernel = pytest.mark.asyncio(loop_scope="module")
@@ -142,7 +142,7 @@ def test_a_look_alike_dtype_is_not_spelt_out():
 
     LoudDtype.__module__ = "pandas_loud"
     dtype = LoudDtype()
-    from jupyter_agent.jupyter import kernel_context
+    from jupyter_agent.jupyter.kernel import kernel_context
 
     kernel_variables({})  # the known classes of the libraries imported now
     spelt = "<pandas_loud.test_a_look_alike_dtype_is_not_spelt_out.<locals>.LoudDtype>"
@@ -226,7 +226,7 @@ def variables_block(message) -> str:
 async def _wait_idle_run(kernel) -> None:
     """Wait until no agent run is going in the kernel."""
     for _ in range(200):
-        if (await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+        if (await kernel.value("__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_'])"
                                ".get_session().active is None")) == "True":
             return
     raise TimeoutError("an agent run is still going")

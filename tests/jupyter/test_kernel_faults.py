@@ -39,7 +39,7 @@ async def until_the_tools_run(kernel) -> None:
     """Wait until the newest run's response has ended and its tools run: an Allow may show
     while the stream still ends (its tool starts at its block's end), and a stop then is a
     stop of the streaming (``aborted_streaming``), not of the tools."""
-    phase = ("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+    phase = ("__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_'])"
              ".get_session().runs[-1].run.record.phase")
     for _ in range(200):
         if await kernel.value(phase) == "'tools'":
@@ -69,7 +69,7 @@ async def test_interrupting_a_waiting_headless_cell_stops_its_run(kernel, script
     result = await cell
     assert result["reply"]["status"] == "error" and result["seconds"] < 10
     assert await running_tasks(kernel) == 0
-    assert (await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+    assert (await kernel.value("__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_'])"
                                ".get_session().runs[-1].terminal.reason.value")) == "'aborted_streaming'"
 
 

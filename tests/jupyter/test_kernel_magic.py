@@ -183,7 +183,7 @@ async def test_agent_compact_summarises_the_conversation_now(kernel, script, api
         result = await kernel.execute("%agent compact keep the plots")
         md = await transcript(kernel, display_id_of(result))
         asked = json.dumps(api.messages_requests[-1].body["messages"][-1])
-        history = await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+        history = await kernel.value("__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_'])"
                                      ".get_session().conversation.messages")
     finally:
         await kernel.execute("%config AgentConfig.context_window = 0")
@@ -206,7 +206,7 @@ async def test_config_is_the_jupyter_way(kernel):
     await kernel.execute("%config AgentConfig.max_turns = 7")
     out = (await kernel.execute("%agent"))["outputs"][0]["text"]
     assert "max turns:       7" in out
-    assert await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+    assert await kernel.value("__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_'])"
                               ".get_session().conversation.max_turns") == "7"
 
 
@@ -226,6 +226,27 @@ async def test_fast_streaming_costs_about_one_widget_message_per_frame(kernel, s
     start, end = min(text_stamps), max(text_stamps)
     during = [t for t in stamps if start <= t <= end]  # every widget message while text streamed
     assert end - start > 1.0 and len(during) <= (end - start) / 0.05 + 1, (len(during), end - start)
+
+
+_PARTS = ("from jupyter_agent.jupyter.kernel.agent_session import get_session as _gs\n"
+          "from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge as _gb\n"
+          "_s = _gs()\n"
+          "print(type(_s.services).__name__, id(_s.services), _gb() is not None, _s.panel_hub is not None,"
+          " _s.outside_hub is not None)")
+
+
+async def test_one_object_starts_and_closes_what_is_kernel_wide(kernel):
+    """%load_ext makes the session's KernelServices, which starts the bridge and both comm
+    hubs; %unload_ext closes them through it, and %load_ext starts the same object again."""
+    async def parts() -> list[str]:
+        return (await kernel.execute(_PARTS))["outputs"][0]["text"].split()
+
+    name, ident, *started = await parts()
+    assert name == "KernelServices" and started == ["True", "True", "True"]
+    await kernel.execute("%unload_ext jupyter_agent")
+    assert await parts() == [name, ident, "False", "False", "False"]
+    assert (await kernel.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
+    assert await parts() == [name, ident, "True", "True", "True"]
 
 
 async def test_unload_and_reload(kernel, script):

@@ -189,7 +189,7 @@ def test_a_notebook_reopened_after_a_kernel_restart_shows_transcripts_not_errors
     chat.locator("text=Hello from the chat, before the restart.").wait_for(timeout=30000)
     run_and_wait(page, 1)
     cell(page, 1).locator("button:has-text('Allow')").first.wait_for(timeout=30000)
-    # the hidden fallback (see jupyter/fallback.py) has the transcript so far
+    # the hidden fallback (see jupyter/widgets/fallback.py) has the transcript so far
     cell(page, 1).locator(".jp-OutputArea-child", has=page.locator("[class*='ja-fallback-']"),
                           has_text="I'll write x.txt.").wait_for(state="attached")
     # saving mid-run keeps the transcript so far, not a placeholder

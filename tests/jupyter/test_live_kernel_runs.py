@@ -1,6 +1,6 @@
 """KernelRun and NotebookRunCells on the notebook open in real JupyterLab, from an
 ``%%agent`` cell: the code and the cells run in the user's kernel (the kernel's client of
-itself, ``jupyter/self_run.py``); a scratch run shows in no cell and saves nothing."""
+itself, ``jupyter/bridge/self_client.py``); a scratch run shows in no cell and saves nothing."""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=(), al
     flag = f" --permission-mode {mode}" if mode else ""
     load = "%load_ext jupyter_agent" + ('\n%config AgentConfig.allow = ["NotebookRun"]' if allow_runs else "")
     if page_runs:
-        load += "\nimport jupyter_agent.jupyter.live as _live; _live.self_runner = lambda shell: None"
+        load += "\nimport jupyter_agent.jupyter.bridge.live_notebook as _live; _live.self_runner = lambda shell: None"
     write_notebook(path, [load, f"%%agent{flag}\n{prompt}", *extra],
                    ids=["load", "agent", *[f"u{i}" for i in range(len(extra))]])
     return path
@@ -343,7 +343,7 @@ def test_a_cell_printing_forever_is_interrupted_at_the_time_limit(lab, page_of, 
     nb = lab.root / "forever.ipynb"
     write_notebook(nb, [
         '%load_ext jupyter_agent\n%config AgentConfig.allow = ["NotebookRun"]\n'
-        "from jupyter_agent.jupyter.session import get_session\n"
+        "from jupyter_agent.jupyter.kernel.agent_session import get_session\n"
         "from jupyter_agent.notebook import tool_session\n"
         "tool_session(get_session().conversation.context).cell_timeout_s = 3",
         "%%agent --permission-mode bypassPermissions\nrun the cell",

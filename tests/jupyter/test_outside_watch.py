@@ -1,5 +1,5 @@
 """A resource subscription's watch in a real kernel, the test playing the page's bridge and the
-server's ``watch`` call (``jupyter/outside_watch.py``; the browser test,
+server's ``watch`` call (``jupyter/outside/outside_watch.py``; the browser test,
 test_mcp_resources_browser.py, drives the real page and server):
 
 * the watch answers once it has read the notebook; a person typing (a ``changed`` notice per
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_agent.jupyter.bridge import PROTOCOL_VERSION
+from jupyter_agent.jupyter.bridge.kernel_bridge import PROTOCOL_VERSION
 
 from .test_background_ask import answer, asks_to, call, close_comm, data_on, reply, show_notebook
 
@@ -75,7 +75,7 @@ async def test_a_watch_tells_once_per_pause_which_cells_changed(kernel, module_t
     reply(kernel, bridge, me, fifth, page_read([("a", "x = 12345")], "s5"))
     assert await kernel.until(lambda: changed(kernel, watch)[2:], 20, "the deletion's message") == [["b"]]
     close_comm(kernel, watch)
-    listening = "__import__('jupyter_agent.jupyter.bridge', fromlist=['x']).get_bridge().change_listeners"
+    listening = "__import__('jupyter_agent.jupyter.bridge.kernel_bridge', fromlist=['x']).get_bridge().change_listeners"
     for _ in range(200):  # (the close reaches the watch's task a loop turn after the kernel handled it)
         if await kernel.value(f"len({listening})") == "0":
             break

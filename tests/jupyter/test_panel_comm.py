@@ -9,8 +9,8 @@ import uuid
 import pytest
 import pytest_asyncio
 
-from jupyter_agent.jupyter.panel_comm import TARGET
-from jupyter_agent.jupyter.protocol import PANEL_VERSION
+from jupyter_agent.jupyter.panel.panel_comm import TARGET
+from jupyter_agent.jupyter.bridge.comm_protocol import PANEL_VERSION
 from jupyter_agent.testing import response, text, thinking, tool_use
 from jupyter_agent.replay.packaged import DEMO_TRANSCRIPT
 
@@ -208,7 +208,7 @@ async def test_the_panel_shows_the_context_meter_and_compacts_now(kernel, panel,
         await kernel.until(lambda: panel.view()["session"].get("context") == meter, 5, "the session's meter")
         panel.send(op="compact")
         await kernel.until(lambda: len(panel.headers()) == 2 and panel.headers()[-1]["ended"], 10, "the compaction")
-        history = await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+        history = await kernel.value("__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_'])"
                                      ".get_session().conversation.messages")
     finally:
         await kernel.execute("%config AgentConfig.context_window = 0")
@@ -221,7 +221,7 @@ async def test_stop_new_conversation_and_mode_from_the_panel(kernel, panel, scri
     script(response(text("A long answer. " * 200), delay_s=0.01, chunk_chars=4))  # 750 deltas, ~7.5 s
     panel.send(op="mode", mode="plan")
     await kernel.until(lambda: panel.view()["session"]["permission_mode"] == "plan", 5, "the mode")
-    assert (await kernel.value("__import__('jupyter_agent.jupyter.session', fromlist=['_'])"
+    assert (await kernel.value("__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_'])"
                                ".get_session().conversation.permission_mode")) == "'plan'"
     panel.send(op="send", prompt="Talk")
     await kernel.until(lambda: panel.items("text") and "A long answer." in panel.items("text")[0]["text"],
@@ -260,7 +260,7 @@ async def test_an_outside_agents_run_says_the_same_in_the_panel_and_in_agent_run
         await own.execute("%load_ext jupyter_agent")
         panel = Panel(own).open()
         await own.until(lambda: any(d["type"] == "state" for d in panel.received()), 10, "the state")
-        await own.execute("import asyncio\nfrom jupyter_agent.jupyter.session import get_session\n"
+        await own.execute("import asyncio\nfrom jupyter_agent.jupyter.kernel.agent_session import get_session\n"
                           "_outside = get_session().outside_hub.run_for('Claude Code')\n"
                           "_call = asyncio.ensure_future(_outside.ask_restart('nb.ipynb', []))")
         await own.until(lambda: panel.view()["approvals"], 10, "the outside call's approval")

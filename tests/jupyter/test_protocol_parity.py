@@ -1,4 +1,4 @@
-"""The comm protocols are defined twice, once per language: ``jupyter_agent/jupyter/protocol.py``
+"""The comm protocols are defined twice, once per language: ``jupyter_agent/jupyter/bridge/comm_protocol.py``
 and ``labextension/src/protocol.ts``. This test reads the TypeScript file and fails when a
 constant differs, or exists on one side only, so neither side can change alone."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_agent.jupyter import protocol
-from jupyter_agent.jupyter.protocol import BridgeCode
+from jupyter_agent.jupyter.bridge import comm_protocol as protocol
+from jupyter_agent.jupyter.bridge.comm_protocol import BridgeCode
 
 PROTOCOL_TS = Path(__file__).resolve().parents[2] / "labextension" / "src" / "protocol.ts"
 

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from jupyter_agent.jupyter.protocol import BRIDGE_TARGET, BRIDGE_VERSION
+from jupyter_agent.jupyter.bridge.comm_protocol import BRIDGE_TARGET, BRIDGE_VERSION
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -155,7 +155,7 @@ def test_secrets_never_reach_the_transcript(monkeypatch):
 
 async def test_view_redraws_per_frame_not_per_token(monkeypatch):
     log = record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.runview import RunView
 
     model = RunModel(prompt="write a poem", model="claude-test")
     view = RunView(model, frame_interval=0.05)
@@ -181,7 +181,7 @@ async def test_view_redraws_per_frame_not_per_token(monkeypatch):
 
 async def test_view_shows_thinking_folded_and_unknown_blocks(monkeypatch):
     record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.runview import RunView
 
     model = RunModel()
     view = RunView(model, frame_interval=0.01)
@@ -198,7 +198,7 @@ async def test_view_shows_thinking_folded_and_unknown_blocks(monkeypatch):
 
 async def test_closing_the_view_mid_run_calls_back(monkeypatch):
     record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.runview import RunView
 
     stopped = []
     model = RunModel()
@@ -210,7 +210,7 @@ async def test_closing_the_view_mid_run_calls_back(monkeypatch):
 def test_a_cell_that_raised_says_so_with_the_exception_not_a_green_tick():
     from jupyter_agent.notebook.document import Cell
     from jupyter_agent.notebook.render import render_run
-    from jupyter_agent.jupyter.cards import tool_html
+    from jupyter_agent.jupyter.widgets.cards import tool_html
     from jupyter_agent.view.transcript import tool_markdown
 
     cell = Cell(id="c7", index=2, cell_type="code", source="print(undefined_name)")
@@ -233,7 +233,7 @@ def test_a_cell_that_raised_says_so_with_the_exception_not_a_green_tick():
 
 
 def test_the_header_keeps_cache_figures_in_a_tooltip():
-    from jupyter_agent.jupyter.cards import header_html
+    from jupyter_agent.jupyter.widgets.cards import header_html
 
     model = RunModel(model="claude-sonnet-4-5")
     for event in [RequestStart(1, 1, "claude-sonnet-4-5", 1), *response_events([{"type": "text", "text": "hi"}])]:
@@ -245,7 +245,7 @@ def test_the_header_keeps_cache_figures_in_a_tooltip():
 
 async def test_the_plan_is_one_checklist_updated_live_where_the_run_is(monkeypatch):
     record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.runview import RunView
 
     model = RunModel()
     view = RunView(model, frame_interval=0.01)

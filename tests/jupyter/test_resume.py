@@ -41,9 +41,9 @@ async def _settings(kernel, notebook: Path) -> None:
 
 
 async def _saved_file(kernel) -> Path:
-    code = ("str(__import__('jupyter_agent.jupyter.resume', fromlist=['_']).saved_path("
-            "__import__('jupyter_agent.jupyter.resume', fromlist=['_']).key_of("
-            "__import__('jupyter_agent.jupyter.session', fromlist=['_']).get_session())))")
+    code = ("str(__import__('jupyter_agent.jupyter.persistence.resume', fromlist=['_']).saved_path("
+            "__import__('jupyter_agent.jupyter.persistence.resume', fromlist=['_']).key_of("
+            "__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['_']).get_session())))")
     return Path(json.loads((await kernel.value(code)).replace("'", '"')))
 
 

@@ -1,4 +1,4 @@
-"""The saved conversation's file (``jupyter/saved_conversation.py``), in this process: what is
+"""The saved conversation's file (``jupyter/persistence/saved_conversation.py``), in this process: what is
 written (redacted, paired, owner-only; undo data without secrets, within its bound) and what
 reading a file anyone could have written gives back (checked, repaired, or refused)."""
 
@@ -11,9 +11,9 @@ import pytest
 
 from jupyter_agent.changes import CellState, RunChanges
 from jupyter_agent.loop.usage import Usage
-from jupyter_agent.jupyter import saved_conversation as sc
-from jupyter_agent.jupyter.saved_conversation import (SavedConversation, SavedConversationError, SavedRun, encode,
-                                                      load, saved_path, write)
+from jupyter_agent.jupyter.persistence import saved_conversation as sc
+from jupyter_agent.jupyter.persistence.saved_conversation import (SavedConversation, SavedConversationError, SavedRun,
+                                                                  encode, load, saved_path, write)
 
 SECRET = "zq-unit-secret-value-987654321"
 
@@ -173,7 +173,7 @@ def test_resumed_runs_get_their_part_of_the_history():
     reminders are not shown; a run whose prompt is not in the history keeps its prompt only."""
     from types import SimpleNamespace
 
-    from jupyter_agent.jupyter.resumed_history import fill_runs
+    from jupyter_agent.jupyter.persistence.resumed_history import fill_runs
     from jupyter_agent.view.runmodel import RunModel
 
     messages = [

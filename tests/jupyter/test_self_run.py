@@ -1,4 +1,4 @@
-"""The kernel runs a cell itself (``jupyter/self_run.py``): an execute request to its own
+"""The kernel runs a cell itself (``jupyter/bridge/self_client.py``): an execute request to its own
 shell socket, the outputs from its own IOPub subscription. A real kernel; the test plays
 the notebook page (``frontend.py``) and sees the run as any other client sees it."""
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 START = """
 import asyncio
-from jupyter_agent.jupyter.self_run import self_runner
+from jupyter_agent.jupyter.bridge.self_client import self_runner
 run_here = self_runner(get_ipython())
 runs = {}
 def start(name, code, timeout=30.0, msg_id=None):

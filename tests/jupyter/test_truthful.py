@@ -106,7 +106,7 @@ async def test_pending_approvals_stay_reachable_and_rules_are_listed_and_removed
     # the card, like every widget shown, is followed by its plain fallback
     assert ("An approval card for Write `reach_a.txt` was shown here: while its run waits for it, "
             "`%agent approvals` shows it again.") in str(shown["outputs"][-1]["data"])
-    await kernel.execute("from jupyter_agent.jupyter.session import get_session\n"
+    await kernel.execute("from jupyter_agent.jupyter.kernel.agent_session import get_session\n"
                          "_card = list(get_session().active.broker.cards.values())[0][1]")
     assert (await kernel.value("_card.model_id")).strip("'") == \
         [o["data"][VIEW]["model_id"] for o in shown["outputs"] if VIEW in o.get("data", {})][0]

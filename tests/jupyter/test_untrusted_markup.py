@@ -24,7 +24,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from jupyter_agent.jupyter.chat import CHAT_TITLE
+from jupyter_agent.jupyter.magic.chat import CHAT_TITLE
 from jupyter_agent.testing import http_error, response, text, thinking, tool_use
 
 from . import payloads

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 
-from jupyter_agent.jupyter.panel_json import item_json
+from jupyter_agent.jupyter.panel.panel_json import item_json
 from jupyter_agent.loop.events import ModelRetry, ToolResult
 from jupyter_agent.loop.state import Terminal, TerminalReason
 from jupyter_agent.view.runmodel import RunModel
@@ -99,7 +99,7 @@ def test_the_transcript_keeps_the_payload_inert():
 
 async def test_the_live_widgets_keep_the_payload_inert(monkeypatch):
     log = record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.runview import RunView
 
     model = RunModel(prompt="p", model="m")
     view = RunView(model, frame_interval=0.01, show_prompt=True)
@@ -148,7 +148,7 @@ SECRET = "ghp_R3dT3amS3cr3tV4lu3xyzABC123"
 async def test_stop_while_the_model_quotes_a_token_leaves_no_prefix(monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", SECRET)
     log = record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.runview import RunView
 
     model = RunModel(prompt="show me the token", model="m")
     view = RunView(model, frame_interval=0.001)

@@ -12,7 +12,7 @@ from .frontend import Frontend, isolated_env
 from .test_kernel_magic import display_id_of, transcript
 
 WATCHED = ("anthropic", "pydantic", "ipywidgets", "jupyter_agent.loop.query", "jupyter_agent.conversation",
-           "jupyter_agent.jupyter.runview")
+           "jupyter_agent.jupyter.widgets.runview")
 
 # A finder that notes which thread loads each watched module (the import system asks the
 # finders only in the thread that loads a module), and can make the warm-up's `import
@@ -23,7 +23,7 @@ WATCHED = ("anthropic", "pydantic", "ipywidgets", "jupyter_agent.loop.query", "j
 WHO_LOADS = """\
 import importlib.machinery, sys, threading, time
 from IPython import get_ipython
-from jupyter_agent.jupyter import warmup as _warmup
+from jupyter_agent.jupyter.kernel import warmup as _warmup
 
 class _SlowLoader:
     def __init__(self, real, slow_s):
@@ -55,7 +55,7 @@ _warm_at_cell_start = []
 get_ipython().events.register("pre_run_cell", lambda info: _warm_at_cell_start.append(_warmup.state()["running"]))
 """ % (WATCHED,)  # noqa: UP031 - filled twice: the watched names now, each test's delay later
 
-STATE = "__import__('jupyter_agent.jupyter.warmup', fromlist=['_']).state()"
+STATE = "__import__('jupyter_agent.jupyter.kernel.warmup', fromlist=['_']).state()"
 
 
 @pytest_asyncio.fixture

@@ -9,10 +9,10 @@ import jupyter_agent
 from jupyter_agent import Busy, JupyterAgentError, ModelError, Refused
 from jupyter_agent.conversation import ConversationBusy
 from jupyter_agent.errors import Busy as ErrorsBusy
-from jupyter_agent.jupyter.outside import Refused as OutsideRefused
-from jupyter_agent.jupyter.resume import ResumeRefused
-from jupyter_agent.jupyter.session import AgentBusy
-from jupyter_agent.jupyter.undo import UndoRefused, pick_run
+from jupyter_agent.jupyter.outside.outside_hub import Refused as OutsideRefused
+from jupyter_agent.jupyter.persistence.resume import ResumeRefused
+from jupyter_agent.jupyter.kernel.agent_session import AgentBusy
+from jupyter_agent.jupyter.widgets.undo_bar import UndoRefused, pick_run
 from jupyter_agent.loop.model_protocol import PromptTooLongError
 from jupyter_agent.loop.tool import ToolError
 from jupyter_agent.notebook.document import StaleNotebookError
@@ -43,8 +43,8 @@ def test_an_undo_of_no_run_is_refused_and_caught_by_the_root():
 INTERNAL = {
     ("loop/stream.py", "Aborted"), ("replay/respond.py", "ServerClosing"), ("replay/relay_folder.py", "AnswerError"),
     ("tools/shell_reaper.py", "_Told"), ("tools/shell_effects.py", "_Refused"), ("tools/shell_words.py", "Unreadable"),
-    ("jupyter/outside_read.py", "NoSuchOutput"), ("jupyter/magic.py", "_ShownHelp"),
-    ("jupyter/outside_create.py", "CannotCreate"), ("tools/nbsearch.py", "RawNotebook"),
+    ("jupyter/outside/outside_read.py", "NoSuchOutput"), ("jupyter/magic/agent_magic.py", "_ShownHelp"),
+    ("jupyter/outside/outside_create.py", "CannotCreate"), ("tools/nbsearch.py", "RawNotebook"),
 }
 
 

@@ -11,7 +11,7 @@ pytest.importorskip("ipywidgets")
 
 
 def test_an_mcp_tool_calls_card_names_the_server_and_the_tool():
-    from jupyter_agent.jupyter.cards import ApprovalCard, describe_rule
+    from jupyter_agent.jupyter.widgets.cards import ApprovalCard, describe_rule
 
     card = ApprovalCard("mcp__calc__add", {"a": 2, "b": 3},
                         "Call the tool 'add' of the MCP server 'calc' (python calc_server.py).",
@@ -27,7 +27,7 @@ def test_an_mcp_tool_calls_card_names_the_server_and_the_tool():
 
 
 def test_a_project_servers_card_shows_the_exact_command_with_secrets_redacted():
-    from jupyter_agent.jupyter.cards import ApprovalCard
+    from jupyter_agent.jupyter.widgets.cards import ApprovalCard
 
     server = parse_servers({"repo": {"command": "npx", "args": ["-y", "repo-server", "--root", "."],
                                      "env": {"GITHUB_TOKEN": "ghp_abcdefghijklmnop", "MODE": "ro"}}},
@@ -49,7 +49,7 @@ def test_a_project_servers_card_shows_the_exact_command_with_secrets_redacted():
 def test_a_hostile_mcp_json_command_is_shown_as_text_on_its_card():
     """A repository's .mcp.json is untrusted: markup and escape sequences in its command are
     shown, never run or interpreted."""
-    from jupyter_agent.jupyter.cards import ApprovalCard
+    from jupyter_agent.jupyter.widgets.cards import ApprovalCard
 
     payload = '<img src=x onerror="window.__pwned=1"><style>body{display:none}</style>'
     server = parse_servers({"evil": {"command": "sh", "args": ["-c", payload + "\x1b[2J"]}},

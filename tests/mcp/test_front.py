@@ -8,9 +8,9 @@ import json
 import pytest
 from traitlets import TraitError
 
-from jupyter_agent.jupyter.config import AgentConfig
-from jupyter_agent.jupyter.mcp_status import mcp_payload, mcp_text
-from jupyter_agent.jupyter.session import AgentSession
+from jupyter_agent.jupyter.kernel.agent_config import AgentConfig
+from jupyter_agent.jupyter.kernel.mcp_status import mcp_payload, mcp_text
+from jupyter_agent.jupyter.kernel.agent_session import AgentSession
 from jupyter_agent.testing import response, text
 
 from .servers import stdio_server

@@ -1,4 +1,4 @@
-"""Outputs by reference (``jupyter/outside_read.py``) on a real ``.ipynb`` read through nbformat:
+"""Outputs by reference (``jupyter/outside/outside_read.py``) on a real ``.ipynb`` read through nbformat:
 read_cells lists each output compactly, read_output returns one whole within its bound, text
 as head and tail, an image as an image, markup as text, secrets redacted, and a reference to
 nothing is a clear error. (Over MCP, against a page: tests/jupyter/test_mcp_server_browser.py.)"""
@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from jupyter_agent.jupyter.outside_read import NoSuchOutput, cells_content, output_content
+from jupyter_agent.jupyter.outside.outside_read import NoSuchOutput, cells_content, output_content
 from jupyter_agent.notebook.file_backend import FileNotebook
 
 from .outputs import LOG_LINES, PNG, SECRET, log_text, write_outputs_notebook

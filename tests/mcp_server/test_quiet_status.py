@@ -1,12 +1,13 @@
 """An outside agent's call is a comm open from the Jupyter server: the kernel publishes no
 busy/idle for it (the page re-renders its kernel indicators on each status), while every
-other message keeps its status (``jupyter/bridge_status.py``)."""
+other message keeps its status (``jupyter/bridge/bridge_status.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from jupyter_agent.jupyter.bridge_status import QUIET_OPENS, comm_open_target, quiet_bridge_status, restore_status
+from jupyter_agent.jupyter.bridge.bridge_status import (QUIET_OPENS, comm_open_target, quiet_bridge_status,
+                                                        restore_status)
 from jupyter_agent.mcp_server.protocol import TARGET
 
 

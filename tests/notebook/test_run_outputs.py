@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from jupyter_agent.jupyter.cards import tool_html
+from jupyter_agent.jupyter.widgets.cards import tool_html
 from jupyter_agent.view.runmodel import RunModel
 from jupyter_agent.loop.events import ToolProgress, ToolResult, ToolStart
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call

@@ -284,7 +284,7 @@ def _allow_all(workspace: Path) -> Any:
 def test_without_bwrap_the_sandbox_says_it_is_unavailable(workspace, monkeypatch, tmp_path):
     from traitlets import TraitError
 
-    from jupyter_agent.jupyter.config import AgentConfig
+    from jupyter_agent.jupyter.kernel.agent_config import AgentConfig
     from jupyter_agent.loop.tool import ToolContext
 
     monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on it

@@ -9,8 +9,8 @@ import io
 import re
 
 from jupyter_agent.cli import TerminalDisplay, approval_text
-from jupyter_agent.jupyter.cards import approval_extent, approval_html, tool_html
-from jupyter_agent.jupyter.panel_json import approval_json, item_json
+from jupyter_agent.jupyter.widgets.cards import approval_extent, approval_html, tool_html
+from jupyter_agent.jupyter.panel.panel_json import approval_json, item_json
 from jupyter_agent.loop.events import ToolProgress, ToolResult, ToolStart
 from jupyter_agent.view.runmodel import RunModel
 
@@ -82,7 +82,7 @@ def test_the_terminal_streams_the_output_inert_and_shows_the_exit_code():
 
 
 def test_always_allow_says_what_a_bash_rule_covers():
-    from jupyter_agent.jupyter.cards import describe_rule
+    from jupyter_agent.jupyter.widgets.cards import describe_rule
 
     assert describe_rule("Bash(git diff:*)").startswith("commands that start with git diff and only read")
     assert describe_rule("Bash(npm test:*)") == "commands that start with npm test"

@@ -1,4 +1,4 @@
-"""An outside agent's ``move_cell`` as the kernel carries it out (``jupyter/outside_move.py``, the
+"""An outside agent's ``move_cell`` as the kernel carries it out (``jupyter/outside/outside_move.py``, the
 agent's NotebookEdit by name) on a real ``.ipynb``, without a page: the cell keeps its id and
 outputs, the run records a move (``ChangeKind.CELL_MOVED``), and one undo puts it back where it
 was, unless it moved again since; every refusal changes nothing."""
@@ -12,8 +12,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from jupyter_agent.changes import ChangeKind, RunChanges, UndoOutcome
-from jupyter_agent.jupyter.outside_move import OutsideNotebookMove
-from jupyter_agent.jupyter.saved_conversation import _changes_json, changes_from_json
+from jupyter_agent.jupyter.outside.outside_move import OutsideNotebookMove
+from jupyter_agent.jupyter.persistence.saved_conversation import _changes_json, changes_from_json
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
 from jupyter_agent.notebook import MemoryNotebook, register_document, tool_session
 from jupyter_agent.tools.undo import run_changes, undo_run

@@ -259,7 +259,7 @@ async def test_notebook_run_settles_and_redacts_whatever_a_backend_returns(ctx, 
 async def test_a_run_approval_numbers_the_cell_as_the_open_page_shows_it(workspace):
     """The page has a cell the file does not have yet (inserted, unsaved): the approval
     and its card say "cell 5 of 5", the 1-based position among all the page's cells."""
-    from jupyter_agent.jupyter.cards import approval_html
+    from jupyter_agent.jupyter.widgets.cards import approval_html
     from jupyter_agent.loop.permission_result import PermissionDeny, ask_parts
 
     from .conftest import make_ctx

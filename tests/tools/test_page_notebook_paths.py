@@ -3,7 +3,7 @@ Gateway): the tools reach it by the notebook server's path of it (what the model
 or its path from the server's root, never on the kernel's disk; other paths are the
 kernel's files; a notebook that is neither is refused with a message that says so.
 
-The page's notebook is a registered in-memory document here, bound as ``live.py`` binds
+The page's notebook is a registered in-memory document here, bound as ``live_notebook.py`` binds
 a page's (``PageNotebook``); the bridge to a real page is covered by
 ``tests/jupyter/test_gateway.py``.
 """
@@ -16,8 +16,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from jupyter_agent.jupyter.bridge import Page
-from jupyter_agent.jupyter.live import page_notebook
+from jupyter_agent.jupyter.bridge.kernel_bridge import Page
+from jupyter_agent.jupyter.bridge.live_notebook import page_notebook
 from jupyter_agent.loop.permission_result import PermissionDeny
 from jupyter_agent.notebook import MemoryNotebook, PageNotebook, RunResult, register_document, tool_session
 

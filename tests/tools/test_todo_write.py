@@ -12,8 +12,8 @@ import pytest
 
 from jupyter_agent import Conversation, TerminalReason
 from jupyter_agent.cli import TerminalDisplay
-from jupyter_agent.jupyter.cards import plan_html
-from jupyter_agent.jupyter.panel_json import item_json
+from jupyter_agent.jupyter.widgets.cards import plan_html
+from jupyter_agent.jupyter.panel.panel_json import item_json
 from jupyter_agent.loop.events import ToolOutcome, ToolResult, ToolStart
 from jupyter_agent.testing import FakeMessagesAPI, response, text, tool_use
 from jupyter_agent.tools.todo_write import TodoList

@@ -11,8 +11,8 @@ from typing import Any
 import nbformat
 
 from jupyter_agent.cli import approval_text
-from jupyter_agent.jupyter.cards import ApprovalCard, approval_html
-from jupyter_agent.jupyter.panel_json import approval_json
+from jupyter_agent.jupyter.widgets.cards import ApprovalCard, approval_html
+from jupyter_agent.jupyter.panel.panel_json import approval_json
 from jupyter_agent.loop.permission_result import PermissionDeny
 from tests.jupyter.helpers import record_widget_messages
 
@@ -113,7 +113,7 @@ async def test_invisible_and_reordering_characters_are_marked_and_explained(work
 
 async def test_the_buttons_accessible_names_are_their_words(monkeypatch):
     record_widget_messages(monkeypatch)
-    from jupyter_agent.jupyter.runview import RunView
+    from jupyter_agent.jupyter.widgets.runview import RunView
     from jupyter_agent.view.runmodel import RunModel
 
     card = ApprovalCard("Write", {"file_path": "a.txt", "content": "x"}, "Write wants to write a.txt")

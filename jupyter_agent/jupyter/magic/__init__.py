@@ -1,0 +1,1 @@
+"""The ``%%agent`` / ``%agent`` magics (``%load_ext``), their text answers, the chat widget."""

@@ -1,0 +1,1 @@
+"""The side panel's kernel half: its comm, the runs it shows, their JSON shapes."""

@@ -1,0 +1,1 @@
+"""A conversation kept with its notebook: the saved file, and ``%agent resume``."""
