@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, Configurable
@@ -26,9 +27,23 @@ from traitlets.config import Config, Configurable
 from ...loop.permission_result import PERMISSION_MODES
 from ...model.providers import PROVIDER_NAMES
 from ...options import AgentOptions
-from ...policy import PolicyViolation, load_policy
+from ...policy import AdminPolicy, PolicyViolation, load_policy
+
+if TYPE_CHECKING:
+    from ...model.providers import ProviderSettings
 
 log = logging.getLogger(__name__)
+
+_V = TypeVar("_V")
+_R = TypeVar("_R")
+
+
+class Proposal(TypedDict, Generic[_V]):
+    """What traitlets passes a ``@validate`` method: the value proposed for the trait, already
+    of the trait's type (``Unicode``: a str). (It is a dict with attribute access that also
+    holds the ``trait`` and its ``owner``, which these validators do not read.)"""
+
+    value: _V
 
 
 class AgentConfig(Configurable):
@@ -86,11 +101,11 @@ class AgentConfig(Configurable):
             return "default"
 
     @validate("model")
-    def _allowed_model(self, proposal: dict[str, Any]) -> str:
+    def _allowed_model(self, proposal: Proposal[str]) -> str:
         return _within_policy(lambda p: p.check_model(proposal["value"]) if proposal["value"] else "")
 
     @validate("provider")
-    def _allowed_provider(self, proposal: dict[str, Any]) -> str:
+    def _allowed_provider(self, proposal: Proposal[str]) -> str:
         if not proposal["value"]:
             return ""
         return str(_within_policy(lambda p: p.check_provider(proposal["value"]).value))
@@ -106,7 +121,7 @@ class AgentConfig(Configurable):
             mcp_servers=dict(self.mcp_servers), bash_sandbox=self.bash_sandbox,
         ).replace(**changes)
 
-    def provider_settings(self) -> Any:
+    def provider_settings(self) -> ProviderSettings:
         """The region, project and resource set here, as the model layer takes them."""
         from ...model.providers import ProviderSettings
 
@@ -114,16 +129,16 @@ class AgentConfig(Configurable):
                                 resource=self.provider_resource)
 
     @validate("permission_mode")
-    def _allowed_mode(self, proposal: dict[str, Any]) -> str:
+    def _allowed_mode(self, proposal: Proposal[str]) -> str:
         return _within_policy(lambda p: p.check_permission_mode(proposal["value"]))
 
     @validate("max_budget_usd")
-    def _allowed_budget(self, proposal: dict[str, Any]) -> float:
+    def _allowed_budget(self, proposal: Proposal[float]) -> float:
         _within_policy(lambda p: p.check_budget(proposal["value"]))
         return float(proposal["value"])
 
     @validate("allow")
-    def _valid_rules(self, proposal: dict) -> list:
+    def _valid_rules(self, proposal: Proposal[list[str]]) -> list[str]:
         from ...permissions import Rule
 
         for text in proposal["value"]:
@@ -142,7 +157,7 @@ class AgentConfig(Configurable):
     ).tag(config=True)
 
     @validate("mcp_servers")
-    def _valid_servers(self, proposal: dict) -> dict:
+    def _valid_servers(self, proposal: Proposal[dict[str, Any]]) -> dict[str, Any]:
         from ...mcp import parse_servers
 
         try:
@@ -196,7 +211,7 @@ class AgentConfig(Configurable):
     ).tag(config=True)
 
     @validate("bash_sandbox")
-    def _sandbox_available(self, proposal: dict) -> bool:
+    def _sandbox_available(self, proposal: Proposal[bool]) -> bool:
         from ...tools.bash import sandbox_unavailable
 
         if proposal["value"] and (why := sandbox_unavailable()):
@@ -215,7 +230,7 @@ class AgentConfig(Configurable):
 
 
 
-def _within_policy(check: Any) -> Any:
+def _within_policy(check: Callable[[AdminPolicy], _R]) -> _R:
     """``check(policy)``, with the administrator's refusal as the TraitError ``%config`` shows."""
     try:
         return check(load_policy())

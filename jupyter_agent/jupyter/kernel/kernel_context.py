@@ -97,7 +97,7 @@ def _static(cls: type, attr: str, obj: Any) -> Any:
 def _safe_label(value: Any) -> str:
     """A column name or series name; only builtin scalar and string labels are spelt out."""
     kind = type(value)
-    if kind is str:
+    if type(value) is str:  # (spelt so: the type checker then knows ``value`` is one)
         return value if len(value) <= MAX_VALUE else value[: MAX_VALUE - 1] + "…"
     if _among(kind, _SCALARS) and not (kind is int and value.bit_length() > 64):
         return repr(value)

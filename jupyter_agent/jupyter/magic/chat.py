@@ -25,8 +25,10 @@ Markdown. Everything of the model's in the record goes through ``render.markdown
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -177,8 +179,7 @@ class ChatPanel(w.VBox):
         self.input.observe(self._input_changed, names="value")
         for button, handler in ((self.send_button, self._send_clicked), (self.stop_button, self._stop),
                                 (self.new_button, self._new)):
-            # clicks may arrive on another thread: do the work on the event loop
-            button.on_click(lambda _b, h=handler: self.loop.call_soon_threadsafe(h))
+            button.on_click(functools.partial(self._clicked, handler))
         header = w.HBox([self.title, self.mode, self.new_button],
                         layout=w.Layout(justify_content="space-between", align_items="center",
                                         border_bottom=f"1px solid {BORDER}",
@@ -216,7 +217,9 @@ class ChatPanel(w.VBox):
             self.earlier.layout.display = None
 
     # -- sending -------------------------------------------------------------------------
-    def send(self, prompt: str, *, batch: bool | None = None) -> Any:
+    # (this hides ipywidgets' ``Widget.send``, a custom message to the front end, which only its
+    # ``focus()`` and ``blur()`` call: ``panel.send(prompt)`` is the chat's, docs/notebook.md)
+    def send(self, prompt: str, *, batch: bool | None = None) -> Any:  # type: ignore[override]
         """Send ``prompt`` as the next turn, as the Send button does; returns the run
         (``await panel.send("...").wait()`` waits for its end). Raises what
         :meth:`AgentSession.start` raises. ``batch=None``: approval cards unless a batch
@@ -226,6 +229,10 @@ class ChatPanel(w.VBox):
             return self.session.start(prompt, batch=batch)
         finally:
             self._sending = False
+
+    def _clicked(self, handler: Callable[[], None], _button: w.Button) -> None:
+        # clicks may arrive on another thread: do the work on the event loop
+        self.loop.call_soon_threadsafe(handler)
 
     # -- loop thread ---------------------------------------------------------------------
     def _input_changed(self, change: dict[str, Any]) -> None:
