@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, Configurable
@@ -28,22 +28,14 @@ from ...loop.permission_result import PERMISSION_MODES
 from ...model.providers import PROVIDER_NAMES
 from ...options import AgentOptions
 from ...policy import AdminPolicy, PolicyViolation, load_policy
+from .trait_events import Proposal
 
 if TYPE_CHECKING:
     from ...model.providers import ProviderSettings
 
 log = logging.getLogger(__name__)
 
-_V = TypeVar("_V")
 _R = TypeVar("_R")
-
-
-class Proposal(TypedDict, Generic[_V]):
-    """What traitlets passes a ``@validate`` method: the value proposed for the trait, already
-    of the trait's type (``Unicode``: a str). (It is a dict with attribute access that also
-    holds the ``trait`` and its ``owner``, which these validators do not read.)"""
-
-    value: _V
 
 
 class AgentConfig(Configurable):

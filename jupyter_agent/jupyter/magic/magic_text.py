@@ -7,12 +7,12 @@ line and prints these).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from IPython.core.error import UsageError
 
 from ...policy import PolicyViolation, load_policy
 from ...redact import redact
+from ..kernel.agent_config import AgentConfig
 from ..kernel.agent_session import AgentSession
 
 
@@ -50,7 +50,7 @@ def remove_rule(session: AgentSession, number: int) -> str:
     return f"Removed the rule {rule}: such calls ask again."
 
 
-def provider_text(cfg: Any) -> str:
+def provider_text(cfg: AgentConfig) -> str:
     """Where runs go: the provider (the administrator's pin, the setting or the environment)
     and its region, project or resource when set (docs/providers.md)."""
     try:

@@ -25,8 +25,8 @@ import logging
 import threading
 import uuid
 from collections import deque
-from typing import TYPE_CHECKING, Any
-from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 from ...changes import RunChanges, UndoReport
 from ...loop.events import LoopEvent
@@ -327,7 +327,7 @@ class AgentRun:
     def _live(self) -> bool:
         return not self._done.is_set() and self.view is not None and self.view.comm is not None
 
-    def _bundle(self) -> dict[str, Any]:
+    def _bundle(self) -> Mapping[str, object]:
         """Live: the widget (its fallback output follows it). Ended: the transcript (and,
         when the Undo button follows it, what hides that button once its kernel is gone)."""
         if not self._live() or self.view is None:  # (live means a view)
@@ -343,7 +343,7 @@ class AgentRun:
             "text/plain": "jupyter-agent run (a live widget; its transcript so far is below)",
         }
 
-    def live_outputs(self) -> list[dict[str, Any]] | None:
+    def live_outputs(self) -> list[dict[str, object]] | None:
         """The cell's outputs while the run goes on, as nbformat JSON (the widget, then its
         fallback), or None once it ended or when it was never shown in a cell."""
         fallback = self.fallback.output()

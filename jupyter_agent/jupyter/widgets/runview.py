@@ -19,7 +19,6 @@ the run or the widgets.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 from collections.abc import Callable
 
 import ipywidgets as w
@@ -36,7 +35,7 @@ from ...view.items import (
 )
 
 
-def _markdown_outputs(text: str, done: bool = True) -> tuple[dict[str, Any], ...]:
+def _markdown_outputs(text: str, done: bool = True) -> tuple[dict[str, object], ...]:
     """The model's text as an output: escaped Markdown, and the same text plain (its
     control characters shown, as a console would print it)."""
     shown = redact_partial(text, done)
@@ -105,7 +104,7 @@ class RunView(w.VBox):
         model.listen(self._on_model)
         self._draw_children()
 
-    def _comm_closed(self, _msg: dict[str, Any]) -> None:
+    def _comm_closed(self, _msg: dict[str, object]) -> None:
         # (on the thread that got the message: the work is done on the event loop)
         self.loop.call_soon_threadsafe(self._closed_by_frontend)
 

@@ -2,24 +2,24 @@
 # unannotated: ``display`` and ``update_display`` are what jupyter_agent calls. The whole
 # module is here (its ``__all__``), as the runtime has it.
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Literal, overload
 
 __all__ = ["display", "clear_output", "publish_display_data", "update_display", "DisplayHandle"]
 
-def publish_display_data(data: dict[str, object], metadata: dict[str, object] | None = None, *,
+def publish_display_data(data: Mapping[str, object], metadata: Mapping[str, object] | None = None, *,
                          transient: dict[str, object] | None = None, **kwargs: object) -> None: ...
 
 # ``display_id`` (an id, or True for a new one) returns the handle of that display, or None
 # when no InteractiveShell runs (the objects are printed instead)
 @overload
 def display(*objs: object, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None,
-            metadata: dict[str, object] | None = None, transient: dict[str, object] | None = None,
+            metadata: Mapping[str, object] | None = None, transient: dict[str, object] | None = None,
             display_id: None | Literal[False] = None, raw: bool = False, clear: bool = False,
             **kwargs: object) -> None: ...
 @overload
 def display(*objs: object, include: Iterable[str] | None = None, exclude: Iterable[str] | None = None,
-            metadata: dict[str, object] | None = None, transient: dict[str, object] | None = None,
+            metadata: Mapping[str, object] | None = None, transient: dict[str, object] | None = None,
             display_id: str | Literal[True], raw: bool = False, clear: bool = False,
             **kwargs: object) -> DisplayHandle | None: ...
 def update_display(obj: object, *, display_id: str, **kwargs: object) -> None: ...
