@@ -11,7 +11,7 @@ from .core.interactiveshell import InteractiveShell as InteractiveShell
 from .utils.frame import extract_module_locals as extract_module_locals
 from .utils.sysinfo import sys_info as sys_info
 
-__all__ = ["start_ipython", "embed", "embed_kernel"]
+__all__ = ["start_ipython", "embed", "embed_kernel"]  # noqa: F822 - embed comes through __getattr__, as at runtime
 
 __author__: str
 __license__: str

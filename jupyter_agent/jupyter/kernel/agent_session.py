@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from ...errors import Busy, JupyterAgentError
 from .agent_config import AgentConfig, agent_config
+from .trait_events import Change
 from ...environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
 
@@ -116,7 +117,7 @@ class AgentSession:
             if value is not None:
                 setattr(cfg, name, value)
 
-    def _config_changed(self, change: dict[str, Any]) -> None:
+    def _config_changed(self, change: Change[object]) -> None:
         """Settings changed (``%config``, ``%agent --...``): the conversation follows."""
         conv, name, new = self._conversation, change["name"], change["new"]
         if conv is None:

@@ -4,7 +4,7 @@ traitlets passes each as a ``Bunch`` (a dict with attribute access) and types it
 than that: a dict of anything. These say which keys our handlers read and what the values
 are: the value proposed or changed is already of the trait's type (a ``Unicode`` trait's is a
 str, a ``Float``'s a float). The other keys traitlets puts there (``trait``, ``owner``,
-``name``, ``type``) are left out: no handler of ours reads them.
+``type``) are left out: no handler of ours reads them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ class Proposal(TypedDict, Generic[_V]):
 
 
 class Change(TypedDict, Generic[_V]):
-    """An ``observe`` handler's argument (``type="change"``): the trait's old and new value."""
+    """An ``observe`` handler's argument (``type="change"``): which trait changed, its old and
+    new value (a handler of several traits of different types takes ``Change[object]``)."""
 
+    name: str
     old: _V
     new: _V
