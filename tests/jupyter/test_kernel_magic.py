@@ -229,10 +229,10 @@ async def test_fast_streaming_costs_about_one_widget_message_per_frame(kernel, s
 
 
 _PARTS = ("from jupyter_agent.jupyter.kernel.agent_session import get_session as _gs\n"
-          "from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge as _gb\n"
+          "from jupyter_agent.jupyter.kernel.agent_session import get_bridge as _gb\n"
           "_s = _gs()\n"
-          "print(type(_s.services).__name__, id(_s.services), _gb() is not None, _s.panel_hub is not None,"
-          " _s.outside_hub is not None)")
+          "print(type(_s.services).__name__, id(_s.services), _gb() is not None, _s.services.panel_hub is not None,"
+          " _s.services.outside_hub is not None)")
 
 
 async def test_one_object_starts_and_closes_what_is_kernel_wide(kernel):
