@@ -24,7 +24,7 @@ from ...errors import Refused
 from ...mcp_server.protocol import OPS, TARGET, VERSION, run_tag
 from ...redact import redact
 from ..bridge.comm_hubs import register_hub, unregister_hub
-from ..bridge.kernel_types import Comm, Shell, kernel_of
+from ..bridge.kernel_types import Comm, Shell, comm_manager_of, kernel_of
 
 if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %load_ext)
     from ...loop.tool import FileReadRecord
@@ -188,8 +188,8 @@ class OutsideHub:
         the fresh one once jupyter-agent is loaded there. (A restart by the server, unlike the
         page's own, is not announced to the page.) The outside calls' comms stay: their
         answers, and the server's restart error for them, go that way."""
-        manager = getattr(getattr(self.session.shell, "kernel", None), "comm_manager", None)
-        for comm in list(getattr(manager, "comms", {}).values()):
+        manager = comm_manager_of(self.session.shell)
+        for comm in list(manager.comms.values() if manager is not None else ()):
             if getattr(comm, "target_name", None) == TARGET:
                 continue
             try:
