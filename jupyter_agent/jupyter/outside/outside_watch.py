@@ -35,7 +35,7 @@ from ...mcp_server.protocol import VERSION
 from ..bridge.kernel_types import Comm
 
 if TYPE_CHECKING:
-    from .outside_hub import OutsideHub
+    from ..bridge.kernel_links import KernelLinks
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +58,9 @@ def cell_marks(snapshot: Any) -> dict[str, str]:
 class NotebookWatch:
     """One server's watch on one notebook (``path``, server-relative), on comm ``comm``."""
 
-    def __init__(self, hub: OutsideHub, comm: Comm, path: str) -> None:
+    def __init__(self, hub: Any, comm: Comm, path: str) -> None:
         self.hub, self.comm, self.path = hub, comm, path
+        self.links: KernelLinks = hub.links  # the bridge its pages answer on
         self.loop = hub.loop
         self.closed = asyncio.Event()
         self._wake = asyncio.Event()
@@ -90,7 +91,7 @@ class NotebookWatch:
     # -- the loop -----------------------------------------------------------------------------
     async def run(self) -> None:
         """Answer the watch, then tell of each settled change until the comm closes."""
-        bridge = self.hub.links.bridge
+        bridge = self.links.bridge
         try:
             self._marks = cell_marks(await self._snapshot())
         except Exception as exc:  # (the hub's refusals: no page shows it; said to the server)
@@ -131,7 +132,7 @@ class NotebookWatch:
     async def _ask_again(self) -> None:
         """A ``version`` request with ``notify``: the page tells of its next change (one notice
         per request that asks)."""
-        bridge = self.hub.links.bridge
+        bridge = self.links.bridge
         if bridge is None or self._page_id is None or self._page_id not in bridge.pages:
             return
         try:
@@ -158,7 +159,7 @@ class NotebookWatch:
 
         page, where = self.hub._page_for(self.path)
         if self._document is None or page.client_id != self._page_id:
-            self._document = live_notebook(self.hub.links, page.client_id, where)
+            self._document = live_notebook(self.links, page.client_id, where)
             self._page_id = page.client_id
         return await self._document.snapshot()
 
@@ -182,7 +183,7 @@ class NotebookWatch:
             log.debug("a watch stopped after the kernel's loop closed")
 
 
-async def watch_notebook(hub: OutsideHub, comm: Comm, data: dict[str, Any]) -> None:
+async def watch_notebook(hub: Any, comm: Comm, data: dict[str, Any]) -> None:
     """Serve a ``watch`` call (``OutsideHub._serve``): until the server closes ``comm``."""
     watch = NotebookWatch(hub, comm, str(data.get("path") or ""))
     comm.on_close(lambda _msg: watch.stop())
