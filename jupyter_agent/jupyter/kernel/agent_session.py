@@ -15,13 +15,13 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import Busy, JupyterAgentError
-from ..bridge.kernel_types import Comm, Shell
+from ..bridge.kernel_types import Shell
 from .agent_config import AgentConfig, agent_config
+from .session_services import Services
 from ...environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
 
@@ -36,35 +36,6 @@ log = logging.getLogger(__name__)
 
 #: A run is still going; a second one would fork the conversation.
 AgentBusy = Busy
-
-
-class PanelsOpen(Protocol):
-    """What the rooms below ``panel/`` read of its side panels' hub (``PanelHub``): the
-    panels' open comms (none: no side panel follows this kernel)."""
-
-    @property
-    def comms(self) -> Sequence[Comm]:
-        """The side panels' comms, open now."""
-
-
-class Services(Protocol):
-    """What the session holds of ``magic/kernel_services.py``'s ``KernelServices``, the owner
-    of what is kernel-wide (this room may not import ``magic/``), typed as the rooms below
-    read it."""
-
-    @property
-    def links(self) -> KernelLinks:
-        """The bridge, the execution tracker and the kernel's client of itself."""
-
-    @property
-    def panel_hub(self) -> PanelsOpen | None:
-        """The side panels' hub, while the extension is loaded in a kernel."""
-
-    def start(self) -> None:
-        """Start every part (``%load_ext``)."""
-
-    def close(self) -> None:
-        """Close every part (``%unload_ext``)."""
 
 
 class NoApiKey(JupyterAgentError, RuntimeError):
@@ -497,9 +468,9 @@ class AgentSession:
 
 
 #: The session of each shell, by its id: the one module-level mapping of kernel-wide state
-#: in ``jupyter/``. Everything else kernel-wide hangs off the session (``services``: the
-#: bridge, the tracker, the kernel's client of itself, the comm hubs), so "the X of this
-#: kernel" is always ``get_session(shell).services.X``.
+#: in ``jupyter/``. Everything else kernel-wide hangs off the session's ``services`` (the
+#: bridge, the tracker and the kernel's client of itself in ``services.links``, the comm
+#: hubs), so what is kernel-wide is always found from ``get_session(shell)``.
 _sessions: dict[int, AgentSession] = {}
 
 
