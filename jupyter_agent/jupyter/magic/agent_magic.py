@@ -275,7 +275,7 @@ def show_approvals(session: AgentSession) -> None:
     active = session.active
     broker = getattr(active, "broker", None) if active is not None and not active.done else None
     cards = list(broker.cards.values()) if broker is not None else []
-    if not cards:
+    if not cards or active is None:  # (no run going on has none)
         print("No approvals are waiting.")
         return
     from ..widgets.fallback import Fallback, live_class

@@ -30,7 +30,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import ipywidgets as w
 from traitlets import TraitError
@@ -46,14 +46,13 @@ from ...view.style import BORDER, BORDER_STRONG, BOX_BG, BRAND_LINE, ERROR, ICON
 from ...view.transcript import transcript_markdown, transcript_plain
 from ..kernel.trait_events import Change
 
-if TYPE_CHECKING:
-    from ..widgets.run_handle import AgentRun
+from ..widgets.run_handle import AgentRun
 
 log = logging.getLogger(__name__)
 
 #: What the chat's record holds, in order: a turn once it has ended (its run, and whether it
 #: was sent from this panel), or a note (a new conversation started).
-Entry = tuple[Literal["turn"], tuple["AgentRun", bool]] | tuple[Literal["note"], str]
+Entry = tuple[Literal["turn"], tuple[AgentRun, bool]] | tuple[Literal["note"], str]
 
 VIEW = "application/vnd.jupyter.widget-view+json"
 #: The first line of a chat's Markdown record (how a re-created panel finds the old one).
@@ -210,7 +209,7 @@ class ChatPanel(w.VBox):
         them), else the chat this cell saved in the notebook before a restart."""
         conv = self.session.conversation
         for handle in self.session.runs:
-            if handle.done and getattr(handle, "conversation", None) is conv:
+            if isinstance(handle, AgentRun) and handle.done and handle.conversation is conv:
                 self._add_turn(handle, here=True, live=False)
                 self.entries.append(("turn", (handle, True)))
         if self.entries:
@@ -284,8 +283,11 @@ class ChatPanel(w.VBox):
         if live:
             self._live = shown
 
-    def _run_started(self, handle: AgentRun) -> None:
-        """A run of the conversation started (here or in a cell): show it as a turn."""
+    def _run_started(self, handle: object) -> None:
+        """A run of the conversation started (here or in a cell): show it as a turn. An outside
+        agent's calls are no turn of this chat (the side panel shows them)."""
+        if not isinstance(handle, AgentRun):
+            return
         here = self._sending
         self._add_turn(handle, here=here, live=True)
         self._busy(True, own_stop=here and handle.view is not None)

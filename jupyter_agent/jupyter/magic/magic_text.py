@@ -134,6 +134,8 @@ def runs_table(session: AgentSession) -> str:
     """What ``%agent runs`` prints: one line per run of this kernel."""
     if not session.runs:
         return "No runs yet."
+    from ..outside.outside_run import OutsideRun
+
     lines = [f"{'#':>3}  {'end reason':<18} {'turns':>5} {'tokens':>9} {'cost':>9}  prompt"]
     for i, handle in enumerate(session.runs, 1):
         term = handle.terminal
@@ -143,8 +145,8 @@ def runs_table(session: AgentSession) -> str:
         prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
         cost = "—" if handle.model.offline else f"${usage.cost_usd:.4f}" if handle.model.cost_known else "unknown"
         turns = str(handle.model.turn_count)
-        calls = getattr(handle, "calls_made", None)  # an outside agent's run (outside_run.py)
-        if calls is not None:
+        if isinstance(handle, OutsideRun):  # an outside agent's calls
+            calls = handle.calls_made
             # as the panel shows it: running during a call, between calls its calls so far
             # (completed); no model, so no turns nor cost of ours: its calls instead
             from ...loop.state import TerminalReason

@@ -24,21 +24,29 @@ UndoRefused = Refused
 
 
 class UndoableRun(Protocol):
-    """What an undo needs of a run (``run_handle.py``'s ``AgentRun``, which shows this bar)."""
+    """What ``%agent undo`` needs of a run (``run_handle.py``'s ``AgentRun``, an outside
+    agent's ``OutsideRun``)."""
 
-    changes: RunChanges | None
-    model: RunModel
+    @property
+    def changes(self) -> RunChanges | None: ...
+
+    @property
+    def model(self) -> RunModel: ...
 
     @property
     def done(self) -> bool: ...
+
+    def undo(self) -> asyncio.Task[UndoReport]: ...
+
+
+class ShownRun(UndoableRun, Protocol):
+    """What the Undo button needs of the run it is under (an ``AgentRun``)."""
 
     @property
     def model_loop(self) -> asyncio.AbstractEventLoop | None: ...
 
     @property
     def undo_report(self) -> UndoReport | None: ...
-
-    def undo(self) -> asyncio.Task[UndoReport]: ...
 
 
 class KernelRuns(Protocol):
@@ -111,7 +119,7 @@ class UndoBar:
     ``lead_style(key)``, which hides it once its kernel is gone (``fallback.py``).
     """
 
-    def __init__(self, handle: UndoableRun) -> None:
+    def __init__(self, handle: ShownRun) -> None:
         import ipywidgets as w
 
         from .fallback import live_class
