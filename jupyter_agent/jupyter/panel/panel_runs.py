@@ -90,10 +90,9 @@ class WatchedRun:
     def undo(self) -> dict[str, Any]:
         """An ended run's changes for the panel: the kernel's changed names, whether it can be
         undone (``undo``: ``available``, ``running``, ``done`` or ""), and what the undo did."""
+        from ...changes import UndoState
         from ...view.review import undo_lines, variables_line
         from .panel_json import shown_text
-
-        from ...changes import UndoState
 
         handle, changes = self.handle, self.handle.changes
         if changes is None:
