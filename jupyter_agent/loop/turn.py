@@ -24,7 +24,7 @@ from .hooks import Hooks
 from .model_protocol import Model, ModelRequest
 from .orchestration import StreamingToolExecutor
 from .state import State, Terminal, TerminalReason, Transition, TransitionReason
-from .tool import Tool, ToolContext, ToolSource
+from .tool import AnyTool, ToolContext, ToolSource
 from .tool_execution import CanUseTool, ToolRunEnv
 from .meter import StreamUsage
 from .usage import Usage
@@ -40,7 +40,7 @@ class QueryParams:
     """Everything that stays fixed for one run (seed: ``QueryParams``)."""
 
     model: Model
-    tools: list[Tool]
+    tools: list[AnyTool]
     context: ToolContext
     system: list[SystemBlock] = field(default_factory=list)
     user_context: dict[str, str] = field(default_factory=dict)

@@ -57,7 +57,7 @@ def variables_phrase(names: list[str] | None) -> str:
     return f"its {len(names):,} variable{'s' if len(names) != 1 else ''}: {shown}{more}"
 
 
-class NotebookRestart(PathTool):
+class NotebookRestart(PathTool[NotebookRestartInput]):
     name = "NotebookRestart"
     Input = NotebookRestartInput
     path_field = "notebook_path"
