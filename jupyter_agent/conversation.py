@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from .changes import RunChanges, undo_note
 from .loop.events import AssistantMessage
@@ -18,7 +18,7 @@ from .loop.hooks import Hooks
 from .loop.messages import create_user_message, ensure_tool_result_pairing
 from .loop.wire import ContentBlock, Message, blocks_of
 from .agent import compact as compact_history, query, resolve_model
-from .options import AgentOptions
+from .options import AgentOptions, OptionKeywordsExceptModel
 from .loop.model_protocol import Model
 from .loop.permission_result import check_permission_mode
 from .loop.run import QueryRun
@@ -82,8 +82,10 @@ class Conversation:
     notebook_path = _Option()
 
     def __init__(self, model: str | Model | None = None, *, options: AgentOptions | None = None,
-                 **kwargs: Any) -> None:
-        opts = AgentOptions.of(options, **kwargs, **({} if model is None else {"model": model}))
+                 **kwargs: Unpack[OptionKeywordsExceptModel]) -> None:
+        opts = AgentOptions.of(options, **kwargs)
+        if model is not None:
+            opts = opts.replace(model=model)
         spec = opts.model
         self.options = opts.replace(hooks=Hooks.coerce(opts.hooks), allow=tuple(opts.allow),
                                     deny=tuple(opts.deny), ask=tuple(opts.ask))

@@ -16,12 +16,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 if TYPE_CHECKING:
     from .loop.hooks import Hooks
     from .loop.model_protocol import Model
-    from .loop.tool import PermissionPolicy, Tool
+    from .loop.tool import AnyTool, PermissionPolicy
     from .loop.tool_execution import CanUseTool
     from .loop.wire import ThinkingConfig
     from .model.providers import ProviderSettings
@@ -42,7 +42,7 @@ class AgentOptions:
     #: A recorded transcript (a path, or ``demo``): the offline replay model, no API key, no network.
     replay: str | None = None
     #: The tools the model may call (None: the file and notebook tools).
-    tools: list[Tool] | None = None
+    tools: list[AnyTool] | None = None
     #: ``default``, ``acceptEdits``, ``plan`` or ``bypassPermissions`` (bounded by the policy).
     permission_mode: str = "default"
     #: Permission rules (``Tool`` or ``Tool(glob)``) whose calls run without asking.
@@ -86,7 +86,7 @@ class AgentOptions:
     #: Yield a ``Checkpoint`` after each step (the lessons' stepper).
     checkpoints: bool = False
 
-    def replace(self, **changes: Any) -> AgentOptions:
+    def replace(self, **changes: Unpack[OptionKeywords]) -> AgentOptions:
         """A copy with ``changes`` (option names as keywords); a name that is no option is a
         TypeError that lists the options."""
         unknown = sorted(set(changes) - OPTION_NAMES)
@@ -96,10 +96,49 @@ class AgentOptions:
         return dataclasses.replace(self, **changes) if changes else self
 
     @classmethod
-    def of(cls, options: AgentOptions | None = None, **changes: Any) -> AgentOptions:
+    def of(cls, options: AgentOptions | None = None, **changes: Unpack[OptionKeywords]) -> AgentOptions:
         """``options`` (or the defaults) with ``changes``: what ``query()`` and ``Conversation``
         make of their keywords."""
         return (options if options is not None else cls()).replace(**changes)
+
+
+class OptionKeywordsExceptModel(TypedDict, total=False):
+    """:class:`AgentOptions`' fields but ``model``, as keywords: ``Conversation(model, **these)``
+    (its ``model`` comes first, by position or by name). Each field's meaning is on
+    :class:`AgentOptions`; ``tests/test_options.py`` fails when the two differ."""
+
+    provider: str | None
+    provider_settings: ProviderSettings | None
+    replay: str | None
+    tools: list[AnyTool] | None
+    permission_mode: str
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
+    ask: tuple[str, ...]
+    permissions: PermissionPolicy | None
+    can_use_tool: CanUseTool | None
+    hooks: Hooks | dict[str, Any] | None
+    cwd: str | Path | None
+    notebook_path: str | None
+    system_prompt: str | None
+    user_notes: dict[str, str]
+    max_turns: int | None
+    max_tokens: int
+    thinking: ThinkingConfig | None
+    context_window: int | None
+    max_budget_usd: float | None
+    mcp_servers: dict[str, Any] | None
+    bash_sandbox: bool
+    streaming_tools: bool
+    checkpoints: bool
+
+
+class OptionKeywords(OptionKeywordsExceptModel, total=False):
+    """:class:`AgentOptions`' fields as keywords, for a type checker: what ``query(**these)``,
+    ``compact()`` and :meth:`AgentOptions.replace` take (a name that is no option is an error
+    there, a wrong type too)."""
+
+    model: str | Model | None
 
 
 #: The names of the options, as keywords of ``query()``, ``Conversation`` and :meth:`AgentOptions.replace`.
