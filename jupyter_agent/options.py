@@ -4,8 +4,11 @@ Every front produces one: ``query(**kwargs)`` and ``Conversation(**kwargs)`` fro
 keywords, the kernel's ``AgentConfig`` (traitlets: ``ipython_config.py``, ``%config``, the
 ``%agent`` line magic's flags) with ``AgentConfig.options()``, and ``jupyter agent run``'s
 flags in ``cli.py``. ``query()`` turns it into the loop's ``QueryParams`` (resolved: the
-model made, the policy applied, the window read from the environment) in one place. A new
-option is a field here, plus the flags of the fronts that offer it.
+model made, the policy applied, the window read from the environment) in one place, and the
+run's ``QueryParams.options`` is this object, so the loop reads its own options
+(``loop/loop_options.py``: ``LoopOptions``, which this class extends) where they are declared.
+A new option is a field here (or there, if the loop reads it), plus the flags of the fronts
+that offer it.
 
 It is frozen: a run's own settings (a cell's ``--model``) are :meth:`AgentOptions.replace`'s
 copy, never a change to the conversation's.
@@ -18,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
+from .loop.loop_options import LoopOptions
+
 if TYPE_CHECKING:
     from .loop.hooks import Hooks
     from .loop.model_protocol import Model
@@ -28,8 +33,11 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class AgentOptions:
-    """What a run is told to do, each option once (the fronts' flags and traitlets map here)."""
+class AgentOptions(LoopOptions):
+    """What a run is told to do, each option once (the fronts' flags and traitlets map here):
+    :class:`~jupyter_agent.loop.loop_options.LoopOptions`' fields, the ones the loop reads
+    (``max_turns``, ``max_tokens``, ``thinking``, ``context_window``, ``max_budget_usd``,
+    ``can_use_tool``, ``streaming_tools``, ``checkpoints``), and these, which the wiring reads."""
 
     #: A model id, a :class:`~jupyter_agent.loop.model_protocol.Model`, or None:
     #: ``$JUPYTER_AGENT_REPLAY`` for the offline replay, else ``$JUPYTER_AGENT_MODEL``, else a current Sonnet.
@@ -53,8 +61,6 @@ class AgentOptions:
     ask: tuple[str, ...] = ()
     #: A permission policy object instead of the mode and rules above (``Permissions(...)``).
     permissions: PermissionPolicy | None = None
-    #: Answers the calls that ask (None: nobody answers, and they are refused).
-    can_use_tool: CanUseTool | None = None
     #: ``Hooks`` or a dict of hook lists (PreToolUse, PostToolUse, Stop).
     hooks: Hooks | dict[str, Any] | None = None
     #: The working folder of the tools (None: the process's).
@@ -65,26 +71,11 @@ class AgentOptions:
     system_prompt: str | None = None
     #: Entries added to the user context in front of every request (e.g. that the kernel restarted).
     user_notes: dict[str, str] = field(default_factory=dict)
-    #: End the run after this many turns (None: no limit).
-    max_turns: int | None = None
-    #: The most tokens one response may have.
-    max_tokens: int = 8192
-    #: Extended thinking (``{"type": "enabled", "budget_tokens": N}``).
-    thinking: ThinkingConfig | None = None
-    #: The context window runs work to, tokens (None: ``$JUPYTER_AGENT_CONTEXT_WINDOW``, else the
-    #: model's); past it the history is compacted.
-    context_window: int | None = None
-    #: End the run (``max_budget``) once it has spent this much, USD (the policy's limit still applies).
-    max_budget_usd: float | None = None
     #: MCP servers whose tools the model may use, ``{"name": {"command", "args", "env"} |
     #: {"type": "http", "url", "headers"}}``; their tools are ``mcp__<server>__<tool>``.
     mcp_servers: dict[str, Any] | None = None
     #: Bash commands run in the sandbox (no network, writes only in the working folder), without asking.
     bash_sandbox: bool = False
-    #: Start tools while the response still streams.
-    streaming_tools: bool = True
-    #: Yield a ``Checkpoint`` after each step (the lessons' stepper).
-    checkpoints: bool = False
 
     def replace(self, **changes: Unpack[OptionKeywords]) -> AgentOptions:
         """A copy with ``changes`` (option names as keywords); a name that is no option is a
