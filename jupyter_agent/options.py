@@ -93,27 +93,25 @@ class AgentOptions(LoopOptions):
         return (options if options is not None else cls()).replace(**changes)
 
 
-class OptionKeywordsExceptModel(TypedDict, total=False):
-    """:class:`AgentOptions`' fields but ``model``, as keywords: ``Conversation(model, **these)``
-    (its ``model`` comes first, by position or by name). Each field's meaning is on
-    :class:`AgentOptions`; ``tests/test_options.py`` fails when the two differ."""
+class RunOptionKeywords(TypedDict, total=False):
+    """:class:`AgentOptions`' fields as keywords, but the five ``Conversation.send`` names
+    itself (``model``, ``permission_mode``, ``can_use_tool``, ``max_turns``, ``checkpoints``):
+    what ``send(prompt, **these)`` takes beside them. Each field's meaning is on
+    :class:`AgentOptions`; ``tests/test_options.py`` fails when these and it differ."""
 
     provider: str | None
     provider_settings: ProviderSettings | None
     replay: str | None
     tools: list[AnyTool] | None
-    permission_mode: str
     allow: tuple[str, ...]
     deny: tuple[str, ...]
     ask: tuple[str, ...]
     permissions: PermissionPolicy | None
-    can_use_tool: CanUseTool | None
     hooks: Hooks | dict[str, Any] | None
     cwd: str | Path | None
     notebook_path: str | None
     system_prompt: str | None
     user_notes: dict[str, str]
-    max_turns: int | None
     max_tokens: int
     thinking: ThinkingConfig | None
     context_window: int | None
@@ -121,6 +119,15 @@ class OptionKeywordsExceptModel(TypedDict, total=False):
     mcp_servers: dict[str, Any] | None
     bash_sandbox: bool
     streaming_tools: bool
+
+
+class OptionKeywordsExceptModel(RunOptionKeywords, total=False):
+    """:class:`AgentOptions`' fields but ``model``, as keywords: ``Conversation(model, **these)``
+    (its ``model`` comes first, by position or by name)."""
+
+    permission_mode: str
+    can_use_tool: CanUseTool | None
+    max_turns: int | None
     checkpoints: bool
 
 

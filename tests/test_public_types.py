@@ -73,6 +73,8 @@ async def use() -> None:
     query("hi", max_turn=2)  # the wrong keyword: line 9
     Conversation(max_turns="3")  # a keyword of the wrong type: line 10
     AgentOptions().replace(modle="x")  # line 11
+    Conversation().send("go", max_turns=1, max_budget_usd=0.1, system_prompt="Be brief.")
+    Conversation().send("go", max_budget="0.1")  # line 13
 """
 
 
@@ -81,7 +83,8 @@ def test_a_user_s_type_checker_knows_the_option_keywords(tmp_path):
     # a misspelt keyword or a value of the wrong type is the user's checker's error, the right ones pass
     _, report = revealed(tmp_path, KEYWORDS_FILE)
     errors = re.findall(r"user\.py:(\d+): error: (.*)", report)
-    assert [line for line, _ in errors] == ["9", "10", "11"], report
+    assert [line for line, _ in errors] == ["9", "10", "11", "13"], report
     assert 'Unexpected keyword argument "max_turn" for "query"' in errors[0][1]
     assert '"max_turns"' in errors[1][1] and '"int | None"' in errors[1][1]
     assert 'Unexpected keyword argument "modle"' in errors[2][1]
+    assert 'Unexpected keyword argument "max_budget" for "send"' in errors[3][1]
