@@ -195,7 +195,7 @@ def watches(lab: Any, path: str) -> str:
     client.start_channels(hb=False)
     try:
         client.wait_for_ready(timeout=60)
-        expr = ("len(__import__('jupyter_agent.jupyter.bridge.kernel_bridge', fromlist=['x'])"
+        expr = ("len(__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['x'])"
                 ".get_bridge().change_listeners)")
         reply = client.execute_interactive("", silent=True, user_expressions={"n": expr}, timeout=60)
         return str(reply["content"]["user_expressions"]["n"]["data"]["text/plain"])

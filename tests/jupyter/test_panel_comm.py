@@ -261,7 +261,7 @@ async def test_an_outside_agents_run_says_the_same_in_the_panel_and_in_agent_run
         panel = Panel(own).open()
         await own.until(lambda: any(d["type"] == "state" for d in panel.received()), 10, "the state")
         await own.execute("import asyncio\nfrom jupyter_agent.jupyter.kernel.agent_session import get_session\n"
-                          "_outside = get_session().outside_hub.run_for('Claude Code')\n"
+                          "_outside = get_session().services.outside_hub.run_for('Claude Code')\n"
                           "_call = asyncio.ensure_future(_outside.ask_restart('nb.ipynb', []))")
         await own.until(lambda: panel.view()["approvals"], 10, "the outside call's approval")
         (header,) = panel.headers()
