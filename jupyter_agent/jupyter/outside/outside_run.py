@@ -25,7 +25,7 @@ from ...changes import RunChanges, UndoReport
 from ...loop.events import ToolProgress, ToolResult
 from ...loop.permission_result import PermissionAsk, PermissionDeny
 from ...loop.services import Services
-from ...loop.tool import FileReadRecord, Tool, ToolContext, ToolOutput
+from ...loop.tool import AnyTool, FileReadRecord, ToolContext, ToolOutput
 from ...loop.wire import ToolUseBlock
 from ...redact import redact
 from ...tools.notebook_restart import NotebookRestart, variables_phrase
@@ -131,7 +131,7 @@ class OutsideRun:
         return self._pages.get(tool_use_id or "", "")
 
     async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None, page: str = "",
-                        tools: list[Tool] | None = None) -> Any:
+                        tools: list[AnyTool] | None = None) -> Any:
         """Call the agent's tool ``name`` as this client: a ``CallResult`` (the tool's
         ``tool_result`` block and outcome). ``progress(text)`` hears what the tool reports
         as it goes (a running cell, every second); ``page`` is the client id of the page
@@ -140,7 +140,7 @@ class OutsideRun:
         from ...tools.notebook_edit import NotebookEdit
         from ...tools.notebook_run import NotebookRun
 
-        by_name: dict[str, Tool] = {t.name: t for t in (tools or (NotebookEdit(), NotebookRun()))}
+        by_name: dict[str, AnyTool] = {t.name: t for t in (tools or (NotebookEdit(), NotebookRun()))}
         tool_use_id = f"outside_{next(_ids)}_{uuid.uuid4().hex[:8]}"
         def emit(event: Any) -> None:
             self.model.handle(event)
