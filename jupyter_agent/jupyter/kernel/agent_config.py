@@ -19,14 +19,14 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, Configurable
 
 from ...loop.permission_result import PERMISSION_MODES
 from ...model.providers import PROVIDER_NAMES
-from ...options import AgentOptions
+from ...options import AgentOptions, OptionKeywords
 from ...policy import AdminPolicy, PolicyViolation, load_policy
 from .trait_events import Proposal
 
@@ -102,7 +102,7 @@ class AgentConfig(Configurable):
             return ""
         return str(_within_policy(lambda p: p.check_provider(proposal["value"]).value))
 
-    def options(self, **changes: Any) -> AgentOptions:
+    def options(self, **changes: Unpack[OptionKeywords]) -> AgentOptions:
         """The runs' options these settings make (0 and empty mean "not set": the default),
         with ``changes`` (e.g. the notebook found from the kernel)."""
         return AgentOptions(

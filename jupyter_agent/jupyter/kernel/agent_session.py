@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import Busy, JupyterAgentError
@@ -247,7 +248,7 @@ class AgentSession:
         _note_clicked_cell(conv, clicked_cell)
         run_view, broker = (None, None) if batch else self._approval_surface(run_model, conv, view, show_prompt)
         run = self._send(conv, prompt, broker, run_view, context, model=model, permission_mode=permission_mode,
-                         max_turns=max_turns, **({} if compact is None else {"compact": compact}))
+                         max_turns=max_turns, compact=compact)
         handle = self._track(run, run_model, run_view, broker, prompt=prompt, batch=batch, conv=conv)
         from ...notebook.session import tool_session as tool_session_of
 
@@ -318,14 +319,17 @@ class AgentSession:
         return view, ApprovalCards(view, run_model, policy=conv.permissions)
 
     def _send(self, conv: Conversation, prompt: str, broker: ApprovalCards | None, view: RunView | None,
-              context: str = "", **run_options: Any) -> QueryRun:
+              context: str = "", *, model: str | None, permission_mode: str | None, max_turns: int | None,
+              compact: str | None) -> QueryRun:
         """Send the prompt (with the kernel's variables and ``context``) into the conversation;
-        the run's own options go with it. A run still going there is :class:`AgentBusy`."""
+        the run's own options go with it (None: the conversation's; ``compact``: summarise the
+        history instead). A run still going there is :class:`AgentBusy`."""
         from ...conversation import ConversationBusy
 
         try:
             run = conv.send(self.with_kernel_context(prompt, context),
-                            can_use_tool=broker.can_use_tool if broker else None, **run_options)
+                            can_use_tool=broker.can_use_tool if broker else None, model=model,
+                            permission_mode=permission_mode, max_turns=max_turns, compact=compact)
         except BaseException as exc:
             if view is not None:
                 view.close()
@@ -405,7 +409,7 @@ class AgentSession:
         previous = kernel.saved_sigint_handler
         loop = asyncio.get_event_loop()
 
-        def on_sigint(signum: int, frame: Any) -> None:
+        def on_sigint(signum: int, frame: FrameType | None) -> None:
             active = self.active
             if active is not None and not active.done:
                 loop.call_soon_threadsafe(active.stop)
