@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ...errors import Busy, JupyterAgentError
 from ..bridge.kernel_types import Shell
 from .agent_config import AgentConfig, agent_config
-from .session_services import Services
+from .session_services import Services, SessionRun
 from .trait_events import Change
 from ...environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
@@ -63,14 +63,12 @@ class AgentSession:
         self.config = config or agent_config(parent)
         self._conversation: Conversation | None = None
         self.active: AgentRun | None = None  # the run still going
-        #: this kernel's runs, oldest first: its AgentRuns, an outside agent's calls
-        #: (``outside/``'s OutsideRun, a room above this one) and resumed runs (ResumedRun)
-        self.runs: list[Any] = []
+        #: this kernel's runs, oldest first (its own, an outside agent's calls, resumed ones)
+        self.runs: list[SessionRun] = []
         self._sigint_installed = False
         self._shutdown_installed = False
-        #: called with each new run, an AgentRun or an OutsideRun (the chat panel shows runs
-        #: started in cells)
-        self.listeners: list[Callable[[Any], None]] = []
+        #: called with each new run, its own or an outside agent's (the chat panel shows them)
+        self.listeners: list[Callable[[SessionRun], None]] = []
         #: called when the kernel shuts down or restarts (chat panels leave their transcript)
         self.shutdown_listeners: list[Callable[[str], None]] = []
         #: called with no argument after a new conversation started (the side panel clears)
@@ -142,8 +140,7 @@ class AgentSession:
         conv, name, new = self._conversation, change["name"], change["new"]
         if conv is None:
             return
-        # (one handler for traits of several types: the trait's name says which, and its
-        # value is already of that type: Unicode a str, Bool a bool, List a list, Dict a dict)
+        # (traits of several types: the name says which; the value is of the trait's type)
         if name == "model":
             conv.model_name = cast(str, new) or None  # empty: back to the default (env or Sonnet)
         elif name == "permission_mode":

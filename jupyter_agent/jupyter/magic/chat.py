@@ -42,6 +42,7 @@ from ..bridge.comm_protocol import CHAT_CLASS, CHAT_INPUT_CLASS, CHAT_SEND_CLASS
 from ...redact import redact
 from ...render.markdown import markdown_fence, markdown_literal
 from ..kernel.agent_session import AgentBusy, AgentSession, NoApiKey, get_session
+from ..kernel.session_services import SessionRun
 from ...view.style import BORDER, BORDER_STRONG, BOX_BG, BRAND_LINE, ERROR, ICONS, MUTED, STYLE, TEXT
 from ...view.transcript import transcript_markdown, transcript_plain
 from ..kernel.trait_events import Change
@@ -283,7 +284,7 @@ class ChatPanel(w.VBox):
         if live:
             self._live = shown
 
-    def _run_started(self, handle: object) -> None:
+    def _run_started(self, handle: SessionRun) -> None:
         """A run of the conversation started (here or in a cell): show it as a turn. An outside
         agent's calls are no turn of this chat (the side panel shows them)."""
         if not isinstance(handle, AgentRun):
