@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, TypeVar, Unpack
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, Configurable
@@ -149,7 +149,7 @@ class AgentConfig(Configurable):
     ).tag(config=True)
 
     @validate("mcp_servers")
-    def _valid_servers(self, proposal: Proposal[dict[str, Any]]) -> dict[str, Any]:
+    def _valid_servers(self, proposal: Proposal[dict[str, object]]) -> dict[str, object]:
         from ...mcp import parse_servers
 
         try:

@@ -154,7 +154,7 @@ class AgentSession:
         elif name == "allow":  # rules added to the running conversation (remove: %agent rules --remove)
             conv.permissions.add_session_rules(cast("list[str]", new))
         elif name == "mcp_servers":  # the next run starts what changed (and stops what went)
-            conv.mcp_servers.configure(cast("dict[str, Any]", new))
+            conv.mcp_servers.configure(cast("dict[str, object]", new))
         elif name.startswith("provider"):  # the next run makes its model with the new provider
             conv.provider, conv.provider_settings = self.config.provider or None, self.config.provider_settings()
             conv.model_name = conv.model_spec if isinstance(conv.model_spec, str) else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...mcp import ServerStatus
 from ...redact import redact
@@ -38,7 +38,7 @@ def mcp_text(session: AgentSession) -> str:
     return redact("\n".join(lines))
 
 
-def mcp_payload(session: AgentSession) -> list[dict[str, Any]]:
+def mcp_payload(session: AgentSession) -> list[dict[str, object]]:
     """The same for the side panel (plain data; the panel renders it as text)."""
     return [{"name": s.name, "state": s.state.value, "transport": s.transport, "command": redact(s.command),
              "source": s.source, "tools": list(s.tools), "error": redact(s.error), "log": s.log_path or ""}
