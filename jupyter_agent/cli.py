@@ -2,9 +2,9 @@
 
 The same loop and tools as ``%%agent``, on a notebook file (``NotebookRun`` starts a
 kernel for it). The answer streams to stdout; progress (turns, tool calls, the end
-reason) goes to stderr. Approvals are asked on the terminal when stdin is one;
-otherwise they follow the permission mode (an "ask" is denied, and the model is told
-why). The exit status says how the run ended (see ``EXIT_CODES``).
+reason) goes to stderr. Approvals are asked on the terminal when stdin is one
+(``terminal_approvals.py``); otherwise they follow the permission mode (an "ask" is denied,
+and the model is told why). The exit status says how the run ended (see ``EXIT_CODES``).
 
 MCP servers: ``--mcp-config`` names them (a file or JSON, as ``.mcp.json`` holds them); they
 are the user's own choice and start without asking. A ``.mcp.json`` in the working folder

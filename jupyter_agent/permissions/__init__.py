@@ -29,9 +29,10 @@ covers that path and everything below it. Paths are compared after ``..`` and sy
 resolved, and an allow must hold for where a symlink really leads.
 
 An "ask" reaches a person through the loop's ``can_use_tool`` callback; :class:`ApprovalBroker`
-is a ready-made one for UIs: each ask becomes an awaitable :class:`ApprovalRequest` that
-the UI resolves with allow, allow-always (a session rule, which also releases other
-pending requests it now covers) or deny (with optional feedback for the model).
+(``approvals.py``) is a ready-made one for UIs: each ask becomes an awaitable
+:class:`ApprovalRequest` that the UI resolves with allow, allow-always (a session rule, which
+also releases other pending requests it now covers) or deny (with optional feedback for the
+model). The rule grammar and the tool families are in ``rules.py``.
 """
 
 from __future__ import annotations
