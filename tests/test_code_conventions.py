@@ -1,5 +1,6 @@
 """Conventions the code keeps, checked on the source: nothing swallowed silently, one
-logger per module, and no comment that cites a document outside the repository."""
+logger per module, no comment that cites a document outside the repository, and no module
+too long to read in one sitting."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ def python_files() -> list[Path]:
 
 def rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
+
+
+#: The most lines a module of the package may have. One that passes it holds more than one
+#: thing: split it by what it holds (docs/architecture.md, "Length"), not by line count.
+LONGEST_MODULE = 500
 
 
 def _caught(node: ast.expr | None) -> set[str]:
@@ -130,6 +136,14 @@ def test_comments_cite_only_documents_in_the_repository():
         "cite docs/ (e.g. docs/design.md and a section name) instead of a document outside the "
         f"repository: {dict(counts)}")
     assert (ROOT / "docs" / "design.md").is_file()
+
+
+def test_every_module_of_the_package_is_short_enough_to_read_in_one_sitting():
+    lengths = {rel(path): len(path.read_text(encoding="utf-8").splitlines()) for path in python_files()}
+    assert len(lengths) > 100 and max(lengths.values()) > LONGEST_MODULE // 2  # the files were read
+    long = {path: n for path, n in sorted(lengths.items()) if n > LONGEST_MODULE}
+    assert not long, (f"modules over {LONGEST_MODULE} lines: {long}. Move a part that is its own thing to a "
+                      "module named for what it holds (re-export its public names from the old place)")
 
 
 #: A fixed sleep longer than this, in a test, is a wait on wall time (seconds).

@@ -27,7 +27,7 @@ DRAWING = [PACKAGE / p for p in (
     "jupyter/widgets/fallback.py", "jupyter/widgets/run_handle.py", "jupyter/widgets/undo_bar.py",
     "jupyter/panel/panel_comm.py", "jupyter/panel/panel_json.py", "jupyter/panel/panel_runs.py",
     "view/labels.py", "view/transcript.py",
-    "view/review.py", "view/style.py", "lessons/render.py", "lessons/widget.py", "cli.py")]
+    "view/review.py", "view/style.py", "lessons/render.py", "lessons/widget.py", "cli.py", "terminal_approvals.py")]
 HEX = re.compile(r"#[0-9a-fA-F]{3}(?:[0-9a-fA-F]{3})?\b")
 #: Emoji: the pictographs' planes, the emoji presentation selector, and the BMP signs that
 #: browsers draw as emoji (which we used to draw).

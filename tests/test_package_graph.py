@@ -39,6 +39,9 @@ A *unit* is a subpackage (``loop``, ``tools``, ...) or a top-level module (``age
   HTTP endpoint, the way to a notebook's kernel, the stdio forwarder; what a call does
   happens in the kernel, in ``jupyter``) imports only ``redact``; ``jupyter`` takes the
   kernel's side of its protocol from it, ``cli`` its stdio command;
+- ``terminal_approvals`` (the command line's approvals: an ask printed whole and answered on
+  the terminal, or denied without one) imports the wiring's units and ``render``; ``cli``
+  imports it;
 - ``jupyter`` and ``cli`` (the fronts) import anything below, ``view`` included, not each other;
   inside ``jupyter``, its rooms run one way too (``JUPYTER_ROOMS``): ``bridge`` (the way to the
   page and to the kernel itself) and ``widgets`` (the run handle and what it displays) import no
@@ -63,7 +66,7 @@ _MIDDLE = {"loop", "prompts", "redact", "model", "replay", "files", "notebook", 
            "permissions", "environment", "changes", "policy", "mcp", "options"}
 _WIRING = _MIDDLE | {"agent", "conversation"}
 _SHARED = _WIRING | {"view", "render", "mcp_server"}  # what both fronts build on
-_FRONTS = _SHARED | {"jupyter", "cli"}
+_FRONTS = _SHARED | {"jupyter", "cli", "terminal_approvals"}
 #: unit -> the units it may import (besides itself). ``redact``, ``safety``, ``lessons``,
 #: ``launch`` and ``server_extension`` are being added on other branches as this is written.
 ALLOWED: dict[str, set[str]] = {
@@ -88,7 +91,8 @@ ALLOWED: dict[str, set[str]] = {
     "view": {"loop", "model", "redact", "render", "changes"},
     "mcp_server": {"redact"},
     "jupyter": _SHARED,
-    "cli": _SHARED,
+    "terminal_approvals": _WIRING | {"render"},
+    "cli": _SHARED | {"terminal_approvals"},
     "server_extension": _FRONTS,
     "demo": _FRONTS,
     "launch": _FRONTS | {"demo"},

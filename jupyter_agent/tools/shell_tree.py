@@ -12,6 +12,9 @@ words tree-sitter split where bash sees one, a here-document that does not end w
 ends it, a name in arithmetic (bash evaluates a name's text as arithmetic, and
 ``a[$(cmd)]`` there runs ``cmd``), ``[[ -v ]]``, ``${!x}``, ``${x@P}``: each makes the whole
 line :class:`Unreadable`, so it asks.
+
+What a word holds (its value, its expansions and arithmetic) is read by the walker's base,
+:class:`~.shell_tree_words.WordReader`.
 """
 
 from __future__ import annotations
@@ -20,25 +23,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .shell_words import META, STATEMENTS, Unreadable, ansi_c, expands, unescape, unescape_double
+from .shell_tree_words import WordReader
+from .shell_words import META, STATEMENTS, Unreadable
 
 #: Redirection operators that open a file for writing (``>&`` only when its target is a word).
 WRITES = (">", ">>", ">|", "&>", "&>>", ">&")
-#: Expansions: a word holding one is known only when it runs.
-_EXPANSIONS = {"simple_expansion", "expansion", "command_substitution", "process_substitution",
-               "arithmetic_expansion", "brace_expression", "translated_string"}
-#: What an expansion's operand (``${x:-word}``, ``${x/a/b}``) may be.
-_EXPANSION_WORDS = {"word", "string", "raw_string", "ansi_c_string", "concatenation", "expansion", "number",
-                    "simple_expansion", "command_substitution", "process_substitution"}
-#: Tokens of arithmetic that are plain operators.
-_ARITHMETIC_NODES = {"binary_expression", "unary_expression", "ternary_expression", "postfix_expression",
-                     "parenthesized_expression", "number"}
 #: ``[[ ]]`` operators whose operands bash evaluates as arithmetic, or as a name with a subscript.
 _ARITHMETIC_TESTS = {"-eq", "-ne", "-lt", "-le", "-gt", "-ge"}
 _NAME_TESTS = {"-v", "-R"}
-#: ``${x@Q}`` and the like only quote or change case; ``@P`` expands the value as a prompt
-#: (which runs command substitutions in it).
-_SAFE_TRANSFORMS = set("QEAKakUuL")
 #: Words tree-sitter reads as a command name that bash reads as a reserved word it does not know.
 _RESERVED = {"{", "}", "!", "[[", "]]", "coproc", "time", "function", "in", "do", "done", "then", "fi", "esac",
              "elif", "else", "if", "case", "for", "while", "until", "select"}
@@ -54,7 +46,7 @@ class Command:
     at: list[int] = field(default_factory=list)  # each word's byte offset, to keep source order
 
 
-class Walker:
+class Walker(WordReader):
     """Collects the simple commands and written files of a tree-sitter-bash tree, refusing
     what it does not know."""
 
@@ -344,12 +336,6 @@ class Walker:
                 or any(strip(line) == delimiter for line in lines[:-1])):
             raise Unreadable("a here-document whose end the parser and bash may see in different places")
 
-    @staticmethod
-    def plain_heredoc_text(text: bytes, where: str = "a here-document") -> None:
-        """Text tree-sitter did not parse must hold nothing bash would run."""
-        if any(marker in text for marker in (b"`", b"$(", b"${", b"$[")):
-            raise Unreadable(f"a command inside {where} the parser did not read")
-
     # -- words ----------------------------------------------------------------------------
 
     def add_word(self, command: Command, node: Any) -> None:
@@ -384,129 +370,6 @@ class Walker:
             command.dynamic.add(len(command.words))
         command.words.append(text)
         command.at.append(node.start_byte)
-
-    def word(self, node: Any) -> tuple[str, bool]:
-        """A word's value after quote removal (expansions as written) and whether bash
-        expands it when it runs; the commands inside it are commands of the line."""
-        kind = node.type
-        raw = self.text(node)
-        if kind == "test_operator":
-            return raw, False
-        if kind == "extglob_pattern":
-            self.plain_heredoc_text(raw.encode(errors="surrogateescape"), "a pattern")
-        if kind in ("word", "number", "extglob_pattern"):
-            if kind == "number" and node.named_children:
-                for child in node.named_children:
-                    self.word(child)
-                return raw, True
-            return unescape(raw), expands(raw)
-        if kind == "raw_string":
-            return raw[1:-1], False
-        if kind == "ansi_c_string":
-            return ansi_c(raw[2:-1]), False
-        if kind == "string":
-            return self.string(node), any(c.type in _EXPANSIONS for c in node.named_children)
-        if kind == "concatenation":
-            parts: list[str] = []
-            dynamic = expands(raw)
-            last = node.start_byte
-            for child in node.children:
-                gap = self.source[last:child.start_byte].replace(b"\\\n", b"")
-                if gap:
-                    raise Unreadable("a word the parser reads as several")
-                last = child.end_byte
-                if child.is_named:
-                    value, child_dynamic = self.word(child)
-                    parts.append(value)
-                    dynamic |= child_dynamic
-                else:  # `$` or an empty ``
-                    parts.append(self.text(child))
-                    dynamic = True
-            return "".join(parts), dynamic
-        if kind == "translated_string":  # $"..." (bash may translate it)
-            (inner,) = node.named_children
-            return self.string(inner), True
-        if kind in ("command_substitution", "process_substitution"):
-            for child in node.named_children:
-                if child.type == "file_redirect":  # $(< file)
-                    self.redirect(child, None)
-                else:
-                    self.statement(child)
-            return raw, True
-        if kind == "simple_expansion":
-            return raw, True
-        if kind == "expansion":
-            self.expansion(node)
-            return raw, True
-        if kind == "arithmetic_expansion":
-            for child in node.named_children:
-                self.arithmetic(child)
-            return raw, True
-        if kind == "brace_expression":
-            return raw, True
-        raise Unreadable(f"the rules cannot judge a {kind.replace('_', ' ')} in a word")
-
-    def string(self, node: Any) -> str:
-        """A double-quoted string's value: its text with ``\\$ \\` \\" \\\\`` and
-        line continuations unescaped, expansions kept as written (and walked)."""
-        out: list[str] = []
-        last = node.start_byte + 1
-        for child in node.named_children:
-            if child.type == "string_content":
-                continue
-            self.word(child)
-            out.append(unescape_double(self.source[last:child.start_byte].decode()))
-            out.append(self.text(child))
-            last = child.end_byte
-        out.append(unescape_double(self.source[last:node.end_byte - 1].decode()))
-        return "".join(out)
-
-    def expansion(self, node: Any) -> None:
-        """``${...}``: what it holds runs (substitutions) or is arithmetic (``${x:1:2}``,
-        ``${a[i]}``); ``${!x}`` and ``${x@P}`` evaluate a value bash cannot vouch for."""
-        operators = [c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "operator"]
-        texts = [self.text(c) for c in operators]
-        if "!" in texts and not any(t in ("@", "*") for t in texts):
-            raise Unreadable("${!name} evaluates a name only known when it runs")
-        if "@" in texts and not all(t in _SAFE_TRANSFORMS for t in texts[texts.index("@") + 1:]):
-            raise Unreadable("${name@P} expands a value as a prompt, which can run commands")
-        arithmetic = ":" in texts  # ${x:offset:length}
-        for child in node.named_children:
-            kind = child.type
-            if kind == "subscript":
-                self.subscript(child)
-            elif kind in ("variable_name", "special_variable_name"):
-                continue
-            elif kind == "regex":
-                self.plain_heredoc_text(self.source[child.start_byte:child.end_byte], "a pattern")
-            elif kind == "arithmetic_expansion" or (not arithmetic and kind in _EXPANSION_WORDS):
-                self.word(child)
-            elif kind == "array" and not arithmetic:
-                for element in child.named_children:
-                    self.word(element)
-            elif arithmetic:
-                self.arithmetic(child)
-            else:
-                raise Unreadable(f"the rules cannot judge a {kind.replace('_', ' ')} in ${{...}}")
-
-    def subscript(self, node: Any) -> None:
-        index = node.child_by_field_name("index")
-        if index is None:
-            raise Unreadable("a subscript the parser did not read")
-        text = self.text(index)
-        if text in ("@", "*") or re.fullmatch(r"[0-9]+", text):
-            return
-        raise Unreadable("an array subscript is arithmetic, in which a name can run code")
-
-    def arithmetic(self, node: Any) -> None:
-        """Plain numbers and operators only: bash evaluates a name's value as arithmetic,
-        and ``a[$(cmd)]`` there runs ``cmd`` (so does a substitution's output)."""
-        if node.type not in _ARITHMETIC_NODES:
-            raise Unreadable("arithmetic with names or substitutions, which can run code hidden in a value")
-        if node.type == "number" and not re.fullmatch(r"-?(0x)?[0-9A-Fa-f]+(#[0-9A-Za-z@_]+)?", self.text(node)):
-            raise Unreadable("a number only known when it runs")
-        for child in node.named_children:
-            self.arithmetic(child)
 
     def test(self, node: Any) -> None:
         """``[ ... ]`` is the command ``[`` with its words; ``[[ ... ]]`` runs nothing but its
@@ -555,38 +418,6 @@ class Walker:
                 raise Unreadable("a redirection inside [ ]")
             else:
                 out.append(child)
-
-    # -- source ---------------------------------------------------------------------------
-
-    def text(self, node: Any) -> str:
-        return self.source[node.start_byte:node.end_byte].decode(errors="surrogateescape")
-
-    def check_separated(self, node: Any) -> None:
-        """bash sees the node as a word of its own: blank or an operator on each side (not
-        a line continuation, which joins two words into one), or the backtick that opens
-        or closes the substitution it is in."""
-        src = self.source
-        i = node.start_byte
-        while src[i - 2:i] == b"\\\n":
-            i -= 2
-        j = node.end_byte
-        while src[j:j + 2] == b"\\\n":
-            j += 2
-        for at in ((i - 1,) if i > 0 else ()) + ((j,) if j < len(src) else ()):
-            c = src[at:at + 1]
-            if c in META:
-                continue
-            token = self.root.descendant_for_byte_range(at, at + 1)
-            outer = token.parent if token is not None else None
-            if (c == b"`" and token is not None and token.type in ("`", "$`") and outer is not None
-                    and outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte):
-                continue
-            raise Unreadable("a word the parser reads as several")
-
-    @staticmethod
-    def expect(node: Any, kind: str) -> None:
-        if node.type != kind:
-            raise Unreadable(f"the rules cannot judge a {node.type.replace('_', ' ')} here")
 
 
 __all__ = ["Command", "WRITES", "Walker"]

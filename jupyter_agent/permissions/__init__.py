@@ -29,28 +29,24 @@ covers that path and everything below it. Paths are compared after ``..`` and sy
 resolved, and an allow must hold for where a symlink really leads.
 
 An "ask" reaches a person through the loop's ``can_use_tool`` callback; :class:`ApprovalBroker`
-is a ready-made one for UIs: each ask becomes an awaitable :class:`ApprovalRequest` that
-the UI resolves with allow, allow-always (a session rule, which also releases other
-pending requests it now covers) or deny (with optional feedback for the model).
+(``approvals.py``) is a ready-made one for UIs: each ask becomes an awaitable
+:class:`ApprovalRequest` that the UI resolves with allow, allow-always (a session rule, which
+also releases other pending requests it now covers) or deny (with optional feedback for the
+model). The rule grammar and the tool families are in ``rules.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import itertools
 import logging
 import os
-import re
 import stat
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
-from .loop.permission_result import (
+from ..loop.permission_result import (
     DENIED,
     PermissionAllow,
     PermissionAsk,
@@ -59,96 +55,23 @@ from .loop.permission_result import (
     ask_with_note,
     check_permission_mode,
 )
-from .policy import load_policy
-from .safety import SafetyHit, credential_hit, rule_names_place, safety_hit
-from .loop.tool import AnyTool, CommandParts, InputT, PermissionPolicy, PreparedCall, Tool, ToolContext, ToolInput
-from .loop.wire import JSONObject
-from .loop.tool_execution import results_dirs
-from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
-from .tools.shell_parse import rule_allows, rule_covers, rule_words
+from ..policy import load_policy
+from ..safety import SafetyHit, credential_hit, rule_names_place, safety_hit
+from ..loop.tool import AnyTool, CommandParts, InputT, PermissionPolicy, PreparedCall, Tool, ToolContext, ToolInput
+from ..loop.wire import JSONObject
+from ..loop.tool_execution import results_dirs
+from ..tools.paths import ResolvedPath, escape_glob, is_within, path_matches_rule
+from ..tools.shell_parse import rule_allows, rule_covers
+from .approvals import ApprovalBroker, ApprovalRequest
+from .rules import EDIT_FAMILY, RULE_FAMILIES, RUN_FAMILY, Rule
 
 log = logging.getLogger(__name__)
 
-#: The file-editing tools are one family: a rule naming any of them covers them all
-#: (``Write(pyproject.toml)`` also stops an Edit of it), as in Claude Code.
-EDIT_FAMILY = ("Edit", "Write", "NotebookEdit")
-#: The tools that run code in a notebook's kernel: a ``NotebookRun`` rule covers the range run
-#: and the scratch run too (allowing NotebookRun under acceptEdits already lets any code run:
-#: the model can write it into a cell), and a ``NotebookRun`` deny stops them all.
-RUN_FAMILY = ("NotebookRun", "NotebookRunCells", "KernelRun")
-#: A rule naming the first tool also covers the others (a ``Grep`` rule stays a Grep rule).
-RULE_FAMILIES = {**{name: EDIT_FAMILY for name in EDIT_FAMILY}, "Read": ("Read", "Glob", "Grep"),
-                 "NotebookRun": RUN_FAMILY}
 PLAN_MODE_NOTE = (
     "Plan mode is active. You may read files, search and think, but you must not change anything: do not "
     "edit or write files, do not edit or run notebook cells. Such calls will be refused. Research the task, "
     "then present your plan to the user and wait for them to approve it."
 )
-_RULE = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*$", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class Rule:
-    """``Tool`` or ``Tool(pattern)``."""
-
-    tool: str
-    pattern: str | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> Rule:
-        match = _RULE.match(text) if isinstance(text, str) else None
-        if not match or (match.group(2) is not None and not match.group(2).strip()):
-            raise ValueError(f"Invalid permission rule {text!r}: write Tool or Tool(glob), e.g. 'Edit(src/**)'.")
-        pattern = match.group(2).strip() if match.group(2) is not None else None
-        if pattern is not None and match.group(1) == "Bash":  # words: `git status`, `git diff:*`
-            try:
-                rule_words(pattern)
-            except ValueError as exc:
-                raise ValueError(f"Invalid permission rule {text!r}: {exc}.") from None
-        elif pattern is not None:
-            try:
-                compile_glob(pattern)
-            except ValueError as exc:
-                raise ValueError(f"Invalid permission rule {text!r}: {exc}.") from None
-        return cls(match.group(1), pattern)
-
-    def __str__(self) -> str:
-        return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
-
-    def names(self, tool_name: str, server: str | None = None) -> bool:
-        """Does the rule name the tool ``tool_name`` (of the MCP server ``server``, when it is
-        one)? ``mcp__github`` names the tools of the server ``github`` only: its name is
-        compared whole, never as a prefix of ``github_``'s tools."""
-        if tool_name == self.tool or tool_name in RULE_FAMILIES.get(self.tool, ()):
-            return True
-        if self.mcp_server is None:
-            return False
-        if server is not None:
-            return server == self.mcp_server and tool_name.startswith(f"mcp__{server}__")
-        return _mcp_servers_of(tool_name) == {self.mcp_server}
-
-    @property
-    def mcp_server(self) -> str | None:
-        """``mcp__<server>`` names every tool of that MCP server: the server's name, else None."""
-        server = self.tool[len("mcp__"):] if self.tool.startswith("mcp__") else ""
-        return server if server and "__" not in server and self.pattern is None else None
-
-
-def _mcp_servers_of(tool_name: str) -> set[str]:
-    """The servers an MCP tool's name ``mcp__<server>__<tool>`` may belong to. A server's
-    name has no ``__`` but may end in ``_``, and a tool's may start with one, so
-    ``mcp__github___x`` is ``github_``'s ``x`` or ``github``'s ``_x``: both are returned, and
-    a rule naming one server names the tool only when its server is known for certain."""
-    if not tool_name.startswith("mcp__"):
-        return set()
-    rest = tool_name[len("mcp__"):]
-    first = rest.find("__")
-    servers = set()
-    while first > 0 and rest[first:first + 2] == "__":
-        if rest[first + 2:]:
-            servers.add(rest[:first])
-        first += 1  # `github___x`: the separator may start one `_` later
-    return servers
 
 
 class Permissions(PermissionPolicy):
@@ -409,191 +332,7 @@ async def _prepare(tool: Tool[InputT], input: InputT, ctx: ToolContext) -> Prepa
         return PreparedCall(read_only=read_only)
 
 
-# --- approvals -----------------------------------------------------------------------------
-
-_ids = itertools.count(1)
-
-
-@dataclass
-class ApprovalRequest:
-    """One pending "ask": everything a person needs to decide, and how to answer.
-
-    ``await request`` gives the decision: it wakes on the answer itself, with no polling.
-    ``allow``/``allow_always``/``deny`` may be called from any thread (widget callbacks
-    may run on another one): the answer reaches the Future with
-    ``loop.call_soon_threadsafe``; the first answer wins. Stop does not need a wake-up
-    either: the loop's abort cancels the tool's task, which cancels this wait (and the
-    Future, so a UI learns of it). Once answered, ``feedback`` holds the
-    deny text and ``released_by`` the rules of another request's "Always allow" that
-    answered this one, so a UI can say what happened.
-    """
-
-    tool_name: str
-    input: dict[str, Any]
-    ask: PermissionAsk
-    loop: asyncio.AbstractEventLoop
-    id: int = field(default_factory=lambda: next(_ids))
-    future: asyncio.Future = field(init=False)
-    on_always: Callable[[ApprovalRequest, tuple[str, ...]], None] | None = None
-    feedback: str | None = field(default=None, init=False)
-    released_by: tuple[str, ...] = field(default=(), init=False)
-
-    def __post_init__(self) -> None:
-        self.future = self.loop.create_future()
-
-    @property
-    def tool_use_id(self) -> str:
-        """The ``tool_use`` id of the call this request is about."""
-        return self.ask.tool_use_id
-
-    @property
-    def message(self) -> str:
-        return self.ask.message
-
-    @property
-    def diff(self) -> str | None:
-        return self.ask.diff
-
-    @property
-    def suggested_rules(self) -> tuple[str, ...]:
-        return self.ask.suggested_rules
-
-    @property
-    def done(self) -> bool:
-        return self.future.done()
-
-    def _resolve(self, result: PermissionAllow | PermissionDeny, *, feedback: str | None = None,
-                 released_by: tuple[str, ...] = ()) -> None:
-        def settle() -> None:
-            if not self.future.done():
-                self.feedback, self.released_by = feedback, released_by
-                self.future.set_result(result)
-                if isinstance(result, PermissionAllow) and result.always and self.on_always:
-                    self.on_always(self, result.always)
-
-        try:
-            self.loop.call_soon_threadsafe(settle)
-        except RuntimeError:  # the loop is closed: nobody awaits the answer any more
-            pass
-
-    def allow(self, updated_input: dict[str, Any] | None = None) -> None:
-        self._resolve(PermissionAllow(updated_input=updated_input))
-
-    def allow_always(self, rules: Iterable[str] | None = None) -> None:
-        """Allow, and add ``rules`` (default: the suggested ones, else the tool's name) for the session."""
-        chosen = tuple(rules) if rules is not None else (self.suggested_rules or (self.tool_name,))
-        for rule in chosen:
-            Rule.parse(rule)  # refuse a bad rule now, in the UI, not later in the loop
-        self._resolve(PermissionAllow(always=chosen))
-
-    def deny(self, feedback: str | None = None) -> None:
-        """Refuse. Without feedback the turn stops (``aborted_tools``); with it the model reads it."""
-        if feedback and feedback.strip():
-            self._resolve(PermissionDeny(f"{DENIED.split(' STOP')[0]} To tell you how to proceed, the user said:\n"
-                                         f"{feedback.strip()}"), feedback=feedback.strip())
-        else:
-            self._resolve(PermissionDeny(DENIED, interrupt=True))
-
-    def answer(self, choice: str, feedback: str | None = None) -> None:
-        """Answer with a button's or a prompt's word: ``allow``, ``always`` or ``deny``
-        (``feedback`` goes with a deny). Any other word is refused."""
-        if choice == "allow":
-            self.allow()
-        elif choice == "always":
-            self.allow_always()
-        elif choice == "deny":
-            self.deny(feedback)
-        else:
-            raise ValueError(f"Unknown answer {choice!r}: use allow, always or deny.")
-
-    async def wait(self) -> PermissionAllow | PermissionDeny:
-        """The decision, as soon as it is given (cancelling the wait cancels the request)."""
-        return await self.future
-
-    def __await__(self):
-        return self.wait().__await__()
-
-
-class ApprovalBroker:
-    """A ``can_use_tool`` callback that turns each ask into an :class:`ApprovalRequest`, and
-    the one registry of the requests still waiting for an answer.
-
-    ``listeners`` are called with every new request (a UI shows its card and watches
-    ``request.future`` to learn the outcome, which is cancelled if the wait is); every face
-    of an approval (a cell's card, the side panel, the lessons' widget, a terminal) reads
-    what is pending here and keeps no list of its own. ``pending`` lists the unanswered
-    ones in the order they were asked; :meth:`get` and :meth:`for_call` find one by its
-    id or its call's ``tool_use_id``. A request leaves the registry the moment it is
-    answered, released or cancelled (before any listener's callback on its future runs).
-    When one is answered "always", the new rules go to the policy at once and every other
-    pending request the policy's ``would_allow`` now covers is allowed too (without a
-    policy, only the answered one is).
-    """
-
-    def __init__(self, policy: PermissionPolicy | None = None,
-                 on_request: Callable[[ApprovalRequest], Any] | None = None):
-        self.policy = policy
-        self.listeners: list[Callable[[ApprovalRequest], Any]] = [on_request] if on_request else []
-        #: request id -> the request, while it waits (dicts keep the order they were asked in)
-        self._waiting: dict[int, ApprovalRequest] = {}
-        #: the call's ``tool_use_id`` -> its request, for the requests that carry one
-        self._by_call: dict[str, ApprovalRequest] = {}
-        self._tasks: set[asyncio.Task] = set()
-
-    @property
-    def pending(self) -> list[ApprovalRequest]:
-        """The requests waiting for an answer, in the order they were asked (a new list)."""
-        return [r for r in self._waiting.values() if not r.done]
-
-    def get(self, request_id: int) -> ApprovalRequest | None:
-        """The waiting request of this id (None: answered, cancelled, or never this broker's)."""
-        request = self._waiting.get(request_id)
-        return request if request is not None and not request.done else None
-
-    def for_call(self, tool_use_id: str) -> ApprovalRequest | None:
-        """The waiting request about the call ``tool_use_id`` (None when there is none)."""
-        request = self._by_call.get(tool_use_id)
-        return request if request is not None and not request.done else None
-
-    async def __call__(
-        self, tool_name: str, input: dict[str, Any], ask: PermissionAsk
-    ) -> PermissionAllow | PermissionDeny:
-        request = ApprovalRequest(tool_name, dict(input), ask, asyncio.get_running_loop(), on_always=self._always)
-        self._waiting[request.id] = request
-        if request.tool_use_id:
-            self._by_call[request.tool_use_id] = request
-        # first of the future's callbacks: a listener's own sees the registry without it
-        request.future.add_done_callback(lambda _f: self._forget(request))
-        try:
-            for listener in list(self.listeners):
-                outcome = listener(request)
-                if asyncio.iscoroutine(outcome):
-                    await outcome
-            return await request
-        finally:
-            request.future.cancel()  # no-op once answered; tells listeners a cancelled wait ended
-
-    def _forget(self, request: ApprovalRequest) -> None:
-        self._waiting.pop(request.id, None)
-        if self._by_call.get(request.tool_use_id) is request:
-            del self._by_call[request.tool_use_id]
-
-    async def drain(self) -> None:
-        """Wait until the releases started by "Always allow" answers have run."""
-        while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    def _always(self, request: ApprovalRequest, rules: tuple[str, ...]) -> None:
-        if self.policy is None:
-            return
-        # now, so the release below sees them (the loop adds them again; idempotent)
-        self.policy.add_session_rules(rules)
-        task = asyncio.get_running_loop().create_task(self._release_covered(request, rules))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _release_covered(self, answered: ApprovalRequest, rules: tuple[str, ...]) -> None:
-        assert self.policy is not None
-        for other in list(self.pending):
-            if other is not answered and not other.done and await self.policy.would_allow(other.tool_name, other.input):
-                other._resolve(PermissionAllow(), released_by=rules)
+#: The public names, from where they were before the rules and the approvals had modules of
+#: their own (``from jupyter_agent.permissions import ApprovalBroker`` keeps working).
+__all__ = ["DENIED", "EDIT_FAMILY", "PLAN_MODE_NOTE", "RULE_FAMILIES", "RUN_FAMILY", "ApprovalBroker",
+           "ApprovalRequest", "Permissions", "Rule"]
