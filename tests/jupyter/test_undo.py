@@ -127,6 +127,45 @@ async def test_undo_leaves_a_file_changed_after_the_run(kernel, script, module_t
     assert not kernel.buttons("Undo this run")  # once
 
 
+async def test_an_undo_that_failed_is_tried_again_from_the_cell(kernel, script, module_tmp):
+    """The cell's Undo this run, failed on a file (a directory stands where it was): the
+    transcript says what failed, the button stays; once the file is back, a second click
+    puts it back, and reports the file the first click had already put back as put back."""
+    folder = module_tmp / "undo_again"
+    folder.mkdir()
+    blocked, other = folder / "blocked.txt", folder / "other.txt"
+    blocked.write_text("a\n")
+    other.write_text("b\n")
+    script(response(tool_use("Read", {"file_path": str(blocked)}), tool_use("Read", {"file_path": str(other)})),
+           response(tool_use("Write", {"file_path": str(blocked), "content": "agent\n"}),
+                    tool_use("Write", {"file_path": str(other), "content": "agent\n"})),
+           response(text("Both written.")))
+    display_id = display_id_of(await kernel.execute("%%agent\nWrite both"))
+    await transcript(kernel, display_id)
+    blocked.rename(folder / "aside.txt")
+    blocked.mkdir()
+
+    def undone(words: str) -> str:
+        md = kernel.display_updates(display_id)[-1]["data"].get("text/markdown", "")
+        shown = md.split("**↩ Undone**")[1] if "**↩ Undone**" in md else ""
+        return shown if words in shown else ""
+
+    kernel.click(await kernel.button("Undo this run"))
+    report = await kernel.until(lambda: undone("could not be put back"), 10, "the failed undo")
+    assert "undo_again/other.txt: put back as it was" in report and other.read_text() == "b\n"
+    assert "undo_again/blocked.txt: could not be put back" in report and "Is a directory" in report
+    again = await kernel.button("Undo this run")  # enabled again, saying what to do
+    assert "fix that, then undo again" in kernel.widget_text()
+    blocked.rmdir()
+    (folder / "aside.txt").rename(blocked)
+    kernel.click(again)
+    report = await kernel.until(lambda: undone("blocked.txt: put back as it was"), 10, "the second undo")
+    assert blocked.read_text() == "a\n" and other.read_text() == "b\n"
+    assert "could not" not in report
+    assert "undo_again/other.txt: put back as it was" in report  # (not "already as before")
+    assert not kernel.buttons("Undo this run")
+
+
 async def test_undo_does_not_write_through_a_link_put_in_the_way(kernel, script, module_tmp):
     folder, elsewhere = module_tmp / "undo_link", module_tmp / "undo_link_elsewhere"
     (folder / "sub").mkdir(parents=True)

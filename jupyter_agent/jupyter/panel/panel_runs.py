@@ -89,7 +89,8 @@ class WatchedRun:
 
     def undo(self) -> dict[str, Any]:
         """An ended run's changes for the panel: the kernel's changed names, whether it can be
-        undone (``undo``: ``available``, ``running``, ``done`` or ""), and what the undo did."""
+        undone (``undo``: ``available``, ``running``, ``done`` or ""), and what the undo did
+        (an undo that failed offers Undo again, under the lines that say what failed)."""
         from ...changes import UndoState
         from ...view.review import undo_lines, variables_line
         from .panel_json import shown_text

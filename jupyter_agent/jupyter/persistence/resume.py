@@ -195,9 +195,9 @@ class ResumedRun:
         """Put back what the run changed, as ``AgentRun.undo`` does."""
         if self.changes is None:
             raise RuntimeError("This run's undo record was not saved, so it cannot be undone.")
-        if self._undo is None:
-            from ...tools.undo import undo_run
+        from ...tools.undo import undo_run, undo_settled
 
+        if not undo_settled(self._undo):  # (once, unless it failed: as AgentRun.undo)
             if self.session is not None and any(n.live for n in self.changes.notebooks.values()):
                 # the open notebook's cells go back through its page, as the run made them
                 # (no run has bound the page since the restart): never into the file behind it
