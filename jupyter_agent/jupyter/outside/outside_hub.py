@@ -28,6 +28,8 @@ from ..bridge.kernel_types import Comm, Shell, comm_manager_of, kernel_of
 
 if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %load_ext)
     from ...loop.tool import FileReadRecord
+    from ...notebook.session import PageNotebook
+    from ..bridge.kernel_bridge import Page
     from ..bridge.kernel_links import KernelLinks
     from ..kernel.agent_session import AgentSession
 
@@ -122,8 +124,8 @@ class OutsideHub:
             from .outside_focus import focus_of_pages
 
             return await focus_of_pages(self.links.bridge)
-        page, where = self._page_for(path)
-        if op == "page":  # (_page_for refused if none shows it)
+        page, where = self.page_for(path)
+        if op == "page":  # (page_for refused if none shows it)
             return {"ok": True, "content": []}
         run = self.run_for(client, connection)
         if op == "create":  # a new notebook, written as the agent's Write, opened in this page
@@ -206,7 +208,7 @@ class OutsideHub:
         hidden = getattr(shell, "user_ns_hidden", None) or {}
         return sorted(n for n in namespace if not n.startswith("_") and n not in hidden)
 
-    def _page_for(self, path: str) -> tuple[Any, Any]:
+    def page_for(self, path: str) -> tuple[Page, PageNotebook]:
         """The page of this kernel that shows notebook ``path`` (server-relative), and where
         the tools find that notebook."""
         from ..bridge.live_notebook import _kernel_cwd, page_notebook
