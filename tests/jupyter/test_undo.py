@@ -52,6 +52,13 @@ async def undo(kernel, line: str = "%agent undo", timeout: float = 10) -> str:
     return updates[-1]["data"].get("text/markdown") or updates[-1]["data"]["text/plain"]
 
 
+async def undo_column(kernel) -> str:
+    """The undo column of ``%agent runs``' last run (its header names it)."""
+    table = (await kernel.execute("%agent runs"))["outputs"][0]["text"].strip().splitlines()
+    assert table[0].split()[6] == "undo", table[0]
+    return table[-1].split()[5]
+
+
 async def test_undo_puts_back_files_and_cells(kernel, script, api, module_tmp):
     folder = module_tmp / "undo_all"
     folder.mkdir()
@@ -142,6 +149,7 @@ async def test_an_undo_that_failed_is_tried_again_from_the_cell(kernel, script, 
            response(text("Both written.")))
     display_id = display_id_of(await kernel.execute("%%agent\nWrite both"))
     await transcript(kernel, display_id)
+    assert await undo_column(kernel) == "no"  # not undone yet
     blocked.rename(folder / "aside.txt")
     blocked.mkdir()
 
@@ -156,6 +164,7 @@ async def test_an_undo_that_failed_is_tried_again_from_the_cell(kernel, script, 
     assert "undo_again/blocked.txt: could not be put back" in report and "Is a directory" in report
     again = await kernel.button("Undo this run")  # enabled again, saying what to do
     assert "fix that, then undo again" in kernel.widget_text()
+    assert await undo_column(kernel) == "failed"
     blocked.rmdir()
     (folder / "aside.txt").rename(blocked)
     kernel.click(again)
@@ -164,6 +173,7 @@ async def test_an_undo_that_failed_is_tried_again_from_the_cell(kernel, script, 
     assert "could not" not in report
     assert "undo_again/other.txt: put back as it was" in report  # (not "already as before")
     assert not kernel.buttons("Undo this run")
+    assert await undo_column(kernel) == "undone"
 
 
 async def test_undo_does_not_write_through_a_link_put_in_the_way(kernel, script, module_tmp):
