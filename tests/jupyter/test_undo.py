@@ -153,15 +153,16 @@ async def test_an_undo_that_failed_is_tried_again_from_the_cell(kernel, script, 
     blocked.rename(folder / "aside.txt")
     blocked.mkdir()
 
-    def undone(words: str) -> str:
+    def undone(words: str, title: str = "**↩ Undone**") -> str:
         md = kernel.display_updates(display_id)[-1]["data"].get("text/markdown", "")
-        shown = md.split("**↩ Undone**")[1] if "**↩ Undone**" in md else ""
+        shown = md.split(title)[1] if title in md else ""
         return shown if words in shown else ""
 
     kernel.click(await kernel.button("Undo this run"))
-    report = await kernel.until(lambda: undone("could not be put back"), 10, "the failed undo")
+    report = await kernel.until(lambda: undone("could not be put back", "**↩ Undone in part**"), 10, "the failed undo")
     assert "undo_again/other.txt: put back as it was" in report and other.read_text() == "b\n"
     assert "undo_again/blocked.txt: could not be put back" in report and "Is a directory" in report
+    assert "then undo the run again" in report
     again = await kernel.button("Undo this run")  # enabled again, saying what to do
     assert "fix that, then undo again" in kernel.widget_text()
     assert await undo_column(kernel) == "failed"
