@@ -35,17 +35,16 @@ from tests.jupyter.lab import Lab, cell, run_and_wait, run_cell, write_notebook 
 KERNEL_BENCH = r'''
 import asyncio, json, os, shutil, statistics, time
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge, get_session
 from jupyter_agent.notebook import FileNotebook, KernelPool
 from jupyter_agent.notebook.live_backend import LiveNotebook
-from jupyter_agent.jupyter.bridge.self_client import self_runner
 
 _client = get_ipython().kernel.get_parent()["header"]["session"]
 if STATUS_CHURN:  # as before the bridge kept ipykernel from publishing status for its replies
     from jupyter_agent.jupyter.bridge.bridge_status import restore_status
     restore_status(get_ipython().kernel)
 # NotebookRun: the kernel runs the cell itself; BENCH_PAGE_RUNS=1: through the page, as before
-_run_here = None if os.environ.get("BENCH_PAGE_RUNS") else self_runner(get_ipython())
+_run_here = None if os.environ.get("BENCH_PAGE_RUNS") else get_session().links.self_client.runner()
 _path = Path("bench.ipynb").resolve()
 
 def _page_ms(results, name, doc):

@@ -73,7 +73,7 @@ RECORD_FRAMES = r"""
 KERNEL_DRIVER = r'''
 import asyncio, json, time
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge
 from jupyter_agent.notebook.live_backend import LiveNotebook
 _bridge = get_bridge()
 _client = get_ipython().kernel.get_parent()["header"]["session"]

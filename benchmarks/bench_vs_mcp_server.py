@@ -66,19 +66,18 @@ NAME = "bench.ipynb"
 KERNEL_DRIVER = r'''
 import asyncio, json, os, re, time, traceback
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge, get_session
 from jupyter_agent.loop.services import Services
 from jupyter_agent.loop.tool import ToolContext
 from jupyter_agent.loop.tool_execution import ToolRunEnv, execute_tool_call
 from jupyter_agent.notebook import ToolSession, register_document
 from jupyter_agent.notebook.live_backend import LiveNotebook
-from jupyter_agent.jupyter.bridge.self_client import self_runner
 from jupyter_agent.permissions import Permissions
 from jupyter_agent.tools import default_tools
 
 _client = get_ipython().kernel.get_parent()["header"]["session"]
 # NotebookRun: the kernel runs the cell itself; BENCH_PAGE_RUNS=1: through the page, as before
-_run_here = None if os.environ.get("BENCH_PAGE_RUNS") else self_runner(get_ipython())
+_run_here = None if os.environ.get("BENCH_PAGE_RUNS") else get_session().links.self_client.runner()
 _path = Path("NAME").resolve()
 if STATUS_CHURN:  # as before the bridge kept ipykernel from publishing status for its replies
     from jupyter_agent.jupyter.bridge.bridge_status import restore_status

@@ -15,7 +15,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from .environment import CONTEXT_WINDOW_ENV, REPLAY_ENV
 from .loop.hooks import Hooks
@@ -28,11 +28,11 @@ from .policy import load_policy
 from .prompts import DEFAULT_SYSTEM_PROMPT, permission_setup, permission_setup_text, user_context
 from .loop.tool import PermissionPolicy, ToolContext
 from .loop.wire import Message, SystemBlock
-from .options import AgentOptions
+from .options import AgentOptions, OptionKeywords
 
 
 def query(prompt: str | list[Message], *, options: AgentOptions | None = None, context: ToolContext | None = None,
-          compact: str | None = None, **kwargs: Any) -> QueryRun:
+          compact: str | None = None, **kwargs: Unpack[OptionKeywords]) -> QueryRun:
     """Start the agent loop on ``prompt`` (a string, or Messages-API messages) and return
     its run handle at once. Nothing is sent until the run is iterated or awaited.
 
@@ -61,7 +61,7 @@ def query(prompt: str | list[Message], *, options: AgentOptions | None = None, c
 
 
 def compact(history: Sequence[Message], instruction: str = "", *, options: AgentOptions | None = None,
-            context: ToolContext | None = None, **kwargs: Any) -> QueryRun:
+            context: ToolContext | None = None, **kwargs: Unpack[OptionKeywords]) -> QueryRun:
     """Summarise ``history`` now and end (``%agent compact``): one summary request, keeping the
     user's messages word for word; ``instruction`` says what the summary must keep. The run's
     history, when it ends, is the compacted one. Options as :func:`query`'s."""
@@ -134,18 +134,12 @@ def _start(messages: list[Message], opts: AgentOptions, context: ToolContext | N
         model=resolved_model,
         tools=tools,
         context=context,
+        # the run's options as given, but for the two read from elsewhere before the run
+        options=opts.replace(context_window=context_window_setting(opts.context_window), max_budget_usd=budget),
         system=system,
         user_context={**_user_context(context, opts.notebook_path), **opts.user_notes},
-        max_turns=max_turns,
-        can_use_tool=opts.can_use_tool,
         hooks=hooks,
-        streaming_tools=opts.streaming_tools,
-        checkpoints=opts.checkpoints,
-        max_tokens=opts.max_tokens,
-        thinking=opts.thinking,
-        context_window=context_window_setting(opts.context_window),
         compact_now=compact_now,
-        max_budget_usd=budget,
         owns_model=opts.model is None or isinstance(opts.model, str),
         tool_sources=[servers],
         owns_tool_sources=owns_servers,

@@ -16,9 +16,13 @@ only: the undo says it cannot put it back.
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 #: A file larger than this is recorded by its hash only (it cannot be put back).
 MAX_KEPT_BYTES = 8 * 1024 * 1024
@@ -187,11 +191,28 @@ class UndoReport:
         return tuple(s for s in self.steps if s.outcome in LEFT_OUTCOMES)
 
 
+class UndoState(str, Enum):
+    """Where a run's undo is: the one answer every place that shows it reads
+    (:attr:`RunChanges.undo_state`), whoever started the undo."""
+
+    #: not undone (nor being undone)
+    NOT_UNDONE = "not_undone"
+    #: the undo is putting the changes back now
+    RUNNING = "running"
+    #: undone (a run is undone once): :attr:`RunChanges.undo_report` says what it did
+    DONE = "done"
+
+
 class RunChanges:
     """The checkpoint of one run: the tools record into it, the undo reads it.
 
     Made per run by the conversation (``Services.put(RunChanges())``); a call made
     outside a conversation records into the part its context makes on first use.
+
+    It is also the one source of truth for "this run was undone": the undo
+    (``tools/undo.py``) marks it here as it starts and ends, whichever front asked for it
+    (a panel's button, ``%agent undo``, the cell's Undo button, ``await run.undo()``), and
+    every view that shows the run's undo state listens here (:meth:`listen_undo`).
     """
 
     def __init__(self) -> None:
@@ -207,6 +228,8 @@ class RunChanges:
         #: undo writes only inside the working folders and the open notebook (tools/undo.py)
         self.saved = False
         self._kept = 0
+        self._undoing = False
+        self._undo_listeners: list[Callable[[], None]] = []
 
     # -- recording (the tools) -----------------------------------------------------------
     def _keep(self, data: bytes) -> bool:
@@ -270,6 +293,44 @@ class RunChanges:
         for name in names:
             if name not in self.variables:
                 self.variables.append(name)
+
+    # -- the undo's state (the undo sets it; the views listen) ----------------------------
+    @property
+    def undo_state(self) -> UndoState:
+        """Whether the run is undone, being undone, or neither."""
+        if self.undo_report is not None:
+            return UndoState.DONE
+        return UndoState.RUNNING if self._undoing else UndoState.NOT_UNDONE
+
+    def listen_undo(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call ``listener()`` each time :attr:`undo_state` changes (on the thread of the
+        undo: the kernel's event loop). Returns what stops it."""
+        self._undo_listeners.append(listener)
+
+        def stop() -> None:
+            if listener in self._undo_listeners:
+                self._undo_listeners.remove(listener)
+        return stop
+
+    def undo_started(self) -> None:
+        """The undo began putting the changes back (``tools/undo.py``)."""
+        self._undoing = True
+        self._tell_undo()
+
+    def undo_ended(self, report: UndoReport | None) -> None:
+        """The undo ended: ``report`` is what it did (None: it failed before it could say;
+        the run is then not undone, and may be undone again)."""
+        self._undoing = False
+        if report is not None:
+            self.undo_report = report
+        self._tell_undo()
+
+    def _tell_undo(self) -> None:
+        for listener in list(self._undo_listeners):
+            try:
+                listener()
+            except Exception:  # one view's failure must not stop the undo or the other views
+                log.exception("a view could not take a run's undo state")
 
     # -- reading (the views, the undo) ------------------------------------------------
     def changes(self) -> list[Change]:
@@ -339,5 +400,5 @@ def _text(data: bytes | None) -> str | None:
 
 
 __all__ = ["MAX_KEPT_BYTES", "MAX_RUN_BYTES", "CellRecord", "CellState", "Change", "ChangeKind", "FileRecord",
-           "LEFT_OUTCOMES", "NotebookRecord", "RunChanges", "UndoOutcome", "UndoReport", "UndoStep", "digest",
-           "undo_note"]
+           "LEFT_OUTCOMES", "NotebookRecord", "RunChanges", "UndoOutcome", "UndoReport", "UndoState", "UndoStep",
+           "digest", "undo_note"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from .changes import RunChanges, undo_note
 from .loop.events import AssistantMessage
@@ -18,7 +18,7 @@ from .loop.hooks import Hooks
 from .loop.messages import create_user_message, ensure_tool_result_pairing
 from .loop.wire import ContentBlock, Message, blocks_of
 from .agent import compact as compact_history, query, resolve_model
-from .options import AgentOptions
+from .options import AgentOptions, OptionKeywords, OptionKeywordsExceptModel, RunOptionKeywords
 from .loop.model_protocol import Model
 from .loop.permission_result import check_permission_mode
 from .loop.run import QueryRun
@@ -82,8 +82,10 @@ class Conversation:
     notebook_path = _Option()
 
     def __init__(self, model: str | Model | None = None, *, options: AgentOptions | None = None,
-                 **kwargs: Any) -> None:
-        opts = AgentOptions.of(options, **kwargs, **({} if model is None else {"model": model}))
+                 **kwargs: Unpack[OptionKeywordsExceptModel]) -> None:
+        opts = AgentOptions.of(options, **kwargs)
+        if model is not None:
+            opts = opts.replace(model=model)
         spec = opts.model
         self.options = opts.replace(hooks=Hooks.coerce(opts.hooks), allow=tuple(opts.allow),
                                     deny=tuple(opts.deny), ask=tuple(opts.ask))
@@ -196,12 +198,15 @@ class Conversation:
     # -- runs ------------------------------------------------------------------------
     def send(self, prompt: str | list[Message], *, can_use_tool: Any = None,
              max_turns: int | None = None, checkpoints: bool = False, model: str | Model | None = None,
-             permission_mode: str | None = None, **options: Any) -> QueryRun:
+             permission_mode: str | None = None, compact: str | None = None,
+             **options: Unpack[RunOptionKeywords]) -> QueryRun:
         """Start a run on the history plus ``prompt``; returns its handle at once.
 
-        ``model``, ``max_turns`` (0: no limit) and ``permission_mode`` apply to this run
-        only (a cell's own options): they go into the run, and the conversation's
-        settings are never changed. Raises :class:`ConversationBusy` while a run is going.
+        ``model``, ``max_turns`` (0: no limit), ``permission_mode`` and the other options
+        (``AgentOptions``' fields as keywords) apply to this run only (a cell's own options):
+        they go into the run, and the conversation's settings are never changed. ``compact``
+        (an instruction, or ""): summarise the history instead (:meth:`compact`). Raises
+        :class:`ConversationBusy` while a run is going.
         """
         if self.running is not None:
             raise ConversationBusy(
@@ -209,7 +214,7 @@ class Conversation:
                 "button) or wait for it before sending the next prompt."
             )
         new = [create_user_message(prompt)] if isinstance(prompt, str) else list(prompt)
-        instruction = options.pop("compact", None)
+        instruction = compact
         if instruction is not None:
             new = []  # a compaction: the history alone, summarised (see compact())
         elif isinstance(prompt, str) and not prompt.strip():
@@ -255,7 +260,7 @@ class Conversation:
         note: ContentBlock = {"type": "text", "text": "\n\n".join(notes)}
         return [*new[:-1], {**new[-1], "content": [note, *blocks_of(new[-1])]}]
 
-    def compact(self, instruction: str = "", **options: Any) -> QueryRun:
+    def compact(self, instruction: str = "", **options: Unpack[OptionKeywords]) -> QueryRun:
         """Summarise the history now (``%agent compact``), keeping the user's messages word
         for word; ``instruction`` says what the summary must keep. Returns the run (one
         summary request); when it ends, its history is the conversation's."""

@@ -61,7 +61,8 @@ from .loop.permission_result import (
 )
 from .policy import load_policy
 from .safety import SafetyHit, credential_hit, rule_names_place, safety_hit
-from .loop.tool import CommandParts, PermissionPolicy, PreparedCall, Tool, ToolContext
+from .loop.tool import AnyTool, CommandParts, InputT, PermissionPolicy, PreparedCall, Tool, ToolContext, ToolInput
+from .loop.wire import JSONObject
 from .loop.tool_execution import results_dirs
 from .tools.paths import ResolvedPath, compile_glob, escape_glob, is_within, path_matches_rule
 from .tools.shell_parse import rule_allows, rule_covers, rule_words
@@ -162,7 +163,7 @@ class Permissions(PermissionPolicy):
         self.session_allow: list[Rule] = []
         self.cwd = Path(os.path.realpath(cwd)) if cwd is not None else None
         self.additional_dirs = [Path(os.path.realpath(os.path.expanduser(str(d)))) for d in additional_dirs]
-        self._tools: dict[str, Tool] = {}
+        self._tools: dict[str, AnyTool] = {}
         self._last_ctx: ToolContext | None = None
 
     @property  # always one of the modes here
@@ -201,7 +202,7 @@ class Permissions(PermissionPolicy):
 
     # -- matching -------------------------------------------------------------------------
 
-    def _matches(self, rule: Rule, tool: Tool, input: Any, paths: list[ResolvedPath], ctx: ToolContext, *,
+    def _matches(self, rule: Rule, tool: Tool[InputT], input: InputT, paths: list[ResolvedPath], ctx: ToolContext, *,
                  real_only: bool) -> bool:
         if not rule.names(tool.name, getattr(tool, "server_name", None)):
             return False
@@ -219,7 +220,7 @@ class Permissions(PermissionPolicy):
             return fnmatchcase(content, rule.pattern)
         return False
 
-    def _matches_call(self, rule: Rule, tool: Tool, input: Any, paths: list[ResolvedPath], ctx: ToolContext,
+    def _matches_call(self, rule: Rule, tool: Tool[InputT], input: InputT, paths: list[ResolvedPath], ctx: ToolContext,
                       commands: CommandParts | None) -> bool:
         """Does a deny or ask rule name this call? For a shell command line: a rule that
         names any of its simple commands, or an edit rule that names a file it writes."""
@@ -231,7 +232,7 @@ class Permissions(PermissionPolicy):
                     and any(path_matches_rule(c, rule.pattern, cwd) for p in paths for c in (p.lexical, p.real)))
         return rule.pattern is None or any(rule_covers(rule.pattern, words) for words in commands.commands)
 
-    def _command_allowed(self, tool: Tool, commands: CommandParts, paths: list[ResolvedPath], ctx: ToolContext,
+    def _command_allowed(self, tool: AnyTool, commands: CommandParts, paths: list[ResolvedPath], ctx: ToolContext,
                          allow_rules: list[Rule]) -> bool:
         """Allow rules cover every simple command of the line (each by some rule: exact
         words or a prefix of whole words), and every file it writes is one an edit may
@@ -275,7 +276,8 @@ class Permissions(PermissionPolicy):
 
     # -- the decision ---------------------------------------------------------------------
 
-    async def decide(self, tool: Tool, input: Any, ctx: ToolContext, prepared: PreparedCall) -> PermissionResult:
+    async def decide(self, tool: Tool[InputT], input: InputT, ctx: ToolContext,
+                     prepared: PreparedCall) -> PermissionResult:
         """Allow, ask or deny one call, on the facts of its plan (``prepared``, made once by the
         loop before anyone decides; :meth:`check` plans and decides for a caller without one)."""
         self._tools[tool.name] = tool
@@ -361,7 +363,8 @@ class Permissions(PermissionPolicy):
             return own
         return PermissionAsk(own_message, diff, own_rules)
 
-    async def would_allow(self, tool: Tool | str, input: Any, ctx: ToolContext | None = None) -> bool:
+    async def would_allow(self, tool: AnyTool | str, input: JSONObject | ToolInput,
+                          ctx: ToolContext | None = None) -> bool:
         """Would this call run without asking now? (A UI re-checks queued asks with it.)"""
         if isinstance(tool, str):
             found = self._tools.get(tool)
@@ -379,7 +382,7 @@ class Permissions(PermissionPolicy):
             log.debug("checking %s failed; not allowed", tool.name, exc_info=True)
             return False
 
-    async def check(self, tool: Tool, input: Any, ctx: ToolContext) -> PermissionResult:
+    async def check(self, tool: Tool[InputT], input: InputT, ctx: ToolContext) -> PermissionResult:
         """Plan the call now, then :meth:`decide` on that plan (for a caller outside the loop:
         a UI re-checking a queued ask, a test)."""
         return await self.decide(tool, input, ctx, await _prepare(tool, input, ctx))
@@ -395,7 +398,7 @@ def _hard_linked(path: ResolvedPath) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
-async def _prepare(tool: Tool, input: Any, ctx: ToolContext) -> PreparedCall:
+async def _prepare(tool: Tool[InputT], input: InputT, ctx: ToolContext) -> PreparedCall:
     try:
         return await tool.prepare(input, ctx)
     except Exception:  # an unusable plan: decide on what is known (the loop reports the error)

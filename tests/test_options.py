@@ -5,6 +5,7 @@ against the fake Messages API."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from pathlib import Path
 
@@ -30,6 +31,24 @@ def test_options_are_frozen_and_a_wrong_name_lists_the_right_ones():
         query("hi", max_turn=2)
     with pytest.raises(TypeError, match="max_turn: no such option"):
         Conversation(max_turn=2)
+
+
+def test_the_keywords_a_type_checker_sees_are_the_options_with_their_types():
+    # query(**kwargs) and Conversation(**kwargs) are typed by these TypedDicts (Unpack): an option
+    # added to AgentOptions and not to them (or with another type) is a keyword users' checkers refuse
+    from jupyter_agent.options import OptionKeywords, OptionKeywordsExceptModel, RunOptionKeywords
+
+    def declared(keywords: type) -> dict[str, str]:  # the annotations' text (a ForwardRef each)
+        return {name: getattr(t, "__forward_arg__", t) for name, t in keywords.__annotations__.items()}
+
+    fields = {f.name: f.type for f in dataclasses.fields(AgentOptions)}
+    assert declared(OptionKeywords) == fields
+    assert declared(OptionKeywordsExceptModel) == {n: t for n, t in fields.items() if n != "model"}
+    # Conversation.send names five itself (a run's own model, mode, callback, turns, checkpoints)
+    sends_own = {"model", "permission_mode", "can_use_tool", "max_turns", "checkpoints"}
+    assert sends_own <= set(inspect.signature(Conversation.send).parameters)
+    assert declared(RunOptionKeywords) == {n: t for n, t in fields.items() if n not in sends_own}
+    assert not OptionKeywords.__required_keys__  # every keyword may be left out
 
 
 def test_every_keyword_of_the_public_contract_is_an_option():

@@ -65,8 +65,8 @@ def test_a_user_cannot_loosen_the_mode_model_or_spend_limit_through_query(admin,
         with pytest.raises(PolicyViolation, match=rf"\$1 per run is above the administrator's \$0.25 \({path}\)"):
             query("hi", model=api.model(), cwd=tmp_path, max_budget_usd=1)
         run = query("hi", model=api.model(), cwd=tmp_path, permission_mode="plan", max_budget_usd=0.1)
-        assert run.params.max_budget_usd == 0.1  # a lower limit of one's own is fine
-        assert query("hi", model=api.model(), cwd=tmp_path).params.max_budget_usd == 0.25
+        assert run.params.options.max_budget_usd == 0.1  # a lower limit of one's own is fine
+        assert query("hi", model=api.model(), cwd=tmp_path).params.options.max_budget_usd == 0.25
         conversation = Conversation(api.model(), cwd=tmp_path)
         with pytest.raises(PolicyViolation):
             conversation.permission_mode = "bypassPermissions"

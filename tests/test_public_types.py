@@ -60,3 +60,31 @@ def test_a_user_s_type_checker_sees_each_export_as_its_real_type(tmp_path):
     assert not untyped, f"seen as Any by a type checker: {untyped}"
     query_type = exported[names.index("query")]
     assert query_type.startswith("def (prompt: ") and query_type.endswith("-> jupyter_agent.loop.run.QueryRun")
+
+
+KEYWORDS_FILE = """
+from jupyter_agent import AgentOptions, Conversation, compact, query
+
+async def use() -> None:
+    query("hi", max_turns=2, permission_mode="plan", allow=("Read",), checkpoints=True)
+    Conversation("claude-sonnet-4-5", cwd="/tmp", max_budget_usd=0.5)
+    compact([], "keep the plan", max_tokens=1000)
+    AgentOptions().replace(context_window=50_000)
+    query("hi", max_turn=2)  # the wrong keyword: line 9
+    Conversation(max_turns="3")  # a keyword of the wrong type: line 10
+    AgentOptions().replace(modle="x")  # line 11
+    Conversation().send("go", max_turns=1, max_budget_usd=0.1, system_prompt="Be brief.")
+    Conversation().send("go", max_budget="0.1")  # line 13
+"""
+
+
+def test_a_user_s_type_checker_knows_the_option_keywords(tmp_path):
+    # query() and Conversation take **kwargs typed by AgentOptions' fields (Unpack of a TypedDict):
+    # a misspelt keyword or a value of the wrong type is the user's checker's error, the right ones pass
+    _, report = revealed(tmp_path, KEYWORDS_FILE)
+    errors = re.findall(r"user\.py:(\d+): error: (.*)", report)
+    assert [line for line, _ in errors] == ["9", "10", "11", "13"], report
+    assert 'Unexpected keyword argument "max_turn" for "query"' in errors[0][1]
+    assert '"max_turns"' in errors[1][1] and '"int | None"' in errors[1][1]
+    assert 'Unexpected keyword argument "modle"' in errors[2][1]
+    assert 'Unexpected keyword argument "max_budget" for "send"' in errors[3][1]

@@ -7,7 +7,8 @@
 - ``kernel/``: the ``AgentSession`` a kernel's runs share, ``AgentConfig``, the warm-up;
 - ``outside/``: an outside agent's MCP calls, carried out here;
 - ``panel/``: the side panel's comm and state;
-- ``magic/``: ``%load_ext``, ``%%agent`` and ``%agent``, the chat widget.
+- ``magic/``: ``%load_ext``, ``%%agent`` and ``%agent``, the chat widget, and
+  ``KernelServices``, the one owner of what is kernel-wide (the session holds it).
 
 ``tests/test_package_graph.py`` says which room may import which. What is shown comes from
 ``jupyter_agent.view``, which the command line shares. Importing this package imports none

@@ -71,7 +71,8 @@ class Stepper:
 
     def __init__(self, run: Any, *, broker: Any = None,
                  on_approval: Callable[[Any], Any] | None = None) -> None:
-        if not getattr(getattr(run, "params", None), "checkpoints", False):
+        options = getattr(getattr(run, "params", None), "options", None)
+        if not getattr(options, "checkpoints", False):
             raise ValueError("The stepper needs a run made with checkpoints=True: "
                              "query(prompt, ..., checkpoints=True), or use Stepper.start(prompt, ...).")
         self.run = run

@@ -39,7 +39,7 @@ from .messages import (
 from .model_protocol import Model, ModelError, ModelRequest, PromptTooLongError
 from .permission_result import PermissionAllow
 from .stream import stream_with_abort
-from .tool import Tool, ToolContext, ToolError
+from .tool import AnyTool, InputT, Tool, ToolContext, ToolError
 from .tool_execution import ToolRunEnv, _validate_and_plan
 from .meter import StreamUsage
 from .state import TransitionReason
@@ -93,7 +93,7 @@ class CompactionEnv:
     model: Model
     system: list[SystemBlock]
     tool_definitions: list[ToolDefinition]
-    tools_by_name: dict[str, Tool]
+    tools_by_name: dict[str, AnyTool]
     context: ToolContext
     hooks: Hooks
     user_context: dict[str, str]
@@ -309,7 +309,7 @@ def _latest_calls_first(messages: Sequence[Message]) -> list[ToolUseBlock]:
             for b in reversed(content_blocks(m)) if is_tool_use(b)]
 
 
-async def _read(tool: Tool, raw_input: JSONObject, context: ToolContext) -> str | None:
+async def _read(tool: Tool[InputT], raw_input: JSONObject, context: ToolContext) -> str | None:
     """One read through the tool's own checks and the permission policy; None when it
     cannot run without asking, fails, or gives anything but text."""
     try:

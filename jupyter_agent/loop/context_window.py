@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 
 from .messages import content_blocks
-from .tool import Tool
+from .tool import AnyTool
 from .usage import Usage
 from .wire import ContentBlock, Message, ToolResultBlock, ToolUseBlock, is_tool_result, is_tool_use
 
@@ -235,7 +235,7 @@ class PromptSize:
 
 # -- microcompact -----------------------------------------------------------------------
 
-def microcompact(messages: list[Message], tools_by_name: dict[str, Tool], size: int,
+def microcompact(messages: list[Message], tools_by_name: dict[str, AnyTool], size: int,
                  target: int, *, only_if_enough: bool = True) -> tuple[list[Message], int, int]:
     """Clear old tool results until the estimate ``size`` is at most ``target``.
 
@@ -288,7 +288,7 @@ def _has_image(block: ToolResultBlock) -> bool:
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "image" for b in content)
 
 
-def _cleared_marker(block: ToolResultBlock, call: ToolUseBlock | None, tools_by_name: dict[str, Tool]) -> str:
+def _cleared_marker(block: ToolResultBlock, call: ToolUseBlock | None, tools_by_name: dict[str, AnyTool]) -> str:
     name = str(call.get("name", "")) if call else ""
     tool = tools_by_name.get(name)
     what = ""

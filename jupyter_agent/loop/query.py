@@ -139,7 +139,8 @@ async def open_loop(params: QueryParams, record: RunRecord,
     among the notices, when the run was stopped while they started)."""
     tools, notices = params.tools, list[LoopEvent]()
     if params.tool_sources:  # MCP servers: started (or approved) before the first request
-        loaded = await load_tool_sources(params.tool_sources, tools, params.context, params.can_use_tool, signal)
+        loaded = await load_tool_sources(params.tool_sources, tools, params.context, params.options.can_use_tool,
+                                          signal)
         if loaded is None:
             record.phase = "ended"
             return [Terminal(TerminalReason.ABORTED_STREAMING, record.state.turn_count,
@@ -147,11 +148,12 @@ async def open_loop(params: QueryParams, record: RunRecord,
         tools, notices = loaded[0], list(loaded[1])
     env = ToolRunEnv(
         tools_by_name={t.name: t for t in tools}, context=params.context,
-        can_use_tool=params.can_use_tool, hooks=params.hooks,
+        can_use_tool=params.options.can_use_tool, hooks=params.hooks,
     )
     definitions = [t.to_api() for t in tools if t.name not in params.unsent_tools]
     context = run_context(params.model, params.system, definitions, env, params.hooks, params.user_context,
-                          record.meter, signal, context_window=params.context_window, max_tokens=params.max_tokens,
+                          record.meter, signal, context_window=params.options.context_window,
+                          max_tokens=params.options.max_tokens,
                           result_budget=params.budget)
     return notices, RunLoop(params, record, signal, env, definitions, context)
 
@@ -191,7 +193,7 @@ async def build_request(turn: Turn, loop: RunLoop) -> StepItems:
     turn.request = ModelRequest(
         messages=normalize_messages_for_api(prepend_user_context(turn.messages_for_query, params.user_context)),
         system=params.system, tools=loop.tool_definitions,
-        max_tokens=loop.context.max_tokens(meter.used), thinking=params.thinking,
+        max_tokens=loop.context.max_tokens(meter.used), thinking=params.options.thinking,
     )
 
 async def collect_response(turn: Turn, loop: RunLoop) -> StepItems:
@@ -201,7 +203,7 @@ async def collect_response(turn: Turn, loop: RunLoop) -> StepItems:
     request = turn.request
     if request is None:
         raise RuntimeError("collect_response runs after build_request has made the request")
-    executor = turn.executor = StreamingToolExecutor(loop.env, signal) if params.streaming_tools else None
+    executor = turn.executor = StreamingToolExecutor(loop.env, signal) if params.options.streaming_tools else None
     snapshot: MessageSnapshot | None = None
     stopped_blocks: list[int] = []
     record.requests += 1
@@ -393,7 +395,7 @@ async def next_turn(turn: Turn, loop: RunLoop) -> StepItems:
     history = (*turn.messages_for_query, *turn.assistant_messages, results_message)
     loop.record.state = next_state(turn.state, history)
     yield UserMessage(results_message)
-    control, max_turns, over_budget = loop.env.control, loop.params.max_turns, spend_limit_reached(loop)
+    control, max_turns, over_budget = loop.env.control, loop.params.options.max_turns, spend_limit_reached(loop)
     if loop.signal.aborted or control.interrupted:
         yield End(TerminalReason.ABORTED_TOOLS, "Stopped while tools were running.", history=history)
     elif control.hook_stop_message is not None:
@@ -413,7 +415,7 @@ async def next_turn(turn: Turn, loop: RunLoop) -> StepItems:
 
 def spend_limit_reached(loop: RunLoop) -> str | None:
     """Why the run must not send another request (it spent ``max_budget_usd``), or None."""
-    limit, spent = loop.params.max_budget_usd, loop.record.usage.cost_usd
+    limit, spent = loop.params.options.max_budget_usd, loop.record.usage.cost_usd
     if limit is None or spent < limit:
         return None
     return f"Reached the spend limit of ${limit:g} for one run (${spent:.4f} spent)."

@@ -7,6 +7,10 @@ Nothing here imports those packages.
 A tool is a class with a pydantic ``Input`` model (its JSON schema is what the
 model sees), a description, and an async ``call``. The loop validates the model's
 input against ``Input`` before anything else, so ``call`` only ever sees valid input.
+``Tool`` is generic over that model (``class Read(PathTool[ReadInput])``, ``Input =
+ReadInput``): each method of a tool sees its own input's fields, and mypy checks that
+``Input`` is the class's type argument. The model is the one declaration of the input:
+its JSON schema is what the model is told, and what validation holds the call to.
 Defaults are the safe choice: not read-only, not concurrency-safe, ask permission.
 """
 
@@ -16,7 +20,7 @@ import asyncio
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
@@ -33,6 +37,10 @@ class ToolInput(BaseModel):
     """Base of every tool's input model: unknown fields are an error, as in the API schema."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+#: A tool's input model (``Tool[InputT]``).
+InputT = TypeVar("InputT", bound=ToolInput)
 
 
 class ToolError(JupyterAgentError):
@@ -124,6 +132,8 @@ class PreparedCall:
     edits_files: bool = False
     #: Runs code (a notebook cell): it can touch anything, so it asks in every mode.
     runs_code: bool = False
+    #: The tool's own plan (a file's new content, a notebook's cells), of the tool's own type:
+    #: only that tool (and a tool built on it) reads it; the loop passes it along.
     change: Any = None
     diff: str | None = None
     content_hash: str | None = None
@@ -151,7 +161,8 @@ class PermissionPolicy:
     #: or None for a policy without modes.
     mode: str | None = None
 
-    async def decide(self, tool: Tool, input: Any, context: ToolContext, prepared: PreparedCall) -> PermissionResult:
+    async def decide(self, tool: Tool[InputT], input: InputT, context: ToolContext,
+                     prepared: PreparedCall) -> PermissionResult:
         """Allow, deny or ask for this call, on the facts of its plan (``prepared``)."""
         raise NotImplementedError(f"{type(self).__name__} must implement decide()")
 
@@ -159,7 +170,8 @@ class PermissionPolicy:
         """Allow rules for the rest of the session ("Always allow"). Default: kept nowhere."""
         return None
 
-    async def would_allow(self, tool: Tool | str, input: Any, context: ToolContext | None = None) -> bool:
+    async def would_allow(self, tool: AnyTool | str, input: JSONObject | ToolInput,
+                          context: ToolContext | None = None) -> bool:
         """Would this call run without asking now? Default: no (a queued ask stays queued)."""
         return False
 
@@ -179,7 +191,8 @@ class PermissionPolicy:
 class ToolCheckPolicy(PermissionPolicy):
     """The simplest policy: whatever each tool's own ``check_permissions`` says."""
 
-    async def decide(self, tool: Tool, input: Any, context: ToolContext, prepared: PreparedCall) -> PermissionResult:
+    async def decide(self, tool: Tool[InputT], input: InputT, context: ToolContext,
+                     prepared: PreparedCall) -> PermissionResult:
         return await tool.check_permissions(input, context, prepared)
 
 
@@ -208,13 +221,15 @@ class ToolContext:
         return replace(self, tool_use_id=tool_use_id, progress=progress)
 
 
-class Tool:
-    """Base class of all tools. Subclasses set ``name``, ``description``, ``Input``
-    and implement ``call``; the rest has safe defaults."""
+class Tool(Generic[InputT]):
+    """Base class of all tools, generic over the input model. Subclasses set ``name``,
+    ``description``, ``Input`` (the class's type argument) and implement ``call``; the rest
+    has safe defaults."""
 
     name: ClassVar[str]
     description: ClassVar[str]
-    Input: ClassVar[type[ToolInput]]
+    #: The input's model, set on the class (a ClassVar cannot name the type argument).
+    Input: type[InputT]
     #: Output longer than this (characters) is saved to a file; the model gets a preview.
     max_result_size_chars: ClassVar[int] = 50_000
     #: Seconds before a call is cancelled with an error result (None: no limit).
@@ -234,17 +249,17 @@ class Tool:
         """The tool definition as the Messages API takes it."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema()}
 
-    def is_read_only(self, input: Any) -> bool:
+    def is_read_only(self, input: InputT) -> bool:
         return False
 
-    def is_concurrency_safe(self, input: Any) -> bool:
+    def is_concurrency_safe(self, input: InputT) -> bool:
         return False
 
-    async def validate_input(self, input: Any, context: ToolContext) -> str | None:
+    async def validate_input(self, input: InputT, context: ToolContext) -> str | None:
         """Return an error message for input that is well-formed but unusable, else None."""
         return None
 
-    async def prepare(self, input: Any, context: ToolContext) -> PreparedCall:
+    async def prepare(self, input: InputT, context: ToolContext) -> PreparedCall:
         """Plan the call once: what it touches and, for an edit, the change and its diff.
 
         Raise ``ToolError`` for a plan that cannot work (the model gets the message).
@@ -252,17 +267,17 @@ class Tool:
         """
         return PreparedCall(read_only=self.is_read_only(input))
 
-    async def check_permissions(self, input: Any, context: ToolContext, prepared: PreparedCall) -> PermissionResult:
+    async def check_permissions(self, input: InputT, context: ToolContext, prepared: PreparedCall) -> PermissionResult:
         """This tool's own view of the planned call: read-only calls are allowed, everything else asks."""
         if self.is_read_only(input):
             return PermissionAllow()
         return PermissionAsk(message=f"{self.name} wants to make a change.")
 
-    async def call(self, input: Any, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
+    async def call(self, input: InputT, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         """Carry out the call as ``prepared`` planned it (the plan the permission was given for)."""
         raise NotImplementedError(f"{type(self).__name__} must implement call()")
 
-    def rule_content(self, input: Any) -> str | None:
+    def rule_content(self, input: InputT) -> str | None:
         """What a ``Tool(pattern)`` rule is matched against for a call that names no path
         (a command, a URL). None, the default: a rule with a pattern never covers such a call."""
         return None
@@ -286,6 +301,12 @@ class Tool:
         return ""
 
 
+#: A tool of whatever input: what the loop holds where tools of every kind sit side by side
+#: (a run's list, the tools by name). Each call's input is made by that same tool's ``Input``,
+#: so the pair agrees at run time; a tool's own methods see their input's type.
+AnyTool: TypeAlias = Tool[Any]
+
+
 class ToolSource:
     """Tools known only once something has started (an MCP server's: its process must run
     before it can list them). The loop asks each source once per run, before the first
@@ -297,7 +318,7 @@ class ToolSource:
 
     async def load_tools(self, context: ToolContext,
                          can_use_tool: CanUseTool | None,
-                         ) -> tuple[list[Tool], list[Notice]]:
+                         ) -> tuple[list[AnyTool], list[Notice]]:
         """The tools to offer now, and notices for the user (a server that failed to start)."""
         raise NotImplementedError(f"{type(self).__name__} must implement load_tools()")
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from .tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, ToolOutput
+from .tool import AnyTool, InputT, PreparedCall, Tool, ToolContext, ToolError, ToolOutput
 from .events import Notice, ToolOutcome, ToolProgress, ToolStart
 from .hooks import Hooks, ToolCallResult, call_hook
 from .messages import INVALID_INPUT_KEY, cut_at_word, cut_middle, tool_result_block
@@ -58,7 +58,7 @@ class RunControl:
 class ToolRunEnv:
     """What every call in a run shares."""
 
-    tools_by_name: dict[str, Tool]
+    tools_by_name: dict[str, AnyTool]
     context: ToolContext
     can_use_tool: CanUseTool | None = None
     hooks: Hooks = field(default_factory=Hooks)
@@ -212,13 +212,13 @@ async def run_tool_call(block: ToolUseBlock, env: ToolRunEnv) -> CallResult:
                       output.exit_code)
 
 
-async def _validate_and_plan(tool: Tool, raw_input: JSONObject,
-                             context: ToolContext) -> tuple[ToolInput | None, PreparedCall, str | None]:
+async def _validate_and_plan(tool: Tool[InputT], raw_input: JSONObject,
+                             context: ToolContext) -> tuple[InputT | None, PreparedCall, str | None]:
     """The schema, ``validate_input``, then the call planned once: (input, plan, problem's
     text or None). The plan goes to the policy and to ``call`` as an argument."""
     parsed, problem = _validate(tool, raw_input)
-    if problem:
-        return parsed, PreparedCall(), problem
+    if parsed is None:  # (the schema's problem is said)
+        return None, PreparedCall(), problem
     try:
         problem = await tool.validate_input(parsed, context)
         if problem:
@@ -233,14 +233,14 @@ async def _validate_and_plan(tool: Tool, raw_input: JSONObject,
         return parsed, PreparedCall(), f"{tool.name} failed: {type(exc).__name__}: {exc}"
 
 
-def _validate(tool: Tool, raw_input: JSONObject) -> tuple[ToolInput | None, str | None]:
+def _validate(tool: Tool[InputT], raw_input: JSONObject) -> tuple[InputT | None, str | None]:
     try:
         return tool.Input.model_validate(raw_input), None
     except ValidationError as exc:
         return None, format_validation_error(tool.name, exc)
 
 
-async def _decide(tool: Tool, parsed: ToolInput, raw_input: JSONObject, context: ToolContext,
+async def _decide(tool: Tool[InputT], parsed: InputT, raw_input: JSONObject, context: ToolContext,
                   prepared: PreparedCall, env: ToolRunEnv) -> PermissionAllow | PermissionDeny:
     decision = await context.permissions.decide(tool, parsed, context, prepared)
     if not isinstance(decision, PermissionAsk):
@@ -273,7 +273,7 @@ async def _decide(tool: Tool, parsed: ToolInput, raw_input: JSONObject, context:
                           outcome=ToolOutcome.ERROR)
 
 
-def _bounded_content(tool: Tool, content: ToolOutputContent, tool_use_id: str, context: ToolContext,
+def _bounded_content(tool: AnyTool, content: ToolOutputContent, tool_use_id: str, context: ToolContext,
                      window_chars: int | None = None) -> ToolOutputContent:
     """Empty output gets a sentence; text over the tool's cap goes to a file, the model
     gets a preview; text over what the context window allows (``window_chars``) is cut,

@@ -12,14 +12,14 @@ import logging
 from .abort import AbortSignal
 from .events import Notice
 from .permission_result import CanUseTool
-from .tool import Tool, ToolContext, ToolSource
+from .tool import AnyTool, ToolContext, ToolSource
 
 log = logging.getLogger(__name__)
 
 
-async def load_tool_sources(sources: list[ToolSource], tools: list[Tool], context: ToolContext,
+async def load_tool_sources(sources: list[ToolSource], tools: list[AnyTool], context: ToolContext,
                             can_use_tool: CanUseTool | None,
-                            signal: AbortSignal) -> tuple[list[Tool], list[Notice]] | None:
+                            signal: AbortSignal) -> tuple[list[AnyTool], list[Notice]] | None:
     """``tools`` and every source's, with the sources' notices; None when Stop came first."""
     task = asyncio.ensure_future(_load_all(sources, context, can_use_tool))
 
@@ -48,8 +48,8 @@ async def load_tool_sources(sources: list[ToolSource], tools: list[Tool], contex
 
 
 async def _load_all(sources: list[ToolSource], context: ToolContext,
-                    can_use_tool: CanUseTool | None) -> tuple[list[Tool], list[Notice]]:
-    found: list[Tool] = []
+                    can_use_tool: CanUseTool | None) -> tuple[list[AnyTool], list[Notice]]:
+    found: list[AnyTool] = []
     notices: list[Notice] = []
     for source in sources:
         try:

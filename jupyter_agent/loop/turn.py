@@ -21,14 +21,15 @@ from .budget import ToolResultBudget
 from .compaction import RunContext
 from .events import AssistantMessage, Checkpoint, ContextUsage, LoopEvent, ModelFallback, ModelRetry, STEP_NAMES
 from .hooks import Hooks
+from .loop_options import LoopOptions
 from .model_protocol import Model, ModelRequest
 from .orchestration import StreamingToolExecutor
 from .state import State, Terminal, TerminalReason, Transition, TransitionReason
-from .tool import Tool, ToolContext, ToolSource
-from .tool_execution import CanUseTool, ToolRunEnv
+from .tool import AnyTool, ToolContext, ToolSource
+from .tool_execution import ToolRunEnv
 from .meter import StreamUsage
 from .usage import Usage
-from .wire import Message, SystemBlock, ThinkingConfig, ToolDefinition, ToolResultBlock, ToolUseBlock
+from .wire import Message, SystemBlock, ToolDefinition, ToolResultBlock, ToolUseBlock
 
 #: The end message of a run stopped because the user interrupted the cell it was running.
 CELL_INTERRUPTED_MESSAGE = ("Stopped: the cell the agent was running was interrupted (the kernel's interrupt, "
@@ -37,27 +38,24 @@ CELL_INTERRUPTED_MESSAGE = ("Stopped: the cell the agent was running was interru
 
 @dataclass
 class QueryParams:
-    """Everything that stays fixed for one run (seed: ``QueryParams``)."""
+    """Everything that stays fixed for one run (seed: ``QueryParams``).
+
+    ``options`` is the run's options object itself (``query()`` passes its ``AgentOptions``,
+    resolved: the window read from the environment, the spend limit bounded by the policy);
+    the loop reads the fields of :class:`LoopOptions` from it. The rest is what ``query()``
+    made of the other options: the model, the tools, the context, the prompt, the hooks.
+    """
 
     model: Model
-    tools: list[Tool]
+    tools: list[AnyTool]
     context: ToolContext
+    options: LoopOptions = field(default_factory=LoopOptions)
     system: list[SystemBlock] = field(default_factory=list)
     user_context: dict[str, str] = field(default_factory=dict)
-    max_turns: int | None = None
-    can_use_tool: CanUseTool | None = None
     hooks: Hooks = field(default_factory=Hooks)
-    streaming_tools: bool = True
-    checkpoints: bool = False
-    max_tokens: int = 8192
-    thinking: ThinkingConfig | None = None
     budget: ToolResultBudget = field(default_factory=ToolResultBudget)
-    #: The model's context window in tokens (None: from the table of known models).
-    context_window: int | None = None
     #: Compact the history now (with these instructions) and end: ``%agent compact``.
     compact_now: str | None = None
-    #: End the run (``max_budget``) before a request once it has spent this much (USD).
-    max_budget_usd: float | None = None
     #: query() made the model itself (from an id or the environment), so the run closes it.
     owns_model: bool = False
     #: Where more tools come from once the run starts (MCP servers), asked before the first request.
@@ -169,7 +167,7 @@ class RunLoop:
 
 
 def checkpoint(step: int, state: State, turn: Turn) -> Checkpoint:
-    """What step ``step`` of ``turn`` shows a lesson's stepper (``QueryParams.checkpoints``):
+    """What step ``step`` of ``turn`` shows a lesson's stepper (``QueryParams.options.checkpoints``):
     the collectors so far, and what the step adds (step 1 its request, step 2 the calls)."""
     extra: dict[str, object] = {}
     if step == 1:
@@ -224,10 +222,10 @@ class Steps:
         return self.next
 
     def checkpoint(self, number: int) -> tuple[Checkpoint, ...]:
-        """Step ``number``'s checkpoint, with ``QueryParams.checkpoints``: after steps 1-3
+        """Step ``number``'s checkpoint, with ``QueryParams.options.checkpoints``: after steps 1-3
         unless the step decided; after step 4 when a new turn or a compacted history follows
         (the stepper then shows the State the next iteration starts from)."""
-        if not self.loop.params.checkpoints:
+        if not self.loop.params.options.checkpoints:
             return ()
         if number < 4:
             return () if self.next is not None else (checkpoint(number, self.turn.state, self.turn),)

@@ -126,10 +126,10 @@ class OtherBlock(TypedDict, total=False):
     id: str
     name: str
     input: JSONObject
-    content: Any
+    content: object
 
 
-#: Any block of a message's content.
+#: A block of a message's content, of whichever type.
 ContentBlock = (TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock | ImageBlock
                 | DocumentBlock | OtherBlock)
 

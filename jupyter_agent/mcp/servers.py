@@ -23,7 +23,7 @@ from typing import Any
 
 from ..loop.events import Notice
 from ..loop.permission_result import PermissionAllow, PermissionAsk
-from ..loop.tool import Tool, ToolContext, ToolSource
+from ..loop.tool import AnyTool, ToolContext, ToolSource
 from ..loop.tool_execution import CanUseTool, private_results_dir
 from .config import PROJECT_FILE, ServerConfig, parse_servers, read_project_servers
 from .connection import START_TIMEOUT_S, McpConnection, McpServerError, ServerState
@@ -67,7 +67,7 @@ class McpServers(ToolSource):
 
     # -- the loop's ToolSource -------------------------------------------------------------
     async def load_tools(self, context: ToolContext,
-                         can_use_tool: CanUseTool | None) -> tuple[list[Tool], list[Notice]]:
+                         can_use_tool: CanUseTool | None) -> tuple[list[AnyTool], list[Notice]]:
         """Start what is not running yet and return every running server's tools."""
         if self._lock is None:
             self._lock = asyncio.Lock()
@@ -88,7 +88,7 @@ class McpServers(ToolSource):
                 if isinstance(outcome, BaseException):
                     text = str(outcome) if isinstance(outcome, McpServerError) else repr(outcome)
                     notices.append(Notice("mcp_server_failed", f"{text} Its tools are not offered in this run."))
-            tools: list[Tool] = []
+            tools: list[AnyTool] = []
             for name in wanted:
                 connection = self.connections[name]
                 if connection.state is ServerState.RUNNING:

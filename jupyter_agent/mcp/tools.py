@@ -39,7 +39,7 @@ class McpInput(ToolInput):
     model_config = ConfigDict(extra="allow")
 
 
-class McpTool(Tool):
+class McpTool(Tool[McpInput]):
     """One tool of one MCP server; :func:`make_tool` makes the subclass for each."""
 
     Input = McpInput
@@ -52,7 +52,7 @@ class McpTool(Tool):
     def input_schema(self) -> dict[str, Any]:
         return dict(self.schema)
 
-    async def validate_input(self, input: Any, context: ToolContext) -> str | None:
+    async def validate_input(self, input: McpInput, context: ToolContext) -> str | None:
         import jsonschema
 
         try:
@@ -65,13 +65,14 @@ class McpTool(Tool):
         lines = [f"`{'.'.join(map(str, e.path)) or 'input'}`: {e.message}" for e in errors[:10]]
         return f"InputValidationError: {self.name} failed due to the following issue(s):\n" + "\n".join(lines)
 
-    async def check_permissions(self, input: Any, context: ToolContext, prepared: PreparedCall) -> PermissionResult:
+    async def check_permissions(self, input: McpInput, context: ToolContext,
+                                prepared: PreparedCall) -> PermissionResult:
         return PermissionAsk(
             message=f"Call the tool {self.tool_name!r} of the MCP server {self.server_name!r} "
                     f"({self.connection.config.command_line()}).",
             suggested_rules=(self.name,))
 
-    async def call(self, input: Any, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
+    async def call(self, input: McpInput, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         try:
             result = await self.connection.call_tool(self.tool_name, _arguments(input))
         except McpServerError as exc:
@@ -101,10 +102,8 @@ def make_tool(connection: McpConnection, tool: Any) -> McpTool:
     return made
 
 
-def _arguments(input: Any) -> dict[str, Any]:
-    if isinstance(input, McpInput):
-        return input.model_dump(by_alias=True)
-    return dict(input) if isinstance(input, dict) else {}
+def _arguments(input: McpInput) -> dict[str, Any]:
+    return input.model_dump(by_alias=True)
 
 
 def result_blocks(result: Any) -> list[dict[str, Any]]:

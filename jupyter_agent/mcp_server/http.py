@@ -48,6 +48,8 @@ class McpApp:
         self._started = asyncio.Event()
         self._stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+        #: session id -> its GET streams open now (the SDK lets one be open; a client may re-open it)
+        self.streams: dict[str, int] = {}
 
     def session_open(self, session_id: str) -> bool:
         """Whether MCP session ``session_id`` is still open ('' : a request without one, which
@@ -57,6 +59,30 @@ class McpApp:
             return True
         transport = transports.get(session_id)
         return transport is not None and not getattr(transport, "is_terminated", False)
+
+    def stream_opened(self, session_id: str) -> None:
+        """Session ``session_id``'s GET stream (where its notifications go) is open: its
+        subscriptions hold their notebooks again if its stream had gone."""
+        self.streams[session_id] = self.streams.get(session_id, 0) + 1
+        subscriptions = self.watches.subscriptions
+        if session_id in subscriptions.asleep:
+            subscriptions.publish_later(subscriptions.stream_back(session_id))
+
+    def stream_closed(self, session_id: str) -> None:
+        """Session ``session_id``'s GET stream ended. The session ended with it (a DELETE, its
+        timeout): its subscriptions go now. Its client's connection closed while the session
+        goes on (the client was killed, or it reconnects): nothing can reach it, so its
+        subscriptions hold nothing until it opens the stream again."""
+        left = self.streams.get(session_id, 0) - 1
+        if left > 0:
+            self.streams[session_id] = left
+            return
+        self.streams.pop(session_id, None)
+        subscriptions = self.watches.subscriptions
+        if self.session_open(session_id):
+            subscriptions.stream_gone(session_id)
+        else:
+            subscriptions.forget_ended()
 
     def start(self) -> None:
         self.task = asyncio.get_event_loop().create_task(self._run())
@@ -158,11 +184,20 @@ class McpHandler(APIHandler):
 
     @web.authenticated
     async def get(self) -> None:
-        await self._asgi()
+        #: the session whose stream this is, once the SDK opened it (``send`` below)
+        self._stream_of: str | None = None
+        try:
+            await self._asgi()
+        finally:
+            if self._stream_of is not None:
+                self.mcp_app.stream_closed(self._stream_of)
 
     @web.authenticated
     async def delete(self) -> None:
+        """The client ends its session (the streamable-HTTP transport's DELETE): its
+        subscriptions go at once, and the watches that only it held."""
         await self._asgi()
+        self.mcp_app.watches.subscriptions.forget_ended()
 
     async def _asgi(self) -> None:
         # An answer streamed as server-sent events is written in pieces: without TCP_NODELAY
@@ -206,6 +241,9 @@ class McpHandler(APIHandler):
                     # The session's own stream (GET): its headers now, not with its first event,
                     # which may come much later (or never).
                     self.set_header("Content-Type", self._content_type)
+                    if message["status"] == 200 and request.headers.get("mcp-session-id"):
+                        self._stream_of = request.headers["mcp-session-id"]
+                        self.mcp_app.stream_opened(self._stream_of)
                     try:
                         await self.flush()
                     except Exception:  # the client went away

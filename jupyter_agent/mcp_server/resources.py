@@ -89,6 +89,11 @@ class Subscriptions:
         self.listers: dict[int, tuple[Any, str]] = {}
         #: uri -> how many holders it has (sessions and listen streams)
         self.holders: dict[str, int] = {}
+        #: the sessions whose stream is gone (their client may open it again): their
+        #: subscriptions are kept, holding nothing, until it does (:meth:`stream_gone`)
+        self.asleep: set[str] = set()
+        #: (uri, session id) of the subscriptions that hold their URI now
+        self._holding: set[tuple[str, str]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def _take(self, uri: str) -> None:
@@ -113,16 +118,20 @@ class Subscriptions:
         subscribed = self.sessions.setdefault(uri, [])
         if any(s is session for s, _ in subscribed):
             return
-        await self._take(uri)
+        if session_id not in self.asleep:  # (asleep: held once its stream is back)
+            await self._take(uri)
+            self._holding.add((uri, session_id))
         subscribed.append((session, session_id))
 
     def unsubscribe(self, session: Any, uri: str) -> None:
         subscribed = self.sessions.get(uri, [])
-        if any(s is session for s, _ in subscribed):
+        for _, session_id in [(s, i) for s, i in subscribed if s is session]:
             self.sessions[uri] = [(s, i) for s, i in subscribed if s is not session]
             if not self.sessions[uri]:
                 del self.sessions[uri]
-            self._drop(uri)
+            if (uri, session_id) in self._holding:
+                self._holding.discard((uri, session_id))
+                self._drop(uri)
 
     def forget_ended(self) -> None:
         """Drop the subscriptions of the sessions that ended (closed by their client, or timed out)."""
@@ -134,6 +143,41 @@ class Subscriptions:
                 if not self.alive(session_id):
                     log.debug("dropping a subscription of ended session %s", session_id[:16])
                     self.unsubscribe(session, uri)
+        self.asleep = {s for s in self.asleep if self.alive(s)}
+
+    def stream_gone(self, session_id: str) -> None:
+        """Session ``session_id``'s stream closed under it while the session goes on (HTTP: its
+        GET stream; a killed client's closes with its connection): nothing can be told to it
+        now, so its subscriptions hold nothing (no watch is kept for it) until it opens a stream
+        again (:meth:`stream_back`), as a client that reconnects may; they go with the session."""
+        self.asleep.add(session_id)
+        for uri, subscribed in list(self.sessions.items()):
+            if (uri, session_id) in self._holding and any(i == session_id for _, i in subscribed):
+                self._holding.discard((uri, session_id))
+                self._drop(uri)
+
+    async def stream_back(self, session_id: str) -> None:
+        """Session ``session_id`` opened a stream again: its subscriptions hold their URIs again,
+        and it is told that each may have changed meanwhile (what changed then was told to no
+        one). One that cannot be held now (its notebook closed) is told too: its read says why."""
+        if session_id not in self.asleep:
+            return
+        self.asleep.discard(session_id)
+        for uri, subscribed in list(self.sessions.items()):
+            for session in [s for s, i in subscribed if i == session_id]:
+                try:
+                    await self._take(uri)
+                except Exception:  # (an OutsideError: the notebook is closed, or its kernel gone)
+                    log.debug("a subscription cannot be held again now", exc_info=True)
+                else:
+                    if session_id in self.asleep:  # (its stream went again meanwhile)
+                        self._drop(uri)
+                        continue
+                    self._holding.add((uri, session_id))
+                try:
+                    await session.send_resource_updated(uri)
+                except Exception:  # the session ended meanwhile: nothing to tell
+                    log.debug("a woken session is gone", exc_info=True)
 
     async def listen(self, ctx: Any, params: Any) -> Any:
         """``subscriptions/listen`` (2026-07-28): the stream's URIs of ours are held while it is open."""
@@ -293,7 +337,8 @@ def subscriber(ctx: Any) -> Any:
     return connection if callable(getattr(connection, "send_resource_updated", None)) else session
 
 
-def _error(exc: OutsideError) -> Exception:
+def resource_error(exc: OutsideError) -> Exception:
+    """The MCP error a resource request answers with (not found), its text redacted."""
     from mcp.shared.exceptions import MCPError
 
     return MCPError(NOT_FOUND, redact(str(exc)))
@@ -334,9 +379,9 @@ def resource_handlers(backend: Any, watches: NotebookWatches | None = None) -> d
                 args = {"cell_id": cell, "max_chars": CELL_CHARS}
             reply = await backend.call(path, "read", args, caller_of(ctx))
         except OutsideError as exc:
-            raise _error(exc) from None
+            raise resource_error(exc) from None
         if not reply.get("ok"):
-            raise _error(OutsideError(str(reply.get("error") or "The resource could not be read.")))
+            raise resource_error(OutsideError(str(reply.get("error") or "The resource could not be read.")))
         try:
             await watches.ensure(_norm(path))  # (a subscribed notebook whose kernel restarted: watched again)
         except OutsideError:
@@ -349,7 +394,7 @@ def resource_handlers(backend: Any, watches: NotebookWatches | None = None) -> d
         try:
             await subscriptions.subscribe(subscriber(ctx), params.uri, caller_of(ctx).connection)
         except OutsideError as exc:
-            raise _error(exc) from None
+            raise resource_error(exc) from None
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: Any) -> Any:
@@ -359,77 +404,6 @@ def resource_handlers(backend: Any, watches: NotebookWatches | None = None) -> d
     return {"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
             "on_read_resource": read_resource, "on_subscribe_resource": subscribe,
             "on_unsubscribe_resource": unsubscribe, "on_subscriptions_listen": subscriptions.listen}
-
-
-def forwarded_handlers(upstream: Callable[[str], Awaitable[Any]]) -> tuple[dict[str, Any], Subscriptions]:
-    """``jupyter agent mcp``'s resource handlers: each request made on the endpoint by the
-    client ``upstream(name)`` gives (its own MCP session there); a held URI is subscribed to
-    there, and the endpoint's notifications come back through :meth:`Subscriptions.publish`
-    (the forwarder's message handler calls it)."""
-    from mcp.shared.exceptions import MCPError
-    from mcp_types import EmptyResult
-
-    client: Any = None
-
-    async def hold(uri: str) -> None:
-        await client.session.subscribe_resource(uri)
-
-    #: uri -> the endpoint's unsubscribe in flight (the client's own unsubscribe waits for it)
-    releasing: dict[str, asyncio.Task[None]] = {}
-
-    def release(uri: str) -> None:
-        if client is not None:
-            releasing[uri] = subscriptions.publish_later(client.session.unsubscribe_resource(uri))
-
-    subscriptions = Subscriptions(hold, release)
-
-    async def on(ctx: Any) -> Any:
-        nonlocal client
-        client = await upstream(caller_of(ctx).name)
-        return client
-
-    async def relayed(call: Awaitable[Any]) -> Any:
-        try:
-            return await call
-        except MCPError:
-            raise
-        except Exception as exc:  # the endpoint went away
-            raise _error(OutsideError(f"The endpoint could not be reached: {type(exc).__name__}: {exc}")) from None
-
-    async def list_resources(ctx: Any, params: Any) -> Any:
-        subscriptions.listed(subscriber(ctx), caller_of(ctx).connection)
-        return await relayed((await on(ctx)).list_resources(cache_mode="bypass"))
-
-    async def list_templates(ctx: Any, params: Any) -> Any:
-        return await relayed((await on(ctx)).list_resource_templates(cache_mode="bypass"))
-
-    async def read_resource(ctx: Any, params: Any) -> Any:
-        return await relayed((await on(ctx)).read_resource(params.uri, cache_mode="bypass"))
-
-    async def subscribe(ctx: Any, params: Any) -> Any:
-        await on(ctx)
-        try:
-            await relayed(subscriptions.subscribe(subscriber(ctx), params.uri, caller_of(ctx).connection))
-        except OutsideError as exc:
-            raise _error(exc) from None
-        return EmptyResult()
-
-    async def unsubscribe(ctx: Any, params: Any) -> Any:
-        subscriptions.unsubscribe(subscriber(ctx), params.uri)
-        done = releasing.pop(params.uri, None)
-        if done is not None:
-            await done  # (answered once the endpoint holds it no more)
-        return EmptyResult()
-
-    async def listen(ctx: Any, params: Any) -> Any:
-        upstream = await on(ctx)
-        if params.notifications.resources_list_changed:  # (the endpoint tells the sessions that listed)
-            await relayed(upstream.list_resources(cache_mode="bypass"))
-        return await subscriptions.listen(ctx, params)
-
-    return ({"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
-             "on_read_resource": read_resource, "on_subscribe_resource": subscribe,
-             "on_unsubscribe_resource": unsubscribe, "on_subscriptions_listen": listen}, subscriptions)
 
 
 def follow_sessions(serverapp: Any, changed: Callable[[], None]) -> bool:

@@ -16,8 +16,10 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import stat
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -220,10 +222,84 @@ class Forwarder:
             await asyncio.wait({self._task}, timeout=10)
 
 
+def forwarded_handlers(upstream: Callable[[str], Awaitable[Any]]) -> tuple[dict[str, Any], Any]:
+    """``jupyter agent mcp``'s resource handlers: each request made on the endpoint by the
+    client ``upstream(name)`` gives (its own MCP session there); a held URI is subscribed to
+    there, and the endpoint's notifications come back through :meth:`Subscriptions.publish`
+    (the forwarder's message handler calls it)."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import EmptyResult
+
+    from .resources import Subscriptions, caller_of, resource_error, subscriber
+
+    client: Any = None
+
+    async def hold(uri: str) -> None:
+        await client.session.subscribe_resource(uri)
+
+    #: uri -> the endpoint's unsubscribe in flight (the client's own unsubscribe waits for it)
+    releasing: dict[str, asyncio.Task[None]] = {}
+
+    def release(uri: str) -> None:
+        if client is not None:
+            releasing[uri] = subscriptions.publish_later(client.session.unsubscribe_resource(uri))
+
+    subscriptions = Subscriptions(hold, release)
+
+    async def on(ctx: Any) -> Any:
+        nonlocal client
+        client = await upstream(caller_of(ctx).name)
+        return client
+
+    async def relayed(call: Awaitable[Any]) -> Any:
+        try:
+            return await call
+        except MCPError:
+            raise
+        except Exception as exc:  # the endpoint went away
+            why = f"The endpoint could not be reached: {type(exc).__name__}: {exc}"
+            raise resource_error(OutsideError(why)) from None
+
+    async def list_resources(ctx: Any, params: Any) -> Any:
+        subscriptions.listed(subscriber(ctx), caller_of(ctx).connection)
+        return await relayed((await on(ctx)).list_resources(cache_mode="bypass"))
+
+    async def list_templates(ctx: Any, params: Any) -> Any:
+        return await relayed((await on(ctx)).list_resource_templates(cache_mode="bypass"))
+
+    async def read_resource(ctx: Any, params: Any) -> Any:
+        return await relayed((await on(ctx)).read_resource(params.uri, cache_mode="bypass"))
+
+    async def subscribe(ctx: Any, params: Any) -> Any:
+        await on(ctx)
+        try:
+            await relayed(subscriptions.subscribe(subscriber(ctx), params.uri, caller_of(ctx).connection))
+        except OutsideError as exc:
+            raise resource_error(exc) from None
+        return EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: Any) -> Any:
+        subscriptions.unsubscribe(subscriber(ctx), params.uri)
+        done = releasing.pop(params.uri, None)
+        if done is not None:
+            await done  # (answered once the endpoint holds it no more)
+        return EmptyResult()
+
+    async def listen(ctx: Any, params: Any) -> Any:
+        upstream = await on(ctx)
+        if params.notifications.resources_list_changed:  # (the endpoint tells the sessions that listed)
+            await relayed(upstream.list_resources(cache_mode="bypass"))
+        return await subscriptions.listen(ctx, params)
+
+    return ({"on_list_resources": list_resources, "on_list_resource_templates": list_templates,
+             "on_read_resource": read_resource, "on_subscribe_resource": subscribe,
+             "on_unsubscribe_resource": unsubscribe, "on_subscriptions_listen": listen}, subscriptions)
+
+
 def build_forwarder(forwarder: Forwarder) -> Any:
     """The stdio server: the same tools, resources and checks, each call made on the endpoint;
     the endpoint's progress notifications (a running cell) go on to the client that asked, and
-    its resource notifications to the subscribed client (``resources.forwarded_handlers``)."""
+    its resource notifications to the subscribed client (:func:`forwarded_handlers`)."""
 
     async def forward(name: str, args: dict[str, Any], caller: Caller, progress: Any = None) -> Any:
         client = await forwarder.get(caller.name)
@@ -237,7 +313,7 @@ def build_forwarder(forwarder: Forwarder) -> Any:
             log.debug("a forwarded call failed", exc_info=True)
             return error_result(f"The call to {forwarder.url} failed: {type(exc).__name__}: {exc}")
 
-    from .resources import forwarded_handlers, list_changed_note, updated_uri, with_list_changed
+    from .resources import list_changed_note, updated_uri, with_list_changed
 
     resources, subscriptions = forwarded_handlers(forwarder.get)
 
@@ -265,13 +341,48 @@ def run(args: argparse.Namespace, err: TextIO = sys.stderr) -> int:
 
         forwarder = Forwarder(url, token)
         server = build_forwarder(forwarder)
+        end_on_signals(forwarder)
         try:
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
-        finally:
+        finally:  # stdin's end: the client closed it
             with contextlib.suppress(Exception):
                 await forwarder.close()
 
     asyncio.run(serve())
     return 0
+
+
+#: The signals a client stops its server with (a terminal's Ctrl+C and hang-up too; Windows has no SIGHUP).
+END_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+
+
+def end_on_signals(forwarder: Forwarder) -> None:
+    """On SIGTERM, SIGINT or SIGHUP, end the MCP session on the endpoint (the transport's
+    DELETE: the endpoint drops its subscriptions at once, rather than when it
+    times the session out), then die of that signal as the client expects. Not by unwinding
+    the stdio server: its reader waits in a thread for stdin's next line, which a client that
+    signals may never send."""
+    loop = asyncio.get_running_loop()
+
+    async def end(signum: int) -> None:
+        try:
+            await forwarder.close()
+        except Exception:  # (the endpoint went away: nothing left to end there)
+            log.debug("could not end the endpoint's session", exc_info=True)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    ending: set[asyncio.Task[None]] = set()  # (held: a task nothing refers to may be collected)
+
+    def heard(signum: int) -> None:
+        task = loop.create_task(end(signum))
+        ending.add(task)
+        task.add_done_callback(ending.discard)
+
+    for signum in END_SIGNALS:
+        try:
+            loop.add_signal_handler(signum, heard, signum)
+        except NotImplementedError:  # (Windows' loops take no handlers: there it ends with stdin only)
+            log.debug("no handler for signal %s on this loop", signum)
 

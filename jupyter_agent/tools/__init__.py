@@ -8,7 +8,7 @@ Each lives in its own module; the interface they implement (``Tool``,
 
 from __future__ import annotations
 
-from ..loop.tool import Tool
+from ..loop.tool import AnyTool
 from .bash import Bash
 from .edit import Edit
 from .glob import Glob
@@ -26,7 +26,7 @@ __all__ = ["Bash", "Edit", "Glob", "Grep", "KernelRun", "NotebookEdit", "Noteboo
            "NotebookRunCells", "Read", "TodoWrite", "Write", "default_tools"]
 
 
-def default_tools() -> list[Tool]:
+def default_tools() -> list[AnyTool]:
     """A fresh instance of every standard tool, in the order the model is shown them."""
     return [Read(), Write(), Edit(), Glob(), Grep(), NotebookEdit(), NotebookRun(), NotebookRunCells(), KernelRun(),
             Bash(), TodoWrite(), NotebookRestart()]

@@ -26,13 +26,13 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
 from ..loop.permission_result import CONTENT_FOLLOWS, PermissionAsk, PermissionResult
 from ..loop.tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput, ToolOutput
 from ..loop.tool_execution import private_results_dir
+from ..loop.wire import JSONObject
 from ..redact import redact, without_secrets
 from .common import clean_schema
 from .sandbox import prepare_sandbox, probe_argv
@@ -94,7 +94,7 @@ def enable_sandbox(context: ToolContext, on: bool = True) -> None:
     context.services.get(BashSettings).sandbox = on
 
 
-class Bash(Tool):
+class Bash(Tool[BashInput]):
     name = "Bash"
     Input = BashInput
     timeout_s = None  # the command's own limit applies (and ends its process group)
@@ -109,7 +109,7 @@ class Bash(Tool):
         "Always give a short `description` of what the command does."
     )
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> JSONObject:
         return clean_schema(super().input_schema())  # `"type": "integer"`, as Claude Code's
 
     async def validate_input(self, input: BashInput, context: ToolContext) -> str | None:
@@ -191,7 +191,7 @@ class Bash(Tool):
         return ToolOutput("\n".join([output, *notes]).strip() if output else "\n".join(notes),
                           is_error=code != 0, exit_code=code)
 
-    def summary(self, input: dict[str, Any]) -> str:
+    def summary(self, input: JSONObject) -> str:
         command = input.get("command")
         return command if isinstance(command, str) else ""
 

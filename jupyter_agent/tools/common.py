@@ -14,7 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..loop.tool import PreparedCall, Tool, ToolContext, ToolError, ToolInput
+from ..loop.tool import InputT, PreparedCall, Tool, ToolContext, ToolError, ToolInput
+from ..loop.wire import JSONObject
 from ..notebook.session import page_notebook_named, tool_session
 from .paths import ResolvedPath, check_path_text, resolve_path
 
@@ -40,8 +41,9 @@ def clean_schema(node: Any) -> Any:
     return node
 
 
-class PathTool(Tool):
-    """A tool whose input names one file, notebook or folder (``path_field``)."""
+class PathTool(Tool[InputT]):
+    """A tool whose input names one file, notebook or folder (``path_field``); generic over
+    its input model, as :class:`~jupyter_agent.loop.tool.Tool` is."""
 
     path_field: ClassVar[str] = "file_path"
     #: A file/notebook edit (``acceptEdits`` allows it inside the working directory).
@@ -53,21 +55,20 @@ class PathTool(Tool):
     #: The tool only looks (Read, Glob, Grep): it changes nothing, so it may run beside other calls.
     read_only: ClassVar[bool] = False
 
-    def is_read_only(self, input: Any) -> bool:
+    def is_read_only(self, input: InputT) -> bool:
         return self.read_only
 
-    def is_concurrency_safe(self, input: Any) -> bool:
+    def is_concurrency_safe(self, input: InputT) -> bool:
         return self.read_only
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> JSONObject:
         return clean_schema(super().input_schema())
 
-    def raw_path(self, input: Any) -> str | None:
-        data = input if isinstance(input, dict) else input.model_dump(by_alias=True)
-        value = data.get(self.path_field)
+    def raw_path(self, input: InputT) -> str | None:
+        value: str | None = input.model_dump(by_alias=True).get(self.path_field)
         return value
 
-    def resolve(self, input: Any, ctx: ToolContext) -> ResolvedPath:
+    def resolve(self, input: InputT, ctx: ToolContext) -> ResolvedPath:
         """The call's path: the notebook open in the page when the argument names it (by its
         key, or by the notebook server's path of it, which the kernel's disk may not have),
         else the path on the kernel's disk (:func:`~.paths.resolve_path`)."""
@@ -92,14 +93,14 @@ class PathTool(Tool):
                 return ResolvedPath(raw=text, lexical=Path(key), real=Path(key), in_page=True)
         return resolved
 
-    def permission_paths(self, input: Any, ctx: ToolContext) -> list[ResolvedPath]:
+    def permission_paths(self, input: InputT, ctx: ToolContext) -> list[ResolvedPath]:
         """The paths this call reads or writes, for the permission policy."""
         try:
             return [self.resolve(input, ctx)]
         except ToolError:
             return []
 
-    async def prepare(self, input: Any, context: ToolContext) -> PreparedCall:
+    async def prepare(self, input: InputT, context: ToolContext) -> PreparedCall:
         paths = self.permission_paths(input, context)
         problem = None
         if not paths:
@@ -114,14 +115,14 @@ class PathTool(Tool):
         return PreparedCall(paths=paths, read_only=self.is_read_only(input), edits_files=self.edits_files,
                             runs_code=self.runs_code, problem=problem)
 
-    def validate_path_text(self, input: Any, ctx: ToolContext) -> str | None:
+    def validate_path_text(self, input: InputT, ctx: ToolContext) -> str | None:
         try:
             self.resolve(input, ctx)
         except ToolError as exc:
             return str(exc)
         return None
 
-    def summary(self, input: dict[str, Any]) -> str:
+    def summary(self, input: JSONObject) -> str:
         value = input.get(self.path_field)
         return value if isinstance(value, str) else super().summary(input)
 

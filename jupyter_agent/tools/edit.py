@@ -9,24 +9,24 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..loop.permission_result import PermissionResult
-from ..loop.tool import PreparedCall, ToolContext, ToolError, ToolInput
+from ..loop.tool import PreparedCall, ToolContext, ToolError
 from ..notebook import is_notebook_path
 from .common import check_text_size
 from .fileio import MAX_TEXT_BYTES, check_read_before_write, content_hash, read_text_file
 from .quotes import find_actual_string, preserve_quote_style
-from .write import FileChange, FileEditTool
+from .write import FileChange, FileEditTool, FileInput
 
 SNIPPET_CONTEXT_LINES = 4
 
 
-class EditInput(ToolInput):
+class EditInput(FileInput):
     file_path: str = Field(description="The absolute path to the file to modify")
     old_string: str = Field(description="The text to replace")
     new_string: str = Field(description="The text to replace it with (must be different from old_string)")
     replace_all: bool | None = Field(default=False, description="Replace all occurrences of old_string (default false)")
 
 
-class Edit(FileEditTool):
+class Edit(FileEditTool[EditInput]):
     name = "Edit"
     Input = EditInput
     description = (

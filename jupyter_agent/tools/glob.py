@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from typing import Any
 
 from pydantic import Field
 
@@ -35,7 +34,7 @@ class GlobInput(ToolInput):
     )
 
 
-class Glob(PathTool):
+class Glob(PathTool[GlobInput]):
     name = "Glob"
     Input = GlobInput
     path_field = "path"
@@ -59,7 +58,7 @@ class Glob(PathTool):
         root = resolve_path(os.path.join(str(base.real), literal) if literal else str(base.real), ctx.cwd, "path")
         return root, rest
 
-    def permission_paths(self, input: Any, ctx: ToolContext) -> list[ResolvedPath]:
+    def permission_paths(self, input: GlobInput, ctx: ToolContext) -> list[ResolvedPath]:
         try:
             return [self.resolve(input, ctx), self.search_root(input, ctx)[0]]
         except ToolError:

@@ -61,7 +61,7 @@ class GrepInput(ToolInput):
                                    "patterns can span lines (rg -U --multiline-dotall). Default: false.")
 
 
-class Grep(PathTool):
+class Grep(PathTool[GrepInput]):
     name = "Grep"
     Input = GrepInput
     path_field = "path"

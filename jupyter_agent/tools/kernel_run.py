@@ -48,7 +48,7 @@ class KernelRunInput(ToolInput):
                                                           f"{MAX_TIMEOUT_MS}); the kernel is interrupted then")
 
 
-class KernelRun(PathTool):
+class KernelRun(PathTool[KernelRunInput]):
     name = "KernelRun"
     Input = KernelRunInput
     path_field = "notebook_path"

@@ -95,7 +95,7 @@ def note_notebook_change(ctx: ToolContext, path, version: str, mtime_ns: int) ->
         path=str(path), mtime_ns=mtime_ns, content_hash=version, partial=previous.partial if previous else False)
 
 
-class NotebookEdit(PathTool):
+class NotebookEdit(PathTool[NotebookEditInput]):
     name = "NotebookEdit"
     Input = NotebookEditInput
     path_field = "notebook_path"

@@ -16,7 +16,7 @@ user can do.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from pathlib import Path
 
 from pydantic import Field
 
@@ -57,7 +57,7 @@ def variables_phrase(names: list[str] | None) -> str:
     return f"its {len(names):,} variable{'s' if len(names) != 1 else ''}: {shown}{more}"
 
 
-class NotebookRestart(PathTool):
+class NotebookRestart(PathTool[NotebookRestartInput]):
     name = "NotebookRestart"
     Input = NotebookRestartInput
     path_field = "notebook_path"
@@ -86,7 +86,7 @@ class NotebookRestart(PathTool):
             return str(exc)
         return None
 
-    def _pool(self, path: Any, input: NotebookRestartInput, context: ToolContext) -> KernelPool:
+    def _pool(self, path: Path, input: NotebookRestartInput, context: ToolContext) -> KernelPool:
         """The pool holding the notebook's kernel; ToolError when there is none to restart."""
         doc = open_notebook(path, tool_session(context))
         if getattr(doc, "live", False) or not isinstance(getattr(doc, "kernels", None), KernelPool):
@@ -97,7 +97,7 @@ class NotebookRestart(PathTool):
                             "one on first use), so there is nothing to restart.")
         return pool
 
-    async def _variables(self, path: Any, input: NotebookRestartInput, context: ToolContext) -> list[str] | None:
+    async def _variables(self, path: Path, input: NotebookRestartInput, context: ToolContext) -> list[str] | None:
         kernel = self._pool(path, input, context).running(path)
         ids = await kernel.namespace_ids() if kernel is not None else None
         return sorted(ids) if ids is not None else None

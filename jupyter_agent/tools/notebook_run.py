@@ -47,7 +47,7 @@ class NotebookRunInput(ToolInput):
     cell_id: str = Field(description="The ID of the code cell to run (or cell-N for the 0-based index N)")
 
 
-class NotebookRun(PathTool):
+class NotebookRun(PathTool[NotebookRunInput]):
     name = "NotebookRun"
     Input = NotebookRunInput
     path_field = "notebook_path"

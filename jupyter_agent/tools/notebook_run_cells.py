@@ -61,7 +61,7 @@ def _joined(parts: list[Any]) -> str | list[dict[str, Any]]:
     return blocks
 
 
-class NotebookRunCells(PathTool):
+class NotebookRunCells(PathTool[NotebookRunCellsInput]):
     name = "NotebookRunCells"
     Input = NotebookRunCellsInput
     path_field = "notebook_path"

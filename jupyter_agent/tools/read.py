@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import difflib
 import os
-from typing import Any
 
 from pydantic import Field
 
@@ -13,6 +12,7 @@ from ..notebook import NotebookError, is_notebook_path, not_found_message, open_
 from ..notebook.render import render_notebook
 from ..notebook.session import tool_session
 from ..loop.tool import FileReadRecord, PreparedCall, ToolContext, ToolError, ToolInput, ToolOutput
+from ..loop.wire import JSONObject
 from .common import PathTool
 from ..files.filestat import stat_file
 from .imageinfo import describe_image
@@ -59,7 +59,7 @@ class ReadInput(ToolInput):
                                                           "(default true)")
 
 
-class Read(PathTool):
+class Read(PathTool[ReadInput]):
     name = "Read"
     Input = ReadInput
     read_only = True
@@ -89,7 +89,7 @@ class Read(PathTool):
     async def validate_input(self, input: ReadInput, context: ToolContext) -> str | None:
         return self.validate_path_text(input, context)
 
-    def reread_input(self, input: dict[str, Any]) -> dict[str, Any] | None:
+    def reread_input(self, input: JSONObject) -> JSONObject | None:
         """The same read again (the same page of a long file): after a compaction the
         model sees the file as it is now, and Edit/Write may follow without a new Read."""
         return dict(input) if isinstance(input.get("file_path"), str) else None

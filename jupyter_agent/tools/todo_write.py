@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from ..loop.tool import PreparedCall, Tool, ToolContext, ToolInput, ToolOutput
+from ..loop.wire import JSONObject
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ class TodoWriteInput(ToolInput):
 
 
 #: Claude Code's schema, as its CLI sends it (the items inline, no ``$ref``).
-_SCHEMA: dict[str, Any] = {
+_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {"todos": {
         "type": "array",
@@ -76,7 +77,7 @@ def checklist_text(todos: list[dict[str, str]]) -> str:
                      for n, t in enumerate(todos, 1))
 
 
-class TodoWrite(Tool):
+class TodoWrite(Tool[TodoWriteInput]):
     name = "TodoWrite"
     Input = TodoWriteInput
     max_result_size_chars = 200_000  # the list is bounded by its own limits: never saved to a file
@@ -93,10 +94,10 @@ class TodoWrite(Tool):
         "conversation and never asks the user."
     )
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> JSONObject:
         return _SCHEMA
 
-    def is_read_only(self, input: Any) -> bool:
+    def is_read_only(self, input: TodoWriteInput) -> bool:
         return True  # it changes only the conversation's own plan: never asks
 
     async def validate_input(self, input: TodoWriteInput, context: ToolContext) -> str | None:

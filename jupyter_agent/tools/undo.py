@@ -66,20 +66,24 @@ async def undo_run(changes: RunChanges, context: ToolContext) -> UndoReport:
     run (left, and reported). A run is undone once: a second call returns the first report."""
     if changes.undo_report is not None:
         return changes.undo_report
-    steps = []
-    for record in reversed(list(changes.files.values())):
-        why = _refusal(record.path, changes, context)
-        steps.append(UndoStep(record.kind, record.path, UndoOutcome.REFUSED, error=why) if why else
-                     _undo_file(record))
-    for notebook in changes.notebooks.values():
-        why = _notebook_refusal(notebook, changes, context)
-        if why:
-            steps.extend(UndoStep(r.kind, notebook.path, UndoOutcome.REFUSED, r.cell_id, why)
-                         for r in notebook.cells.values() if not (r.before is None and r.after_source is None))
-            continue
-        steps.extend(await _undo_notebook(notebook, context))
-    report = UndoReport(tuple(steps), tuple(changes.variables))
-    changes.undo_report = report
+    changes.undo_started()  # every view of the run hears it here, whoever asked (RunChanges)
+    report = None
+    try:
+        steps = []
+        for record in reversed(list(changes.files.values())):
+            why = _refusal(record.path, changes, context)
+            steps.append(UndoStep(record.kind, record.path, UndoOutcome.REFUSED, error=why) if why else
+                         _undo_file(record))
+        for notebook in changes.notebooks.values():
+            why = _notebook_refusal(notebook, changes, context)
+            if why:
+                steps.extend(UndoStep(r.kind, notebook.path, UndoOutcome.REFUSED, r.cell_id, why)
+                             for r in notebook.cells.values() if not (r.before is None and r.after_source is None))
+                continue
+            steps.extend(await _undo_notebook(notebook, context))
+        report = UndoReport(tuple(steps), tuple(changes.variables))
+    finally:
+        changes.undo_ended(report)
     return report
 
 

@@ -6,6 +6,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import Field
 
@@ -45,7 +46,17 @@ class FileChange:
         note_write(ctx, self.path, self.data, mtime)
 
 
-class FileEditTool(PathTool):
+class FileInput(ToolInput):
+    """The input of a tool that changes one file: its path (each tool says it in its words)."""
+
+    file_path: str
+
+
+#: The input model of a :class:`FileEditTool` (Write's, Edit's).
+FileInputT = TypeVar("FileInputT", bound=FileInput)
+
+
+class FileEditTool(PathTool[FileInputT]):
     """Write and Edit: plan the change once (one read, one hash), then apply that plan.
 
     :meth:`prepare` plans inside the working folders (a bad plan is the call's error
@@ -55,10 +66,10 @@ class FileEditTool(PathTool):
 
     edits_files = True
 
-    def plan(self, input, context: ToolContext, path: Path) -> FileChange:
+    def plan(self, input: FileInputT, context: ToolContext, path: Path) -> FileChange:
         raise NotImplementedError
 
-    async def prepare(self, input, context: ToolContext) -> PreparedCall:
+    async def prepare(self, input: FileInputT, context: ToolContext) -> PreparedCall:
         prepared = await super().prepare(input, context)
         if prepared.paths and inside_roots(prepared.paths[0], context):
             try:
@@ -70,18 +81,18 @@ class FileEditTool(PathTool):
                 prepared.content_hash = change.base_hash
         return prepared
 
-    def planned_change(self, input, context: ToolContext, prepared: PreparedCall) -> FileChange:
+    def planned_change(self, input: FileInputT, context: ToolContext, prepared: PreparedCall) -> FileChange:
         """The plan's change; for a path outside the working folders, whose file is read only
         once the call is allowed (see :meth:`prepare`), it is computed now."""
         if prepared.change is not None:
             return prepared.change
         return self.plan(input, context, prepared.paths[0].real)
 
-    def ask(self, verb: str, input, context: ToolContext, prepared: PreparedCall) -> PermissionAsk:
+    def ask(self, verb: str, input: FileInputT, context: ToolContext, prepared: PreparedCall) -> PermissionAsk:
         return PermissionAsk(message=f"{self.name} wants to {verb} {input.file_path}.", diff=prepared.diff,
                              suggested_rules=suggest_edit_rules(prepared.paths[0].real, context))
 
-    async def call(self, input, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
+    async def call(self, input: FileInputT, context: ToolContext, prepared: PreparedCall) -> ToolOutput:
         """Carry out the plan; the model is told the file was created, or :meth:`updated`."""
         change = self.planned_change(input, context, prepared)
         change.apply(context)
@@ -90,17 +101,17 @@ class FileEditTool(PathTool):
             return ToolOutput(f"File created successfully at: {shown}")
         return ToolOutput(self.updated(input, change, shown))
 
-    def updated(self, input, change: FileChange, shown: str) -> str:
+    def updated(self, input: FileInputT, change: FileChange, shown: str) -> str:
         """What the model is told after an existing file was changed."""
         return f"The file {shown} has been updated."
 
 
-class WriteInput(ToolInput):
+class WriteInput(FileInput):
     file_path: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
     content: str = Field(description="The content to write to the file")
 
 
-class Write(FileEditTool):
+class Write(FileEditTool[WriteInput]):
     name = "Write"
     Input = WriteInput
     description = (

@@ -41,9 +41,9 @@ PROMPT_TOKEN = re.compile(r"LOADRUN\[(?P<name>[\w-]+)\]")
 
 SETUP = """%load_ext jupyter_agent
 %config AgentConfig.allow = ["NotebookRun"]
-__import__("jupyter_agent.jupyter.bridge.kernel_bridge", fromlist=["get_bridge"]).get_bridge().timings = []"""
+__import__("jupyter_agent.jupyter.kernel.agent_session", fromlist=["get_bridge"]).get_bridge().timings = []"""
 DUMP = """import json as _json
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge as _get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge as _get_bridge
 with open("{name}.timings.json", "w") as _f:
     _json.dump(_get_bridge().timings, _f)"""
 

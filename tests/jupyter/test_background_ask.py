@@ -124,7 +124,7 @@ async def test_an_ask_stopped_unanswered_ends_the_pages_notification(kernel, mod
     assert ask["asker"] == "cursor"
     reply(kernel, bridge, me, ask, {"shown": True})
     await kernel.execute("from jupyter_agent.jupyter.kernel.agent_session import get_session\n"
-                         "_runs = get_session().outside_hub.runs.values()")
+                         "_runs = get_session().services.outside_hub.runs.values()")
     for _ in range(200):  # the card exists once the kernel has had the page's reply (a loop turn later)
         if await kernel.value("sum(len(r.broker.pending) for r in _runs)") == "1":
             break

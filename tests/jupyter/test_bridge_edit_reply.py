@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not HAVE_BROWSER, reason="needs jupyterlab, play
 #: One agent insert below cell 2 through the live backend; prints how it ended.
 AGENT_INSERT = """\
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge
 from jupyter_agent.notebook.live_backend import LiveNotebook
 doc = LiveNotebook(Path("NAME").resolve(), get_bridge(), get_ipython().kernel.get_parent()["header"]["session"])
 try:
@@ -37,7 +37,7 @@ except Exception as exc:
 #: Two agent inserts naming the new cell's id (NotebookEdit's new_cell_id): the second, the same id.
 AGENT_INSERT_CHOSEN = """\
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge
 from jupyter_agent.notebook.live_backend import LiveNotebook
 doc = LiveNotebook(Path("NAME").resolve(), get_bridge(), get_ipython().kernel.get_parent()["header"]["session"])
 for at in (3, 4):
@@ -66,7 +66,7 @@ def lab(api, tmp_path_factory):
 AGENT_READS = """\
 import asyncio
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge
 from jupyter_agent.notebook.live_backend import LiveNotebook
 doc = LiveNotebook(Path("NAME").resolve(), get_bridge(), get_ipython().kernel.get_parent()["header"]["session"])
 first = await doc.snapshot()
@@ -92,7 +92,7 @@ print("REUSED" if again is first else "REREAD", after.cells[2].outputs)
 AGENT_FOLLOWS = """\
 import asyncio
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge
 from jupyter_agent.notebook.document import StaleNotebookError
 from jupyter_agent.notebook.live_backend import LiveNotebook
 
@@ -172,7 +172,7 @@ task = asyncio.get_running_loop().create_task(guarded())
 AGENT_REQUESTS = """\
 import asyncio
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge
 client = get_ipython().kernel.get_parent()["header"]["session"]
 async def many():
     while not Path("go.flag").exists():

@@ -275,7 +275,7 @@ async def test_a_page_speaking_another_protocol_version_is_told_and_never_edited
 READS_TWICE_THEN_AGAIN = """\
 import asyncio
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge
 from jupyter_agent.notebook.live_backend import LiveNotebook
 _go, _seen = asyncio.Event(), []
 async def _reader():

@@ -229,10 +229,10 @@ async def test_fast_streaming_costs_about_one_widget_message_per_frame(kernel, s
 
 
 _PARTS = ("from jupyter_agent.jupyter.kernel.agent_session import get_session as _gs\n"
-          "from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge as _gb\n"
+          "from jupyter_agent.jupyter.kernel.agent_session import get_bridge as _gb\n"
           "_s = _gs()\n"
-          "print(type(_s.services).__name__, id(_s.services), _gb() is not None, _s.panel_hub is not None,"
-          " _s.outside_hub is not None)")
+          "print(type(_s.services).__name__, id(_s.services), _gb() is not None, _s.services.panel_hub is not None,"
+          " _s.services.outside_hub is not None)")
 
 
 async def test_one_object_starts_and_closes_what_is_kernel_wide(kernel):
@@ -247,6 +247,27 @@ async def test_one_object_starts_and_closes_what_is_kernel_wide(kernel):
     assert await parts() == [name, ident, "False", "False", "False"]
     assert (await kernel.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
     assert await parts() == [name, ident, "True", "True", "True"]
+
+
+_HOOKS = ("from jupyter_agent.jupyter.kernel.agent_session import get_session as _gs\n"
+          "_links, _shell = _gs().services.links, get_ipython()\n"
+          "print(sum(type(getattr(f, '__self__', None)).__name__ == 'ExecutionTracker'"
+          " for f in _shell.events.callbacks['pre_run_cell']),"
+          " '_publish_status' in vars(_shell.kernel), len(_links.quiet_opens))")
+
+
+async def test_what_the_links_hook_into_the_kernel_is_taken_off_at_unload_and_put_back_once(kernel):
+    """The services' links register one execution tracker on the shell's cell events and wrap
+    the kernel's status publishing (quiet for the bridge's and outside calls' messages);
+    %unload_ext takes both off, and %load_ext puts each back once, not twice."""
+    async def hooks() -> list[str]:
+        return (await kernel.execute(_HOOKS))["outputs"][0]["text"].split()
+
+    assert await hooks() == ["1", "True", "1"]
+    await kernel.execute("%unload_ext jupyter_agent")
+    assert await hooks() == ["0", "False", "0"]
+    assert (await kernel.execute("%load_ext jupyter_agent"))["reply"]["status"] == "ok"
+    assert await hooks() == ["1", "True", "1"]
 
 
 async def test_unload_and_reload(kernel, script):

@@ -94,7 +94,8 @@ def _agent_notebook(lab, name, prompt, *, mode="bypassPermissions", extra=(), al
     flag = f" --permission-mode {mode}" if mode else ""
     load = "%load_ext jupyter_agent" + ('\n%config AgentConfig.allow = ["NotebookRun"]' if allow_runs else "")
     if page_runs:
-        load += "\nimport jupyter_agent.jupyter.bridge.live_notebook as _live; _live.self_runner = lambda shell: None"
+        load += ("\nfrom jupyter_agent.jupyter.kernel.agent_session import get_session as _gs"
+                 "\n_gs().services.links.self_client.runner = lambda: None")
     write_notebook(path, [load, f"%%agent{flag}\n{prompt}", *extra],
                    ids=["load", "agent", *[f"u{i}" for i in range(len(extra))]])
     return path

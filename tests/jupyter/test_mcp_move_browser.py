@@ -140,7 +140,7 @@ def test_move_cell_asks_moves_in_the_page_and_undoes_in_one_step(lab, page_of):
 #: ``moves`` refused a move; then two deletes and a move in one transaction.
 STEPS = """\
 from pathlib import Path
-from jupyter_agent.jupyter.bridge.kernel_bridge import get_bridge
+from jupyter_agent.jupyter.kernel.agent_session import get_bridge
 from jupyter_agent.notebook.document import CellRestore
 from jupyter_agent.notebook.live_backend import LiveNotebook
 client = get_ipython().kernel.get_parent()["header"]["session"]

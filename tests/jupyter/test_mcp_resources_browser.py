@@ -164,8 +164,7 @@ def test_a_person_typing_notifies_the_subscribed_client_which_can_then_edit(lab,
             left.append(client.updates.get_nowait())
         assert typed not in left, left  # (a second typing notification would have left the replace's here)
         screenshot(page, "resources-watched")
-        # (unsubscribed before it closes: a stdio server the SDK stops before it ended its session
-        # on the endpoint leaves that session, and its subscriptions, until the endpoint times it out)
+        # (an unsubscribe over stdio, before it closes; its end is test_mcp_session_end_browser.py's)
         stdio.do(stdio.client.unsubscribe_resource(nb))
         for held in listening:
             held.cancel()
@@ -195,7 +194,7 @@ def watches(lab: Any, path: str) -> str:
     client.start_channels(hb=False)
     try:
         client.wait_for_ready(timeout=60)
-        expr = ("len(__import__('jupyter_agent.jupyter.bridge.kernel_bridge', fromlist=['x'])"
+        expr = ("len(__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['x'])"
                 ".get_bridge().change_listeners)")
         reply = client.execute_interactive("", silent=True, user_expressions={"n": expr}, timeout=60)
         return str(reply["content"]["user_expressions"]["n"]["data"]["text/plain"])

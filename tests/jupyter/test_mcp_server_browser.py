@@ -171,6 +171,9 @@ def test_outside_insert_run_and_undo(lab, page_of, outside):
     # (Shift+Enter on the last cell added an empty one below it)
     assert cell_sources(page) == [FIRST, "%load_ext jupyter_agent", "%agent undo", ""]
     assert "Undo of run 1" in cell(page, 2).inner_text()
+    # the panel hears of it (RunChanges.undo_state): what the undo did, and no Undo button left
+    panel.locator(".jp-AgentPanel-status", has_text="removed (the run had created it)").wait_for(timeout=30000)
+    assert panel.locator(".jp-AgentPanel-undo").count() == 0
 
 
 def test_denied_stale_and_bad_calls_change_nothing(lab, page_of, outside):

@@ -75,7 +75,7 @@ async def test_a_watch_tells_once_per_pause_which_cells_changed(kernel, module_t
     reply(kernel, bridge, me, fifth, page_read([("a", "x = 12345")], "s5"))
     assert await kernel.until(lambda: changed(kernel, watch)[2:], 20, "the deletion's message") == [["b"]]
     close_comm(kernel, watch)
-    listening = "__import__('jupyter_agent.jupyter.bridge.kernel_bridge', fromlist=['x']).get_bridge().change_listeners"
+    listening = "__import__('jupyter_agent.jupyter.kernel.agent_session', fromlist=['x']).get_bridge().change_listeners"
     for _ in range(200):  # (the close reaches the watch's task a loop turn after the kernel handled it)
         if await kernel.value(f"len({listening})") == "0":
             break

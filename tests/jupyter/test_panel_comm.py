@@ -183,18 +183,39 @@ async def test_a_cell_runs_approval_is_one_entry_that_the_card_and_the_panel_bot
     await kernel.until(lambda: panel.view()["errors"], 10, "the refusal")
     assert "already answered" in panel.view()["errors"][-1]
 
-async def test_undo_this_run_from_the_panel(kernel, panel, script, module_tmp):
-    target = module_tmp / "p_undo.txt"
+async def panel_run_that_writes(kernel, panel, script, target) -> None:
+    """A run sent from the panel that writes ``target`` (allowed there), ended: Undo is offered."""
     script(response(tool_use("Write", {"file_path": str(target), "content": "1"})), response(text("Done.")))
     panel.send(op="send", prompt="Write it")
     await kernel.until(lambda: panel.view()["approvals"], 10, "the approval")
     panel.send(op="approve", request=panel.view()["approvals"][0]["id"], choice="allow")
     await kernel.until(lambda: panel.headers() and panel.headers()[-1]["ended"], 10, "the end")
     assert target.read_text() == "1" and panel.headers()[-1]["undo"] == "available"
+
+
+async def test_undo_this_run_from_the_panel(kernel, panel, script, module_tmp):
+    target = module_tmp / "p_undo.txt"
+    await panel_run_that_writes(kernel, panel, script, target)
     panel.send(op="undo", run=panel.headers()[-1]["id"])
     await kernel.until(lambda: panel.headers()[-1]["undo"] == "done", 10, "the undo")
     assert not target.exists()
     assert panel.headers()[-1]["undo_lines"] == ["↩ p_undo.txt: removed (the run had created it)"]
+
+
+async def test_an_undo_made_with_the_magic_reaches_the_panel(kernel, panel, script, module_tmp):
+    """``%agent undo`` (not the panel's button) undoes the panel's run: the panel is told, and
+    no longer offers Undo this run for it; asking the panel again undoes nothing twice."""
+    target = module_tmp / "p_undo_magic.txt"
+    await panel_run_that_writes(kernel, panel, script, target)
+    assert (await kernel.execute("%agent undo"))["reply"]["status"] == "ok"
+    await kernel.until(lambda: panel.headers()[-1]["undo"] == "done", 10, "the panel told of the undo")
+    assert not target.exists()
+    assert panel.headers()[-1]["undo_lines"] == ["↩ p_undo_magic.txt: removed (the run had created it)"]
+    target.write_text("mine")  # the person's own file since: a second undo must not touch it
+    told = len(panel.received())
+    panel.send(op="undo", run=panel.headers()[-1]["id"])  # (a panel that had not heard yet)
+    await kernel.until(lambda: len(panel.received()) > told, 10, "the panel's answer")
+    assert panel.headers()[-1]["undo"] == "done" and target.read_text() == "mine"
 
 
 async def test_the_panel_shows_the_context_meter_and_compacts_now(kernel, panel, script):
@@ -261,7 +282,7 @@ async def test_an_outside_agents_run_says_the_same_in_the_panel_and_in_agent_run
         panel = Panel(own).open()
         await own.until(lambda: any(d["type"] == "state" for d in panel.received()), 10, "the state")
         await own.execute("import asyncio\nfrom jupyter_agent.jupyter.kernel.agent_session import get_session\n"
-                          "_outside = get_session().outside_hub.run_for('Claude Code')\n"
+                          "_outside = get_session().services.outside_hub.run_for('Claude Code')\n"
                           "_call = asyncio.ensure_future(_outside.ask_restart('nb.ipynb', []))")
         await own.until(lambda: panel.view()["approvals"], 10, "the outside call's approval")
         (header,) = panel.headers()

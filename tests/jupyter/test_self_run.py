@@ -16,8 +16,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 START = """
 import asyncio
-from jupyter_agent.jupyter.bridge.self_client import self_runner
-run_here = self_runner(get_ipython())
+from jupyter_agent.jupyter.bridge.self_client import SelfConnection
+run_here = SelfConnection(get_ipython()).runner()
 runs = {}
 def start(name, code, timeout=30.0, msg_id=None):
     runs[name] = asyncio.ensure_future(run_here(code, msg_id or name, "cell-" + name, timeout=timeout, abort=None))

@@ -177,7 +177,7 @@ async def test_a_runs_own_turn_limit_goes_into_that_run_and_a_busy_conversation_
     with FakeMessagesAPI([response(text("slow " * 40), delay_s=0.01)]) as api:
         conversation = Conversation(model=model_for(api), tools=tools, max_turns=1)
         run = conversation.send("go", max_turns=0)  # 0: no limit for this run only
-        assert run.params.max_turns is None and conversation.max_turns == 1
+        assert run.params.options.max_turns is None and conversation.max_turns == 1
         ending = asyncio.ensure_future(run.wait())
         await asyncio.sleep(0)
         with pytest.raises(ConversationBusy, match="still going"):

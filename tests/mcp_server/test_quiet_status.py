@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jupyter_agent.jupyter.bridge.bridge_status import (QUIET_OPENS, comm_open_target, quiet_bridge_status,
-                                                        restore_status)
+from jupyter_agent.jupyter.bridge.bridge_status import comm_open_target, quiet_bridge_status, restore_status
 from jupyter_agent.mcp_server.protocol import TARGET
 
 
@@ -31,8 +30,9 @@ def message(kind: str, **content: Any) -> dict[str, Any]:
 
 def test_an_outside_calls_open_publishes_no_status():
     kernel = Kernel()
-    assert quiet_bridge_status(kernel, lambda: frozenset())
-    QUIET_OPENS.add(TARGET)
+    quiet_opens: set[str] = set()
+    assert quiet_bridge_status(kernel, lambda: frozenset(), quiet_opens)
+    quiet_opens.add(TARGET)
     try:
         for parent, heard in [(message("comm_open", target_name=TARGET, comm_id="a"), False),
                               (message("comm_open", target_name="jupyter.widget", comm_id="b"), True),
@@ -43,7 +43,7 @@ def test_an_outside_calls_open_publishes_no_status():
         assert comm_open_target(message("comm_open", target_name=TARGET)) == TARGET
         assert comm_open_target(message("comm_msg", comm_id="x")) is None
     finally:
-        QUIET_OPENS.discard(TARGET)
+        quiet_opens.discard(TARGET)
         restore_status(kernel)
     kernel.published.clear()
     kernel._publish_status("busy", "shell", message("comm_open", target_name=TARGET))

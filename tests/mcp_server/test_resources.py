@@ -133,3 +133,50 @@ async def test_a_notebook_opened_or_closed_changes_the_list(server, transport):
             await asyncio.to_thread(server.api, f"/api/sessions/{session['id']}", "DELETE")
             assert await asyncio.wait_for(told.get(), 60) == "list_changed"
             assert notebook_uri(name) not in [r.uri for r in (await client.list_resources()).resources]
+
+
+class Told:
+    """A subscribed connection as ``Subscriptions`` sees one: what it was told."""
+
+    def __init__(self) -> None:
+        self.updated: list[str] = []
+
+    async def send_resource_updated(self, uri: str) -> None:
+        self.updated.append(uri)
+
+
+async def test_a_session_without_its_stream_holds_nothing_until_it_comes_back():
+    """The accounting behind a killed client's and a reconnecting client's subscriptions: a
+    session whose stream went holds no URI (the last holder's release closes the watch), one
+    subscribed meanwhile is held once the stream is back, an unsubscribe while asleep releases
+    nothing twice, and a session that ended goes with its records."""
+    from jupyter_agent.mcp_server.resources import Subscriptions
+
+    held: list[str] = []
+    subscriptions = Subscriptions(lambda uri: _hold(held, uri), held.remove)
+    open_sessions = {"s1", "s2"}
+    subscriptions.alive = open_sessions.__contains__
+    one, two = Told(), Told()
+    a, b = notebook_uri("a.ipynb"), notebook_uri("b.ipynb")
+    await subscriptions.subscribe(one, a, "s1")
+    await subscriptions.subscribe(two, a, "s2")
+    assert held == [a]
+    subscriptions.stream_gone("s1")
+    assert held == [a]  # (s2 still holds it)
+    subscriptions.stream_gone("s2")
+    assert held == []  # no stream can carry a notification: nothing is watched
+    await subscriptions.subscribe(one, b, "s1")  # (a request on the session while its stream is gone)
+    assert held == []
+    subscriptions.unsubscribe(two, a)  # released nothing: it held nothing
+    await subscriptions.stream_back("s1")
+    assert sorted(held) == sorted([a, b]) and sorted(one.updated) == sorted([a, b])  # told: may have changed
+    assert two.updated == []
+    await subscriptions.stream_back("s1")  # (a second stream of the same session: nothing more)
+    assert sorted(held) == sorted([a, b])
+    open_sessions.discard("s1")  # the session ended (a DELETE, a timeout)
+    subscriptions.forget_ended()
+    assert held == [] and subscriptions.sessions == {} and subscriptions.asleep == {"s2"}  # (s2 goes on)
+
+
+async def _hold(held: list[str], uri: str) -> None:
+    held.append(uri)

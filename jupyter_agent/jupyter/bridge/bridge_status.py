@@ -6,10 +6,11 @@ change (the favicon, the status bar, the toolbar), which made every bridge round
 several times its idle cost. The page's bridge messages (replies, ``changed`` notices,
 ``bye``) are not the user's work, so :func:`quiet_bridge_status` wraps the kernel
 instance's ``_publish_status`` and drops the status whose parent is a ``comm_msg`` to one
-of the bridge's comms, and the status of a ``comm_open`` to a target in :data:`QUIET_OPENS`
-(an outside agent's call, ``outside_hub.py``: one comm open per call, from the Jupyter server,
-not the user's work either). Every other message keeps its status: other comms (ipywidgets),
-the bridge's ``comm_open`` and ``comm_close``, execute requests.
+of the bridge's comms, and the status of a ``comm_open`` to a target in its ``quiet_opens``
+(held by ``kernel_links.py``: an outside agent's call, ``outside_hub.py``, one comm open per
+call from the Jupyter server, not the user's work either). Every other message keeps its
+status: other comms (ipywidgets), the bridge's ``comm_open`` and ``comm_close``, execute
+requests.
 
 ``_publish_status`` is ipykernel's, not a public API: when the kernel has none with the
 expected parameters, nothing is wrapped (logged at debug) and the status is published
@@ -22,7 +23,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,6 @@ log = logging.getLogger(__name__)
 _PARAMETERS = ("status", "channel", "parent")
 #: Marks the wrapper, so that it is never wrapped twice and can be taken off.
 _WRAPPED = "_jupyter_agent_bridge_status"
-#: Comm targets whose ``comm_open`` messages publish no status (``outside_hub.py`` adds its own).
-QUIET_OPENS: set[str] = set()
 
 
 def comm_msg_target(parent: Any) -> str | None:
@@ -60,9 +59,12 @@ def comm_open_target(parent: Any) -> str | None:
     return target if isinstance(target, str) else None
 
 
-def quiet_bridge_status(kernel: Any, comm_ids: Callable[[], frozenset[str]]) -> bool:
+def quiet_bridge_status(kernel: Any, comm_ids: Callable[[], frozenset[str]],
+                        quiet_opens: Collection[str] = frozenset()) -> bool:
     """Keep ``kernel`` from publishing status for ``comm_msg`` to the comms ``comm_ids()``
-    names (read at each status: comms come and go). Returns whether the hook is in place."""
+    names (read at each status: comms come and go), and for ``comm_open`` to a target in
+    ``quiet_opens`` (read at each status too: ``outside_hub.py`` adds its own). Returns
+    whether the hook is in place."""
     original = getattr(kernel, "_publish_status", None)
     if original is None or not callable(original) or not callable(getattr(kernel, "get_parent", None)):
         log.debug("this kernel has no _publish_status/get_parent: bridge messages keep their status")
@@ -85,7 +87,7 @@ def quiet_bridge_status(kernel: Any, comm_ids: Callable[[], frozenset[str]]) -> 
             channel = kwargs.get("channel", args[1] if len(args) > 1 else None)
             parent = kwargs.get("parent", args[2] if len(args) > 2 else None) or kernel.get_parent(channel)
             target = comm_msg_target(parent)
-            quiet = (target is not None and target in comm_ids()) or comm_open_target(parent) in QUIET_OPENS
+            quiet = (target is not None and target in comm_ids()) or comm_open_target(parent) in quiet_opens
         except Exception:  # whatever went wrong, publish as the kernel would
             log.debug("could not tell whether a status is for the bridge", exc_info=True)
             quiet = False

@@ -1,41 +1,55 @@
-"""A comm target and the hub that answers it, one hub per session: registered at
-``%load_ext``, removed at ``%unload_ext``. The side panel's (``panel_comm.py``) and outside
-agents' (``outside_hub.py``) targets are registered this way.
+"""A comm target and the hub that answers it: registered at ``%load_ext``, removed at
+``%unload_ext``. The side panel's (``panel/panel_comm.py``) and outside agents'
+(``outside/outside_hub.py``) targets are registered this way; the hub itself is held by its
+owner (``magic/kernel_services.py``'s ``KernelServices``: ``panel_hub``, ``outside_hub``),
+which passes it in and keeps what comes back.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeVar
+
+from .kernel_types import Comm, Shell, comm_manager_of
 
 log = logging.getLogger(__name__)
 
 
-def register_hub(shell: Any, session: Any, target: str, attr: str, make: Callable[[Any], Any]) -> Any | None:
-    """Register ``target`` on ``shell``'s kernel, answered by the session's hub ``attr``
-    (``make(session)`` the first time); None where there is no kernel (terminal IPython:
-    nothing can open a comm)."""
-    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
+class Hub(Protocol):
+    """What a comm target's hub is to this module: it answers opens and closes its comms."""
+
+    def open(self, comm: Comm, open_msg: dict[str, Any]) -> None:
+        """A comm was opened to the target."""
+
+    def close(self) -> None:
+        """Close every comm of the hub's."""
+
+
+H = TypeVar("H", bound=Hub)
+
+
+def register_hub(shell: Shell | None, target: str, hub: H | None, make: Callable[[], H]) -> H | None:
+    """Register ``target`` on ``shell``'s kernel, answered by ``hub`` (``make()`` when there is
+    none yet); the hub, or None where there is no kernel (terminal IPython: nothing can open a
+    comm)."""
+    manager = comm_manager_of(shell)
     if manager is None:
         return None
-    hub = getattr(session, attr, None)
     if hub is None:
-        hub = make(session)
-        setattr(session, attr, hub)
+        hub = make()
     manager.register_target(target, hub.open)
     return hub
 
 
-def unregister_hub(shell: Any, session: Any, target: str, attr: str) -> None:
-    """Undo :func:`register_hub`: the target goes, the hub closes its comms."""
-    manager = getattr(getattr(shell, "kernel", None), "comm_manager", None)
+def unregister_hub(shell: Shell | None, target: str, hub: Hub | None) -> None:
+    """Undo :func:`register_hub`: the target goes, the hub closes its comms (its owner then
+    drops it)."""
+    manager = comm_manager_of(shell)
     if manager is not None:
         try:
             manager.unregister_target(target, None)
         except Exception:  # not registered (a failed %load_ext)
             log.debug("could not unregister the comm target %s", target, exc_info=True)
-    hub = getattr(session, attr, None)
     if hub is not None:
         hub.close()
-        setattr(session, attr, None)

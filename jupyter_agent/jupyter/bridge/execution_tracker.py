@@ -5,6 +5,7 @@ A cell run through the page is an ordinary execute request, handled after the ce
 is executing now: if that cell awaits the agent (``%%agent --wait``), the run would wait
 for it and it for the run, forever. :class:`ExecutionTracker` counts the cells executing
 (IPython's ``pre_run_cell`` and ``post_run_cell``), so such a run is refused with a reason.
+One per loaded extension, held by ``kernel_links.py``'s :class:`~.kernel_links.KernelLinks`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import logging
 import threading
 from typing import Any
 
+from .kernel_types import Shell
+
 log = logging.getLogger(__name__)
 
 
@@ -20,7 +23,7 @@ class ExecutionTracker:
     """Knows whether a cell is executing in this kernel (IPython's pre/post_run_cell): a
     cell run through the page would queue behind it forever (docs/bridge.md, the deadlock)."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Shell) -> None:
         self.depth = 0
         self._lock = threading.Lock()
         self.shell = shell
@@ -47,22 +50,3 @@ class ExecutionTracker:
             except ValueError:
                 log.debug("%s was not registered", name)
 
-
-_trackers: dict[int, ExecutionTracker] = {}
-
-
-def tracker_for(shell: Any) -> ExecutionTracker | None:
-    """The shell's tracker, registered on first use (``%load_ext``)."""
-    if shell is None or not hasattr(shell, "events"):
-        return None
-    key = id(shell)
-    if key not in _trackers:
-        _trackers[key] = ExecutionTracker(shell)
-    return _trackers[key]
-
-
-def forget_tracker(shell: Any) -> None:
-    """Unregister and drop the shell's tracker, if it has one."""
-    tracker = _trackers.pop(id(shell), None)
-    if tracker is not None:
-        tracker.remove()

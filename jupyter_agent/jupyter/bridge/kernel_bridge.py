@@ -20,8 +20,9 @@ defined in ``comm_protocol.py`` and, for the page, in ``labextension/src/protoco
 * Every failure carries a :class:`~.protocol.BridgeCode`; the message the tools report is
   written from the code (``bridge_errors.py``), never parsed back.
 
-Whether a cell is executing (a run through the page would wait on it forever) is
-``execution_tracker.py``'s. The names other modules import from here are re-exported.
+One bridge per loaded extension, started and closed by ``kernel_links.py``'s
+:class:`~.kernel_links.KernelLinks` (with which cell executes, ``execution_tracker.py``, and
+the kernel's client of itself). The names other modules import from here are re-exported.
 """
 
 from __future__ import annotations
@@ -38,16 +39,13 @@ from .bridge_page import (
     CHANGES_SEEN, CHANGING_OPS, MAX_NO_ANSWER_S, PROTOCOL_VERSION, RECENT_ANSWERS, SLOW_PAGE_PATIENCE,
     SOURCE_OPS, SOURCES_SEEN, Page)
 from .bridge_requests import PING_INTERVAL_S, REQUEST_TIMEOUT_S, BridgeRequests, running_here
-from .bridge_status import quiet_bridge_status, restore_status
-from .execution_tracker import ExecutionTracker, forget_tracker, tracker_for
 from .comm_protocol import BRIDGE_TARGET, BridgeCode
 from .kernel_types import Comm
 
 __all__ = [
     "CHANGES_SEEN", "CHANGING_OPS", "MAX_NO_ANSWER_S", "NOT_ANSWERING", "PING_INTERVAL_S", "PROTOCOL_VERSION",
     "RECENT_ANSWERS", "REQUEST_TIMEOUT_S", "SLOW_PAGE_PATIENCE", "SOURCES_SEEN", "SOURCE_OPS", "TARGET",
-    "BridgeError", "ExecutionTracker", "KernelBridge", "Page", "PageGone", "failure_message", "forget_tracker",
-    "get_bridge", "mismatch_message", "start_bridge", "stop_bridge", "tracker_for",
+    "BridgeError", "KernelBridge", "Page", "PageGone", "failure_message", "mismatch_message",
 ]
 
 log = logging.getLogger(__name__)
@@ -68,7 +66,7 @@ class KernelBridge(BridgeRequests):
         self.started = False
         #: called with each page on its hello, on the kernel's loop (``rejoin.py``)
         self.hello_listeners: list[Callable[[Page], None]] = []
-        #: the ipykernel instance whose status publishing start_bridge wrapped, if any
+        #: the ipykernel instance whose status publishing KernelLinks.start wrapped, if any
         self.kernel: Any = None
 
     # -- lifetime ------------------------------------------------------------------------
@@ -230,41 +228,3 @@ class KernelBridge(BridgeRequests):
         finally:
             self._hello_waiters.remove(entry)
 
-
-# -- one bridge per kernel -------------------------------------------------------------------
-
-_bridge: KernelBridge | None = None
-
-
-def get_bridge() -> KernelBridge | None:
-    """The kernel's bridge, if ``%load_ext`` started one."""
-    return _bridge
-
-
-def start_bridge(shell: Any) -> KernelBridge | None:
-    """Start the bridge when there is a kernel with comms (not in terminal IPython)."""
-    global _bridge
-    if getattr(shell, "kernel", None) is None:
-        return None
-    if _bridge is not None and _bridge.started:
-        _bridge.open_broadcast()  # %reload_ext: greet pages again
-        return _bridge
-    bridge = KernelBridge()
-    try:
-        bridge.start()
-    except Exception:  # no comm manager (an unusual kernel): the agent works on files only
-        log.warning("the live-notebook bridge did not start", exc_info=True)
-        return None
-    quiet_bridge_status(shell.kernel, bridge.comm_ids)  # no busy/idle for the page's bridge messages
-    bridge.kernel = shell.kernel
-    _bridge = bridge
-    return bridge
-
-
-def stop_bridge() -> None:
-    """Close the bridge and take its status wrapper off (``%unload_ext``)."""
-    global _bridge
-    if _bridge is not None:
-        _bridge.close()
-        restore_status(_bridge.kernel)
-    _bridge = None

@@ -12,7 +12,8 @@
   the same way. It is found by the ``%%agent`` cell's source when no path is known.
 
 The ``%%agent`` cell's id (the execute request's ``cellId``) goes to the model, so "add
-a cell below" lands below it.
+a cell below" lands below it. The bridge, the tracker and the kernel's client of itself come
+in as the caller's :class:`~.kernel_links.KernelLinks` (None: the extension is not loaded).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...environment import started_by_gateway
-from .kernel_bridge import Page, get_bridge, mismatch_message, tracker_for
-from .self_client import self_runner
+from .kernel_bridge import KernelBridge, Page, mismatch_message
+from .kernel_types import Shell
 
 if TYPE_CHECKING:
     from ...notebook.session import PageNotebook, ToolSession
+    from .kernel_links import KernelLinks
 
 # The notebook package (nbformat, jsonschema) is imported only when a notebook is bound:
 # a run start must stay quick where there is none (a console, a kernel without a page).
@@ -99,13 +101,12 @@ def page_notebook(page: Page, own: str | None, kernel_cwd: Path) -> PageNotebook
     return PageNotebook(key=key, names=frozenset({key, normalise_name(page.path)}), remote=True)
 
 
-def kernel_is_remote(agent_session: Any) -> bool:
+def kernel_is_remote(agent_session: Any, bridge: KernelBridge | None) -> bool:
     """Whether this kernel runs apart from the notebook server: a gateway started it (it
-    marks its kernels' environment), or the page that sent the request shows a notebook
-    that is not this kernel's own file (:func:`page_notebook`)."""
+    marks its kernels' environment), or the page that sent the request (to ``bridge``)
+    shows a notebook that is not this kernel's own file (:func:`page_notebook`)."""
     if started_by_gateway():
         return True
-    bridge = get_bridge()
     client_id = (agent_session.parent_request().get("header") or {}).get("session") or ""
     page = bridge.pages.get(client_id) if bridge is not None and client_id else None
     if page is None:
@@ -129,10 +130,12 @@ def _register(tool_session: ToolSession, document: Any) -> None:
     register_document(tool_session, document)
 
 
-def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch: bool) -> str:
+def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch: bool,
+                  links: KernelLinks | None) -> str:
     """Register the document the tools use for this kernel's notebook; returns the mode
     (``live``, ``waiting`` (live once the page's hello comes), ``guarded``, ``batch`` or
-    ``none``). ``notices(text)`` shows a line to the user."""
+    ``none``). ``notices(text)`` shows a line to the user; ``links``: the loaded extension's
+    bridge and the rest (None: not loaded, no page can answer)."""
     from ...notebook.session import tool_session as tool_session_of
 
     tool_session = tool_session_of(conversation.context)
@@ -150,9 +153,9 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
 
         _register(tool_session, GuardedNotebook(path, BATCH.format(path=path)))
         return "batch"
-    bridge = get_bridge()
+    bridge = links.bridge if links is not None else None
     client_id = (parent.get("header") or {}).get("session") or ""
-    if bridge is not None and client_id:
+    if links is not None and bridge is not None and client_id:
         page = bridge.pages.get(client_id)
         if page is not None and not page.compatible:
             if not bridge.mismatch_said:
@@ -165,7 +168,7 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
             where = PageNotebook(key=own)
         if where is not None:
             key = where.key
-            _register(tool_session, live_notebook(agent_session.shell, bridge, client_id, where, agent_session))
+            _register(tool_session, live_notebook(links, client_id, where, agent_session))
             tool_session.page_notebook = where
             if conversation.notebook_path is None:
                 conversation.notebook_path = key
@@ -182,23 +185,24 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
     return "none"
 
 
-def live_notebook(shell: Any, bridge: Any, client_id: str, where: PageNotebook, session: Any = None) -> Any:
+def live_notebook(links: KernelLinks, client_id: str, where: PageNotebook, session: Any = None) -> Any:
     """A :class:`LiveNotebook` for the notebook ``where`` that the page ``client_id`` shows
-    (a run's, or an outside agent's: ``outside_hub.py``). With the run's ``session``, a page
-    of the same notebook takes the place of ``client_id`` once it is gone (``rejoin.py``)."""
+    (a run's, or an outside agent's: ``outside_hub.py``), through ``links``' bridge, asking
+    its tracker and running cells with its client of the kernel. With the run's ``session``,
+    a page of the same notebook takes the place of ``client_id`` once it is gone (``rejoin.py``)."""
     from ...notebook.live_backend import LiveNotebook
 
-    tracker = tracker_for(shell)
+    shell, bridge, tracker = links.shell, links.bridge, links.tracker
     absent = (NO_PAGE_REMOTE if where.remote else NO_PAGE).format(path=where.key)
+    then = successor(bridge, session, client_id, where.key) if session is not None and bridge is not None else None
     return LiveNotebook(
         where.key, bridge, client_id, is_busy=tracker.busy if tracker else None, absent=absent,
         hello_wait=HELLO_WAIT_S, describe_mismatch=mismatch_message,
-        namespace=_namespace_of(shell), file_fallback=not where.remote, run_here=self_runner(shell),
-        successor=successor(bridge, session, client_id, where.key) if session is not None else None,
-        history=_history_of(shell))
+        namespace=_namespace_of(shell), file_fallback=not where.remote, run_here=links.self_client.runner(),
+        successor=then, history=_history_of(shell))
 
 
-def _history_of(shell: Any) -> Callable[[], list[str]] | None:
+def _history_of(shell: Shell | None) -> Callable[[], list[str]] | None:
     """This kernel's raw input history by execution count (what ran under each count)."""
     manager = getattr(shell, "history_manager", None)
     if manager is None or not hasattr(manager, "input_hist_raw"):
@@ -206,7 +210,7 @@ def _history_of(shell: Any) -> Callable[[], list[str]] | None:
     return lambda: list(manager.input_hist_raw)
 
 
-def _namespace_of(shell: Any) -> Callable[[], dict[str, int]] | None:
+def _namespace_of(shell: Shell | None) -> Callable[[], dict[str, int]] | None:
     """The names and object ids of the user's namespace, read in this process: a cell the
     page runs runs here (``notebook/namespace.py``)."""
     if shell is None or not hasattr(shell, "user_ns"):
@@ -222,7 +226,7 @@ def key_of(page: Page, session: Any) -> str | None:
     return where.key if where is not None else None
 
 
-def successor(bridge: Any, session: Any, client_id: str, key: str) -> Callable[[], str | None]:
+def successor(bridge: KernelBridge, session: Any, client_id: str, key: str) -> Callable[[], str | None]:
     """For a run's live notebook: once the page ``client_id`` is gone (it said goodbye: a
     reload, or the tab closed), the newest other page showing the notebook ``key``."""
 

@@ -33,7 +33,9 @@ import time
 import uuid
 from typing import Any
 
+from ...notebook.kernel_run import RunHere
 from ...notebook.kernels import INTERRUPT_GRACE_S, Execution, OutputCollector
+from .kernel_types import Shell, kernel_of
 
 log = logging.getLogger(__name__)
 
@@ -192,44 +194,47 @@ class SelfClient:
             socket.close(linger=0)
 
 
-_client: SelfClient | None = None
+class SelfConnection:
+    """This kernel's client of itself, for one loaded extension (held by ``kernel_links.py``'s
+    :class:`~.kernel_links.KernelLinks`): made on the first cell it runs, closed by
+    :meth:`close` (``%unload_ext``); made again by a run after that."""
 
+    def __init__(self, shell: Shell | None) -> None:
+        self.shell = shell
+        self._client: SelfClient | None = None
 
-def self_runner(shell: Any) -> Any:
-    """``run(code, msg_id, cell_id, timeout=, abort=) -> Execution`` for this kernel, or None
-    when it has no connection file to build a client from (an embedded kernel): then cells
-    run through the page."""
-    if getattr(shell, "kernel", None) is None:
-        return None
-    try:
-        from ipykernel.connect import get_connection_info
+    def runner(self) -> RunHere | None:
+        """``run(code, msg_id, cell_id, timeout=, abort=) -> Execution`` for this kernel, or
+        None when it has no connection file to build a client from (an embedded kernel):
+        then cells run through the page."""
+        if kernel_of(self.shell) is None:
+            return None
+        try:
+            from ipykernel.connect import get_connection_info
 
-        info = get_connection_info(unpack=True)
-    except Exception:  # no connection file (an embedded or unusual kernel): the page runs cells
-        log.debug("no connection info for this kernel; cells run through the page", exc_info=True)
-        return None
-    if not isinstance(info, dict) or "shell_port" not in info or "iopub_port" not in info:
-        return None
+            info = get_connection_info(unpack=True)
+        except Exception:  # no connection file (an embedded or unusual kernel): the page runs cells
+            log.debug("no connection info for this kernel; cells run through the page", exc_info=True)
+            return None
+        if not isinstance(info, dict) or "shell_port" not in info or "iopub_port" not in info:
+            return None
 
-    async def run(code: str, msg_id: str, cell_id: str, *, timeout: float,
-                  abort: asyncio.Event | None, store_history: bool = True) -> Execution:
-        global _client
-        if _client is None:
-            _client = SelfClient(info)
-        return await _client.execute(code, msg_id, cell_id, timeout=timeout, abort=abort,
-                                     store_history=store_history)
+        async def run(code: str, msg_id: str, cell_id: str, *, timeout: float,
+                      abort: asyncio.Event | None, store_history: bool = True) -> Execution:
+            if self._client is None:
+                self._client = SelfClient(info)
+            return await self._client.execute(code, msg_id, cell_id, timeout=timeout, abort=abort,
+                                              store_history=store_history)
 
-    return run
+        return run
+
+    def close(self) -> None:
+        """Close the client, if one was made (``%unload_ext``)."""
+        if self._client is not None:
+            self._client.close()
+        self._client = None
 
 
 def new_msg_id() -> str:
     """An execute request's id, made before the request so the page can be told it first."""
     return uuid.uuid4().hex
-
-
-def close_self_client() -> None:
-    """Close this kernel's client of itself (``%unload_ext``)."""
-    global _client
-    if _client is not None:
-        _client.close()
-    _client = None

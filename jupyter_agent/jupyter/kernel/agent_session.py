@@ -16,27 +16,26 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import Busy, JupyterAgentError
+from ..bridge.kernel_types import Shell
 from .agent_config import AgentConfig, agent_config
+from .session_services import Services
 from ...environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
+
+if TYPE_CHECKING:
+    from traitlets.config import Configurable
+
+    from ..bridge.kernel_bridge import KernelBridge
+    from ..bridge.kernel_links import KernelLinks
 
 log = logging.getLogger(__name__)
 
 
 #: A run is still going; a second one would fork the conversation.
 AgentBusy = Busy
-
-
-class Services(Protocol):
-    """What the session holds of ``magic/kernel_services.py``'s ``KernelServices`` (this
-    room may not import ``magic/``)."""
-
-    def start(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class NoApiKey(JupyterAgentError, RuntimeError):
@@ -46,9 +45,11 @@ class NoApiKey(JupyterAgentError, RuntimeError):
 class AgentSession:
     """Per-kernel state of the Jupyter front of the agent."""
 
-    def __init__(self, shell: Any = None, config: AgentConfig | None = None) -> None:
+    def __init__(self, shell: Shell | None = None, config: AgentConfig | None = None) -> None:
         self.shell = shell
-        self.config = config or agent_config(shell if shell is not None and hasattr(shell, "config") else None)
+        # (an IPython shell is a Configurable: %config reaches the AgentConfig through it)
+        parent = cast("Configurable", shell) if shell is not None and hasattr(shell, "config") else None
+        self.config = config or agent_config(parent)
         self._conversation: Any = None
         self.active: Any = None  # the AgentRun still going
         self.runs: list[Any] = []  # AgentRuns of this kernel, oldest first
@@ -60,15 +61,20 @@ class AgentSession:
         self.shutdown_listeners: list[Any] = []
         #: called with no argument after a new conversation started (the side panel clears)
         self.reset_listeners: list[Any] = []
-        self.panel_hub: Any = None  # the side panels' comm hub (panel_comm.py), once loaded
         self.saver: Any = None  # saves the conversation after each turn (resume.py), once a run started
-        self.outside_hub: Any = None  # outside agents' calls over MCP (outside_hub.py), once loaded
-        #: what %load_ext started kernel-wide and %unload_ext closes (magic/kernel_services.py)
+        #: what %load_ext started kernel-wide and %unload_ext closes (magic/kernel_services.py):
+        #: the bridge, the tracker, the kernel's client of itself, the side panels' and outside
+        #: agents' comm hubs; made by the first %load_ext, kept (closed) after %unload_ext
         self.services: Services | None = None
         self.config.observe(self._config_changed, names=[
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
             "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers", "provider", "provider_region",
             "provider_project", "provider_resource"])
+
+    @property
+    def links(self) -> KernelLinks | None:
+        """The services' bridge, tracker and client of the kernel (None: never loaded)."""
+        return self.services.links if self.services is not None else None
 
     # -- the conversation ---------------------------------------------------------------
     @property
@@ -221,7 +227,7 @@ class AgentSession:
         run_model = RunModel(prompt=prompt, model=model or conv.model_name,
                              permission_mode=permission_mode or conv.permission_mode, cwd=conv.context.cwd)
         self._write_replay_files(conv, model, run_model)
-        bound_to = bind_notebook(self, conv, run_model.notice, batch=batch)
+        bound_to = bind_notebook(self, conv, run_model.notice, batch=batch, links=self.links)
         _note_clicked_cell(conv, clicked_cell)
         run_view, broker = (None, None) if batch else self._approval_surface(run_model, conv, view, show_prompt)
         run = self._send(conv, prompt, broker, run_view, context, model=model, permission_mode=permission_mode,
@@ -261,7 +267,9 @@ class AgentSession:
             # a remote kernel: the message says how the key gets there
             from ..bridge.live_notebook import kernel_is_remote
 
-            raise NoApiKey(no_key_message("notebook", remote=kernel_is_remote(self), provider=conv.provider,
+            links = self.links
+            remote = kernel_is_remote(self, links.bridge if links is not None else None)
+            raise NoApiKey(no_key_message("notebook", remote=remote, provider=conv.provider,
                                           settings=conv.provider_settings))
         if conv.notebook_path is None:
             conv.notebook_path = self.notebook_path()
@@ -459,10 +467,14 @@ class AgentSession:
         self._shutdown_installed = False
 
 
+#: The session of each shell, by its id: the one module-level mapping of kernel-wide state
+#: in ``jupyter/``. Everything else kernel-wide hangs off the session's ``services`` (the
+#: bridge, the tracker and the kernel's client of itself in ``services.links``, the comm
+#: hubs), so what is kernel-wide is always found from ``get_session(shell)``.
 _sessions: dict[int, AgentSession] = {}
 
 
-def get_session(shell: Any = None) -> AgentSession:
+def get_session(shell: Shell | None = None) -> AgentSession:
     """The session of ``shell`` (default: the running IPython), created on first use."""
     if shell is None:
         from IPython import get_ipython
@@ -475,6 +487,13 @@ def get_session(shell: Any = None) -> AgentSession:
         if shell is not None and hasattr(shell, "configurables"):
             shell.configurables.append(session.config)
     return session
+
+
+def get_bridge(shell: Shell | None = None) -> KernelBridge | None:
+    """The live-notebook bridge of ``shell``'s session (default: the running IPython's), if
+    ``%load_ext`` started one: a shorthand for code run in a kernel (tests, benchmarks)."""
+    links = get_session(shell).links
+    return links.bridge if links is not None else None
 
 
 def _note_clicked_cell(conv: Any, clicked: tuple[str, str] | None) -> None:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from ...redact import redact
+from ..bridge.kernel_types import Shell
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +284,7 @@ def kernel_variables(namespace: Mapping[str, Any], *, hidden: Mapping[str, Any] 
     return lines
 
 
-def variables_reminder(shell: Any) -> str:
+def variables_reminder(shell: Shell | None) -> str:
     """The text the agent gets at run start about ``shell``'s variables ("" without a shell)."""
     namespace = getattr(shell, "user_ns", None)
     if not isinstance(namespace, dict):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from ..kernel import warmup
@@ -135,7 +136,7 @@ def _split(line: str) -> list[str]:
 class AgentMagics(Magics):
     """The agent's magics. ``%%agent`` runs a prompt; ``%agent`` shows and sets."""
 
-    def __init__(self, shell: Any, session: AgentSession) -> None:
+    def __init__(self, shell: InteractiveShell, session: AgentSession) -> None:
         super().__init__(shell)
         self.session = session
 
@@ -341,7 +342,7 @@ async def run_cell_awaiting(line: str, cell: str) -> None:
 
 # -- extension entry points -----------------------------------------------------------------
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """``%load_ext jupyter_agent``: register ``%%agent`` and ``%agent``, and start
     loading what the first run needs in the background (the SDK takes seconds)."""
     from .kernel_services import KernelServices
@@ -357,7 +358,7 @@ def load_ipython_extension(ipython: Any) -> None:
     warmup.start()
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """``%unload_ext jupyter_agent``: remove the magics (IPython cannot unregister a
     Magics class), the transformer and the interrupt handler, and stop a run still
     going. The conversation stays, so ``%reload_ext`` continues it."""

@@ -24,10 +24,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...redact import redact
 from ...render.invisible import mark_invisible
+
+if TYPE_CHECKING:
+    from ..bridge.kernel_bridge import KernelBridge
 
 log = logging.getLogger(__name__)
 
@@ -62,20 +65,18 @@ def short_name(client: str) -> str:
 class BackgroundAsk:
     """The notification one pending ask shows in its page (see the module doc)."""
 
-    def __init__(self, bridge: Any, client_id: str, ask_id: str) -> None:
+    def __init__(self, bridge: KernelBridge, client_id: str, ask_id: str) -> None:
         self.bridge = bridge
         self.client_id = client_id
         self.ask_id = ask_id
 
     @classmethod
-    async def show(cls, client_id: str, client: str, tool_name: str,
+    async def show(cls, bridge: KernelBridge | None, client_id: str, client: str, tool_name: str,
                    tool_input: dict[str, Any]) -> BackgroundAsk | None:
-        """Tell page ``client_id`` that ``client`` asks; None when no page was told (none
-        shows the notebook, an older page, no answer): nobody would see the ask."""
-        from ..bridge.kernel_bridge import get_bridge
+        """Tell page ``client_id`` (over ``bridge``) that ``client`` asks; None when no page was
+        told (none shows the notebook, an older page, no answer): nobody would see the ask."""
         from ..bridge.bridge_errors import BridgeError, PageGone
 
-        bridge = get_bridge()
         if bridge is None or not client_id:
             return None
         page = bridge.pages.get(client_id)

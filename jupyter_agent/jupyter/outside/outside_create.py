@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..bridge.kernel_bridge import KernelBridge
 
 log = logging.getLogger(__name__)
 
@@ -23,14 +26,14 @@ class CannotCreate(Exception):
     """The notebook cannot be created here; the message says why and what to do."""
 
 
-async def create_notebook(run: Any, page: Any, where: Any, args: dict[str, Any], progress: Any) -> tuple[Any, str]:
-    """Write the new notebook ``args["new_path"]`` (server-relative), then open it in ``page``:
-    Write's result, and what happened after it ('' when Write failed or was denied)."""
+async def create_notebook(run: Any, page: Any, where: Any, args: dict[str, Any], progress: Any,
+                          bridge: KernelBridge | None) -> tuple[Any, str]:
+    """Write the new notebook ``args["new_path"]`` (server-relative), then open it in ``page``
+    (asked over ``bridge``): Write's result, and what happened after it ('' when Write failed
+    or was denied)."""
     import nbformat
 
     from ...tools.write import Write
-    from ..bridge.kernel_bridge import get_bridge
-
     new_path = str(args.get("new_path") or "")
     if where.remote or not page.server_root:
         raise CannotCreate("This notebook's kernel does not share the Jupyter server's disk (a gateway's kernel?): "
@@ -43,7 +46,6 @@ async def create_notebook(run: Any, page: Any, where: Any, args: dict[str, Any],
     if result.block.get("is_error"):
         return result, ""
     opened = "The page was not asked to open it (its jupyter-agent is older): open it in JupyterLab."
-    bridge = get_bridge()
     if page.open and bridge is not None:
         try:
             await bridge.request(page.client_id, "open", path=new_path, timeout=OPEN_TIMEOUT_S)

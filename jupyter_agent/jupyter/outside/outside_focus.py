@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...redact import redact
+
+if TYPE_CHECKING:
+    from ..bridge.kernel_bridge import KernelBridge
 
 log = logging.getLogger(__name__)
 
@@ -18,12 +21,9 @@ log = logging.getLogger(__name__)
 FOCUS_TIMEOUT_S = 5.0
 
 
-async def focus_of_pages() -> dict[str, Any]:
-    """The reply: one JSON text block, a list of the pages' ``focus`` answers (values, not prose:
-    the server reads them), each with its page's client id; sources redacted."""
-    from ..bridge.kernel_bridge import get_bridge
-
-    bridge = get_bridge()
+async def focus_of_pages(bridge: KernelBridge | None) -> dict[str, Any]:
+    """The reply: one JSON text block, a list of the ``focus`` answers of ``bridge``'s pages
+    (values, not prose: the server reads them), each with its page's client id; sources redacted."""
     pages = [p for p in (bridge.pages.values() if bridge is not None else ()) if not p.gone and p.focus]
     found: list[dict[str, Any]] = []
     for page in pages:

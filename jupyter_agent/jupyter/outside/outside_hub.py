@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any
 from ...errors import Refused
 from ...mcp_server.protocol import OPS, TARGET, VERSION, run_tag
 from ...redact import redact
-from ..bridge.bridge_status import QUIET_OPENS
 from ..bridge.comm_hubs import register_hub, unregister_hub
-from ..bridge.kernel_types import Comm
+from ..bridge.kernel_types import Comm, Shell, comm_manager_of, kernel_of
 
 if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %load_ext)
     from ...loop.tool import FileReadRecord
+    from ..bridge.kernel_links import KernelLinks
+    from ..kernel.agent_session import AgentSession
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,11 @@ VARIABLES_CHARS = 20_000
 class OutsideHub:
     """Every outside client's run on this kernel, and the comm target their calls come to."""
 
-    def __init__(self, session: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(self, session: AgentSession, links: KernelLinks,
+                 loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.session = session
+        #: the bridge to the pages (and the rest of the kernel's links), from the services' owner
+        self.links = links
         self.loop = loop or asyncio.get_event_loop()
         #: (client name, connection) -> its current run (a new one once the last was undone).
         #: The connection is the client's MCP session ('' without one): two clients of the
@@ -117,7 +121,7 @@ class OutsideHub:
         if op == "active":  # what the pages of this kernel say of their notebook (read-only)
             from .outside_focus import focus_of_pages
 
-            return await focus_of_pages()
+            return await focus_of_pages(self.links.bridge)
         page, where = self._page_for(path)
         if op == "page":  # (_page_for refused if none shows it)
             return {"ok": True, "content": []}
@@ -126,7 +130,7 @@ class OutsideHub:
             from .outside_create import CannotCreate, create_notebook
 
             try:
-                result, said = await create_notebook(run, page, where, args, progress)
+                result, said = await create_notebook(run, page, where, args, progress, self.links.bridge)
             except CannotCreate as exc:
                 raise Refused(str(exc)) from None
             content = [{"type": "text", "text": said}] if said else blocks_of(result.block.get("content"))
@@ -155,7 +159,7 @@ class OutsideHub:
         key = (client, connection)
         run = self.runs.get(key)
         if run is None or run.undone:
-            run = self.runs[key] = OutsideRun(self.session, client, self.reads.setdefault(key, {}))
+            run = self.runs[key] = OutsideRun(self.session, client, self.reads.setdefault(key, {}), self.links)
             self.session.runs.append(run)
             for listener in list(self.session.listeners):  # the panel shows it
                 try:
@@ -184,8 +188,8 @@ class OutsideHub:
         the fresh one once jupyter-agent is loaded there. (A restart by the server, unlike the
         page's own, is not announced to the page.) The outside calls' comms stay: their
         answers, and the server's restart error for them, go that way."""
-        manager = getattr(getattr(self.session.shell, "kernel", None), "comm_manager", None)
-        for comm in list(getattr(manager, "comms", {}).values()):
+        manager = comm_manager_of(self.session.shell)
+        for comm in list(manager.comms.values() if manager is not None else ()):
             if getattr(comm, "target_name", None) == TARGET:
                 continue
             try:
@@ -205,10 +209,9 @@ class OutsideHub:
     def _page_for(self, path: str) -> tuple[Any, Any]:
         """The page of this kernel that shows notebook ``path`` (server-relative), and where
         the tools find that notebook."""
-        from ..bridge.kernel_bridge import get_bridge
         from ..bridge.live_notebook import _kernel_cwd, page_notebook
 
-        bridge = get_bridge()
+        bridge = self.links.bridge
         wanted = _norm(path)
         pages = [p for p in (bridge.pages.values() if bridge is not None else ()) if not p.gone and p.path]
         page = next((p for p in pages if _norm(p.path) == wanted), None)
@@ -230,13 +233,12 @@ class OutsideHub:
         another page, or a reload of it, now answers for the notebook)."""
         from ...notebook import register_document
         from ...notebook.session import tool_session
-        from ..bridge.kernel_bridge import get_bridge
         from ..bridge.live_notebook import live_notebook
 
         session = tool_session(run.context)
         document = session.notebook_documents.get(where.key)
         if document is None or getattr(document, "client_id", None) != page.client_id:
-            document = live_notebook(self.session.shell, get_bridge(), page.client_id, where)
+            document = live_notebook(self.links, page.client_id, where)
             register_document(session, document)
         if where.remote:
             session.page_notebook = where
@@ -406,18 +408,23 @@ def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
-def register(shell: Any, session: Any) -> OutsideHub | None:
-    """Register :data:`TARGET` on ``shell``'s kernel (``%load_ext``); once per session."""
-    hub = register_hub(shell, session, TARGET, "outside_hub", OutsideHub)
-    if hub is not None:
-        QUIET_OPENS.add(TARGET)  # the page re-renders on every busy/idle: none for these (bridge_status.py)
+def register(shell: Shell | None, session: AgentSession, hub: OutsideHub | None,
+             links: KernelLinks) -> OutsideHub | None:
+    """Register :data:`TARGET` on ``shell``'s kernel (``%load_ext``), answered by ``hub`` (a new
+    one for ``session``, through ``links``' bridge, when None); the hub, for its owner to keep
+    (``KernelServices.outside_hub``). The target joins ``links.quiet_opens``: the calls' opens
+    publish no busy/idle (``bridge_status.py``)."""
+    hub = register_hub(shell, TARGET, hub, lambda: OutsideHub(session, links))
+    kernel = kernel_of(shell)
+    if hub is not None and kernel is not None:
+        links.quiet_opens.add(TARGET)  # the page re-renders on every busy/idle: none for these (bridge_status.py)
         from .outside_redact import install
 
-        install(shell.kernel)  # the outside runs' outputs leave this kernel redacted (its secrets are here)
+        install(kernel)  # the outside runs' outputs leave this kernel redacted (its secrets are here)
     return hub
 
 
-def unregister(shell: Any, session: Any) -> None:
-    """Undo :func:`register` (``%unload_ext``)."""
-    unregister_hub(shell, session, TARGET, "outside_hub")
-    QUIET_OPENS.discard(TARGET)
+def unregister(shell: Shell | None, hub: OutsideHub | None, links: KernelLinks) -> None:
+    """Undo :func:`register` (``%unload_ext``): the target goes, ``hub`` closes its comms."""
+    unregister_hub(shell, TARGET, hub)
+    links.quiet_opens.discard(TARGET)

@@ -19,18 +19,22 @@ import logging
 import time
 import uuid
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...changes import RunChanges, UndoReport
 from ...loop.events import ToolProgress, ToolResult
 from ...loop.permission_result import PermissionAsk, PermissionDeny
 from ...loop.services import Services
-from ...loop.tool import FileReadRecord, Tool, ToolContext, ToolOutput
+from ...loop.tool import AnyTool, FileReadRecord, ToolContext, ToolOutput
 from ...loop.wire import ToolUseBlock
 from ...redact import redact
 from ...tools.notebook_restart import NotebookRestart, variables_phrase
 from ...view.runmodel import RunModel
 from ..widgets.approvals import ApprovalCards
+
+if TYPE_CHECKING:
+    from ..bridge.kernel_links import KernelLinks
+    from ..kernel.agent_session import AgentSession
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +53,11 @@ NO_PANEL = ("This call needs the user's approval, and no JupyterLab page with ju
 class OutsideRun:
     """The calls of one outside client on this kernel's notebooks, as a run (see module doc)."""
 
-    def __init__(self, session: Any, client: str, reads: dict[str, FileReadRecord]) -> None:
+    def __init__(self, session: AgentSession, client: str, reads: dict[str, FileReadRecord],
+                 links: KernelLinks) -> None:
         conv = session.conversation
         self.session = session
+        self.links = links  # the bridge: an ask no side panel shows is told to the page
         self.client = client
         self.display_id = f"jupyter-agent-outside-{uuid.uuid4().hex}"
         self.prompt = f"Calls of {client} (an outside agent, over MCP)"
@@ -125,7 +131,7 @@ class OutsideRun:
         return self._pages.get(tool_use_id or "", "")
 
     async def call_tool(self, name: str, tool_input: dict[str, Any], progress: Any = None, page: str = "",
-                        tools: list[Tool] | None = None) -> Any:
+                        tools: list[AnyTool] | None = None) -> Any:
         """Call the agent's tool ``name`` as this client: a ``CallResult`` (the tool's
         ``tool_result`` block and outcome). ``progress(text)`` hears what the tool reports
         as it goes (a running cell, every second); ``page`` is the client id of the page
@@ -134,7 +140,7 @@ class OutsideRun:
         from ...tools.notebook_edit import NotebookEdit
         from ...tools.notebook_run import NotebookRun
 
-        by_name: dict[str, Tool] = {t.name: t for t in (tools or (NotebookEdit(), NotebookRun()))}
+        by_name: dict[str, AnyTool] = {t.name: t for t in (tools or (NotebookEdit(), NotebookRun()))}
         tool_use_id = f"outside_{next(_ids)}_{uuid.uuid4().hex[:8]}"
         def emit(event: Any) -> None:
             self.model.handle(event)
@@ -190,11 +196,12 @@ class OutsideRun:
         is told by a notification until the ask is settled (``outside_ask.py``); with no such
         page, the call is refused."""
         notice = None
-        hub = getattr(self.session, "panel_hub", None)
+        services = self.session.services
+        hub = services.panel_hub if services is not None else None
         if hub is None or not hub.comms:
             from .outside_ask import BackgroundAsk
 
-            notice = await BackgroundAsk.show(page, self.client, tool_name, tool_input)
+            notice = await BackgroundAsk.show(self.links.bridge, page, self.client, tool_name, tool_input)
             if notice is None:
                 return PermissionDeny(NO_PANEL)
         try:  # (who asks: a field of its own, never in the message a front splits into question and code)

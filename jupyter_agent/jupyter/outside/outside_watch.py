@@ -29,10 +29,13 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...mcp_server.protocol import VERSION
 from ..bridge.kernel_types import Comm
+
+if TYPE_CHECKING:
+    from ..bridge.kernel_links import KernelLinks
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,7 @@ class NotebookWatch:
 
     def __init__(self, hub: Any, comm: Comm, path: str) -> None:
         self.hub, self.comm, self.path = hub, comm, path
+        self.links: KernelLinks = hub.links  # the bridge its pages answer on
         self.loop = hub.loop
         self.closed = asyncio.Event()
         self._wake = asyncio.Event()
@@ -87,9 +91,7 @@ class NotebookWatch:
     # -- the loop -----------------------------------------------------------------------------
     async def run(self) -> None:
         """Answer the watch, then tell of each settled change until the comm closes."""
-        from ..bridge.kernel_bridge import get_bridge
-
-        bridge = get_bridge()
+        bridge = self.links.bridge
         try:
             self._marks = cell_marks(await self._snapshot())
         except Exception as exc:  # (the hub's refusals: no page shows it; said to the server)
@@ -130,9 +132,7 @@ class NotebookWatch:
     async def _ask_again(self) -> None:
         """A ``version`` request with ``notify``: the page tells of its next change (one notice
         per request that asks)."""
-        from ..bridge.kernel_bridge import get_bridge
-
-        bridge = get_bridge()
+        bridge = self.links.bridge
         if bridge is None or self._page_id is None or self._page_id not in bridge.pages:
             return
         try:
@@ -155,12 +155,11 @@ class NotebookWatch:
     async def _snapshot(self) -> Any:
         """The notebook as the page showing it has it now (a LiveNotebook of this watch's own,
         made again when another page, or a reload, shows it)."""
-        from ..bridge.kernel_bridge import get_bridge
         from ..bridge.live_notebook import live_notebook
 
         page, where = self.hub._page_for(self.path)
         if self._document is None or page.client_id != self._page_id:
-            self._document = live_notebook(self.hub.session.shell, get_bridge(), page.client_id, where)
+            self._document = live_notebook(self.links, page.client_id, where)
             self._page_id = page.client_id
         return await self._document.snapshot()
 

@@ -40,13 +40,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..bridge.comm_hubs import register_hub, unregister_hub
 from .panel_runs import PanelRuns
 from ..bridge.comm_protocol import PANEL_OPS, PANEL_TARGET, PANEL_VERSION, version_mismatch
 from ...redact import redact
-from ..bridge.kernel_types import Comm
+from ..bridge.kernel_types import Comm, Shell
+
+if TYPE_CHECKING:
+    from ..kernel.agent_session import AgentSession
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,7 @@ PROTOCOL_VERSION = PANEL_VERSION
 class PanelHub:
     """Every side panel connected to one kernel: their comms, and what they ask for."""
 
-    def __init__(self, session: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(self, session: AgentSession, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.session = session
         self.loop = loop or asyncio.get_event_loop()
         self.comms: list[Comm] = []
@@ -228,12 +231,12 @@ def _plain(exc: Exception) -> bool:
     return isinstance(exc, (AgentBusy, NoApiKey, ValueError))
 
 
-def register(shell: Any, session: Any) -> PanelHub | None:
-    """Register :data:`TARGET` on ``shell``'s kernel (``%load_ext``); once per session."""
-    hub: PanelHub | None = register_hub(shell, session, TARGET, "panel_hub", PanelHub)
-    return hub
+def register(shell: Shell | None, session: AgentSession, hub: PanelHub | None) -> PanelHub | None:
+    """Register :data:`TARGET` on ``shell``'s kernel (``%load_ext``), answered by ``hub`` (a new
+    one for ``session`` when None); the hub, for its owner to keep (``KernelServices.panel_hub``)."""
+    return register_hub(shell, TARGET, hub, lambda: PanelHub(session))
 
 
-def unregister(shell: Any, session: Any) -> None:
-    """Undo :func:`register` (``%unload_ext``)."""
-    unregister_hub(shell, session, TARGET, "panel_hub")
+def unregister(shell: Shell | None, hub: PanelHub | None) -> None:
+    """Undo :func:`register` (``%unload_ext``): the target goes, ``hub`` closes its comms."""
+    unregister_hub(shell, TARGET, hub)

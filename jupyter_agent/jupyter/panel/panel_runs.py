@@ -43,6 +43,8 @@ class WatchedRun:
         self.dirty: dict[int, Any] = {}
         self.order_changed = True
         self.header_changed = True
+        #: stops listening to the run's undo state (set while the panels show the run)
+        self.unlisten: Callable[[], None] = lambda: None
 
     def key(self, item: Any) -> str:
         """The item's key in the panel (stable for the item's life)."""
@@ -88,14 +90,16 @@ class WatchedRun:
     def undo(self) -> dict[str, Any]:
         """An ended run's changes for the panel: the kernel's changed names, whether it can be
         undone (``undo``: ``available``, ``running``, ``done`` or ""), and what the undo did."""
+        from ...changes import UndoState
         from ...view.review import undo_lines, variables_line
         from .panel_json import shown_text
 
         handle, changes = self.handle, self.handle.changes
         if changes is None:
             return {"variables": "", "undo": "", "undo_lines": []}
-        task = handle._undo
-        state = "done" if changes.undo_report is not None else "running" if task is not None else \
+        # (the run's changes say whether it is undone, whoever undid it: RunChanges.undo_state)
+        undo_state = changes.undo_state
+        state = "done" if undo_state is UndoState.DONE else "running" if undo_state is UndoState.RUNNING else \
             "" if changes.empty or (handle.conversation is None and not _outside(handle)
                                     and getattr(handle, "resumed_into", None) is None) else "available"
         report = changes.undo_report
@@ -163,8 +167,8 @@ class PanelRuns:
         watched = self.runs.get(run_id)
         if watched is None:
             return False
-        watched.handle.undo().add_done_callback(lambda _t: self._run_ended(watched))
-        self._run_ended(watched)
+        watched.handle.undo()  # (its start and end are heard from the run's changes: _watch)
+        self._run_ended(watched)  # a panel that asked for a run undone meanwhile is shown that it is
         return True
 
     def pending_approval(self, tool_use_id: Any, request: Any) -> tuple[Any, Any] | None:
@@ -250,7 +254,7 @@ class PanelRuns:
             if shown(handle) and handle.display_id not in self.runs:
                 self._watch(handle, "outside" if _outside(handle) else "resumed" if resumed(handle) else "cell")
         for key in [k for k, w in self.runs.items() if not shown(w.handle)]:
-            del self.runs[key]
+            self.runs.pop(key).unlisten()
 
     # -- what the session and the runs say ------------------------------------------------
     def _run_started(self, handle: Any) -> None:
@@ -262,7 +266,7 @@ class PanelRuns:
 
     def _conversation_reset(self) -> None:
         """A new conversation (from a panel, ``%agent new`` or ``chat()``): panels clear."""
-        self.runs.clear()
+        self._forget_runs()
         self._broadcast(self.state())
 
     def _settings_changed(self, _change: Any) -> None:
@@ -274,6 +278,8 @@ class PanelRuns:
             watched.dirty[id(item)] = item
         handle.model.listen(lambda kind, item: self._model_changed(watched, kind, item))
         handle.add_done_callback(lambda _h: self._run_ended(watched))
+        if handle.changes is not None:  # undone from anywhere: the panels show it (RunChanges.undo_state)
+            watched.unlisten = handle.changes.listen_undo(lambda: self._run_ended(watched))
         broker = _broker(handle)
         if broker is not None:
             broker.listeners.append(self._approval_asked)
@@ -334,7 +340,13 @@ class PanelRuns:
             if fn in listeners:
                 listeners.remove(fn)
         self.session.config.unobserve(self._settings_changed, names=list(SETTINGS))
+        self._forget_runs()
         self.frames.close()
+
+    def _forget_runs(self) -> None:
+        for watched in self.runs.values():
+            watched.unlisten()
+        self.runs.clear()
 
 
 def _broker(handle: Any) -> Any:

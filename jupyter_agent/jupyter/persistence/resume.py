@@ -32,6 +32,7 @@ from ...loop.usage import Usage
 from ...notebook.epoch import names_shown
 from ...redact import redact
 from ...render.terminal import terminal_text
+from ..bridge.kernel_types import Shell
 from .resumed_history import fill_runs
 from .saved_conversation import (SavedConversation, SavedConversationError, SavedRun, conversation_key, encode, load,
                                  saved_path, write)
@@ -50,7 +51,7 @@ MAX_GONE_SHOWN = 80
 ResumeRefused = Refused
 
 
-def _user_names(shell: Any) -> list[str]:
+def _user_names(shell: Shell | None) -> list[str]:
     """The kernel's top-level names, as the kernel-variables note counts them."""
     namespace = getattr(shell, "user_ns", None)
     if not isinstance(namespace, dict):
@@ -202,7 +203,8 @@ class ResumedRun:
                 # (no run has bound the page since the restart): never into the file behind it
                 from ..bridge.live_notebook import bind_notebook
 
-                bind_notebook(self.session, self.resumed_into, lambda _text: None, batch=self.session.is_batch())
+                bind_notebook(self.session, self.resumed_into, lambda _text: None, batch=self.session.is_batch(),
+                              links=self.session.links)
             self._undo = asyncio.get_event_loop().create_task(undo_run(self.changes, self.resumed_into.context))
         return self._undo
 
