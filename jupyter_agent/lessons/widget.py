@@ -74,7 +74,7 @@ class StepperView:
             "Back": self._back_async,
         }
         for name, action in actions.items():
-            self.buttons[name].on_click(lambda _b, action=action: self._clicked(action))
+            self.buttons[name].on_click(functools.partial(self._clicked, action))
         self.status = w.HTML()
         self.state = w.HTML()
         self.end = w.HTML()
@@ -137,7 +137,7 @@ class StepperView:
             self._busy(False)
             self.refresh()
 
-    def _clicked(self, action: Callable[[], Any]) -> None:
+    def _clicked(self, action: Callable[[], Any], _button: w.Button | None = None) -> None:
         # A click may arrive on a subshell thread (JupyterLab): hop to the kernel's loop.
         loop = self._loop or asyncio.get_event_loop()
         loop.call_soon_threadsafe(self._launch, action)

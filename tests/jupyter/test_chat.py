@@ -208,3 +208,23 @@ async def test_the_pages_send_mark_sends_the_inputs_own_text_and_a_busy_chat_kee
     await kernel.until(lambda: kernel.widgets[textarea]["value"] == "And then?", 10, "the text kept, unmarked")
     kernel.click(kernel.buttons("Stop")[0])
     await kernel.until(lambda: ended(kernel, before + 1), 10, "the stop")
+
+
+async def test_an_outside_agents_calls_are_no_turn_of_the_chat(monkeypatch):
+    """An outside agent's first call makes a run the session tells its listeners of (the side
+    panel shows it); the chat panel, listening for its conversation's turns, leaves it out and
+    opens no widget for it (it used to fail on the run's missing view, half-way through)."""
+    from .helpers import record_widget_messages
+    from jupyter_agent.jupyter.kernel.agent_session import AgentSession
+    from jupyter_agent.jupyter.magic.chat import ChatPanel
+    from jupyter_agent.jupyter.outside.outside_run import OutsideRun
+
+    log = record_widget_messages(monkeypatch)
+    session = AgentSession()
+    panel = ChatPanel(session)
+    opened = sum(m["type"] == "comm_open" for m in log)
+    run = OutsideRun(session, "an outside agent", {}, None)
+    for listener in list(session.listeners):
+        listener(run)
+    assert panel.turns.children == () and panel.entries == []
+    assert sum(m["type"] == "comm_open" for m in log) == opened

@@ -207,6 +207,19 @@ async def test_closing_the_view_mid_run_calls_back(monkeypatch):
     assert stopped == [True] and view.comm is None
 
 
+async def test_the_front_end_closing_the_view_mid_run_calls_back_on_the_loop(monkeypatch):
+    """The frontend closes the widget's comm (its message may arrive on another thread): the
+    view closes on the event loop and the run is told, as when it is closed from Python."""
+    record_widget_messages(monkeypatch)
+    from jupyter_agent.jupyter.widgets.runview import RunView
+
+    closed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    view = RunView(RunModel(), on_close=lambda: closed.set_result(True))
+    view.comm.handle_close({"content": {"comm_id": view.comm.comm_id, "data": {}}})
+    assert await asyncio.wait_for(closed, 10) is True
+    assert view.comm is None and view.header.comm is None
+
+
 def test_a_cell_that_raised_says_so_with_the_exception_not_a_green_tick():
     from jupyter_agent.notebook.document import Cell
     from jupyter_agent.notebook.render import render_run

@@ -18,17 +18,24 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar, Unpack
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, Configurable
 
 from ...loop.permission_result import PERMISSION_MODES
 from ...model.providers import PROVIDER_NAMES
-from ...options import AgentOptions
-from ...policy import PolicyViolation, load_policy
+from ...options import AgentOptions, OptionKeywords
+from ...policy import AdminPolicy, PolicyViolation, load_policy
+from .trait_events import Proposal
+
+if TYPE_CHECKING:
+    from ...model.providers import ProviderSettings
 
 log = logging.getLogger(__name__)
+
+_R = TypeVar("_R")
 
 
 class AgentConfig(Configurable):
@@ -86,16 +93,16 @@ class AgentConfig(Configurable):
             return "default"
 
     @validate("model")
-    def _allowed_model(self, proposal: dict[str, Any]) -> str:
+    def _allowed_model(self, proposal: Proposal[str]) -> str:
         return _within_policy(lambda p: p.check_model(proposal["value"]) if proposal["value"] else "")
 
     @validate("provider")
-    def _allowed_provider(self, proposal: dict[str, Any]) -> str:
+    def _allowed_provider(self, proposal: Proposal[str]) -> str:
         if not proposal["value"]:
             return ""
         return str(_within_policy(lambda p: p.check_provider(proposal["value"]).value))
 
-    def options(self, **changes: Any) -> AgentOptions:
+    def options(self, **changes: Unpack[OptionKeywords]) -> AgentOptions:
         """The runs' options these settings make (0 and empty mean "not set": the default),
         with ``changes`` (e.g. the notebook found from the kernel)."""
         return AgentOptions(
@@ -106,7 +113,7 @@ class AgentConfig(Configurable):
             mcp_servers=dict(self.mcp_servers), bash_sandbox=self.bash_sandbox,
         ).replace(**changes)
 
-    def provider_settings(self) -> Any:
+    def provider_settings(self) -> ProviderSettings:
         """The region, project and resource set here, as the model layer takes them."""
         from ...model.providers import ProviderSettings
 
@@ -114,16 +121,16 @@ class AgentConfig(Configurable):
                                 resource=self.provider_resource)
 
     @validate("permission_mode")
-    def _allowed_mode(self, proposal: dict[str, Any]) -> str:
+    def _allowed_mode(self, proposal: Proposal[str]) -> str:
         return _within_policy(lambda p: p.check_permission_mode(proposal["value"]))
 
     @validate("max_budget_usd")
-    def _allowed_budget(self, proposal: dict[str, Any]) -> float:
+    def _allowed_budget(self, proposal: Proposal[float]) -> float:
         _within_policy(lambda p: p.check_budget(proposal["value"]))
         return float(proposal["value"])
 
     @validate("allow")
-    def _valid_rules(self, proposal: dict) -> list:
+    def _valid_rules(self, proposal: Proposal[list[str]]) -> list[str]:
         from ...permissions import Rule
 
         for text in proposal["value"]:
@@ -142,7 +149,7 @@ class AgentConfig(Configurable):
     ).tag(config=True)
 
     @validate("mcp_servers")
-    def _valid_servers(self, proposal: dict) -> dict:
+    def _valid_servers(self, proposal: Proposal[dict[str, object]]) -> dict[str, object]:
         from ...mcp import parse_servers
 
         try:
@@ -196,7 +203,7 @@ class AgentConfig(Configurable):
     ).tag(config=True)
 
     @validate("bash_sandbox")
-    def _sandbox_available(self, proposal: dict) -> bool:
+    def _sandbox_available(self, proposal: Proposal[bool]) -> bool:
         from ...tools.bash import sandbox_unavailable
 
         if proposal["value"] and (why := sandbox_unavailable()):
@@ -215,7 +222,7 @@ class AgentConfig(Configurable):
 
 
 
-def _within_policy(check: Any) -> Any:
+def _within_policy(check: Callable[[AdminPolicy], _R]) -> _R:
     """``check(policy)``, with the administrator's refusal as the TraitError ``%config`` shows."""
     try:
         return check(load_policy())

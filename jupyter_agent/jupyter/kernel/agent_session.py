@@ -15,21 +15,32 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import Busy, JupyterAgentError
 from ..bridge.kernel_types import Shell
 from .agent_config import AgentConfig, agent_config
-from .session_services import Services
+from .session_services import Services, SessionRun
+from .trait_events import Change
 from ...environment import (NOTEBOOK_ENV, REPLAY_ENV, missing_key, no_key_message, prepare_replay_files,
                           resolve_notebook_path, resolve_transcript)
 
 if TYPE_CHECKING:
     from traitlets.config import Configurable
 
+    from ...conversation import Conversation
+    from ...loop.run import QueryRun
+    from ...loop.wire import ContentBlock, Message
+    from ...view.runmodel import RunModel
     from ..bridge.kernel_bridge import KernelBridge
     from ..bridge.kernel_links import KernelLinks
+    from ..persistence.resume import ConversationSaver
+    from ..widgets.approvals import ApprovalCards
+    from ..widgets.run_handle import AgentRun
+    from ..widgets.runview import RunView
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +61,20 @@ class AgentSession:
         # (an IPython shell is a Configurable: %config reaches the AgentConfig through it)
         parent = cast("Configurable", shell) if shell is not None and hasattr(shell, "config") else None
         self.config = config or agent_config(parent)
-        self._conversation: Any = None
-        self.active: Any = None  # the AgentRun still going
-        self.runs: list[Any] = []  # AgentRuns of this kernel, oldest first
+        self._conversation: Conversation | None = None
+        self.active: AgentRun | None = None  # the run still going
+        #: this kernel's runs, oldest first (its own, an outside agent's calls, resumed ones)
+        self.runs: list[SessionRun] = []
         self._sigint_installed = False
         self._shutdown_installed = False
-        #: called with each new AgentRun (the chat panel shows runs started in cells)
-        self.listeners: list[Any] = []
+        #: called with each new run, its own or an outside agent's (the chat panel shows them)
+        self.listeners: list[Callable[[SessionRun], None]] = []
         #: called when the kernel shuts down or restarts (chat panels leave their transcript)
-        self.shutdown_listeners: list[Any] = []
+        self.shutdown_listeners: list[Callable[[str], None]] = []
         #: called with no argument after a new conversation started (the side panel clears)
-        self.reset_listeners: list[Any] = []
-        self.saver: Any = None  # saves the conversation after each turn (resume.py), once a run started
+        self.reset_listeners: list[Callable[[], None]] = []
+        #: saves the conversation after each turn (resume.py), once a run started
+        self.saver: ConversationSaver | None = None
         #: what %load_ext started kernel-wide and %unload_ext closes (magic/kernel_services.py):
         #: the bridge, the tracker, the kernel's client of itself, the side panels' and outside
         #: agents' comm hubs; made by the first %load_ext, kept (closed) after %unload_ext
@@ -78,13 +91,13 @@ class AgentSession:
 
     # -- the conversation ---------------------------------------------------------------
     @property
-    def conversation(self) -> Any:
+    def conversation(self) -> Conversation:
         """The conversation every ``%%agent`` cell and the chat panel continue."""
         if self._conversation is None:
             self._conversation = self._make_conversation()
         return self._conversation
 
-    def _make_conversation(self) -> Any:
+    def _make_conversation(self) -> Conversation:
         from ...conversation import Conversation
 
         return Conversation(options=self.config.options(notebook_path=self.notebook_path()))
@@ -98,7 +111,7 @@ class AgentSession:
         for listener in list(self.reset_listeners):
             listener()
 
-    def _close_later(self, conversation: Any) -> None:
+    def _close_later(self, conversation: Conversation | None) -> None:
         if conversation is None:
             return
         try:
@@ -122,25 +135,26 @@ class AgentSession:
             if value is not None:
                 setattr(cfg, name, value)
 
-    def _config_changed(self, change: dict[str, Any]) -> None:
+    def _config_changed(self, change: Change[object]) -> None:
         """Settings changed (``%config``, ``%agent --...``): the conversation follows."""
         conv, name, new = self._conversation, change["name"], change["new"]
         if conv is None:
             return
+        # (traits of several types: the name says which; the value is of the trait's type)
         if name == "model":
-            conv.model_name = new or None  # empty: back to the default (env or Sonnet)
+            conv.model_name = cast(str, new) or None  # empty: back to the default (env or Sonnet)
         elif name == "permission_mode":
-            conv.permission_mode = new
+            conv.permission_mode = cast(str, new)
         elif name in ("max_turns", "context_window", "max_budget_usd"):  # (0: not set, as options() says)
             setattr(conv, name, getattr(self.config.options(), name))
         elif name == "notebook_path":
             conv.notebook_path = self.notebook_path()
         elif name == "bash_sandbox":
-            conv.bash_sandbox = new
+            conv.bash_sandbox = cast(bool, new)
         elif name == "allow":  # rules added to the running conversation (remove: %agent rules --remove)
-            conv.permissions.add_session_rules(new)
+            conv.permissions.add_session_rules(cast("list[str]", new))
         elif name == "mcp_servers":  # the next run starts what changed (and stops what went)
-            conv.mcp_servers.configure(new)
+            conv.mcp_servers.configure(cast("dict[str, object]", new))
         elif name.startswith("provider"):  # the next run makes its model with the new provider
             conv.provider, conv.provider_settings = self.config.provider or None, self.config.provider_settings()
             conv.model_name = conv.model_spec if isinstance(conv.model_spec, str) else None
@@ -209,7 +223,7 @@ class AgentSession:
     def start(self, prompt: str, *, model: str | None = None, permission_mode: str | None = None,
               max_turns: int | None = None, cwd: str | None = None, replay: str | None = None,
               batch: bool | None = None, show_prompt: bool = False, view: bool = True,
-              compact: str | None = None, context: str = "", clicked_cell: tuple[str, str] | None = None) -> Any:
+              compact: str | None = None, context: str = "", clicked_cell: tuple[str, str] | None = None) -> AgentRun:
         """Start a run of the shared conversation; returns the :class:`AgentRun` at once.
         ``compact`` (an instruction, or ""): the run summarises the history instead (``%agent compact``).
         ``view=False``: no widget (the side panel draws the run and answers its asks).
@@ -231,7 +245,7 @@ class AgentSession:
         _note_clicked_cell(conv, clicked_cell)
         run_view, broker = (None, None) if batch else self._approval_surface(run_model, conv, view, show_prompt)
         run = self._send(conv, prompt, broker, run_view, context, model=model, permission_mode=permission_mode,
-                         max_turns=max_turns, **({} if compact is None else {"compact": compact}))
+                         max_turns=max_turns, compact=compact)
         handle = self._track(run, run_model, run_view, broker, prompt=prompt, batch=batch, conv=conv)
         from ...notebook.session import tool_session as tool_session_of
 
@@ -254,7 +268,7 @@ class AgentSession:
             raise ValueError("The prompt is empty: write what the agent should do in the cell "
                              "below `%%agent`.")
 
-    def _conversation_for_run(self, model: str | None, *, cwd: str | None, replay: str | None) -> Any:
+    def _conversation_for_run(self, model: str | None, *, cwd: str | None, replay: str | None) -> Conversation:
         """The conversation the run goes into, with the cell's folder and replay applied, an
         API key checked (before anything shows) and the notebook it belongs to."""
         if replay is not None or cwd is not None:
@@ -275,7 +289,7 @@ class AgentSession:
             conv.notebook_path = self.notebook_path()
         return conv
 
-    def _write_replay_files(self, conv: Any, model: str | None, run_model: Any) -> None:
+    def _write_replay_files(self, conv: Conversation, model: str | None, run_model: RunModel) -> None:
         """A replay (set here or by $JUPYTER_AGENT_REPLAY, as ``./dev demo`` does offline):
         write the files the recorded run expects, and say so in the run."""
         replay = conv.replay or (os.environ.get(REPLAY_ENV) if model is None and conv.model_spec is None else None)
@@ -288,7 +302,8 @@ class AgentSession:
         for rel in prepare_replay_files(replay, conv.context.cwd):
             run_model.notice(f"Replay: wrote {rel}, which the recorded run expects.")
 
-    def _approval_surface(self, run_model: Any, conv: Any, want_view: bool, show_prompt: bool) -> tuple[Any, Any]:
+    def _approval_surface(self, run_model: RunModel, conv: Conversation, want_view: bool,
+                          show_prompt: bool) -> tuple[RunView | None, ApprovalCards]:
         """The run's widget (unless the side panel draws it) and the approval cards that
         answer its asks."""
         from ..widgets.approvals import ApprovalCards
@@ -300,14 +315,18 @@ class AgentSession:
             view = RunView(run_model, frame_interval=self.config.frame_interval, show_prompt=show_prompt)
         return view, ApprovalCards(view, run_model, policy=conv.permissions)
 
-    def _send(self, conv: Any, prompt: str, broker: Any, view: Any, context: str = "", **run_options: Any) -> Any:
+    def _send(self, conv: Conversation, prompt: str, broker: ApprovalCards | None, view: RunView | None,
+              context: str = "", *, model: str | None, permission_mode: str | None, max_turns: int | None,
+              compact: str | None) -> QueryRun:
         """Send the prompt (with the kernel's variables and ``context``) into the conversation;
-        the run's own options go with it. A run still going there is :class:`AgentBusy`."""
+        the run's own options go with it (None: the conversation's; ``compact``: summarise the
+        history instead). A run still going there is :class:`AgentBusy`."""
         from ...conversation import ConversationBusy
 
         try:
             run = conv.send(self.with_kernel_context(prompt, context),
-                            can_use_tool=broker.can_use_tool if broker else None, **run_options)
+                            can_use_tool=broker.can_use_tool if broker else None, model=model,
+                            permission_mode=permission_mode, max_turns=max_turns, compact=compact)
         except BaseException as exc:
             if view is not None:
                 view.close()
@@ -318,13 +337,13 @@ class AgentSession:
             broker.requests.policy = run.params.context.permissions
         return run
 
-    def _track(self, run: Any, run_model: Any, view: Any, broker: Any, *, prompt: str, batch: bool,
-               conv: Any) -> Any:
+    def _track(self, run: QueryRun, run_model: RunModel, view: RunView | None, broker: ApprovalCards | None, *,
+               prompt: str, batch: bool, conv: Conversation) -> AgentRun:
         """The run's handle, wired to the view, the approvals and this session (the active
         run, Stop from a kernel interrupt, the shutdown hook)."""
         from ..widgets.run_handle import AgentRun
 
-        def ended(handle: Any) -> None:
+        def ended(handle: AgentRun) -> None:
             if self.active is handle:
                 self.active = None
 
@@ -346,7 +365,7 @@ class AgentSession:
         self.install_shutdown_hook()
         return handle
 
-    def with_kernel_context(self, prompt: str, context: str = "") -> str | list[dict[str, Any]]:
+    def with_kernel_context(self, prompt: str, context: str = "") -> str | list[Message]:
         """The run's user message: the prompt, after a note listing the kernel's
         variables (``kernel_context.py``: computed now, on the kernel thread, without
         running the user's code) and ``context`` (where the user is). It goes with the
@@ -358,7 +377,7 @@ class AgentSession:
 
             notes.append(variables_reminder(self.shell))
         notes.append(context)
-        blocks = [{"type": "text", "text": note} for note in notes if note]
+        blocks: list[ContentBlock] = [{"type": "text", "text": note} for note in notes if note]
         if not blocks:
             return prompt
         return [{"role": "user", "content": [*blocks, {"type": "text", "text": prompt}]}]
@@ -387,7 +406,7 @@ class AgentSession:
         previous = kernel.saved_sigint_handler
         loop = asyncio.get_event_loop()
 
-        def on_sigint(signum: int, frame: Any) -> None:
+        def on_sigint(signum: int, frame: FrameType | None) -> None:
             active = self.active
             if active is not None and not active.done:
                 loop.call_soon_threadsafe(active.stop)
@@ -496,7 +515,7 @@ def get_bridge(shell: Shell | None = None) -> KernelBridge | None:
     return links.bridge if links is not None else None
 
 
-def _note_clicked_cell(conv: Any, clicked: tuple[str, str] | None) -> None:
+def _note_clicked_cell(conv: Conversation, clicked: tuple[str, str] | None) -> None:
     """Tell the tools which cell of the open notebook a click quoted (None: no click)."""
     from ...notebook.session import tool_session
 

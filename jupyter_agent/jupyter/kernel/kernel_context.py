@@ -34,7 +34,7 @@ import logging
 import re
 import sys
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from ...redact import redact
@@ -63,7 +63,7 @@ MAX_COLUMNS = 30
 MAX_VALUE = 60
 
 
-def _among(cls: type, classes: Any) -> bool:
+def _among(cls: type, classes: Iterable[type]) -> bool:
     """``cls in classes`` by identity (``in`` would call a metaclass's ``__eq__``)."""
     return any(cls is c for c in classes)
 
@@ -84,8 +84,9 @@ def _type_name(cls: type) -> str:
     return label
 
 
-def _static(cls: type, attr: str, obj: Any) -> Any:
-    """``obj.attr`` as the library class ``cls`` defines it (never the object's own)."""
+def _static(cls: type, attr: str, obj: object) -> Any:
+    """``obj.attr`` as the library class ``cls`` defines it (never the object's own): any
+    value the library keeps there."""
     for base in _MRO_OF(cls):
         namespace = _DICT_OF(base)
         if attr in namespace:
@@ -95,36 +96,39 @@ def _static(cls: type, attr: str, obj: Any) -> Any:
     raise AttributeError(attr)
 
 
-def _safe_label(value: Any) -> str:
+def _safe_label(value: object) -> str:
     """A column name or series name; only builtin scalar and string labels are spelt out."""
+    # (``type(value) is C``, never isinstance, which a metaclass could answer; spelt out each
+    # time: the type checker then knows what ``value`` is)
     kind = type(value)
-    if kind is str:
+    if type(value) is str:
         return value if len(value) <= MAX_VALUE else value[: MAX_VALUE - 1] + "…"
-    if _among(kind, _SCALARS) and not (kind is int and value.bit_length() > 64):
+    if _among(kind, _SCALARS) and not (type(value) is int and value.bit_length() > 64):
         return repr(value)
-    if kind is tuple and len(value) <= 4:
+    if type(value) is tuple and len(value) <= 4:
         return "(" + ", ".join(repr(_safe_label(v)) if type(v) is str else _safe_label(v) for v in value) + ")"
     return f"<{_type_name(kind)}>"
 
 
-def _dtype_text(dtype: Any) -> str:
+def _dtype_text(dtype: object) -> str:
     kind = type(dtype)
     numpy_dtype = _known.numpy_dtype
     if numpy_dtype is not None and _among(numpy_dtype, _MRO_OF(kind)):
-        # numpy's own dtypes (its C subclasses too; Python code cannot subclass them)
-        return cast(Callable[[Any], str], numpy_dtype.__str__)(dtype)  # the library's spelling: int64, datetime64[ns]
+        # numpy's own dtypes (its C subclasses too; Python code cannot subclass them), in the
+        # library's spelling: int64, datetime64[ns]
+        return cast(Callable[[object], str], numpy_dtype.__str__)(dtype)
     if _among(kind, _known.pandas_dtypes):
         return str(dtype)  # exactly a pandas dtype class: category, str, Int64
     return f"<{_type_name(kind)}>"
 
 
-def _shape_text(shape: Any) -> str:
+def _shape_text(shape: object) -> str:
     if type(shape) is tuple and all(type(n) is int for n in shape):
         return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
     return "?"
 
 
-def _frame(obj: Any, cls: type) -> str:
+def _frame(obj: object, cls: type) -> str:
     rows, ncols = _static(cls, "shape", obj)
     columns = _static(cls, "columns", obj)
     dtypes = _static(cls, "dtypes", obj)
@@ -136,11 +140,11 @@ def _frame(obj: Any, cls: type) -> str:
     return f"{rows} rows × {ncols} columns; columns: {', '.join(parts)}{more}"
 
 
-def _array(obj: Any, cls: type) -> str:
+def _array(obj: object, cls: type) -> str:
     return f"shape {_shape_text(_static(cls, 'shape', obj))}, dtype {_dtype_text(_static(cls, 'dtype', obj))}"
 
 
-def _series(obj: Any, cls: type) -> str:
+def _series(obj: object, cls: type) -> str:
     text = f"length {_static(cls, 'shape', obj)[0]}, dtype {_dtype_text(_static(cls, 'dtype', obj))}"
     name = _static(cls, "name", obj)
     return text if name is None else f"{text}, name {_safe_label(name)}"
@@ -148,7 +152,7 @@ def _series(obj: Any, cls: type) -> str:
 
 #: (module, class names, describe) for the array and frame types whose shape is shown;
 #: only objects of exactly these classes (the module's own, by identity) are described.
-KNOWN_TYPES: tuple[tuple[str, tuple[str, ...], Callable[[Any, type], str]], ...] = (
+KNOWN_TYPES: tuple[tuple[str, tuple[str, ...], Callable[[object, type], str]], ...] = (
     ("pandas", ("DataFrame",), _frame),
     ("pandas", ("Series",), _series),
     ("pandas", ("Index", "RangeIndex", "DatetimeIndex", "TimedeltaIndex", "PeriodIndex",
@@ -163,7 +167,7 @@ class _KnownClasses:
 
     def __init__(self) -> None:
         self.by_id: dict[int, type] = {}
-        self.describe: dict[int, Callable[[Any, type], str]] = {}
+        self.describe: dict[int, Callable[[object, type], str]] = {}
         self.names: dict[int, str] = {}
         self.labels: set[str] = set()
         self.numpy_dtype: type | None = None
@@ -188,7 +192,7 @@ class _KnownClasses:
                                    if type(name) is str and name.endswith("Dtype") and type(value) is type)
         return self
 
-    def find(self, cls: type) -> Callable[[Any, type], str] | None:
+    def find(self, cls: type) -> Callable[[object, type], str] | None:
         """How to describe an object whose type is exactly ``cls``, if it is a known class."""
         return self.describe.get(id(cls)) if self.by_id.get(id(cls)) is cls else None
 
@@ -241,7 +245,7 @@ def _value(name: str, text: str) -> str:
     return redact(text)
 
 
-def _skip(name: str, obj: Any, hidden: Mapping[str, Any]) -> bool:
+def _skip(name: str, obj: object, hidden: Mapping[str, object]) -> bool:
     if name.startswith("_") or name in IPYTHON_NAMES:
         return True
     if name in hidden and hidden[name] is obj:
@@ -256,7 +260,7 @@ def _skip(name: str, obj: Any, hidden: Mapping[str, Any]) -> bool:
     return type(module) is str and module.startswith(_SKIP_MODULES)
 
 
-def kernel_variables(namespace: Mapping[str, Any], *, hidden: Mapping[str, Any] | None = None,
+def kernel_variables(namespace: Mapping[str, object], *, hidden: Mapping[str, object] | None = None,
                      max_names: int = MAX_NAMES, max_chars: int = MAX_CHARS) -> list[str]:
     """One line per user variable of ``namespace`` (``name: description``), newest
     ``max_names`` names at most and about ``max_chars`` characters in all; the last line

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...mcp import ServerStatus
 from ...redact import redact
 
+if TYPE_CHECKING:
+    from ...conversation import Conversation
+    from .agent_session import AgentSession
 
-def server_statuses(session: Any, *, reread: bool = True) -> list[ServerStatus]:
+
+def server_statuses(session: AgentSession, *, reread: bool = True) -> list[ServerStatus]:
     """The servers of the kernel's conversation (settings and the working folder's .mcp.json,
     read again unless ``reread`` is false: the side panel asks on every update)."""
-    conv = session.conversation
+    conv: Conversation = session.conversation
     return conv.mcp_servers.status(conv.context.cwd if reread else None)
 
 
-def mcp_text(session: Any) -> str:
+def mcp_text(session: AgentSession) -> str:
     """``%agent mcp``: each server, its state, its tools and where its log is."""
     servers = server_statuses(session)
     if not servers:
@@ -34,7 +38,7 @@ def mcp_text(session: Any) -> str:
     return redact("\n".join(lines))
 
 
-def mcp_payload(session: Any) -> list[dict[str, Any]]:
+def mcp_payload(session: AgentSession) -> list[dict[str, object]]:
     """The same for the side panel (plain data; the panel renders it as text)."""
     return [{"name": s.name, "state": s.state.value, "transport": s.transport, "command": redact(s.command),
              "source": s.source, "tools": list(s.tools), "error": redact(s.error), "log": s.log_path or ""}

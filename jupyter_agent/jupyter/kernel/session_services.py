@@ -5,17 +5,22 @@ The owner is ``magic/kernel_services.py``'s ``KernelServices`` (``session.servic
 this room may not import (tests/test_package_graph.py): :class:`Services` is the part of it
 that ``kernel/`` and the rooms above it up to ``panel/`` see, so reading it stays typed. An
 outside agent's ask reads ``services.panel_hub`` (:class:`PanelsOpen`: is a side panel there
-to show the card?); the live notebook's parts are ``services.links``.
+to show the card?); the live notebook's parts are ``services.links``. :class:`SessionRun` is what
+the session's list of runs holds, of whichever room each kind comes from.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..bridge.kernel_types import Comm
 
 if TYPE_CHECKING:
+    from ...changes import RunChanges, UndoReport
+    from ...loop.state import Terminal
+    from ...view.runmodel import RunModel
     from ..bridge.kernel_links import KernelLinks
 
 
@@ -46,3 +51,36 @@ class Services(Protocol):
 
     def close(self) -> None:
         """Close every part (``%unload_ext``)."""
+
+
+class SessionRun(Protocol):
+    """A run of the session (``session.runs``, ``session.listeners``), whichever kind: an
+    ``AgentRun`` (``widgets/``), an outside agent's calls (``outside/``'s ``OutsideRun``, a room
+    above this one) or a run brought back by ``%agent resume`` (``persistence/``'s
+    ``ResumedRun``); what ``%agent runs``, ``%agent undo`` and the status read of each."""
+
+    @property
+    def prompt(self) -> str:
+        """What was asked (for an outside agent: whose calls these are)."""
+
+    @property
+    def model(self) -> RunModel:
+        """What the views draw of it."""
+
+    @property
+    def terminal(self) -> Terminal | None:
+        """How it ended (None: not ended)."""
+
+    @property
+    def done(self) -> bool:
+        """Whether nothing of it is going on now."""
+
+    @property
+    def changes(self) -> RunChanges | None:
+        """What it changed, for an undo (None: not recorded)."""
+
+    def undo(self) -> asyncio.Task[UndoReport]:
+        """Put back what it changed."""
+
+    def stop(self) -> None:
+        """Stop what of it is going on."""

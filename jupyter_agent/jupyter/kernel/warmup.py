@@ -25,7 +25,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from typing import TypedDict
 
 __all__ = ["MODULES", "WARMUP_ENV", "start", "wait", "state"]
 
@@ -57,9 +57,26 @@ MODULES = (
     "jupyter_agent.jupyter.widgets.runview", "jupyter_agent.jupyter.widgets.approvals",
 )
 
+class Progress(TypedDict):
+    """When the warm-up started and ended (``time.monotonic()``), the CPU time its thread
+    used (seconds), and what failed (what -> the error)."""
+
+    started_at: float | None
+    ended_at: float | None
+    cpu_s: float | None
+    failed: dict[str, str]
+
+
+class WarmupState(Progress):
+    """:func:`state`: the progress, and the warm-up thread's name and whether it runs."""
+
+    thread: str | None
+    running: bool
+
+
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
-_state: dict[str, Any] = {"started_at": None, "ended_at": None, "cpu_s": None, "failed": {}}
+_state: Progress = {"started_at": None, "ended_at": None, "cpu_s": None, "failed": {}}
 
 
 def _warm() -> None:
@@ -116,7 +133,7 @@ def wait(timeout: float = 60.0) -> bool:
     return not thread.is_alive()
 
 
-def state() -> dict[str, Any]:
+def state() -> WarmupState:
     """When the warm-up started and ended (``time.monotonic()``), the CPU time its thread
     used (``cpu_s``, seconds), and imports that failed."""
     thread = _thread

@@ -23,7 +23,7 @@ import functools
 import re
 import shlex
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -35,6 +35,9 @@ from ...model.providers import PROVIDER_NAMES
 from ...environment import positive_int, resolve_transcript, turn_limit
 from .magic_text import remove_rule, rules_text, runs_table, status_text
 from ..kernel.agent_session import AgentBusy, AgentSession, NoApiKey, get_session
+
+if TYPE_CHECKING:  # (loading the extension imports no run machinery: see the module docstring)
+    from ..widgets.run_handle import AgentRun
 
 _CELL_START = re.compile(r"^%%agent(\s|$)")
 
@@ -141,7 +144,7 @@ class AgentMagics(Magics):
         self.session = session
 
     @line_cell_magic
-    def agent(self, line: str, cell: str | None = None) -> Any:
+    def agent(self, line: str, cell: str | None = None) -> AgentRun | None:
         """``%%agent [--model M] [--max-turns N] [--permission-mode MODE] [--cwd DIR]
         [--replay PATH] [--wait|--no-wait]`` with the prompt as the cell body;
         ``%agent [status|new|runs|stop] [--model M] [--permission-mode MODE]
@@ -154,7 +157,7 @@ class AgentMagics(Magics):
             return None
 
     # -- %%agent -------------------------------------------------------------------------
-    def start_cell(self, line: str, cell: str) -> Any:
+    def start_cell(self, line: str, cell: str) -> AgentRun:
         """Parse, check and start; returns the run handle (raises UsageError, starts nothing,
         on bad input)."""
         args = cell_parser().parse_args(_split(line))
@@ -168,7 +171,7 @@ class AgentMagics(Magics):
             raise UsageError(str(exc)) from None
 
     # -- %agent --------------------------------------------------------------------------
-    def _line(self, line: str) -> Any:
+    def _line(self, line: str) -> AgentRun | None:
         try:
             args = line_parser().parse_args(_split(line))
         except _ShownHelp:
@@ -275,7 +278,7 @@ def show_approvals(session: AgentSession) -> None:
     active = session.active
     broker = getattr(active, "broker", None) if active is not None and not active.done else None
     cards = list(broker.cards.values()) if broker is not None else []
-    if not cards:
+    if not cards or active is None:  # (no run going on has none)
         print("No approvals are waiting.")
         return
     from ..widgets.fallback import Fallback, live_class

@@ -25,10 +25,12 @@ Markdown. Everything of the model's in the record goes through ``render.markdown
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 import ipywidgets as w
 from traitlets import TraitError
@@ -40,10 +42,18 @@ from ..bridge.comm_protocol import CHAT_CLASS, CHAT_INPUT_CLASS, CHAT_SEND_CLASS
 from ...redact import redact
 from ...render.markdown import markdown_fence, markdown_literal
 from ..kernel.agent_session import AgentBusy, AgentSession, NoApiKey, get_session
+from ..kernel.session_services import SessionRun
 from ...view.style import BORDER, BORDER_STRONG, BOX_BG, BRAND_LINE, ERROR, ICONS, MUTED, STYLE, TEXT
 from ...view.transcript import transcript_markdown, transcript_plain
+from ..kernel.trait_events import Change
+
+from ..widgets.run_handle import AgentRun
 
 log = logging.getLogger(__name__)
+
+#: What the chat's record holds, in order: a turn once it has ended (its run, and whether it
+#: was sent from this panel), or a note (a new conversation started).
+Entry = tuple[Literal["turn"], tuple[AgentRun, bool]] | tuple[Literal["note"], str]
 
 VIEW = "application/vnd.jupyter.widget-view+json"
 #: The first line of a chat's Markdown record (how a re-created panel finds the old one).
@@ -63,18 +73,18 @@ def user_bubble_html(text: str) -> str:
             f'color:{MUTED}">{ICONS["person"]} you</div>{esc(text)}</div>')
 
 
-def chat_markdown(entries: list[tuple[str, Any]], earlier: str = "") -> str:
+def chat_markdown(entries: list[Entry], earlier: str = "") -> str:
     """The whole chat as Markdown (redacted): ``earlier`` (a chat saved before a
     restart), then each turn (``("turn", (handle, here))``) and note (``("note", text)``)."""
     md = [f"{CHAT_TITLE} · the chat of this notebook (saved with it)"]
     if earlier:
         md.append(earlier)
     turn = 0
-    for kind, value in entries:
-        if kind == "note":
-            md.append(f"---\n\n*{value}*")
+    for entry in entries:
+        if entry[0] == "note":
+            md.append(f"---\n\n*{entry[1]}*")
             continue
-        handle, here = value
+        handle, here = entry[1]
         turn += 1
         where = "" if here else " (from a %%agent cell)"
         md.append(f"---\n\n**you:** {markdown_literal(handle.prompt)}\n\n"
@@ -86,15 +96,15 @@ def chat_markdown(entries: list[tuple[str, Any]], earlier: str = "") -> str:
 PLAIN_TITLE = "jupyter-agent chat"
 
 
-def chat_plain(entries: list[tuple[str, Any]], earlier: str = "") -> str:
+def chat_plain(entries: list[Entry], earlier: str = "") -> str:
     """The whole chat as plain text (redacted): ``earlier`` (the plain record of a chat
     saved before a restart), then each turn and note."""
     plain = [PLAIN_TITLE] + ([earlier] if earlier else [])
-    for kind, value in entries:
-        if kind == "note":
-            plain.append(f"-- {value}")
+    for entry in entries:
+        if entry[0] == "note":
+            plain.append(f"-- {entry[1]}")
         else:
-            plain.append(f"> {value[0].prompt}\n{transcript_plain(value[0].model)}")
+            plain.append(f"> {entry[1][0].prompt}\n{transcript_plain(entry[1][0].model)}")
     return redact("\n\n".join(plain))
 
 
@@ -144,10 +154,10 @@ class ChatPanel(w.VBox):
         self.display_id = f"jupyter-agent-chat-{uuid.uuid4().hex}"
         #: what the Markdown record holds, in order: ("turn", (handle, here)) once a turn
         #: has ended, ("note", text) for a new conversation
-        self.entries: list[tuple[str, Any]] = []
+        self.entries: list[Entry] = []
         self._displayed = False
         self._sending = False  # set while send() starts a run: its turn is "here"
-        self._live: list[Any] = []
+        self._live: list[w.Widget] = []
         self.fallback = Fallback(self.transcript_markdown, lambda: chat_plain(self.entries, self._earlier_plain))
         conv = self.session.conversation
         self.mode = w.Dropdown(options=PERMISSION_MODES, value=conv.permission_mode,
@@ -177,8 +187,7 @@ class ChatPanel(w.VBox):
         self.input.observe(self._input_changed, names="value")
         for button, handler in ((self.send_button, self._send_clicked), (self.stop_button, self._stop),
                                 (self.new_button, self._new)):
-            # clicks may arrive on another thread: do the work on the event loop
-            button.on_click(lambda _b, h=handler: self.loop.call_soon_threadsafe(h))
+            button.on_click(functools.partial(self._clicked, handler))
         header = w.HBox([self.title, self.mode, self.new_button],
                         layout=w.Layout(justify_content="space-between", align_items="center",
                                         border_bottom=f"1px solid {BORDER}",
@@ -201,7 +210,7 @@ class ChatPanel(w.VBox):
         them), else the chat this cell saved in the notebook before a restart."""
         conv = self.session.conversation
         for handle in self.session.runs:
-            if handle.done and getattr(handle, "conversation", None) is conv:
+            if isinstance(handle, AgentRun) and handle.done and handle.conversation is conv:
                 self._add_turn(handle, here=True, live=False)
                 self.entries.append(("turn", (handle, True)))
         if self.entries:
@@ -216,19 +225,26 @@ class ChatPanel(w.VBox):
             self.earlier.layout.display = None
 
     # -- sending -------------------------------------------------------------------------
-    def send(self, prompt: str, *, batch: bool | None = None) -> Any:
+    # (this hides ipywidgets' ``Widget.send``, a custom message to the front end, which only its
+    # ``focus()`` and ``blur()`` call: ``panel.send(prompt)`` is the chat's, docs/notebook.md)
+    def send(self, prompt: str, *, batch: bool | None = None) -> AgentRun:  # type: ignore[override]
         """Send ``prompt`` as the next turn, as the Send button does; returns the run
         (``await panel.send("...").wait()`` waits for its end). Raises what
         :meth:`AgentSession.start` raises. ``batch=None``: approval cards unless a batch
         runner (nbclient, papermill) executes the notebook."""
         self._sending = True
         try:
-            return self.session.start(prompt, batch=batch)
+            run: AgentRun = self.session.start(prompt, batch=batch)
+            return run
         finally:
             self._sending = False
 
+    def _clicked(self, handler: Callable[[], None], _button: w.Button) -> None:
+        # clicks may arrive on another thread: do the work on the event loop
+        self.loop.call_soon_threadsafe(handler)
+
     # -- loop thread ---------------------------------------------------------------------
-    def _input_changed(self, change: dict[str, Any]) -> None:
+    def _input_changed(self, change: Change[str]) -> None:
         value = change["new"]
         if isinstance(value, str) and value.endswith(CHAT_SEND_MARK):
             # (may arrive on another thread: the work is done on the event loop)
@@ -254,7 +270,7 @@ class ChatPanel(w.VBox):
             return
         self.input.value = ""
 
-    def _add_turn(self, handle: Any, *, here: bool, live: bool) -> None:
+    def _add_turn(self, handle: AgentRun, *, here: bool, live: bool) -> None:
         """The user's bubble and the agent's view of ``handle``, inside the panel."""
         shown: list[w.Widget] = [w.HTML(user_bubble_html(handle.prompt)), w.HTML(_AGENT_LABEL)]
         if handle.view is not None and handle.view.comm is not None:
@@ -268,14 +284,17 @@ class ChatPanel(w.VBox):
         if live:
             self._live = shown
 
-    def _run_started(self, handle: Any) -> None:
-        """A run of the conversation started (here or in a cell): show it as a turn."""
+    def _run_started(self, handle: SessionRun) -> None:
+        """A run of the conversation started (here or in a cell): show it as a turn. An outside
+        agent's calls are no turn of this chat (the side panel shows them)."""
+        if not isinstance(handle, AgentRun):
+            return
         here = self._sending
         self._add_turn(handle, here=here, live=True)
         self._busy(True, own_stop=here and handle.view is not None)
         self._say("")
 
-        def ended(h: Any) -> None:
+        def ended(h: AgentRun) -> None:
             self.entries.append(("turn", (h, here)))
             self._busy(False)
             if h.terminal is None or h.terminal.reason.value != "completed":
@@ -303,7 +322,7 @@ class ChatPanel(w.VBox):
             self._update_record()
         self._say("")
 
-    def _mode_changed(self, change: dict[str, Any]) -> None:
+    def _mode_changed(self, change: Change[str]) -> None:
         try:
             self.session.set_defaults(permission_mode=change["new"])
         except TraitError as exc:  # the administrator's policy refused it: the menu goes back

@@ -7,12 +7,12 @@ line and prints these).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from IPython.core.error import UsageError
 
 from ...policy import PolicyViolation, load_policy
 from ...redact import redact
+from ..kernel.agent_config import AgentConfig
 from ..kernel.agent_session import AgentSession
 
 
@@ -50,7 +50,7 @@ def remove_rule(session: AgentSession, number: int) -> str:
     return f"Removed the rule {rule}: such calls ask again."
 
 
-def provider_text(cfg: Any) -> str:
+def provider_text(cfg: AgentConfig) -> str:
     """Where runs go: the provider (the administrator's pin, the setting or the environment)
     and its region, project or resource when set (docs/providers.md)."""
     try:
@@ -134,6 +134,8 @@ def runs_table(session: AgentSession) -> str:
     """What ``%agent runs`` prints: one line per run of this kernel."""
     if not session.runs:
         return "No runs yet."
+    from ..outside.outside_run import OutsideRun
+
     lines = [f"{'#':>3}  {'end reason':<18} {'turns':>5} {'tokens':>9} {'cost':>9}  prompt"]
     for i, handle in enumerate(session.runs, 1):
         term = handle.terminal
@@ -143,8 +145,8 @@ def runs_table(session: AgentSession) -> str:
         prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
         cost = "—" if handle.model.offline else f"${usage.cost_usd:.4f}" if handle.model.cost_known else "unknown"
         turns = str(handle.model.turn_count)
-        calls = getattr(handle, "calls_made", None)  # an outside agent's run (outside_run.py)
-        if calls is not None:
+        if isinstance(handle, OutsideRun):  # an outside agent's calls
+            calls = handle.calls_made
             # as the panel shows it: running during a call, between calls its calls so far
             # (completed); no model, so no turns nor cost of ours: its calls instead
             from ...loop.state import TerminalReason

@@ -13,14 +13,19 @@ list of its own, and a card is found again through its view (``%agent approvals`
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...loop.permission_result import PermissionAllow, PermissionAsk, PermissionDeny
+from ...loop.tool import PermissionPolicy
 from ...permissions import DENIED, ApprovalBroker, ApprovalRequest
 from .cards import ApprovalCard
 from ...view.runmodel import RunModel
 from ...view.items import ToolItem
 from .runview import RunView
+
+if TYPE_CHECKING:
+    from ipywidgets import Widget
 
 CANCELLED = "Cancelled: the run was stopped."
 
@@ -34,7 +39,7 @@ class ApprovalCards:
     only the clicked card is allowed.
     """
 
-    def __init__(self, view: RunView | None, model: RunModel, policy: Any = None) -> None:
+    def __init__(self, view: RunView | None, model: RunModel, policy: PermissionPolicy | None = None) -> None:
         self.view = view
         self.model = model
         self.policy = policy
@@ -43,7 +48,7 @@ class ApprovalCards:
         self._stopped: dict[int, str] = {}
         #: called (loop thread) when a card shows: the run waits, a good moment to bring
         #: the cell's saved fallback up to date (a save now keeps the transcript so far)
-        self.on_show: Any = None
+        self.on_show: Callable[[], None] | None = None
         self.closed = False
 
     @property
@@ -52,7 +57,7 @@ class ApprovalCards:
         return self.requests.pending
 
     @property
-    def cards(self) -> dict[int, tuple[ApprovalRequest, Any]]:
+    def cards(self) -> dict[int, tuple[ApprovalRequest, Widget]]:
         """Request id -> (request, its card) for the pending requests whose card shows, in
         the order they were asked: read from the broker and the view, never stored here
         (``%agent approvals`` shows them again)."""

@@ -65,7 +65,7 @@ _PRE = ("white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:aut
         f"padding:4px;background:{BOX_BG};color:{TEXT};font-size:12px")
 
 
-def esc(text: Any) -> str:
+def esc(text: object) -> str:
     """Untrusted text as HTML text (see :func:`jupyter_agent.render.html.html_text`)."""
     return html_text(text)
 

@@ -38,8 +38,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ log = logging.getLogger(__name__)
 METADATA_KEY = "jupyter_agent"
 
 
-def display_metadata(display_id: str) -> dict[str, Any]:
+def display_metadata(display_id: str) -> dict[str, dict[str, object]]:
     """An output's metadata naming its display id (kept in the saved notebook, unlike the
     display id itself), so that any view of the notebook can apply the output's updates."""
     return {METADATA_KEY: {"display_id": display_id}}
@@ -103,15 +102,15 @@ class Fallback:
         self._change = change or (lambda md: md)
         self.shown = False
         self.cleared = False
-        self._sent: dict[str, Any] | None = None
+        self._sent: Mapping[str, object] | None = None
         self._sent_change: str | None = None
 
-    def bundle(self, md: str | None = None) -> dict[str, Any]:
+    def bundle(self, md: str | None = None) -> dict[str, str]:
         md = self._markdown() if md is None else md
         return {"text/markdown": f'{style(self.key)}<span class="ja-fallback-{self.key}"></span>\n\n{md}',
                 "text/plain": self._plain()}
 
-    def metadata(self, bundle: dict[str, Any]) -> dict[str, Any]:
+    def metadata(self, bundle: Mapping[str, object]) -> dict[str, dict[str, object]]:
         """The output's metadata: its display id and, while the Markdown has the ending of a
         run still going, the ending that replaces it if the page sees the kernel go."""
         metadata = display_metadata(self.display_id)
@@ -127,7 +126,7 @@ class Fallback:
         self._sent, self._sent_change = self.bundle(md), self._change(md)
         display(self._sent, raw=True, metadata=self.metadata(self._sent), display_id=self.display_id)
 
-    def output(self) -> dict[str, Any] | None:
+    def output(self) -> dict[str, object] | None:
         """The output as last sent (nbformat JSON), or None before it was shown."""
         if self._sent is None:
             return None
@@ -147,13 +146,13 @@ class Fallback:
             self.cleared = True
             self._send({"text/plain": ""})
 
-    def replace_with(self, bundle: dict[str, Any]) -> None:
+    def replace_with(self, bundle: Mapping[str, object]) -> None:
         """Nothing to fall back to any more: the output shows ``bundle`` from now on."""
         if self.shown and not self.cleared:
             self.cleared = True
             self._send(bundle)
 
-    def _send(self, bundle: dict[str, Any]) -> None:
+    def _send(self, bundle: Mapping[str, object]) -> None:
         from IPython.display import update_display
 
         self._sent = bundle

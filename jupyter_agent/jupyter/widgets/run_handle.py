@@ -25,17 +25,26 @@ import logging
 import threading
 import uuid
 from collections import deque
-from typing import Any
-from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 
 from ...changes import RunChanges, UndoReport
-from ...loop.state import Terminal
+from ...loop.events import LoopEvent
+from ...loop.run import QueryRun
+from ...loop.state import State, Terminal
+from ...loop.usage import Usage
 from ...redact import redact
 from ...view.runmodel import RunModel
 from .fallback import Fallback, display_metadata, lead_style, live_class
 from ...view.transcript import (
     UNFINISHED_AS_LOST, UNFINISHED_ELSEWHERE, transcript_bundle, transcript_markdown, transcript_plain,
 )
+
+if TYPE_CHECKING:  # (imported when used: a run without a widget loads no ipywidgets)
+    from ...conversation import Conversation
+    from .approvals import ApprovalCards
+    from .runview import RunView
+    from .undo_bar import UndoBar
 
 log = logging.getLogger(__name__)
 
@@ -61,20 +70,20 @@ class EventLog:
 
     def __init__(self, stream_kept: int = STREAM_EVENTS_KEPT) -> None:
         self._seq = itertools.count()
-        self._kept: list[tuple[int, Any]] = []
-        self._stream: deque[tuple[int, Any]] = deque(maxlen=stream_kept)
+        self._kept: list[tuple[int, LoopEvent]] = []
+        self._stream: deque[tuple[int, LoopEvent]] = deque(maxlen=stream_kept)
 
-    def append(self, event: Any) -> None:
+    def append(self, event: LoopEvent) -> None:
         entry = (next(self._seq), event)
         (self._stream if type(event).__name__ == "StreamEvent" else self._kept).append(entry)
 
-    def after(self, seq: int) -> list[tuple[int, Any]]:
+    def after(self, seq: int) -> list[tuple[int, LoopEvent]]:
         """The kept events numbered above ``seq``, in order."""
         kept = self._kept[bisect.bisect_right(self._kept, seq, key=lambda e: e[0]):]
         stream = [e for e in self._stream if e[0] > seq]
         return sorted(kept + stream, key=lambda e: e[0])
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[LoopEvent]:
         return iter([event for _, event in self.after(-1)])
 
     def __len__(self) -> int:
@@ -84,7 +93,8 @@ class EventLog:
 class AgentRun:
     """One agent run as a notebook shows it (see module docstring)."""
 
-    def __init__(self, run: Any, model: RunModel, *, view: Any = None, broker: Any = None,
+    def __init__(self, run: QueryRun, model: RunModel, *, view: RunView | None = None,
+                 broker: ApprovalCards | None = None,
                  prompt: str = "", interactive: bool = True, tick_s: float = 1.0,
                  on_end: Callable[[AgentRun], None] | None = None) -> None:
         self.run = run
@@ -95,12 +105,12 @@ class AgentRun:
         self.interactive = interactive
         self.display_id = f"jupyter-agent-{uuid.uuid4().hex}"
         #: the Conversation this run continues (set by the session)
-        self.conversation: Any = None
+        self.conversation: Conversation | None = None
         #: what the run changed, recorded by its tools (set by the session): what undo puts back
         self.changes: RunChanges | None = None
         self._undo: asyncio.Task[UndoReport] | None = None
         #: the "Undo this run" button shown under the transcript once the run has ended
-        self.undo_bar: Any = None
+        self.undo_bar: UndoBar | None = None
         #: what ``async for event in handle`` replays (bounded: :class:`EventLog`)
         self.events = EventLog()
         self.error: str | None = None
@@ -108,7 +118,7 @@ class AgentRun:
         self._on_end = on_end
         self._callbacks: list[Callable[[AgentRun], None]] = []
         #: called with each event of the run, after the view has it (the conversation's saver)
-        self.event_listeners: list[Callable[[Any], None]] = []
+        self.event_listeners: list[Callable[[LoopEvent], None]] = []
         self._changed = asyncio.Event()
         self._done = asyncio.Event()
         # The run ends once, on whichever thread gets there first: its task's end on the
@@ -129,8 +139,8 @@ class AgentRun:
         self.notebook_key: str | None = None
         if view is not None:
             view.add_class(live_class(self.fallback.key))
-        self.task: asyncio.Task | None = None
-        self._ticker: asyncio.Task | None = None
+        self.task: asyncio.Task[None] | None = None
+        self._ticker: asyncio.Task[None] | None = None
 
     # -- the contract --------------------------------------------------------------------
     @property
@@ -138,11 +148,11 @@ class AgentRun:
         return self.run.terminal
 
     @property
-    def state(self) -> Any:
+    def state(self) -> State:
         return self.run.state
 
     @property
-    def usage(self) -> Any:
+    def usage(self) -> Usage:
         """The run's token usage and cost so far (the wrapped run's)."""
         return self.run.usage
 
@@ -184,10 +194,10 @@ class AgentRun:
             raise RuntimeError(f"The run ended without an end reason: {self.error}")
         return self.run.terminal
 
-    def __aiter__(self) -> AsyncIterator[Any]:
+    def __aiter__(self) -> AsyncIterator[LoopEvent]:
         return self._follow()
 
-    async def _follow(self) -> AsyncIterator[Any]:
+    async def _follow(self) -> AsyncIterator[LoopEvent]:
         seen = -1
         while True:
             while fresh := self.events.after(seen):
@@ -317,10 +327,10 @@ class AgentRun:
     def _live(self) -> bool:
         return not self._done.is_set() and self.view is not None and self.view.comm is not None
 
-    def _bundle(self) -> dict[str, Any]:
+    def _bundle(self) -> Mapping[str, object]:
         """Live: the widget (its fallback output follows it). Ended: the transcript (and,
         when the Undo button follows it, what hides that button once its kernel is gone)."""
-        if not self._live():
+        if not self._live() or self.view is None:  # (live means a view)
             bundle = transcript_bundle(self.model)
             if self.undo_bar is not None:
                 bundle["text/markdown"] += "\n\n" + lead_style(self.undo_bar.key)
@@ -333,7 +343,7 @@ class AgentRun:
             "text/plain": "jupyter-agent run (a live widget; its transcript so far is below)",
         }
 
-    def live_outputs(self) -> list[dict[str, Any]] | None:
+    def live_outputs(self) -> list[dict[str, object]] | None:
         """The cell's outputs while the run goes on, as nbformat JSON (the widget, then its
         fallback), or None once it ended or when it was never shown in a cell."""
         fallback = self.fallback.output()

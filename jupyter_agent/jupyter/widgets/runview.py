@@ -19,7 +19,6 @@ the run or the widgets.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 from collections.abc import Callable
 
 import ipywidgets as w
@@ -36,7 +35,7 @@ from ...view.items import (
 )
 
 
-def _markdown_outputs(text: str, done: bool = True) -> tuple[dict[str, Any], ...]:
+def _markdown_outputs(text: str, done: bool = True) -> tuple[dict[str, object], ...]:
     """The model's text as an output: escaped Markdown, and the same text plain (its
     control characters shown, as a console would print it)."""
     shown = redact_partial(text, done)
@@ -78,7 +77,7 @@ class RunView(w.VBox):
         self._on_stop = on_stop
         self._on_close = on_close
         self._show_prompt = show_prompt
-        self._views: dict[int, w.DOMWidget] = {}
+        self._views: dict[int, w.Output | w.HTML] = {}
         self._item_layout = w.Layout()
         self._closing = False
         self.header = w.HTML(cards.header_html(model))
@@ -100,9 +99,14 @@ class RunView(w.VBox):
                      layout=w.Layout(justify_content="space-between", align_items="center"))
         super().__init__([top, self.body, self.approvals, self.footer],
                          layout=w.Layout(border=f"1px solid {BORDER}", padding="4px"))
-        self.comm.on_close(lambda _msg: self.loop.call_soon_threadsafe(self._closed_by_frontend))
+        if self.comm is not None:  # (always: the widget's __init__ opened it)
+            self.comm.on_close(self._comm_closed)
         model.listen(self._on_model)
         self._draw_children()
+
+    def _comm_closed(self, _msg: dict[str, object]) -> None:
+        # (on the thread that got the message: the work is done on the event loop)
+        self.loop.call_soon_threadsafe(self._closed_by_frontend)
 
     # -- model changes -> marks ------------------------------------------------------
     def _on_model(self, kind: str, item: Item | None) -> None:
@@ -116,7 +120,7 @@ class RunView(w.VBox):
         elif item is not None and id(item) in self._views:
             self.frames.mark(id(item), lambda: self._draw_item(item))
 
-    def _make_view(self, item: Item) -> w.DOMWidget | None:
+    def _make_view(self, item: Item) -> w.Output | w.HTML | None:
         if isinstance(item, PromptItem) and not self._show_prompt:
             return None
         # created with their content and a shared layout: one comm_open per item
@@ -128,10 +132,11 @@ class RunView(w.VBox):
         view = self._views.get(id(item))
         if view is None:
             return
-        if isinstance(item, TextItem):
-            outputs = _markdown_outputs(item.text, item.done)
-            if view.outputs != outputs:
-                view.outputs = outputs
+        if isinstance(view, w.Output):  # (a TextItem's)
+            if isinstance(item, TextItem):
+                outputs = _markdown_outputs(item.text, item.done)
+                if view.outputs != outputs:
+                    view.outputs = outputs
             return
         value = _item_html(item)
         if view.value != value:

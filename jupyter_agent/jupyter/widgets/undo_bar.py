@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
-from ...changes import UndoReport
+from ...changes import RunChanges, UndoReport
 from ...errors import Refused
 from ...redact import redact
 from ...render.html import inline_html
 from ...view.review import undo_bundle
+from ...view.runmodel import RunModel
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +23,41 @@ log = logging.getLogger(__name__)
 UndoRefused = Refused
 
 
-def pick_run(session: Any, number: int | None) -> tuple[int, Any]:
+class UndoableRun(Protocol):
+    """What ``%agent undo`` needs of a run (``run_handle.py``'s ``AgentRun``, an outside
+    agent's ``OutsideRun``)."""
+
+    @property
+    def changes(self) -> RunChanges | None: ...
+
+    @property
+    def model(self) -> RunModel: ...
+
+    @property
+    def done(self) -> bool: ...
+
+    def undo(self) -> asyncio.Task[UndoReport]: ...
+
+
+class ShownRun(UndoableRun, Protocol):
+    """What the Undo button needs of the run it is under (an ``AgentRun``)."""
+
+    @property
+    def model_loop(self) -> asyncio.AbstractEventLoop | None: ...
+
+    @property
+    def undo_report(self) -> UndoReport | None: ...
+
+
+class KernelRuns(Protocol):
+    """What an undo needs of the kernel's session (``kernel/``'s ``AgentSession``, a room this
+    one may not import): its runs, oldest first."""
+
+    @property
+    def runs(self) -> Sequence[UndoableRun]: ...
+
+
+def pick_run(session: KernelRuns, number: int | None) -> tuple[int, UndoableRun]:
     """The run ``number`` of ``%agent runs`` (1-based; None: the last), and its number."""
     runs = session.runs
     if not runs:
@@ -39,7 +75,7 @@ def pick_run(session: Any, number: int | None) -> tuple[int, Any]:
     return number, handle
 
 
-def show_undo(session: Any, number: int | None) -> None:
+def show_undo(session: KernelRuns, number: int | None) -> None:
     """``%agent undo [N]``: start the undo of run N (the last by default) and show its
     report here when it is done (it runs on the kernel's event loop: a live notebook's
     page is asked, and it answers after this cell)."""
@@ -57,7 +93,7 @@ def show_undo(session: Any, number: int | None) -> None:
     task.add_done_callback(lambda done: _update(display_id, _bundle(done, handle, title)))
 
 
-def _bundle(task: asyncio.Task[UndoReport], handle: Any, title: str) -> dict[str, str]:
+def _bundle(task: asyncio.Task[UndoReport], handle: UndoableRun, title: str) -> dict[str, str]:
     if task.cancelled():
         return {"text/plain": f"{title}: cancelled."}
     error = task.exception()
@@ -83,7 +119,7 @@ class UndoBar:
     ``lead_style(key)``, which hides it once its kernel is gone (``fallback.py``).
     """
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: ShownRun) -> None:
         import ipywidgets as w
 
         from .fallback import live_class
@@ -122,7 +158,7 @@ class UndoBar:
             return
         self.report.value = inline_html(_bundle(task, self.handle, "Undo")["text/plain"])
 
-    def bundle(self) -> dict[str, Any]:
+    def bundle(self) -> dict[str, object]:
         return {"application/vnd.jupyter.widget-view+json": {
                     "version_major": 2, "version_minor": 0, "model_id": self.box.model_id},
                 "text/plain": "Undo this run (a button; needs the run's kernel)"}
