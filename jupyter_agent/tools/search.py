@@ -22,7 +22,7 @@ from functools import lru_cache
 from ..loop.tool import ToolError
 from ..notebook import is_notebook_path
 from .fileio import looks_binary
-from .nbsearch import NotebookView, search_views
+from .nbsearch import Needle, NotebookView, search_views
 from .paths import VCS_DIRS
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ async def search(request: SearchRequest) -> SearchResult:
     async def run_folder(folder: str) -> list[FileHits]:
         return await _search_ripgrep(rg, replace(request, root=folder, is_file=False, globs=(), views=True))
 
-    hits, views = await search_views(notebooks, run_folder)
+    hits, views = await search_views(notebooks, run_folder, Needle.of(request.pattern, request.ignore_case))
     files += [_from_view(h, views[os.path.basename(h.path)]) for h in hits]
     files, truncated = _cap(files)
     return SearchResult(files=files, truncated=truncated)

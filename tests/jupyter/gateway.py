@@ -68,6 +68,10 @@ class KernelGateway:
         with urllib.request.urlopen(f"{self.url}/api/kernels", timeout=30) as r:
             return json.loads(r.read())
 
+    def connections(self, kernel_id: str) -> int:
+        """How many websockets the gateway holds open to the kernel (its model's count)."""
+        return int(next(k for k in self.kernels() if k["id"] == kernel_id).get("connections", 0))
+
     def restart(self, kernel_id: str) -> None:
         """Restart a kernel through the gateway's own REST API (as its auto-restart, or another
         client of the gateway, would: the notebook server is not the one asking)."""

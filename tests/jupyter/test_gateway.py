@@ -29,7 +29,7 @@ def _notebooks_on(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.suffix == ".ipynb" or p.name.startswith(".~"))
 
 
-@pytest.mark.timeout(240)  # (with a reload when the gateway's kernel connection does not come up)
+@pytest.mark.timeout(240)
 def test_the_agent_reads_edits_and_runs_the_open_notebook_through_the_page(lab, gateway, page_of, script, api):
     """The issue's scenario with the kernel on the gateway: the model is told the server's
     path of the notebook, reads it, inserts under the %%agent cell and runs the cell in the
@@ -48,12 +48,10 @@ def test_the_agent_reads_edits_and_runs_the_open_notebook_through_the_page(lab, 
         response(tool_use("NotebookRun", {"notebook_path": told, "cell_id": "cell-3"})),
         response(text("Done: LIVE 42.")),
     )
-    # Reloaded once if its kernel connection does not come up: seen once in CI on 2 loaded cores,
-    # before any code of ours ran, the page opened the connection twice in quick succession with
-    # one session id, the gateway took 640 ms to accept each and logged "Replacing stale
-    # connection", and the second carried nothing until its ping timed out. A reload is a new
-    # session id.
-    page = page_of("live.ipynb", reload_after=45)
+    # (Its kernel connection comes up without a reload: the server's connection to the gateway for
+    # the page's first websocket, which the browser closes at once, no longer stays open with the
+    # page's session id as its ZMQ identity, taking the page's place: server_extension.py.)
+    page = page_of("live.ipynb")
     assert gateway.kernels(), "the page's kernel is not the gateway's"
     allow_the_insert_then_the_run(page, source="print('LIVE', x + 1)", shows="LIVE 42")
     try:

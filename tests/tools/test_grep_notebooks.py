@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -147,3 +148,42 @@ async def test_a_changed_notebook_is_searched_as_it_is_now(ctx, workspace):
     again = await call_tool(ctx, "Grep", {"pattern": "needle_", "output_mode": "content"})
     assert again["content"] == "n.ipynb [cell one] 1: needle_b = 1"
 
+
+
+async def test_only_notebooks_whose_bytes_may_hold_a_hit_are_parsed(ctx, workspace):
+    from jupyter_agent.tools import nbsearch
+
+    for n in range(3):
+        nb = new_notebook(cells=[new_code_cell(f"value_{n} = {n}")])
+        nb.cells[0].id = f"v{n}"
+        nbformat.write(nb, workspace / f"n{n}.ipynb")
+    with nbsearch._cache_lock:
+        nbsearch._cache.clear()
+        nbsearch._cache_chars = 0
+    result = await call_tool(ctx, "Grep", {"pattern": r"^value_1\s+=", "output_mode": "content"})
+    assert result["content"] == "n1.ipynb [cell v1] 1: value_1 = 1"
+    assert [os.path.basename(path) for path, _, _ in nbsearch._cache] == ["n1.ipynb"]  # the others: not parsed
+    every = await call_tool(ctx, "Grep", {"pattern": "value_", "output_mode": "count"})
+    assert every["content"].splitlines()[:3] == ["n0.ipynb:1", "n1.ipynb:1", "n2.ipynb:1"]
+
+
+async def test_hits_the_raw_bytes_do_not_spell_out_are_found(ctx, workspace):
+    # A source JSON escapes (\u0076 is "v"), a Kelvin sign that ripgrep's -i folds with k, and an
+    # error without a name (shown as "Error: ..."): each view holds a hit its file's bytes lack.
+    (workspace / "escaped.ipynb").write_text(json.dumps(
+        {"cells": [{"cell_type": "code", "id": "esc", "metadata": {}, "outputs": [], "execution_count": None,
+                    "source": ["\\u0076alue_9 = 1\n"]}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5},
+    ).replace("\\\\u0076", "\\u0076"))
+    kelvin = new_notebook(cells=[new_code_cell("t = 3  # \u212aelvin")])
+    kelvin.cells[0].id = "kel"
+    nbformat.write(kelvin, workspace / "kelvin.ipynb")
+    nameless = new_notebook(cells=[new_code_cell("boom()", outputs=[new_output("error", ename="", evalue="oops",
+                                                                               traceback=[])])])
+    nameless.cells[0].id = "err"
+    nbformat.write(nameless, workspace / "nameless.ipynb")
+    found = await call_tool(ctx, "Grep", {"pattern": "value_9 =", "output_mode": "content"})
+    assert found["content"] == "escaped.ipynb [cell esc] 1: value_9 = 1"
+    folded = await call_tool(ctx, "Grep", {"pattern": "kelvin", "-i": True, "output_mode": "content"})
+    assert folded["content"] == "kelvin.ipynb [cell kel] 1: t = 3  # \u212aelvin"
+    named = await call_tool(ctx, "Grep", {"pattern": "^Error", "output_mode": "content"})
+    assert named["content"] == "nameless.ipynb [cell err output] 1: Error: oops"
