@@ -190,6 +190,12 @@ class UndoReport:
         """The changes still in place after the undo."""
         return tuple(s for s in self.steps if s.outcome in LEFT_OUTCOMES)
 
+    @property
+    def failed(self) -> bool:
+        """Whether putting a change back failed (``UndoOutcome.FAILED``: a file that could not
+        be written, a page that did not answer): the run may be undone again once fixed."""
+        return any(s.outcome is UndoOutcome.FAILED for s in self.steps)
+
 
 class UndoState(str, Enum):
     """Where a run's undo is: the one answer every place that shows it reads
@@ -201,6 +207,9 @@ class UndoState(str, Enum):
     RUNNING = "running"
     #: undone (a run is undone once): :attr:`RunChanges.undo_report` says what it did
     DONE = "done"
+    #: the last undo failed, in part (:attr:`UndoReport.failed`: the report says what it could
+    #: not put back) or whole (it raised): the run may be undone again, which retries
+    FAILED = "failed"
 
 
 class RunChanges:
@@ -220,7 +229,8 @@ class RunChanges:
         self.notebooks: dict[str, NotebookRecord] = {}
         #: top-level names the run's executed cells created or rebound, in order
         self.variables: list[str] = []
-        #: set once the run has been undone (a run is undone once)
+        #: what the last undo did (None: not undone); a run is undone once, unless that
+        #: undo failed (:attr:`undo_state`), when it may be undone again
         self.undo_report: UndoReport | None = None
         #: the conversation has told the model about the undo
         self.undo_told = False
@@ -229,6 +239,7 @@ class RunChanges:
         self.saved = False
         self._kept = 0
         self._undoing = False
+        self._undo_raised = False
         self._undo_listeners: list[Callable[[], None]] = []
 
     # -- recording (the tools) -----------------------------------------------------------
@@ -298,9 +309,11 @@ class RunChanges:
     @property
     def undo_state(self) -> UndoState:
         """Whether the run is undone, being undone, or neither."""
-        if self.undo_report is not None:
-            return UndoState.DONE
-        return UndoState.RUNNING if self._undoing else UndoState.NOT_UNDONE
+        if self._undoing:
+            return UndoState.RUNNING
+        if self._undo_raised or (self.undo_report is not None and self.undo_report.failed):
+            return UndoState.FAILED
+        return UndoState.NOT_UNDONE if self.undo_report is None else UndoState.DONE
 
     def listen_undo(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` each time :attr:`undo_state` changes (on the thread of the
@@ -318,11 +331,13 @@ class RunChanges:
         self._tell_undo()
 
     def undo_ended(self, report: UndoReport | None) -> None:
-        """The undo ended: ``report`` is what it did (None: it failed before it could say;
-        the run is then not undone, and may be undone again)."""
+        """The undo ended: ``report`` is what it did (None: it raised before it could say).
+        Either way a failure leaves the run :attr:`UndoState.FAILED`, to be undone again."""
         self._undoing = False
+        self._undo_raised = report is None
         if report is not None:
             self.undo_report = report
+            self.undo_told = False  # (a retry's report is news to the model too)
         self._tell_undo()
 
     def _tell_undo(self) -> None:

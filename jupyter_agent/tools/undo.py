@@ -18,10 +18,12 @@ why (``UndoOutcome.REFUSED``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import stat
 from pathlib import Path
+from typing import TypeGuard
 
 from ..changes import (CellRecord, CellState, FileRecord, NotebookRecord, RunChanges, UndoOutcome, UndoReport,
                        UndoStep, digest)
@@ -63,9 +65,12 @@ def cell_state(snapshot: NotebookSnapshot, index: int) -> CellState:
 
 async def undo_run(changes: RunChanges, context: ToolContext) -> UndoReport:
     """Put back every file and cell ``changes`` recorded, except those changed since the
-    run (left, and reported). A run is undone once: a second call returns the first report."""
-    if changes.undo_report is not None:
-        return changes.undo_report
+    run (left, and reported). A run is undone once: a second call returns the first report,
+    unless a step of it failed (``UndoReport.failed``): then it is tried again, and what the
+    first put back is reported as it was then (put back, not "already as before")."""
+    earlier = changes.undo_report
+    if earlier is not None and not earlier.failed:
+        return earlier
     changes.undo_started()  # every view of the run hears it here, whoever asked (RunChanges)
     report = None
     try:
@@ -81,10 +86,31 @@ async def undo_run(changes: RunChanges, context: ToolContext) -> UndoReport:
                              for r in notebook.cells.values() if not (r.before is None and r.after_source is None))
                 continue
             steps.extend(await _undo_notebook(notebook, context))
-        report = UndoReport(tuple(steps), tuple(changes.variables))
+        report = UndoReport(_after(earlier, steps), tuple(changes.variables))
     finally:
         changes.undo_ended(report)
     return report
+
+
+def undo_settled(task: asyncio.Task[UndoReport] | None) -> TypeGuard[asyncio.Task[UndoReport]]:
+    """Whether ``task``, a run's last undo, answers another ask to undo it: still going (two
+    clicks never undo twice), or ended with a report that put back all it could. One that
+    raised, was cancelled or failed a step (``UndoReport.failed``) does not: the run handles
+    (``AgentRun``, ``OutsideRun``, ``ResumedRun``) start a new one, which retries."""
+    if task is None:
+        return False
+    if not task.done():
+        return True
+    return not task.cancelled() and task.exception() is None and not task.result().failed
+
+
+def _after(earlier: UndoReport | None, steps: list[UndoStep]) -> tuple[UndoStep, ...]:
+    """A retry's steps, each change the earlier undo did put back reported as it did."""
+    if earlier is None:
+        return tuple(steps)
+    done = {(s.kind, s.path, s.cell_id): s for s in earlier.steps if s.outcome is not UndoOutcome.FAILED}
+    return tuple(done.get((s.kind, s.path, s.cell_id), s) if s.outcome is UndoOutcome.ALREADY else s
+                 for s in steps)
 
 
 def _refusal(path: str, changes: RunChanges, context: ToolContext) -> str:
@@ -226,4 +252,4 @@ def _plan_cell(record: CellRecord, now: Cell | None,
     return record, [as_it_was, back] if record.changed_text else [back], UndoOutcome.RESTORED
 
 
-__all__ = ["cell_state", "current_bytes", "run_changes", "undo_run"]
+__all__ = ["cell_state", "current_bytes", "run_changes", "undo_run", "undo_settled"]

@@ -92,6 +92,8 @@ def undo_lines(report: UndoReport, cwd: Path | str | None) -> list[str]:
             many = len(left) != 1
             lines.append(f"{len(left)} change{'s' if many else ''} left as {'they are' if many else 'it is'}: "
                          "the diff is in the run's list of changes.")
+        if report.failed:
+            lines.append("Fix what stopped it, then undo the run again: what was put back stays as it is.")
     if report.variables:
         lines.append(f"{variables_line(report.variables)} ({KERNEL_KEPT})")
     return lines

@@ -294,7 +294,8 @@ def transcript_markdown(model: RunModel, title: str = "jupyter-agent", *, header
     if model.ended is not None and model.changes is not None and (review := changes_markdown(model.changes, model.cwd)):
         parts.append(review)
         if model.changes.undo_report is not None:
-            parts.append(undo_markdown(model.changes.undo_report, model.cwd))
+            report = model.changes.undo_report
+            parts.append(undo_markdown(report, model.cwd, "Undone in part" if report.failed else "Undone"))
     return redact("\n\n".join(parts))
 
 

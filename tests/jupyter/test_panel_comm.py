@@ -218,6 +218,29 @@ async def test_an_undo_made_with_the_magic_reaches_the_panel(kernel, panel, scri
     assert panel.headers()[-1]["undo"] == "done" and target.read_text() == "mine"
 
 
+async def test_an_undo_that_failed_can_be_tried_again(kernel, panel, script, module_tmp):
+    """An undo that could not put a change back (a directory where the run's file was) says
+    so and offers Undo again; once the cause is gone, the panel's Undo undoes the run."""
+    target = module_tmp / "p_undo_failed.txt"
+    await panel_run_that_writes(kernel, panel, script, target)
+    target.unlink()
+    (target / "inside").mkdir(parents=True)  # the person's directory now stands where the file was
+    run = panel.headers()[-1]["id"]
+    panel.send(op="undo", run=run)
+    await kernel.until(lambda: panel.headers()[-1]["undo_lines"], 10, "the failed undo's report")
+    header = panel.headers()[-1]
+    assert header["undo"] == "available", header  # not "done": it may be tried again
+    assert header["undo_lines"][0].startswith("✗ p_undo_failed.txt: ") and "directory" in header["undo_lines"][0]
+    assert target.is_dir()
+    (target / "inside").rmdir()
+    target.rmdir()
+    target.write_text("1")  # as the run left it
+    panel.send(op="undo", run=run)
+    await kernel.until(lambda: panel.headers()[-1]["undo"] == "done", 10, "the second undo")
+    assert not target.exists()
+    assert panel.headers()[-1]["undo_lines"] == ["↩ p_undo_failed.txt: removed (the run had created it)"]
+
+
 async def test_the_panel_shows_the_context_meter_and_compacts_now(kernel, panel, script):
     script(response(text("First answer.")), response(text("Summary of the first answer.")))
     await kernel.execute("%config AgentConfig.context_window = 40000")

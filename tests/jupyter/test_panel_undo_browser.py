@@ -67,3 +67,42 @@ def test_the_panel_hears_of_an_undo_made_elsewhere(lab, page_of, script):
     menu(page, "Settings", "Theme", "JupyterLab Dark")
     wait_theme(page, light=False)
     screenshot(page, "panel_undone_elsewhere_dark")
+
+
+def test_an_undo_that_failed_is_offered_again_in_the_cell_and_the_panel(lab, page_of, script):
+    """A directory stands where the run's file was: the cell's Undo this run fails, and both
+    the cell (its button back, saying to fix the cause) and the panel (its Undo back, under
+    the line that says what failed) offer it again; once fixed, the panel's Undo undoes it."""
+    target = lab.root / "blocked.txt"
+    write_notebook(lab.root / "undo_failed.ipynb", [
+        "%load_ext jupyter_agent", "%agent new --permission-mode acceptEdits", "%%agent\nWrite blocked.txt"],
+        ids=["load", "mode", "ask"])
+    script(response(tool_use("Write", {"file_path": str(target), "content": "agent\n"})), response(text("Wrote it.")))
+    page = page_of("undo_failed.ipynb")
+    page.click(f"li[data-id='{PANEL[1:]}']")
+    panel = page.locator(PANEL)
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    run_cell(page, 2)
+    bar = cell(page, 2).locator("button.jupyter-button", has_text="Undo this run")
+    bar.wait_for(timeout=60000)
+    run = panel.locator(".jp-AgentPanel-run").last
+    run.locator(".jp-AgentPanel-undo").wait_for(timeout=60000)
+    target.unlink()
+    target.mkdir()  # (as root, a read-only file would not stop the undo: a directory does)
+
+    bar.click()
+    cell(page, 2).get_by_text("fix that, then undo again").wait_for(timeout=30000)
+    run.locator(".jp-AgentPanel-status", has_text="blocked.txt: could not be put back").wait_for(timeout=30000)
+    page.wait_for_function("b => !b.disabled", arg=bar.element_handle(), timeout=30000)
+    assert run.locator(".jp-AgentPanel-undo").is_enabled()
+    screenshot(page, "undo_failed_offered_again")
+
+    target.rmdir()
+    target.write_text("agent\n")  # as the run left it
+    run.locator(".jp-AgentPanel-undo").click()
+    run.locator(".jp-AgentPanel-status", has_text="blocked.txt: removed (the run had created it)").wait_for(
+        timeout=30000)
+    assert not target.exists() and run.locator(".jp-AgentPanel-undo").count() == 0
+    bar.wait_for(state="hidden", timeout=30000)
+    screenshot(page, "undo_failed_then_done")

@@ -52,6 +52,13 @@ async def undo(kernel, line: str = "%agent undo", timeout: float = 10) -> str:
     return updates[-1]["data"].get("text/markdown") or updates[-1]["data"]["text/plain"]
 
 
+async def undo_column(kernel) -> str:
+    """The undo column of ``%agent runs``' last run (its header names it)."""
+    table = (await kernel.execute("%agent runs"))["outputs"][0]["text"].strip().splitlines()
+    assert table[0].split()[6] == "undo", table[0]
+    return table[-1].split()[5]
+
+
 async def test_undo_puts_back_files_and_cells(kernel, script, api, module_tmp):
     folder = module_tmp / "undo_all"
     folder.mkdir()
@@ -125,6 +132,49 @@ async def test_undo_leaves_a_file_changed_after_the_run(kernel, script, module_t
     assert "undo_later/other.txt: put back as it was" in report
     assert "1 change left as it is" in report
     assert not kernel.buttons("Undo this run")  # once
+
+
+async def test_an_undo_that_failed_is_tried_again_from_the_cell(kernel, script, module_tmp):
+    """The cell's Undo this run, failed on a file (a directory stands where it was): the
+    transcript says what failed, the button stays; once the file is back, a second click
+    puts it back, and reports the file the first click had already put back as put back."""
+    folder = module_tmp / "undo_again"
+    folder.mkdir()
+    blocked, other = folder / "blocked.txt", folder / "other.txt"
+    blocked.write_text("a\n")
+    other.write_text("b\n")
+    script(response(tool_use("Read", {"file_path": str(blocked)}), tool_use("Read", {"file_path": str(other)})),
+           response(tool_use("Write", {"file_path": str(blocked), "content": "agent\n"}),
+                    tool_use("Write", {"file_path": str(other), "content": "agent\n"})),
+           response(text("Both written.")))
+    display_id = display_id_of(await kernel.execute("%%agent\nWrite both"))
+    await transcript(kernel, display_id)
+    assert await undo_column(kernel) == "no"  # not undone yet
+    blocked.rename(folder / "aside.txt")
+    blocked.mkdir()
+
+    def undone(words: str, title: str = "**↩ Undone**") -> str:
+        md = kernel.display_updates(display_id)[-1]["data"].get("text/markdown", "")
+        shown = md.split(title)[1] if title in md else ""
+        return shown if words in shown else ""
+
+    kernel.click(await kernel.button("Undo this run"))
+    report = await kernel.until(lambda: undone("could not be put back", "**↩ Undone in part**"), 10, "the failed undo")
+    assert "undo_again/other.txt: put back as it was" in report and other.read_text() == "b\n"
+    assert "undo_again/blocked.txt: could not be put back" in report and "Is a directory" in report
+    assert "then undo the run again" in report
+    again = await kernel.button("Undo this run")  # enabled again, saying what to do
+    assert "fix that, then undo again" in kernel.widget_text()
+    assert await undo_column(kernel) == "failed"
+    blocked.rmdir()
+    (folder / "aside.txt").rename(blocked)
+    kernel.click(again)
+    report = await kernel.until(lambda: undone("blocked.txt: put back as it was"), 10, "the second undo")
+    assert blocked.read_text() == "a\n" and other.read_text() == "b\n"
+    assert "could not" not in report
+    assert "undo_again/other.txt: put back as it was" in report  # (not "already as before")
+    assert not kernel.buttons("Undo this run")
+    assert await undo_column(kernel) == "undone"
 
 
 async def test_undo_does_not_write_through_a_link_put_in_the_way(kernel, script, module_tmp):

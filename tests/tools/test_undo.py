@@ -4,15 +4,17 @@ edits (the default ``restore_cells``, what an older page gets)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from jupyter_agent import changes as changes_module
-from jupyter_agent.changes import ChangeKind, RunChanges, UndoOutcome
+from jupyter_agent.changes import ChangeKind, RunChanges, UndoOutcome, UndoState
 from jupyter_agent.notebook import MemoryNotebook, register_document, tool_session
-from jupyter_agent.tools.undo import run_changes, undo_run
+from jupyter_agent.tools.undo import run_changes, undo_run, undo_settled
 
 from .conftest import call_tool
 
@@ -87,3 +89,41 @@ async def test_a_notebook_without_cell_ids_is_undone_after_its_first_edit_gave_i
     report = await undo_run(run_changes(ctx), ctx)
     assert [s.outcome for s in report.steps] == [UndoOutcome.RESTORED]
     assert [c.source for c in nbformat.read(path, as_version=4).cells] == ["a = 1", "b = 2"]
+
+
+class _Unreachable(MemoryNotebook):
+    """A document whose next snapshot fails with an error the undo does not expect (as a
+    page that went away mid-answer might): the undo raises, as it must not hide it."""
+
+    broken = False
+
+    async def snapshot(self):
+        if self.broken:
+            raise ConnectionResetError("the page went away")
+        return await super().snapshot()
+
+
+async def test_an_undo_that_raised_is_tried_again_not_reused(ctx, workspace):
+    """``undo_settled`` (the run handles' one rule): a running or successful undo is reused
+    (two clicks never undo twice), one that raised is not, and the run's state says FAILED
+    meanwhile, to every view that listens."""
+    doc = _Unreachable(workspace / "mem.ipynb", new_notebook(cells=[new_code_cell("a = 1", id="a")]))
+    register_document(tool_session(ctx), doc)
+    changes = RunChanges()
+    ctx.services.put(changes)
+    await call_tool(ctx, "Read", {"file_path": "mem.ipynb"})
+    await call_tool(ctx, "NotebookEdit", {"notebook_path": "mem.ipynb", "cell_id": "a", "new_source": "a = 100"})
+    heard: list[UndoState] = []
+    changes.listen_undo(lambda: heard.append(changes.undo_state))
+    doc.broken = True
+    first = asyncio.get_running_loop().create_task(undo_run(changes, ctx))
+    assert undo_settled(first)  # going: a second ask gets it
+    with pytest.raises(ConnectionResetError):
+        await first
+    assert not undo_settled(first) and changes.undo_state is UndoState.FAILED and changes.undo_report is None
+    doc.broken = False
+    second = asyncio.get_running_loop().create_task(undo_run(changes, ctx))
+    report = await second
+    assert undo_settled(second) and outcomes(report) == {("mem.ipynb", "a"): UndoOutcome.RESTORED}
+    assert changes.undo_state is UndoState.DONE and doc.cells[0]["source"] == "a = 1"
+    assert heard == [UndoState.RUNNING, UndoState.FAILED, UndoState.RUNNING, UndoState.DONE]

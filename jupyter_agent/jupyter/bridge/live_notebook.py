@@ -22,7 +22,7 @@ import json
 import posixpath
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...environment import started_by_gateway
 from .kernel_bridge import KernelBridge, Page, mismatch_message
@@ -101,7 +101,21 @@ def page_notebook(page: Page, own: str | None, kernel_cwd: Path) -> PageNotebook
     return PageNotebook(key=key, names=frozenset({key, normalise_name(page.path)}), remote=True)
 
 
-def kernel_is_remote(agent_session: Any, bridge: KernelBridge | None) -> bool:
+class BoundSession(Protocol):
+    """What binding a run to its notebook reads of the kernel's session (``kernel/``'s
+    ``AgentSession``, a room this one may not import)."""
+
+    #: the "no page shows this notebook" notice was shown (once a session, not once a run)
+    no_page_said: bool
+
+    def parent_request(self) -> dict[str, Any]:
+        """The request of the cell now executing (its header's ``session``: the page's id)."""
+
+    def notebook_path(self) -> str | None:
+        """The kernel's own notebook, when known."""
+
+
+def kernel_is_remote(agent_session: BoundSession, bridge: KernelBridge | None) -> bool:
     """Whether this kernel runs apart from the notebook server: a gateway started it (it
     marks its kernels' environment), or the page that sent the request (to ``bridge``)
     shows a notebook that is not this kernel's own file (:func:`page_notebook`)."""
@@ -130,7 +144,7 @@ def _register(tool_session: ToolSession, document: Any) -> None:
     register_document(tool_session, document)
 
 
-def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch: bool,
+def bind_notebook(agent_session: BoundSession, conversation: Any, notices: Any, *, batch: bool,
                   links: KernelLinks | None) -> str:
     """Register the document the tools use for this kernel's notebook; returns the mode
     (``live``, ``waiting`` (live once the page's hello comes), ``guarded``, ``batch`` or
@@ -178,14 +192,15 @@ def bind_notebook(agent_session: Any, conversation: Any, notices: Any, *, batch:
 
         reason = NO_PAGE.format(path=own)
         _register(tool_session, GuardedNotebook(own, reason))
-        if not getattr(agent_session, "_no_page_said", False):
-            agent_session._no_page_said = True
+        if not agent_session.no_page_said:
+            agent_session.no_page_said = True
             notices(reason)
         return "guarded"
     return "none"
 
 
-def live_notebook(links: KernelLinks, client_id: str, where: PageNotebook, session: Any = None) -> Any:
+def live_notebook(links: KernelLinks, client_id: str, where: PageNotebook,
+                  session: BoundSession | None = None) -> Any:
     """A :class:`LiveNotebook` for the notebook ``where`` that the page ``client_id`` shows
     (a run's, or an outside agent's: ``outside_hub.py``), through ``links``' bridge, asking
     its tracker and running cells with its client of the kernel. With the run's ``session``,

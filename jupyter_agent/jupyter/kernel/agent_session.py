@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -72,6 +72,9 @@ class AgentSession(KernelHooks):
         self.reset_listeners: list[Callable[[], None]] = []
         #: saves the conversation after each turn (resume.py), once a run started
         self.saver: ConversationSaver | None = None
+        #: the notice that no page shows the kernel's notebook was shown (live_notebook.py:
+        #: once a session)
+        self.no_page_said = False
         #: what %load_ext started kernel-wide and %unload_ext closes (magic/kernel_services.py):
         #: the bridge, the tracker, the kernel's client of itself, the side panels' and outside
         #: agents' comm hubs; made by the first %load_ext, kept (closed) after %unload_ext
@@ -80,6 +83,10 @@ class AgentSession(KernelHooks):
             "model", "permission_mode", "max_turns", "cwd", "replay", "notebook_path", "allow",
             "context_window", "max_budget_usd", "bash_sandbox", "mcp_servers", "provider", "provider_region",
             "provider_project", "provider_resource"])
+
+    def add_runs(self, runs: Sequence[SessionRun]) -> None:
+        """Add ``runs`` (a resumed conversation's: ``persistence/resume.py``) to this kernel's runs."""
+        self.runs.extend(runs)
 
     @property
     def links(self) -> KernelLinks | None:

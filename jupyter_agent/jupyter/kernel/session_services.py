@@ -60,6 +60,10 @@ class SessionRun(Protocol):
     ``ResumedRun``); what ``%agent runs``, ``%agent undo`` and the status read of each."""
 
     @property
+    def display_id(self) -> str:
+        """Its id among the kernel's runs (the side panel's key for it)."""
+
+    @property
     def prompt(self) -> str:
         """What was asked (for an outside agent: whose calls these are)."""
 

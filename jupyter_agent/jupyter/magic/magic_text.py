@@ -10,6 +10,7 @@ from pathlib import Path
 
 from IPython.core.error import UsageError
 
+from ...changes import RunChanges, UndoState
 from ...policy import PolicyViolation, load_policy
 from ...redact import redact
 from ..kernel.agent_config import AgentConfig
@@ -130,13 +131,25 @@ def spend_limit_text(own: float) -> str:
     return f"${own:g} per run" if own else "no limit"
 
 
+#: ``%agent runs``' undo column, from the run's changes (``RunChanges.undo_state``)
+UNDO_WORDS = {UndoState.NOT_UNDONE: "no", UndoState.RUNNING: "undoing", UndoState.DONE: "undone",
+              UndoState.FAILED: "failed"}
+
+
+def undo_word(changes: RunChanges | None) -> str:
+    """Whether the run is undone, in a word ("—": it changed nothing, or kept no record)."""
+    if changes is None or (changes.empty and changes.undo_state is UndoState.NOT_UNDONE):
+        return "—"
+    return UNDO_WORDS[changes.undo_state]
+
+
 def runs_table(session: AgentSession) -> str:
     """What ``%agent runs`` prints: one line per run of this kernel."""
     if not session.runs:
         return "No runs yet."
     from ..outside.outside_run import OutsideRun
 
-    lines = [f"{'#':>3}  {'end reason':<18} {'turns':>5} {'tokens':>9} {'cost':>9}  prompt"]
+    lines = [f"{'#':>3}  {'end reason':<18} {'turns':>5} {'tokens':>9} {'cost':>9} {'undo':<8}  prompt"]
     for i, handle in enumerate(session.runs, 1):
         term = handle.terminal
         reason = term.reason.value if term is not None else "running"
@@ -156,5 +169,5 @@ def runs_table(session: AgentSession) -> str:
             prompt = f"{calls} call{'' if calls == 1 else 's'} of {' '.join(str(handle.client).split())}"
             prompt = prompt if len(prompt) <= 50 else prompt[:49] + "…"
         lines.append(f"{i:>3}  {reason:<18} {turns:>5} {usage.total_tokens:>9,} "
-                     f"{cost:>9}  {prompt}")
+                     f"{cost:>9} {undo_word(handle.changes):<8}  {prompt}")
     return redact("\n".join(lines))

@@ -28,6 +28,8 @@ from ..bridge.kernel_types import Comm, Shell, comm_manager_of, kernel_of
 
 if TYPE_CHECKING:  # (the loop and pydantic load with the first call, not at %load_ext)
     from ...loop.tool import FileReadRecord
+    from ...notebook.session import PageNotebook
+    from ..bridge.kernel_bridge import Page
     from ..bridge.kernel_links import KernelLinks
     from ..kernel.agent_session import AgentSession
 
@@ -122,10 +124,10 @@ class OutsideHub:
             from .outside_focus import focus_of_pages
 
             return await focus_of_pages(self.links.bridge)
-        if op == "page":  # (_page_for refused if none shows it)
+        if op == "page":  # (page_for refused if none shows it)
             self._page_for_or_greet(path)
             return {"ok": True, "content": []}
-        page, where = self._page_for(path)
+        page, where = self.page_for(path)
         run = self.run_for(client, connection)
         if op == "create":  # a new notebook, written as the agent's Write, opened in this page
             from .outside_create import CannotCreate, create_notebook
@@ -208,20 +210,20 @@ class OutsideHub:
         return sorted(n for n in namespace if not n.startswith("_") and n not in hidden)
 
     def _page_for_or_greet(self, path: str) -> None:
-        """``_page_for``, and when this kernel knows no page at all, greet the pages again
+        """``page_for``, and when this kernel knows no page at all, greet the pages again
         before refusing. After a restart by the server the fresh kernel greets the pages once,
         when jupyter-agent is loaded in it, and a page's connection to the fresh kernel's IOPub
         may come back only after that greeting went (seen over a gateway): the server asks for
         the page until it answers, and each ask greets again."""
         try:
-            self._page_for(path)
+            self.page_for(path)
         except Refused:
             bridge = self.links.bridge
             if bridge is not None and bridge.started and not any(not p.gone for p in bridge.pages.values()):
                 bridge.open_broadcast()
             raise
 
-    def _page_for(self, path: str) -> tuple[Any, Any]:
+    def page_for(self, path: str) -> tuple[Page, PageNotebook]:
         """The page of this kernel that shows notebook ``path`` (server-relative), and where
         the tools find that notebook."""
         from ..bridge.live_notebook import _kernel_cwd, page_notebook

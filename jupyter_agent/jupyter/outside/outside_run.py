@@ -118,9 +118,9 @@ class OutsideRun:
         those changed since; later calls of the client start a new run."""
         if not self.done:
             raise RuntimeError("A call of the outside agent is being carried out: undo once it is done.")
-        if self._undo is None:
-            from ...tools.undo import undo_run
+        from ...tools.undo import undo_run, undo_settled
 
+        if not undo_settled(self._undo):  # (once, unless it failed: as AgentRun.undo)
             self._undo = asyncio.get_event_loop().create_task(undo_run(self.changes, self.context))
         return self._undo
 

@@ -29,12 +29,14 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...mcp_server.protocol import VERSION
 from ..bridge.kernel_types import Comm
 
 if TYPE_CHECKING:
+    from ...notebook.session import PageNotebook
+    from ..bridge.kernel_bridge import Page
     from ..bridge.kernel_links import KernelLinks
 
 log = logging.getLogger(__name__)
@@ -55,10 +57,26 @@ def cell_marks(snapshot: Any) -> dict[str, str]:
     return marks
 
 
+class WatchHub(Protocol):
+    """What a watch reads of the outside agents' hub (``outside_hub.py``'s ``OutsideHub``, which
+    imports this module: typed by what it offers, not by its class)."""
+
+    @property
+    def links(self) -> KernelLinks:
+        """The bridge, tracker and self-client of the loaded extension."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The kernel's event loop."""
+
+    def page_for(self, path: str) -> tuple[Page, PageNotebook]:
+        """The page that shows notebook ``path``, and where the tools find it (refused: none)."""
+
+
 class NotebookWatch:
     """One server's watch on one notebook (``path``, server-relative), on comm ``comm``."""
 
-    def __init__(self, hub: Any, comm: Comm, path: str) -> None:
+    def __init__(self, hub: WatchHub, comm: Comm, path: str) -> None:
         self.hub, self.comm, self.path = hub, comm, path
         self.links: KernelLinks = hub.links  # the bridge its pages answer on
         self.loop = hub.loop
@@ -157,7 +175,7 @@ class NotebookWatch:
         made again when another page, or a reload, shows it)."""
         from ..bridge.live_notebook import live_notebook
 
-        page, where = self.hub._page_for(self.path)
+        page, where = self.hub.page_for(self.path)
         if self._document is None or page.client_id != self._page_id:
             self._document = live_notebook(self.links, page.client_id, where)
             self._page_id = page.client_id
@@ -183,7 +201,7 @@ class NotebookWatch:
             log.debug("a watch stopped after the kernel's loop closed")
 
 
-async def watch_notebook(hub: Any, comm: Comm, data: dict[str, Any]) -> None:
+async def watch_notebook(hub: WatchHub, comm: Comm, data: dict[str, Any]) -> None:
     """Serve a ``watch`` call (``OutsideHub._serve``): until the server closes ``comm``."""
     watch = NotebookWatch(hub, comm, str(data.get("path") or ""))
     comm.on_close(lambda _msg: watch.stop())

@@ -21,10 +21,13 @@ import itertools
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..widgets.frames import FrameScheduler
 from ...redact import redact
+
+if TYPE_CHECKING:
+    from ..kernel.agent_session import AgentSession
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +92,8 @@ class WatchedRun:
 
     def undo(self) -> dict[str, Any]:
         """An ended run's changes for the panel: the kernel's changed names, whether it can be
-        undone (``undo``: ``available``, ``running``, ``done`` or ""), and what the undo did."""
+        undone (``undo``: ``available``, ``running``, ``done`` or ""), and what the undo did
+        (an undo that failed offers Undo again, under the lines that say what failed)."""
         from ...changes import UndoState
         from ...view.review import undo_lines, variables_line
         from .panel_json import shown_text
@@ -139,7 +143,7 @@ class PanelRuns:
     that would load the loop and MCP before a panel asked for them).
     """
 
-    def __init__(self, session: Any, loop: asyncio.AbstractEventLoop,
+    def __init__(self, session: AgentSession, loop: asyncio.AbstractEventLoop,
                  broadcast: Callable[[dict[str, Any]], None], connected: Callable[[], bool]) -> None:
         self.session = session
         self._broadcast = broadcast
@@ -335,10 +339,10 @@ class PanelRuns:
 
     def close(self) -> None:
         """Stop listening to the session and its settings (``%unload_ext``)."""
-        for listeners, fn in ((self.session.listeners, self._run_started),
-                              (self.session.reset_listeners, self._conversation_reset)):
-            if fn in listeners:
-                listeners.remove(fn)
+        if self._run_started in self.session.listeners:
+            self.session.listeners.remove(self._run_started)
+        if self._conversation_reset in self.session.reset_listeners:
+            self.session.reset_listeners.remove(self._conversation_reset)
         self.session.config.unobserve(self._settings_changed, names=list(SETTINGS))
         self._forget_runs()
         self.frames.close()
@@ -354,7 +358,7 @@ def _broker(handle: Any) -> Any:
     return getattr(getattr(handle, "broker", None), "requests", None)
 
 
-def _saved(session: Any) -> bool:
+def _saved(session: AgentSession) -> bool:
     """Whether a conversation is saved for this notebook (the panel offers Resume)."""
     from ..persistence.resume import key_of
     from ..persistence.saved_conversation import saved_path
@@ -398,7 +402,7 @@ def _name(path: str) -> str:
     return Path(path).name
 
 
-def _mcp_payload(session: Any) -> Any:
+def _mcp_payload(session: AgentSession) -> list[dict[str, object]]:
     # Imported here: the MCP side imports the loop and pydantic, which %load_ext leaves to
     # the background warm-up (jupyter/kernel/warmup.py); the first session header comes later.
     from ..kernel.mcp_status import mcp_payload

@@ -23,9 +23,10 @@ import concurrent.futures
 import logging
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ...changes import UndoReport
+from ...changes import RunChanges, UndoReport
 from ...loop.state import Terminal, TerminalReason
 from ...errors import Refused
 from ...loop.usage import Usage
@@ -36,6 +37,11 @@ from ..bridge.kernel_types import Shell
 from .resumed_history import fill_runs
 from .saved_conversation import (SavedConversation, SavedConversationError, SavedRun, conversation_key, encode, load,
                                  saved_path, write)
+
+if TYPE_CHECKING:
+    from ...conversation import Conversation
+    from ...view.runmodel import RunModel
+    from ..bridge.kernel_links import KernelLinks
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +57,85 @@ MAX_GONE_SHOWN = 80
 ResumeRefused = Refused
 
 
+class SaveSettings(Protocol):
+    """What saving reads of the kernel's settings (``kernel/``'s ``AgentConfig``)."""
+
+    @property
+    def cwd(self) -> str:
+        """The working folder set for the kernel ("": the process's)."""
+
+    @property
+    def save_conversation(self) -> bool:
+        """Whether the conversation is saved after each turn."""
+
+
+class SavedRunSource(Protocol):
+    """What a save reads of each run of the session (``kernel/``'s ``SessionRun``)."""
+
+    @property
+    def prompt(self) -> str: ...
+
+    @property
+    def model(self) -> RunModel: ...
+
+    @property
+    def terminal(self) -> Terminal | None: ...
+
+    @property
+    def changes(self) -> RunChanges | None: ...
+
+
+class Going(Protocol):
+    """The session's run still going, as a resume reads it."""
+
+    @property
+    def done(self) -> bool: ...
+
+
+class SavingSession(Protocol):
+    """What saving the conversation and resuming it read of the kernel's session (``kernel/``'s
+    ``AgentSession``, a room this one may not import), and what a resume changes of it: its
+    conversation (made by the session, the old one closed by it) and its list of runs."""
+
+    #: the session's saver (:func:`saver_of` makes it on first use)
+    saver: ConversationSaver | None
+    #: the conversation, None until the first run (a resume puts another in its place)
+    _conversation: Conversation | None
+    #: the "no page shows this notebook" notice was shown (``bind_notebook``, for an undo)
+    no_page_said: bool
+
+    @property
+    def config(self) -> SaveSettings: ...
+
+    @property
+    def shell(self) -> Shell | None: ...
+
+    @property
+    def active(self) -> Going | None: ...
+
+    @property
+    def runs(self) -> Sequence[SavedRunSource]: ...
+
+    @property
+    def reset_listeners(self) -> Sequence[Callable[[], None]]: ...
+
+    @property
+    def links(self) -> KernelLinks | None: ...
+
+    def notebook_path(self) -> str | None: ...
+
+    def parent_request(self) -> dict[str, Any]: ...
+
+    def is_batch(self) -> bool: ...
+
+    def _make_conversation(self) -> Conversation: ...
+
+    def _close_later(self, conversation: Conversation | None) -> None: ...
+
+    def add_runs(self, runs: Sequence[ResumedRun]) -> None:
+        """Add ``runs`` to the session's runs (``%agent runs`` lists them)."""
+
+
 def _user_names(shell: Shell | None) -> list[str]:
     """The kernel's top-level names, as the kernel-variables note counts them."""
     namespace = getattr(shell, "user_ns", None)
@@ -61,7 +146,7 @@ def _user_names(shell: Shell | None) -> list[str]:
     return list(namespace_ids(namespace, getattr(shell, "user_ns_hidden", None)))
 
 
-def key_of(session: Any, conversation: Any = None) -> str:
+def key_of(session: SavingSession, conversation: Conversation | None = None) -> str:
     """What this kernel's conversation is filed under (its notebook, else its folder)."""
     cwd = conversation.context.cwd if conversation is not None else (session.config.cwd or None)
     from pathlib import Path
@@ -72,7 +157,7 @@ def key_of(session: Any, conversation: Any = None) -> str:
 class ConversationSaver:
     """Saves the session's conversation after each turn (see the module docstring)."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: SavingSession) -> None:
         self.session = session
         self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="jupyter-agent-save")
         self._pending: list[concurrent.futures.Future[None]] = []
@@ -113,6 +198,7 @@ class ConversationSaver:
             else list(conv.messages)
         if not messages:
             return None
+        permissions = conv.permissions
         runs = []
         for h in self.session.runs:
             if getattr(h, "conversation", None) is conv or getattr(h, "resumed_into", None) is conv:
@@ -120,7 +206,6 @@ class ConversationSaver:
                 runs.append(SavedRun(h.prompt, terminal.reason.value if terminal is not None else "aborted_streaming",
                                      h.model.turn_count, h.changes, usage=h.model.total_usage,
                                      offline=h.model.offline))
-        permissions = conv.permissions
         variables = _user_names(self.session.shell)
         for r in runs:
             if r.changes is not None:
@@ -142,9 +227,9 @@ class ConversationSaver:
         concurrent.futures.wait(list(self._pending), timeout=timeout)
 
 
-def saver_of(session: Any) -> ConversationSaver:
+def saver_of(session: SavingSession) -> ConversationSaver:
     """The session's saver (made on first use)."""
-    saver = getattr(session, "saver", None)
+    saver = session.saver
     if saver is None:
         saver = session.saver = ConversationSaver(session)
     return saver
@@ -164,7 +249,7 @@ class ResumedRun:
     #: None: the chat panel and the status count only runs made in this kernel
     conversation = None
 
-    def __init__(self, saved: SavedRun, conversation: Any, session: Any = None) -> None:
+    def __init__(self, saved: SavedRun, conversation: Conversation, session: SavingSession | None = None) -> None:
         from ...view.runmodel import RunModel
 
         self.session = session
@@ -195,9 +280,9 @@ class ResumedRun:
         """Put back what the run changed, as ``AgentRun.undo`` does."""
         if self.changes is None:
             raise RuntimeError("This run's undo record was not saved, so it cannot be undone.")
-        if self._undo is None:
-            from ...tools.undo import undo_run
+        from ...tools.undo import undo_run, undo_settled
 
+        if not undo_settled(self._undo):  # (once, unless it failed: as AgentRun.undo)
             if self.session is not None and any(n.live for n in self.changes.notebooks.values()):
                 # the open notebook's cells go back through its page, as the run made them
                 # (no run has bound the page since the restart): never into the file behind it
@@ -220,7 +305,7 @@ def restart_note(gone: list[str]) -> str:
             f"{lost} Do not assume results of earlier cells exist: run the cells you need again, in order.")
 
 
-def resume(session: Any) -> tuple[SavedConversation, list[str]]:
+def resume(session: SavingSession) -> tuple[SavedConversation, list[str]]:
     """Replace the session's conversation with the one saved for this notebook. Returns
     what was read and the names that are gone (empty when the kernel did not restart)."""
     if session.active is not None and not session.active.done:
@@ -257,7 +342,7 @@ def resume(session: Any) -> tuple[SavedConversation, list[str]]:
     session._close_later(old)
     resumed = [ResumedRun(run, conv, session) for run in saved.runs]
     fill_runs(saved.messages, resumed)  # what the side panels show of them
-    session.runs.extend(resumed)
+    session.add_runs(resumed)
     conv.resumed_changes = [run.changes for run in saved.runs if run.changes is not None]  # undo tells the model
     for listener in list(session.reset_listeners):  # the side panels start afresh
         listener()

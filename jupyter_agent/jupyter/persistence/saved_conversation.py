@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ...errors import JupyterAgentError
-from ...changes import CellRecord, CellState, FileRecord, NotebookRecord, RunChanges, UndoReport
+from ...changes import CellRecord, CellState, FileRecord, NotebookRecord, RunChanges, UndoReport, UndoState
 from ...files.atomic import atomic_write
 from ...loop.messages import ensure_tool_result_pairing
 from ...loop.state import TerminalReason
@@ -202,7 +202,8 @@ def _changes_json(changes: RunChanges, budget: list[int]) -> tuple[dict[str, Any
                               "after_id": before.after_id}})
         notebooks.append({"path": notebook.path, "live": notebook.live, "cells": cells})
     return {"files": files, "notebooks": notebooks, "variables": [n for n in changes.variables if _is_name(n)],
-            "undone": changes.undo_report is not None}, unsaved
+            # (an undo that failed is not: the resumed run may be undone again)
+            "undone": changes.undo_state is UndoState.DONE}, unsaved
 
 
 # -- reading ------------------------------------------------------------------------------------

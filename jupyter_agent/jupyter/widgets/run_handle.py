@@ -213,14 +213,15 @@ class AgentRun:
         """Put back every file and cell this run changed, except those changed since (they
         are left, and the report names them). Returns the task doing it, on the kernel's
         event loop: ``await run.undo()`` gives the :class:`~jupyter_agent.changes.UndoReport`.
-        A run is undone once; asking again returns the same task."""
+        A run is undone once; asking again returns the same task, unless that undo failed
+        (``tools/undo.py``'s ``undo_settled``): then a new one retries it."""
         if not self.done:
             raise RuntimeError("The run is still going: stop it (its Stop button or `%agent stop`) before undoing it.")
         if self.changes is None or self.conversation is None:
             raise RuntimeError("This run kept no record of its changes, so it cannot be undone.")
-        if self._undo is None:
-            from ...tools.undo import undo_run
+        from ...tools.undo import undo_run, undo_settled
 
+        if not undo_settled(self._undo):
             self._undo = asyncio.get_event_loop().create_task(undo_run(self.changes, self.conversation.context))
             self._undo.add_done_callback(self._undone)
         return self._undo

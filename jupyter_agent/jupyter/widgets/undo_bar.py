@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Protocol
 
-from ...changes import RunChanges, UndoReport
+from ...changes import RunChanges, UndoReport, UndoState
 from ...errors import Refused
 from ...redact import redact
 from ...render.html import inline_html
@@ -137,7 +137,7 @@ class UndoBar:
         self.report = w.HTML("")
         self.box = w.VBox([self.button, self.report], layout=w.Layout(align_items="flex-start"))
         self.box.add_class(live_class(self.key))
-        if handle.undo_report is not None:
+        if handle.changes is not None and handle.changes.undo_state is UndoState.DONE:
             self.box.layout.display = "none"
 
     def _clicked(self) -> None:
@@ -151,12 +151,17 @@ class UndoBar:
 
     def show(self, task: asyncio.Task[UndoReport]) -> None:
         """The undo ended (from this button or ``%agent undo``): the transcript above now
-        says what it did, and the button goes; an undo that failed says why here."""
-        self.button.disabled = True
-        if not task.cancelled() and task.exception() is None:
+        says what it did, and the button goes; an undo that failed says why here, and the
+        button stays, to try again once the cause is fixed."""
+        failed = task.cancelled() or task.exception() is not None
+        if not failed and not task.result().failed:
+            self.button.disabled = True
             self.box.layout.display = "none"
             return
-        self.report.value = inline_html(_bundle(task, self.handle, "Undo")["text/plain"])
+        self.report.value = inline_html(_bundle(task, self.handle, "Undo")["text/plain"] if failed else
+                                        "Some changes could not be put back (the report above says why): "
+                                        "fix that, then undo again.")
+        self.button.disabled = False  # (after the words: a click is offered with its reason)
 
     def bundle(self) -> dict[str, object]:
         return {"application/vnd.jupyter.widget-view+json": {
