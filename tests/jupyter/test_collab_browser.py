@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,8 @@ import pytest
 
 from jupyter_agent.testing import response, text, tool_use
 
-from .lab import CELLS, HAVE_BROWSER, Lab, cell, run_and_wait, run_cell, screenshot, whole_notebook, write_notebook
+from .lab import (CELLS, HAVE_BROWSER, Lab, cell, run_and_wait, run_cell, save, screenshot, whole_notebook,
+                  write_notebook)
 
 #: The overlay's interpreter (see ./dev, install_collab_overlay).
 COLLAB_PYTHON = Path(os.environ.get("JUPYTER_AGENT_COLLAB_PYTHON") or Path(sys.prefix) / "collab" / "bin" / "python")
@@ -101,11 +103,14 @@ def shows_the_end(page: Any, words: str) -> None:
 
 
 def test_a_second_tab_and_a_reload_answer_a_waiting_approval_and_every_tab_shows_the_end(lab, page_of, script):
-    target = lab.root / "collab.txt"
-    nb_path = write_notebook(lab.root / "collab.ipynb", ["%load_ext jupyter_agent", "%%agent\nWrite collab.txt"])
+    # names of this attempt's own: a re-run meets neither the file written nor the server's
+    # shared copy of the notebook from the attempt before
+    stem = f"collab-{uuid.uuid4().hex[:6]}"
+    target = lab.root / f"{stem}.txt"
+    nb_path = write_notebook(lab.root / f"{stem}.ipynb", ["%load_ext jupyter_agent", f"%%agent\nWrite {stem}.txt"])
     script(response(text("Writing it."), tool_use("Write", {"file_path": str(target), "content": "hello"})),
            response(text("Written with two tabs open.")))
-    first = page_of("collab.ipynb")
+    first = page_of(nb_path.name)
     continue_slow_loads(first)
     config = json.loads(first.locator("#jupyter-config-data").text_content())
     extensions = {e["name"] for e in config["federated_extensions"]}
@@ -113,7 +118,7 @@ def test_a_second_tab_and_a_reload_answer_a_waiting_approval_and_every_tab_shows
     run_and_wait(first, 0)
     run_cell(first, 1)
     allow_of(first).wait_for(timeout=60000)
-    second = open_tab(lab, first.context, "collab.ipynb", "collab-second")
+    second = open_tab(lab, first.context, nb_path.name, "collab-second")
     allow_of(second).wait_for(timeout=60000)  # the widget, from the live kernel
     for page in (first, second):
         shown = cell(page, 1).inner_text()
@@ -134,10 +139,11 @@ def test_a_second_tab_and_a_reload_answer_a_waiting_approval_and_every_tab_shows
     assert target.read_text() == "hello"
     screenshot(first, "collab-reloaded-ended-dark", cell(first, 1))
     screenshot(second, "collab-second-ended-light", cell(second, 1))
-    # saving in either tab asks nothing, and the file keeps the end
+    # saving in one tab and then the other asks nothing, and the file keeps the end (one
+    # after the other, as a person does: two saves in the same instant race in JupyterLab)
     for page in (first, second):
         cell(page, 1).locator(".jp-InputPrompt").click()  # the notebook has the focus
-        page.keyboard.press("Control+s")
+        save(page, nb_path)
     deadline = time.monotonic() + 60
     saved_nb = None
     while time.monotonic() < deadline:  # two saves: the file may be mid-write when read
