@@ -85,17 +85,24 @@ class Socket:
         self.closed = True
 
 
+def unpatched_relay() -> type[Relay]:
+    """A class of its own for one test to patch: the patch marks the class it patches, so a
+    test that patched ``Relay`` itself would leave it patched for the tests after it."""
+    return type("Relay", (Relay,), {})
+
+
 def test_the_gateway_relay_connects_a_websocket_a_browser_fails_on_its_first_message_only():
-    assert patch_gateway_relay(Relay) is True
-    assert patch_gateway_relay(Relay) is False
+    relay = unpatched_relay()
+    assert patch_gateway_relay(relay) is True
+    assert patch_gateway_relay(relay) is False
 
     async def scenario() -> None:
-        failed = Relay(asked="v1.kernel.websocket.jupyter.org")  # asked, given none: a browser fails it
+        failed = relay(asked="v1.kernel.websocket.jupyter.org")  # asked, given none: a browser fails it
         await failed.connect()
         failed.disconnect()
         assert failed.connects == 0  # no gateway connection with the page's identity, left to nobody
 
-        tolerant = Relay(asked="v1.kernel.websocket.jupyter.org")  # a client that goes on without one
+        tolerant = relay(asked="v1.kernel.websocket.jupyter.org")  # a client that goes on without one
         await tolerant.connect()
         tolerant.handle_incoming_message("a")
         tolerant.handle_incoming_message("b")
@@ -105,7 +112,7 @@ def test_the_gateway_relay_connects_a_websocket_a_browser_fails_on_its_first_mes
         tolerant.handle_incoming_message("c")
         assert tolerant.sent == ["a", "b", "c"]
 
-        page = Relay()  # asked for none: connected at once, as before
+        page = relay()  # asked for none: connected at once, as before
         await page.connect()
         assert page.connects == 1
 
@@ -113,10 +120,11 @@ def test_the_gateway_relay_connects_a_websocket_a_browser_fails_on_its_first_mes
 
 
 def test_a_gateway_connection_whose_websocket_left_while_it_connected_is_closed_once_open():
-    patch_gateway_relay(Relay)
+    relay = unpatched_relay()
+    patch_gateway_relay(relay)
 
     async def scenario() -> None:
-        connecting = Relay()
+        connecting = relay()
         await connecting.connect()
         assert connecting.ws_future is not None
         connecting.disconnect()  # the client's websocket closed before the gateway's opened
@@ -126,7 +134,7 @@ def test_a_gateway_connection_whose_websocket_left_while_it_connected_is_closed_
         await asyncio.sleep(0)  # (the future's callbacks run on the next turn of the loop)
         assert opened.closed  # not left open with the client's session id
 
-        failed = Relay()
+        failed = relay()
         await failed.connect()
         assert failed.ws_future is not None
         failed.disconnect()
@@ -134,7 +142,7 @@ def test_a_gateway_connection_whose_websocket_left_while_it_connected_is_closed_
         await asyncio.sleep(0)
         assert failed.disconnected
 
-        open_one = Relay()
+        open_one = relay()
         await open_one.connect()
         assert open_one.ws_future is not None
         open_one.ws = Socket()
