@@ -53,3 +53,14 @@ def unregister_hub(shell: Shell | None, target: str, hub: Hub | None) -> None:
             log.debug("could not unregister the comm target %s", target, exc_info=True)
     if hub is not None:
         hub.close()
+
+
+def close_comms(comms: list[Comm], what: str) -> None:
+    """Close each of ``comms`` and empty the list (``%unload_ext``): one the page already
+    closed is logged, not raised. ``what`` names them in the log ("bridge", "panel")."""
+    for comm in list(comms):
+        try:
+            comm.close()
+        except Exception:  # already closed by the page
+            log.debug("could not close a %s comm", what, exc_info=True)
+    comms.clear()

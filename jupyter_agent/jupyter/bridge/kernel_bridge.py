@@ -39,6 +39,7 @@ from .bridge_page import (
     CHANGES_SEEN, CHANGING_OPS, MAX_NO_ANSWER_S, PROTOCOL_VERSION, RECENT_ANSWERS, SLOW_PAGE_PATIENCE,
     SOURCE_OPS, SOURCES_SEEN, Page)
 from .bridge_requests import PING_INTERVAL_S, REQUEST_TIMEOUT_S, BridgeRequests, running_here
+from .comm_hubs import close_comms
 from .comm_protocol import BRIDGE_TARGET, BridgeCode
 from .kernel_types import Comm
 
@@ -101,12 +102,7 @@ class KernelBridge(BridgeRequests):
             comm.get_comm_manager().unregister_target(TARGET, self._on_page_open)
         except Exception:  # the kernel's comm manager is going away with it
             log.debug("could not unregister the bridge target", exc_info=True)
-        for c in list(self._comms):
-            try:
-                c.close()
-            except Exception:  # already closed by the page
-                log.debug("could not close a bridge comm", exc_info=True)
-        self._comms.clear()
+        close_comms(self._comms, "bridge")
         for client_id in list(self.pages):
             self._forget(client_id, "the extension was unloaded")
         self.started = False

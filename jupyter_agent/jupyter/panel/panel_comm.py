@@ -42,7 +42,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..bridge.comm_hubs import register_hub, unregister_hub
+from ..bridge.comm_hubs import close_comms, register_hub, unregister_hub
 from .panel_runs import PanelRuns
 from ..bridge.comm_protocol import PANEL_OPS, PANEL_TARGET, PANEL_VERSION, version_mismatch
 from ...redact import redact
@@ -205,12 +205,7 @@ class PanelHub:
     def close(self) -> None:
         """Stop listening (``%unload_ext``); connected panels are told by the comm's close."""
         self.shown.close()
-        for comm in list(self.comms):
-            try:
-                comm.close()
-            except Exception:  # already closed by the page
-                log.debug("could not close a panel comm", exc_info=True)
-        self.comms.clear()
+        close_comms(self.comms, "panel")
 
 
 def _prompt_context(data: dict[str, Any]) -> str:
